@@ -1,0 +1,63 @@
+#!/usr/bin/env bash
+# Runs every rangefs test: installs missing Debian packages, builds with Bazel
+# (offline), runs `bazel test //...`, and prints one closing line
+#   N passed, N failed
+# counting test cases (gtest cases, one per shell test). Exits non-zero if
+# anything failed or did not build. Extra arguments go to `bazel test`
+# (e.g. tests/run.sh //namespace/...).
+set -uo pipefail
+cd "$(dirname "$0")/.."
+
+bash deploy/install-deps.sh || { echo "install-deps failed"; echo "0 passed, 1 failed"; exit 1; }
+
+targets=("$@")
+[ "${#targets[@]}" -eq 0 ] && targets=(//...)
+
+log=$(mktemp /tmp/rangefs-test-XXXXXX.log)
+trap 'rm -f "$log"' EXIT
+bazel test --noshow_progress "${targets[@]}" 2>&1 | tee "$log" \
+  | grep -v -E '^(INFO: (From|Analyzed|Found|Build|Elapsed|Invocation|Streaming)|Loading|Analyzing|\[[0-9,]+ / )'
+rc=${PIPESTATUS[0]}
+
+testlogs=$(bazel info bazel-testlogs 2>/dev/null)
+python3 - "$log" "$testlogs" "$rc" <<'PY'
+import os, re, sys
+import xml.etree.ElementTree as ET
+log, testlogs, rc = sys.argv[1], sys.argv[2], int(sys.argv[3])
+passed = failed = 0
+seen = 0
+bad = []
+for line in open(log, errors="replace"):
+    m = re.match(r"^(//\S+)\s+(?:\(cached\)\s+)?(PASSED|FAILED|TIMEOUT|FLAKY|NO STATUS|FAILED TO BUILD|INCOMPLETE|REMOTE FAILURE|SKIPPED)\b", line)
+    if not m:
+        continue
+    seen += 1
+    target, status = m.group(1), m.group(2)
+    xml = os.path.join(testlogs, target[2:].replace(":", "/"), "test.xml")
+    p = f = 0
+    if status in ("PASSED", "FAILED", "FLAKY") and os.path.exists(xml):
+        try:
+            for tc in ET.parse(xml).getroot().iter("testcase"):
+                if tc.find("failure") is not None or tc.find("error") is not None:
+                    f += 1
+                elif tc.get("status", "run") != "notrun":
+                    p += 1
+        except ET.ParseError:
+            pass
+    if status == "PASSED":
+        p = max(p, 1) if f == 0 else p
+        f = 0
+    elif f == 0:
+        f = 1
+    if f:
+        bad.append(f"{target} {status}")
+    passed += p
+    failed += f
+if rc != 0 and failed == 0:
+    failed = 1
+    bad.append(f"bazel exited {rc} (build or analysis failure)")
+for b in bad:
+    print("FAILED:", b)
+print(f"{passed} passed, {failed} failed")
+sys.exit(1 if failed else 0)
+PY

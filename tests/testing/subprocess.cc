@@ -1,0 +1,270 @@
+#include "tests/testing/subprocess.h"
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <ftw.h>
+#include <netinet/in.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <fstream>
+#include <sstream>
+
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
+#include "base/errno_status.h"
+
+extern char** environ;
+
+namespace rangefs {
+namespace testing {
+
+absl::StatusOr<std::unique_ptr<Subprocess>> Subprocess::Start(
+    const SubprocessOptions& options) {
+  if (options.argv.empty()) {
+    return absl::InvalidArgumentError("Subprocess::Start: empty argv");
+  }
+  if (options.log_path.empty()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("Subprocess::Start ", options.argv[0], ": no log_path"));
+  }
+  // Everything the child needs is built before fork(): after fork only
+  // async-signal-safe calls are allowed in a multi-threaded parent.
+  std::vector<std::string> env_strings;
+  for (char** e = environ; *e != nullptr; ++e) {
+    absl::string_view entry(*e);
+    bool overridden = false;
+    for (const std::string& o : options.env) {
+      size_t eq = o.find('=');
+      if (eq != std::string::npos &&
+          absl::StartsWith(entry, absl::string_view(o).substr(0, eq + 1))) {
+        overridden = true;
+        break;
+      }
+    }
+    if (!overridden) env_strings.emplace_back(entry);
+  }
+  for (const std::string& o : options.env) env_strings.push_back(o);
+  std::vector<char*> envp;
+  for (std::string& s : env_strings) envp.push_back(s.data());
+  envp.push_back(nullptr);
+  std::vector<std::string> argv_strings = options.argv;
+  std::vector<char*> argv;
+  for (std::string& s : argv_strings) argv.push_back(s.data());
+  argv.push_back(nullptr);
+  std::string exec_error =
+      absl::StrCat("subprocess: cannot exec ", options.argv[0], "\n");
+
+  int log_fd = open(options.log_path.c_str(),
+                    O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+  if (log_fd < 0) {
+    return ErrnoStatus(errno, absl::StrCat("open log ", options.log_path));
+  }
+  const pid_t parent = getpid();
+  pid_t pid = fork();
+  if (pid < 0) {
+    int e = errno;
+    close(log_fd);
+    return ErrnoStatus(e, absl::StrCat("fork for ", options.argv[0]));
+  }
+  if (pid == 0) {
+    prctl(PR_SET_PDEATHSIG, SIGKILL);
+    if (getppid() != parent) _exit(126);  // Parent died before prctl.
+    setpgid(0, 0);
+    dup2(log_fd, STDOUT_FILENO);
+    dup2(log_fd, STDERR_FILENO);
+    int devnull = open("/dev/null", O_RDONLY);
+    if (devnull >= 0) dup2(devnull, STDIN_FILENO);
+    if (!options.cwd.empty() && chdir(options.cwd.c_str()) != 0) _exit(126);
+    execve(argv[0], argv.data(), envp.data());
+    ssize_t ignored =
+        write(STDERR_FILENO, exec_error.data(), exec_error.size());
+    (void)ignored;
+    _exit(127);
+  }
+  close(log_fd);
+  return std::unique_ptr<Subprocess>(new Subprocess(options, pid));
+}
+
+Subprocess::~Subprocess() { Kill().IgnoreError(); }
+
+absl::Status Subprocess::Signal(int sig) {
+  if (reaped_) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "signal ", sig, " to ", options_.argv[0], ": process already exited"));
+  }
+  if (kill(pid_, sig) != 0) {
+    return ErrnoStatus(errno, absl::StrCat("kill(", pid_, ", ", sig, ")"));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status Subprocess::Kill() {
+  if (reaped_) return absl::OkStatus();
+  kill(pid_, SIGKILL);
+  kill(pid_, SIGCONT);
+  int status = 0;
+  while (waitpid(pid_, &status, 0) < 0) {
+    if (errno != EINTR) {
+      reaped_ = true;
+      return ErrnoStatus(errno, absl::StrCat("waitpid ", pid_));
+    }
+  }
+  reaped_ = true;
+  wait_status_ = status;
+  return absl::OkStatus();
+}
+
+bool Subprocess::Running() {
+  if (reaped_) return false;
+  int status = 0;
+  pid_t r = waitpid(pid_, &status, WNOHANG);
+  if (r == pid_) {
+    reaped_ = true;
+    wait_status_ = status;
+    return false;
+  }
+  return r == 0;
+}
+
+absl::StatusOr<int> Subprocess::Wait(absl::Duration timeout) {
+  absl::Status s =
+      WaitUntil([this] { return !Running(); }, timeout, "process exit");
+  if (!reaped_) {
+    return absl::DeadlineExceededError(
+        absl::StrCat(options_.argv[0], " (pid ", pid_, ") still runs after ",
+                     absl::FormatDuration(timeout)));
+  }
+  return wait_status_;
+}
+
+absl::Status Subprocess::WaitUntil(const std::function<bool()>& ready,
+                                   absl::Duration timeout,
+                                   absl::string_view what) {
+  const absl::Time deadline = absl::Now() + timeout;
+  absl::Duration backoff = absl::Milliseconds(1);
+  while (true) {
+    if (ready()) return absl::OkStatus();
+    if (!Running()) {
+      // It may have become ready just before exiting (e.g. "process exit").
+      if (ready()) return absl::OkStatus();
+      return absl::FailedPreconditionError(absl::StrCat(
+          options_.argv[0], " exited (wait status ", wait_status_,
+          ") while waiting for ", what, "; log tail:\n", LogTail()));
+    }
+    if (absl::Now() >= deadline) {
+      return absl::DeadlineExceededError(absl::StrCat(
+          options_.argv[0], ": no ", what, " within ",
+          absl::FormatDuration(timeout), "; log tail:\n", LogTail()));
+    }
+    absl::SleepFor(backoff);
+    backoff = std::min(backoff * 2, absl::Milliseconds(50));
+  }
+}
+
+absl::Status Subprocess::WaitForLog(absl::string_view needle,
+                                    absl::Duration timeout) {
+  return WaitUntil([&] { return absl::StrContains(Log(), needle); }, timeout,
+                   absl::StrCat("log line \"", needle, "\""));
+}
+
+absl::Status Subprocess::WaitForTcpPort(int port, absl::Duration timeout) {
+  return WaitUntil([port] { return TcpPortOpen(port); }, timeout,
+                   absl::StrCat("listener on 127.0.0.1:", port));
+}
+
+std::string Subprocess::Log() const {
+  std::ifstream in(options_.log_path, std::ios::binary);
+  std::ostringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+std::string Subprocess::LogTail(size_t max_bytes) const {
+  std::string log = Log();
+  if (log.size() <= max_bytes) return log;
+  return log.substr(log.size() - max_bytes);
+}
+
+absl::StatusOr<int> PickUnusedPort() {
+  int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (fd < 0) return ErrnoStatus(errno, "socket");
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  addr.sin_port = 0;
+  if (bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0) {
+    int e = errno;
+    close(fd);
+    return ErrnoStatus(e, "bind 127.0.0.1:0");
+  }
+  socklen_t len = sizeof(addr);
+  if (getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len) != 0) {
+    int e = errno;
+    close(fd);
+    return ErrnoStatus(e, "getsockname");
+  }
+  close(fd);
+  return ntohs(addr.sin_port);
+}
+
+bool TcpPortOpen(int port) {
+  int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (fd < 0) return false;
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  addr.sin_port = htons(static_cast<uint16_t>(port));
+  bool ok = connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) == 0;
+  close(fd);
+  return ok;
+}
+
+std::string TestTempDir() {
+  const char* t = getenv("TEST_TMPDIR");
+  if (t != nullptr && *t != '\0') return t;
+  static std::string* dir = [] {
+    char tmpl[] = "/tmp/rangefs-test-XXXXXX";
+    char* d = mkdtemp(tmpl);
+    return new std::string(d != nullptr ? d : "/tmp");
+  }();
+  return *dir;
+}
+
+absl::StatusOr<std::string> MakeTempDir(absl::string_view prefix) {
+  std::string tmpl = absl::StrCat(TestTempDir(), "/", prefix, "XXXXXX");
+  if (mkdtemp(tmpl.data()) == nullptr) {
+    return ErrnoStatus(errno, absl::StrCat("mkdtemp ", tmpl));
+  }
+  return tmpl;
+}
+
+void RemoveTree(const std::string& path) {
+  nftw(
+      path.c_str(),
+      [](const char* p, const struct stat*, int, struct FTW*) {
+        remove(p);
+        return 0;
+      },
+      16, FTW_DEPTH | FTW_PHYS);
+}
+
+std::string RunfilePath(const std::string& workspace_relative) {
+  const char* srcdir = getenv("TEST_SRCDIR");
+  const char* ws = getenv("TEST_WORKSPACE");
+  if (srcdir == nullptr || ws == nullptr) return workspace_relative;
+  return absl::StrCat(srcdir, "/", ws, "/", workspace_relative);
+}
+
+}  // namespace testing
+}  // namespace rangefs

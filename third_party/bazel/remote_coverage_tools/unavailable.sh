@@ -1,0 +1,3 @@
+#!/bin/sh
+echo "coverage tools are unavailable offline; use gcov/lcov outside Bazel" >&2
+exit 1
