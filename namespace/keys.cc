@@ -1,0 +1,60 @@
+#include "namespace/keys.h"
+
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+
+namespace rangefs {
+namespace ns {
+
+Keys::Keys(absl::string_view cluster)
+    : root_(absl::StrCat("/rangefs/v1/", cluster, "/")) {}
+
+std::string Keys::Node(absl::string_view id) const {
+  return absl::StrCat(root_, "nodes/", id);
+}
+std::string Keys::NodePrefix() const { return absl::StrCat(root_, "nodes/"); }
+std::string Keys::Live(absl::string_view id) const {
+  return absl::StrCat(root_, "live/", id);
+}
+std::string Keys::LivePrefix() const { return absl::StrCat(root_, "live/"); }
+std::string Keys::FilesRoot() const { return absl::StrCat(root_, "files"); }
+std::string Keys::File(absl::string_view path) const {
+  return absl::StrCat(FilesRoot(), path);
+}
+std::string Keys::FileDirPrefix(absl::string_view dir) const {
+  if (dir.empty() || dir == "/") return absl::StrCat(FilesRoot(), "/");
+  if (absl::EndsWith(dir, "/")) return absl::StrCat(FilesRoot(), dir);
+  return absl::StrCat(FilesRoot(), dir, "/");
+}
+std::string Keys::NextFileId() const {
+  return absl::StrCat(root_, "meta/next_file_id");
+}
+
+namespace {
+bool StripPrefix(absl::string_view key, absl::string_view prefix,
+                 std::string* rest) {
+  if (!absl::StartsWith(key, prefix) || key.size() == prefix.size()) {
+    return false;
+  }
+  *rest = std::string(key.substr(prefix.size()));
+  return true;
+}
+}  // namespace
+
+bool Keys::ParseNode(absl::string_view key, std::string* id) const {
+  return StripPrefix(key, NodePrefix(), id);
+}
+bool Keys::ParseLive(absl::string_view key, std::string* id) const {
+  return StripPrefix(key, LivePrefix(), id);
+}
+bool Keys::ParseFile(absl::string_view key, std::string* path) const {
+  std::string root = FilesRoot();
+  if (!absl::StartsWith(key, root)) return false;
+  absl::string_view rest = key.substr(root.size());
+  if (rest.size() < 2 || rest[0] != '/') return false;
+  *path = std::string(rest);
+  return true;
+}
+
+}  // namespace ns
+}  // namespace rangefs

@@ -1,0 +1,52 @@
+// File: keys.h
+//
+// The only place that spells rangefs's etcd keys. Everything lives under a
+// versioned, per-cluster prefix:
+//
+//   /rangefs/v1/<cluster>/nodes/<node_id>   NodeRecord  (rangefs-admin)
+//   /rangefs/v1/<cluster>/live/<node_id>    LiveRecord  (agent, under lease)
+//   /rangefs/v1/<cluster>/files<path>       FileLayout  (path starts with /)
+//   /rangefs/v1/<cluster>/meta/next_file_id decimal counter
+#ifndef RANGEFS_NAMESPACE_KEYS_H_
+#define RANGEFS_NAMESPACE_KEYS_H_
+
+#include <string>
+
+#include "absl/strings/string_view.h"
+
+namespace rangefs {
+namespace ns {
+
+inline constexpr absl::string_view kDefaultCluster = "default";
+
+// Thread-compatible value type.
+class Keys {
+ public:
+  explicit Keys(absl::string_view cluster = kDefaultCluster);
+
+  const std::string& root() const { return root_; }  // "/rangefs/v1/<c>/"
+  std::string Node(absl::string_view id) const;
+  std::string NodePrefix() const;
+  std::string Live(absl::string_view id) const;
+  std::string LivePrefix() const;
+  // `path` is a normalized absolute path ("/crawl/seg-1").
+  std::string File(absl::string_view path) const;
+  // Prefix of all files under directory `dir` ("/" or "/crawl"); ends
+  // with '/'.
+  std::string FileDirPrefix(absl::string_view dir) const;
+  std::string FilesRoot() const;  // ".../files"
+  std::string NextFileId() const;
+
+  // Inverse mappings; return false if `key` is not of that kind.
+  bool ParseNode(absl::string_view key, std::string* id) const;
+  bool ParseLive(absl::string_view key, std::string* id) const;
+  bool ParseFile(absl::string_view key, std::string* path) const;
+
+ private:
+  std::string root_;
+};
+
+}  // namespace ns
+}  // namespace rangefs
+
+#endif  // RANGEFS_NAMESPACE_KEYS_H_

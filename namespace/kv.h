@@ -1,0 +1,90 @@
+// File: kv.h
+//
+// The slice of etcd that the namespace store needs: versioned reads,
+// transactions (etcd's own TxnRequest/TxnResponse messages as the language)
+// and watches. Two implementations: EtcdKv (namespace/etcd_kv.h, the real
+// thing) and MemoryKv (namespace/memory_kv.h, a single-process fake with
+// etcd's revision semantics, for unit tests only).
+#ifndef RANGEFS_NAMESPACE_KV_H_
+#define RANGEFS_NAMESPACE_KV_H_
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+#include "proto/etcd/rpc.pb.h"
+
+namespace rangefs {
+namespace ns {
+
+struct KvEntry {
+  std::string key;
+  std::string value;
+  int64_t create_revision = 0;
+  int64_t mod_revision = 0;
+  int64_t version = 0;
+  int64_t lease = 0;
+};
+
+struct KvRange {
+  std::vector<KvEntry> kvs;
+  int64_t revision = 0;  // store revision the read was served at
+  bool more = false;     // `limit` cut the result
+};
+
+struct KvEvent {
+  bool deleted = false;
+  KvEntry kv;  // for a delete: key and mod_revision only
+};
+
+struct KvWatchUpdate {
+  std::vector<KvEvent> events;
+  int64_t revision = 0;
+  // The start revision was compacted: the watch stopped; re-list, re-watch.
+  bool compacted = false;
+  int64_t compact_revision = 0;
+};
+
+using KvWatchCallback = std::function<void(const KvWatchUpdate&)>;
+
+// Stops the watch when destroyed (joins any thread it owns).
+class KvWatch {
+ public:
+  virtual ~KvWatch() = default;
+  // Highest revision delivered so far.
+  virtual int64_t last_revision() const = 0;
+};
+
+// Returns the etcd range end that covers every key starting with `prefix`.
+std::string PrefixRangeEnd(absl::string_view prefix);
+
+// Thread-safe.
+class KvBackend {
+ public:
+  virtual ~KvBackend() = default;
+  // Reads `key` (range_end empty) or [key, range_end), sorted by key, at
+  // `revision` (0 = latest), at most `limit` keys (0 = all).
+  // OUT_OF_RANGE if `revision` is compacted or in the future;
+  // UNAVAILABLE / DEADLINE_EXCEEDED when the store cannot be reached.
+  virtual absl::StatusOr<KvRange> Range(absl::string_view key,
+                                        absl::string_view range_end,
+                                        int64_t limit, int64_t revision) = 0;
+  // Runs one etcd transaction. Compares and ops follow etcd semantics.
+  virtual absl::StatusOr<etcdserverpb::TxnResponse> Txn(
+      const etcdserverpb::TxnRequest& request) = 0;
+  // Watches [key, range_end) from `start_revision` (0 = now). `callback`
+  // runs on a thread owned by the backend, in revision order; it must not
+  // destroy the watch.
+  virtual absl::StatusOr<std::unique_ptr<KvWatch>> Watch(
+      absl::string_view key, absl::string_view range_end,
+      int64_t start_revision, KvWatchCallback callback) = 0;
+};
+
+}  // namespace ns
+}  // namespace rangefs
+
+#endif  // RANGEFS_NAMESPACE_KV_H_

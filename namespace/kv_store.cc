@@ -1,0 +1,519 @@
+// NamespaceStore over a KvBackend: each mutation is one etcd transaction.
+#include <algorithm>
+
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/time/time.h"
+#include "base/status_macros.h"
+#include "namespace/layout.h"
+#include "namespace/store.h"
+
+namespace rangefs {
+namespace ns {
+namespace {
+
+using etcdserverpb::Compare;
+using etcdserverpb::TxnRequest;
+using etcdserverpb::TxnResponse;
+
+// Nodes compared for existence inside one CreateFile/ReplaceLayout txn;
+// etcd allows 128 compares. Layouts over more nodes are checked by a read.
+constexpr int kMaxNodeCompares = 100;
+
+void AddCompare(TxnRequest* txn, const std::string& key,
+                Compare::CompareTarget target, Compare::CompareResult result,
+                int64_t value) {
+  Compare* c = txn->add_compare();
+  c->set_key(key);
+  c->set_target(target);
+  c->set_result(result);
+  if (target == Compare::MOD) {
+    c->set_mod_revision(value);
+  } else {
+    c->set_version(value);
+  }
+}
+
+void AddPut(TxnRequest* txn, const std::string& key, const std::string& value,
+            int64_t lease = 0) {
+  auto* p = txn->add_success()->mutable_request_put();
+  p->set_key(key);
+  p->set_value(value);
+  p->set_lease(lease);
+}
+
+void AddDelete(TxnRequest* txn, const std::string& key) {
+  txn->add_success()->mutable_request_delete_range()->set_key(key);
+}
+
+// On failure, read these keys to explain why.
+void AddFailureGet(TxnRequest* txn, const std::string& key) {
+  txn->add_failure()->mutable_request_range()->set_key(key);
+}
+
+bool ExistsInFailure(const TxnResponse& r, int index) {
+  return index < r.responses_size() &&
+         r.responses(index).response_range().kvs_size() > 0;
+}
+
+int64_t ModInFailure(const TxnResponse& r, int index) {
+  if (!ExistsInFailure(r, index)) return 0;
+  return r.responses(index).response_range().kvs(0).mod_revision();
+}
+
+class KvStore : public NamespaceStore {
+ public:
+  KvStore(KvBackend* kv, const StoreOptions& options)
+      : kv_(kv),
+        keys_(options.cluster),
+        clock_(options.clock ? options.clock : Clock::Real()),
+        max_cas_retries_(options.max_cas_retries) {}
+
+  const Keys& keys() const override { return keys_; }
+  KvBackend* kv() override { return kv_; }
+
+  absl::Status AddNode(const v1::NodeRecord& in) override {
+    v1::NodeRecord node = in;
+    if (node.admin_state() == v1::ADMIN_STATE_UNSPECIFIED) {
+      node.set_admin_state(v1::ACTIVE);
+    }
+    if (node.created_unix_ms() == 0) {
+      node.set_created_unix_ms(absl::ToUnixMillis(clock_->Now()));
+    }
+    RANGEFS_RETURN_IF_ERROR(ValidateNode(node));
+    TxnRequest txn;
+    std::string key = keys_.Node(node.id());
+    AddCompare(&txn, key, Compare::VERSION, Compare::EQUAL, 0);
+    AddPut(&txn, key, node.SerializeAsString());
+    RANGEFS_ASSIGN_OR_RETURN(TxnResponse r, kv_->Txn(txn));
+    if (!r.succeeded()) {
+      return absl::AlreadyExistsError(
+          absl::StrCat("node \"", node.id(), "\" already exists"));
+    }
+    return absl::OkStatus();
+  }
+
+  absl::StatusOr<NodeEntry> GetNode(absl::string_view id) override {
+    RANGEFS_RETURN_IF_ERROR(ValidateNodeId(id));
+    std::string key = keys_.Node(id);
+    RANGEFS_ASSIGN_OR_RETURN(KvRange r, kv_->Range(key, "", 0, 0));
+    if (r.kvs.empty()) {
+      return absl::NotFoundError(absl::StrCat("node \"", id, "\" not found"));
+    }
+    return ParseNode(r.kvs[0]);
+  }
+
+  absl::StatusOr<std::vector<NodeEntry>> ListNodes() override {
+    std::string prefix = keys_.NodePrefix();
+    RANGEFS_ASSIGN_OR_RETURN(KvRange r,
+                             kv_->Range(prefix, PrefixRangeEnd(prefix), 0, 0));
+    std::vector<NodeEntry> out;
+    for (const KvEntry& kv : r.kvs) {
+      RANGEFS_ASSIGN_OR_RETURN(NodeEntry e, ParseNode(kv));
+      out.push_back(std::move(e));
+    }
+    return out;
+  }
+
+  absl::Status UpdateNode(const v1::NodeRecord& node,
+                          int64_t expected_mod_revision) override {
+    RANGEFS_RETURN_IF_ERROR(ValidateNode(node));
+    TxnRequest txn;
+    std::string key = keys_.Node(node.id());
+    AddCompare(&txn, key, Compare::MOD, Compare::EQUAL, expected_mod_revision);
+    AddPut(&txn, key, node.SerializeAsString());
+    AddFailureGet(&txn, key);
+    RANGEFS_ASSIGN_OR_RETURN(TxnResponse r, kv_->Txn(txn));
+    if (r.succeeded()) return absl::OkStatus();
+    if (!ExistsInFailure(r, 0)) {
+      return absl::NotFoundError(
+          absl::StrCat("node \"", node.id(), "\" not found"));
+    }
+    return Conflict(absl::StrCat("node \"", node.id(), "\""),
+                    ModInFailure(r, 0), expected_mod_revision);
+  }
+
+  absl::Status SetNodeState(absl::string_view id,
+                            v1::AdminState state) override {
+    if (state == v1::ADMIN_STATE_UNSPECIFIED ||
+        !v1::AdminState_IsValid(state)) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("invalid admin state ", state));
+    }
+    absl::Status last;
+    for (int i = 0; i < max_cas_retries_; ++i) {
+      RANGEFS_ASSIGN_OR_RETURN(NodeEntry e, GetNode(id));
+      if (e.record.admin_state() == state) return absl::OkStatus();
+      e.record.set_admin_state(state);
+      last = UpdateNode(e.record, e.mod_revision);
+      if (!absl::IsAborted(last)) return last;
+    }
+    return last;
+  }
+
+  absl::Status RemoveNode(absl::string_view id) override {
+    RANGEFS_ASSIGN_OR_RETURN(NodeEntry e, GetNode(id));
+    if (e.record.admin_state() == v1::ACTIVE) {
+      return absl::FailedPreconditionError(
+          absl::StrCat("node \"", id,
+                       "\" is active; drain or disable it before removing it"));
+    }
+    TxnRequest txn;
+    std::string key = keys_.Node(id);
+    AddCompare(&txn, key, Compare::MOD, Compare::EQUAL, e.mod_revision);
+    AddDelete(&txn, key);
+    RANGEFS_ASSIGN_OR_RETURN(TxnResponse r, kv_->Txn(txn));
+    if (!r.succeeded()) {
+      return absl::AbortedError(absl::StrCat(
+          "node \"", id, "\" changed while removing it; re-check and retry"));
+    }
+    return absl::OkStatus();
+  }
+
+  absl::Status PutLive(const v1::LiveRecord& live, int64_t lease) override {
+    RANGEFS_RETURN_IF_ERROR(ValidateNodeId(live.node_id()));
+    TxnRequest txn;
+    AddPut(&txn, keys_.Live(live.node_id()), live.SerializeAsString(), lease);
+    return kv_->Txn(txn).status();
+  }
+
+  absl::StatusOr<std::vector<LiveEntry>> ListLive() override {
+    std::string prefix = keys_.LivePrefix();
+    RANGEFS_ASSIGN_OR_RETURN(KvRange r,
+                             kv_->Range(prefix, PrefixRangeEnd(prefix), 0, 0));
+    std::vector<LiveEntry> out;
+    for (const KvEntry& kv : r.kvs) {
+      LiveEntry e;
+      if (!e.record.ParseFromString(kv.value)) {
+        return absl::InternalError(
+            absl::StrCat("corrupt live record at etcd key ", kv.key));
+      }
+      e.mod_revision = kv.mod_revision;
+      e.lease = kv.lease;
+      out.push_back(std::move(e));
+    }
+    return out;
+  }
+
+  absl::StatusOr<FileEntry> CreateFile(absl::string_view path,
+                                       v1::FileLayout layout) override {
+    RANGEFS_RETURN_IF_ERROR(ValidatePath(path));
+    std::vector<std::string> nodes = ReferencedNodes(layout);
+    RANGEFS_ASSIGN_OR_RETURN(NodeKnownFn known, KnownNodes(nodes));
+    RANGEFS_RETURN_IF_ERROR(ValidateLayout(layout, known));
+    const std::string key = keys_.File(path);
+    const std::string counter = keys_.NextFileId();
+    const int64_t now = absl::ToUnixMillis(clock_->Now());
+    layout.set_generation(1);
+    layout.set_created_unix_ms(now);
+    layout.set_modified_unix_ms(now);
+    for (int attempt = 0; attempt < max_cas_retries_; ++attempt) {
+      TxnRequest txn;
+      AddCompare(&txn, key, Compare::VERSION, Compare::EQUAL, 0);
+      int64_t counter_mod = 0;
+      if (layout.file_id() == 0 || attempt > 0) {
+        RANGEFS_ASSIGN_OR_RETURN(KvRange c, kv_->Range(counter, "", 0, 0));
+        uint64_t next = 1;
+        if (!c.kvs.empty()) {
+          if (!absl::SimpleAtoi(c.kvs[0].value, &next)) {
+            return absl::InternalError(
+                absl::StrCat("corrupt file id counter at etcd key ", counter));
+          }
+          counter_mod = c.kvs[0].mod_revision;
+        }
+        layout.set_file_id(next);
+        AddCompare(&txn, counter, Compare::MOD, Compare::EQUAL, counter_mod);
+        AddPut(&txn, counter, absl::StrCat(next + 1));
+      }
+      AddNodeCompares(&txn, nodes);
+      AddPut(&txn, key, layout.SerializeAsString());
+      AddFailureGet(&txn, key);
+      for (const std::string& n : nodes) AddFailureGet(&txn, keys_.Node(n));
+      RANGEFS_ASSIGN_OR_RETURN(TxnResponse r, kv_->Txn(txn));
+      if (r.succeeded()) {
+        FileEntry e;
+        e.path = std::string(path);
+        e.layout = layout;
+        e.mod_revision = r.header().revision();
+        e.create_revision = r.header().revision();
+        return e;
+      }
+      if (ExistsInFailure(r, 0)) {
+        return absl::AlreadyExistsError(
+            absl::StrCat("file ", path, " already exists"));
+      }
+      for (size_t i = 0; i < nodes.size(); ++i) {
+        if (!ExistsInFailure(r, static_cast<int>(i) + 1)) {
+          return absl::FailedPreconditionError(
+              absl::StrCat("file ", path, ": node \"", nodes[i],
+                           "\" was removed while creating the file"));
+        }
+      }
+      // The file id counter moved (a concurrent create): take a new id.
+    }
+    return absl::AbortedError(absl::StrCat("create ", path,
+                                           ": file id counter contended ",
+                                           max_cas_retries_, " times; retry"));
+  }
+
+  absl::StatusOr<FileEntry> GetFile(absl::string_view path,
+                                    int64_t revision) override {
+    RANGEFS_RETURN_IF_ERROR(ValidatePath(path));
+    RANGEFS_ASSIGN_OR_RETURN(
+        KvRange r, Annotate(kv_->Range(keys_.File(path), "", 0, revision), path,
+                            revision));
+    if (r.kvs.empty()) {
+      return absl::NotFoundError(
+          revision > 0
+              ? absl::StrCat("file ", path, " not found at revision ", revision)
+              : absl::StrCat("file ", path, " not found"));
+    }
+    return ToFileEntry(path, r.kvs[0]);
+  }
+
+  absl::StatusOr<FileEntry> ReplaceLayout(
+      absl::string_view path, v1::FileLayout layout,
+      int64_t expected_mod_revision) override {
+    RANGEFS_RETURN_IF_ERROR(ValidatePath(path));
+    std::vector<std::string> nodes = ReferencedNodes(layout);
+    RANGEFS_ASSIGN_OR_RETURN(NodeKnownFn known, KnownNodes(nodes));
+    RANGEFS_RETURN_IF_ERROR(ValidateLayout(layout, known));
+    const std::string key = keys_.File(path);
+    RANGEFS_ASSIGN_OR_RETURN(FileEntry cur, GetFile(path, 0));
+    if (cur.mod_revision != expected_mod_revision) {
+      return Conflict(absl::StrCat("file ", path), cur.mod_revision,
+                      expected_mod_revision);
+    }
+    layout.set_file_id(cur.layout.file_id());
+    layout.set_generation(cur.layout.generation() + 1);
+    layout.set_created_unix_ms(cur.layout.created_unix_ms());
+    layout.set_modified_unix_ms(absl::ToUnixMillis(clock_->Now()));
+    TxnRequest txn;
+    AddCompare(&txn, key, Compare::MOD, Compare::EQUAL, expected_mod_revision);
+    AddNodeCompares(&txn, nodes);
+    AddPut(&txn, key, layout.SerializeAsString());
+    AddFailureGet(&txn, key);
+    RANGEFS_ASSIGN_OR_RETURN(TxnResponse r, kv_->Txn(txn));
+    if (!r.succeeded()) {
+      if (!ExistsInFailure(r, 0)) {
+        return absl::NotFoundError(absl::StrCat("file ", path, " not found"));
+      }
+      int64_t mod = ModInFailure(r, 0);
+      if (mod != expected_mod_revision) {
+        return Conflict(absl::StrCat("file ", path), mod,
+                        expected_mod_revision);
+      }
+      return absl::FailedPreconditionError(
+          absl::StrCat("replace layout of ", path,
+                       ": a referenced node was removed meanwhile"));
+    }
+    FileEntry e;
+    e.path = std::string(path);
+    e.layout = std::move(layout);
+    e.mod_revision = r.header().revision();
+    e.create_revision = cur.create_revision;
+    return e;
+  }
+
+  absl::Status RenameFile(absl::string_view from, absl::string_view to,
+                          int64_t expected_mod_revision) override {
+    RANGEFS_RETURN_IF_ERROR(ValidatePath(from));
+    RANGEFS_RETURN_IF_ERROR(ValidatePath(to));
+    if (from == to) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("rename ", from, ": source and target are the same"));
+    }
+    RANGEFS_ASSIGN_OR_RETURN(FileEntry cur, GetFile(from, 0));
+    if (expected_mod_revision != 0 &&
+        cur.mod_revision != expected_mod_revision) {
+      return Conflict(absl::StrCat("file ", from), cur.mod_revision,
+                      expected_mod_revision);
+    }
+    const std::string from_key = keys_.File(from);
+    const std::string to_key = keys_.File(to);
+    TxnRequest txn;
+    AddCompare(&txn, from_key, Compare::MOD, Compare::EQUAL, cur.mod_revision);
+    AddCompare(&txn, to_key, Compare::VERSION, Compare::EQUAL, 0);
+    AddDelete(&txn, from_key);
+    v1::FileLayout layout = cur.layout;
+    layout.set_modified_unix_ms(absl::ToUnixMillis(clock_->Now()));
+    AddPut(&txn, to_key, layout.SerializeAsString());
+    AddFailureGet(&txn, from_key);
+    AddFailureGet(&txn, to_key);
+    RANGEFS_ASSIGN_OR_RETURN(TxnResponse r, kv_->Txn(txn));
+    if (r.succeeded()) return absl::OkStatus();
+    if (ExistsInFailure(r, 1)) {
+      return absl::AlreadyExistsError(
+          absl::StrCat("rename ", from, " -> ", to, ": target already exists"));
+    }
+    if (!ExistsInFailure(r, 0)) {
+      return absl::NotFoundError(absl::StrCat("file ", from, " not found"));
+    }
+    return Conflict(absl::StrCat("file ", from), ModInFailure(r, 0),
+                    cur.mod_revision);
+  }
+
+  absl::Status DeleteFile(absl::string_view path,
+                          int64_t expected_mod_revision) override {
+    RANGEFS_RETURN_IF_ERROR(ValidatePath(path));
+    const std::string key = keys_.File(path);
+    TxnRequest txn;
+    if (expected_mod_revision != 0) {
+      AddCompare(&txn, key, Compare::MOD, Compare::EQUAL,
+                 expected_mod_revision);
+    } else {
+      AddCompare(&txn, key, Compare::VERSION, Compare::GREATER, 0);
+    }
+    AddDelete(&txn, key);
+    AddFailureGet(&txn, key);
+    RANGEFS_ASSIGN_OR_RETURN(TxnResponse r, kv_->Txn(txn));
+    if (r.succeeded()) return absl::OkStatus();
+    if (!ExistsInFailure(r, 0)) {
+      return absl::NotFoundError(absl::StrCat("file ", path, " not found"));
+    }
+    return Conflict(absl::StrCat("file ", path), ModInFailure(r, 0),
+                    expected_mod_revision);
+  }
+
+  absl::StatusOr<ListFilesResult> ListFiles(
+      const ListFilesOptions& options) override {
+    RANGEFS_RETURN_IF_ERROR(ValidateDir(options.dir));
+    if (options.page_size < 1 || options.page_size > 10000) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("page size ", options.page_size, " is not in 1..10000"));
+    }
+    const std::string prefix = keys_.FileDirPrefix(options.dir);
+    std::string start = prefix;
+    if (!options.page_token.empty()) {
+      // The token is the last path returned; continue just after it.
+      RANGEFS_RETURN_IF_ERROR(ValidatePath(options.page_token));
+      start = keys_.File(options.page_token);
+      start.push_back('\0');
+      if (start.compare(0, prefix.size(), prefix) != 0) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            "page token ", options.page_token, " is not under ", options.dir));
+      }
+    }
+    RANGEFS_ASSIGN_OR_RETURN(
+        KvRange r, Annotate(kv_->Range(start, PrefixRangeEnd(prefix),
+                                       options.page_size, options.revision),
+                            options.dir, options.revision));
+    ListFilesResult out;
+    out.revision = options.revision > 0 ? options.revision : r.revision;
+    for (const KvEntry& kv : r.kvs) {
+      std::string path;
+      if (!keys_.ParseFile(kv.key, &path)) continue;
+      if (options.keys_only) {
+        FileEntry e;
+        e.path = path;
+        e.mod_revision = kv.mod_revision;
+        e.create_revision = kv.create_revision;
+        out.files.push_back(std::move(e));
+      } else {
+        RANGEFS_ASSIGN_OR_RETURN(FileEntry e, ToFileEntry(path, kv));
+        out.files.push_back(std::move(e));
+      }
+    }
+    if (r.more && !out.files.empty()) {
+      out.next_page_token = out.files.back().path;
+    }
+    return out;
+  }
+
+  absl::StatusOr<int64_t> CurrentRevision() override {
+    RANGEFS_ASSIGN_OR_RETURN(KvRange r,
+                             kv_->Range(keys_.NextFileId(), "", 1, 0));
+    return r.revision;
+  }
+
+ private:
+  static absl::Status Conflict(const std::string& what, int64_t actual,
+                               int64_t expected) {
+    return absl::AbortedError(absl::StrCat(
+        what, " was changed by someone else (mod_revision ", actual,
+        ", expected ", expected, "); re-read it and retry"));
+  }
+
+  template <typename T>
+  static absl::StatusOr<T> Annotate(absl::StatusOr<T> r, absl::string_view what,
+                                    int64_t revision) {
+    if (r.ok() || revision == 0 || !absl::IsOutOfRange(r.status())) return r;
+    return absl::OutOfRangeError(
+        absl::StrCat(what, " as of revision ", revision,
+                     " is no longer available (compacted) or not yet written: ",
+                     r.status().message()));
+  }
+
+  absl::StatusOr<NodeEntry> ParseNode(const KvEntry& kv) {
+    NodeEntry e;
+    if (!e.record.ParseFromString(kv.value)) {
+      return absl::InternalError(
+          absl::StrCat("corrupt node record at etcd key ", kv.key));
+    }
+    e.mod_revision = kv.mod_revision;
+    return e;
+  }
+
+  absl::StatusOr<FileEntry> ToFileEntry(absl::string_view path,
+                                        const KvEntry& kv) {
+    RANGEFS_ASSIGN_OR_RETURN(v1::FileLayout layout, ParseLayout(kv));
+    FileEntry e;
+    e.path = std::string(path);
+    e.layout = std::move(layout);
+    e.mod_revision = kv.mod_revision;
+    e.create_revision = kv.create_revision;
+    return e;
+  }
+
+  // Reads the node records a layout references; the returned predicate
+  // says which exist.
+  absl::StatusOr<NodeKnownFn> KnownNodes(const std::vector<std::string>& ids) {
+    std::vector<std::string> present;
+    if (!ids.empty()) {
+      std::string prefix = keys_.NodePrefix();
+      RANGEFS_ASSIGN_OR_RETURN(
+          KvRange r, kv_->Range(prefix, PrefixRangeEnd(prefix), 0, 0));
+      for (const KvEntry& kv : r.kvs) {
+        std::string id;
+        if (keys_.ParseNode(kv.key, &id)) present.push_back(id);
+      }
+    }
+    std::sort(present.begin(), present.end());
+    return NodeKnownFn([present = std::move(present)](absl::string_view id) {
+      return std::binary_search(present.begin(), present.end(),
+                                std::string(id));
+    });
+  }
+
+  void AddNodeCompares(TxnRequest* txn, const std::vector<std::string>& ids) {
+    int n = 0;
+    for (const std::string& id : ids) {
+      if (++n > kMaxNodeCompares) break;
+      AddCompare(txn, keys_.Node(id), Compare::VERSION, Compare::GREATER, 0);
+    }
+  }
+
+  KvBackend* const kv_;
+  const Keys keys_;
+  Clock* const clock_;
+  const int max_cas_retries_;
+};
+
+}  // namespace
+
+absl::StatusOr<v1::FileLayout> ParseLayout(const KvEntry& kv) {
+  v1::FileLayout layout;
+  if (!layout.ParseFromString(kv.value)) {
+    return absl::InternalError(
+        absl::StrCat("corrupt file layout at etcd key ", kv.key));
+  }
+  return layout;
+}
+
+std::unique_ptr<NamespaceStore> NewKvStore(KvBackend* kv,
+                                           const StoreOptions& options) {
+  return std::make_unique<KvStore>(kv, options);
+}
+
+}  // namespace ns
+}  // namespace rangefs

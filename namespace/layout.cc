@@ -1,0 +1,376 @@
+#include "namespace/layout.h"
+
+#include <algorithm>
+#include <set>
+
+#include "absl/strings/escaping.h"
+#include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
+#include "base/status_macros.h"
+
+namespace rangefs {
+namespace ns {
+
+namespace {
+
+absl::Status CheckComponents(absl::string_view what, absl::string_view path,
+                             absl::string_view body) {
+  size_t index = 0;
+  for (absl::string_view c : absl::StrSplit(body, '/')) {
+    if (c.empty()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(what, " \"", path, "\": empty component ", index,
+                       " (duplicate or trailing '/')"));
+    }
+    if (c == "." || c == "..") {
+      return absl::InvalidArgumentError(
+          absl::StrCat(what, " \"", path, "\": component ", index, " is \"", c,
+                       "\" (paths must be normalized)"));
+    }
+    if (c.size() > kMaxNameBytes) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          what, " \"", path.substr(0, 64), "...\": component ", index, " is ",
+          c.size(), " bytes (max ", kMaxNameBytes, ")"));
+    }
+    ++index;
+  }
+  return absl::OkStatus();
+}
+
+absl::Status CheckChars(absl::string_view what, absl::string_view path) {
+  if (path.size() > kMaxPathBytes) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(what, " \"", path.substr(0, 64), "...\" is ", path.size(),
+                     " bytes (max ", kMaxPathBytes, ")"));
+  }
+  for (size_t i = 0; i < path.size(); ++i) {
+    unsigned char ch = static_cast<unsigned char>(path[i]);
+    if (ch == 0) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(what, " contains a NUL byte at position ", i));
+    }
+    if (ch < 0x20 || ch == 0x7f) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          what, " \"", absl::CEscape(path), "\" contains control character ",
+          int{ch}, " at position ", i));
+    }
+  }
+  return absl::OkStatus();
+}
+
+absl::Status CheckReplicas(
+    absl::string_view where,
+    const google::protobuf::RepeatedPtrField<v1::Replica>& replicas,
+    uint64_t span, const NodeKnownFn& node_known) {
+  if (replicas.empty()) {
+    return absl::InvalidArgumentError(absl::StrCat(where, " has no replicas"));
+  }
+  if (replicas.size() > kMaxReplicas) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        where, " has ", replicas.size(), " replicas (max ", kMaxReplicas, ")"));
+  }
+  std::set<absl::string_view> nodes;
+  for (int r = 0; r < replicas.size(); ++r) {
+    const v1::Replica& rep = replicas[r];
+    std::string rw = absl::StrCat(where, " replica ", r);
+    absl::Status id = ValidateNodeId(rep.node_id());
+    if (!id.ok()) {
+      return absl::InvalidArgumentError(absl::StrCat(rw, ": ", id.message()));
+    }
+    if (!nodes.insert(rep.node_id()).second) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(where, ": node \"", rep.node_id(),
+                       "\" holds more than one replica (replicas must be "
+                       "on distinct nodes)"));
+    }
+    absl::Status obj = ValidateObjectPath(rep.object());
+    if (!obj.ok()) {
+      return absl::InvalidArgumentError(absl::StrCat(rw, ": ", obj.message()));
+    }
+    if (rep.object_offset() > kMaxFileSize ||
+        span > kMaxFileSize - rep.object_offset()) {
+      return absl::InvalidArgumentError(absl::StrCat(rw, ": object offset ",
+                                                     rep.object_offset(), " + ",
+                                                     span, " bytes overflows"));
+    }
+    if (node_known && !node_known(rep.node_id())) {
+      return absl::FailedPreconditionError(
+          absl::StrCat(rw, ": unknown node \"", rep.node_id(),
+                       "\" (add it with `rangefs-admin node add`)"));
+    }
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::Status ValidatePath(absl::string_view path) {
+  if (path.empty()) return absl::InvalidArgumentError("path is empty");
+  RANGEFS_RETURN_IF_ERROR(CheckChars("path", path));
+  if (path[0] != '/') {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "path \"", path, "\" is not absolute (must start with /)"));
+  }
+  if (path == "/") {
+    return absl::InvalidArgumentError("path \"/\" is a directory, not a file");
+  }
+  return CheckComponents("path", path, path.substr(1));
+}
+
+absl::Status ValidateDir(absl::string_view dir) {
+  if (dir == "/") return absl::OkStatus();
+  return ValidatePath(dir);
+}
+
+absl::Status ValidateObjectPath(absl::string_view object) {
+  if (object.empty()) {
+    return absl::InvalidArgumentError("object path is empty");
+  }
+  RANGEFS_RETURN_IF_ERROR(CheckChars("object path", object));
+  if (object[0] == '/') {
+    return absl::InvalidArgumentError(
+        absl::StrCat("object path \"", object,
+                     "\" is absolute (must be relative to the export)"));
+  }
+  return CheckComponents("object path", object, object);
+}
+
+absl::Status ValidateNodeId(absl::string_view id) {
+  if (id.empty()) return absl::InvalidArgumentError("node id is empty");
+  if (id.size() > 64) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("node id \"", id.substr(0, 16), "...\" is ", id.size(),
+                     " chars (max 64)"));
+  }
+  if (id == "." || id == "..") {
+    return absl::InvalidArgumentError(
+        absl::StrCat("node id \"", id, "\" is reserved"));
+  }
+  for (size_t i = 0; i < id.size(); ++i) {
+    char c = id[i];
+    bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
+              (c >= '0' && c <= '9') || c == '.' || c == '_' || c == '-';
+    if (!ok) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "node id \"", absl::CEscape(id), "\": character at position ", i,
+          " is not one of [A-Za-z0-9._-]"));
+    }
+  }
+  return absl::OkStatus();
+}
+
+absl::Status ValidateNode(const v1::NodeRecord& node) {
+  RANGEFS_RETURN_IF_ERROR(ValidateNodeId(node.id()));
+  std::string where = absl::StrCat("node \"", node.id(), "\"");
+  for (int i = 0; i < node.addresses_size(); ++i) {
+    const std::string& a = node.addresses(i);
+    size_t colon = a.rfind(':');
+    int port = 0;
+    if (colon == std::string::npos || colon == 0 ||
+        !absl::SimpleAtoi(absl::string_view(a).substr(colon + 1), &port) ||
+        port <= 0 || port > 65535) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          where, ": address ", i, " \"", a, "\" is not host:port"));
+    }
+  }
+  if (node.export_path().empty() || node.export_path()[0] != '/') {
+    return absl::InvalidArgumentError(absl::StrCat(
+        where, ": export path \"", node.export_path(), "\" must be absolute"));
+  }
+  if (!node.mount_path().empty() && node.mount_path()[0] != '/') {
+    return absl::InvalidArgumentError(absl::StrCat(
+        where, ": mount path \"", node.mount_path(), "\" must be absolute"));
+  }
+  if (!v1::AdminState_IsValid(node.admin_state()) ||
+      node.admin_state() == v1::ADMIN_STATE_UNSPECIFIED) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(where, ": admin state ", node.admin_state(),
+                     " is not active, draining or disabled"));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status ValidateLayout(const v1::FileLayout& layout,
+                            const NodeKnownFn& node_known) {
+  const uint64_t size = layout.size();
+  if (size > kMaxFileSize) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "layout size ", size, " exceeds the maximum file size ", kMaxFileSize));
+  }
+  if (layout.state() != v1::IMPORTING && layout.state() != v1::READY) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "layout state ", layout.state(), " is not importing or ready"));
+  }
+  if (layout.checksum() == v1::CRC32C_SIDECAR &&
+      layout.checksum_block_size() == 0) {
+    return absl::InvalidArgumentError(
+        "layout uses crc32c sidecars but checksum_block_size is 0");
+  }
+  const bool has_striped = layout.has_striped();
+  const bool has_extents = layout.extents_size() > 0;
+  if (has_striped && has_extents) {
+    return absl::InvalidArgumentError(
+        "layout has both extents and a striped form; use one");
+  }
+  if (!has_striped && !has_extents) {
+    if (size != 0) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "layout of size ", size, " has neither extents nor stripes"));
+    }
+  }
+  if (has_extents) {
+    uint64_t expected = 0;
+    for (int i = 0; i < layout.extents_size(); ++i) {
+      const v1::Extent& e = layout.extents(i);
+      std::string where =
+          absl::StrCat("extent ", i, " [", e.offset(), ", +", e.length(), ")");
+      if (e.length() == 0) {
+        return absl::InvalidArgumentError(absl::StrCat(where, " is empty"));
+      }
+      if (e.offset() > expected) {
+        return absl::InvalidArgumentError(
+            absl::StrCat("gap: bytes [", expected, ", ", e.offset(),
+                         ") are not covered before ", where));
+      }
+      if (e.offset() < expected) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            where, " overlaps the previous extent, which ends at ", expected,
+            i > 0 && e.offset() < layout.extents(i - 1).offset()
+                ? " (extents must be sorted by offset)"
+                : ""));
+      }
+      if (e.length() > kMaxFileSize || e.offset() > kMaxFileSize - e.length()) {
+        return absl::InvalidArgumentError(
+            absl::StrCat(where, ": offset + length overflows"));
+      }
+      expected = e.offset() + e.length();
+      if (expected > size) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            where, " ends at ", expected, ", past the file size ", size));
+      }
+      RANGEFS_RETURN_IF_ERROR(
+          CheckReplicas(where, e.replicas(), e.length(), node_known));
+    }
+    if (expected != size) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "extents cover [0, ", expected, ") but the file size is ", size,
+          "; bytes [", expected, ", ", size, ") have no extent"));
+    }
+  }
+  if (has_striped) {
+    const v1::StripedLayout& s = layout.striped();
+    if (s.stripe_unit() == 0) {
+      return absl::InvalidArgumentError("striped layout: stripe_unit is 0");
+    }
+    if (s.targets_size() == 0) {
+      return absl::InvalidArgumentError("striped layout has no targets");
+    }
+    const uint64_t units = (size + s.stripe_unit() - 1) / s.stripe_unit();
+    const uint64_t rows = (units + s.targets_size() - 1) / s.targets_size();
+    const uint64_t column_bytes = rows * s.stripe_unit();
+    for (int t = 0; t < s.targets_size(); ++t) {
+      RANGEFS_RETURN_IF_ERROR(CheckReplicas(absl::StrCat("stripe target ", t),
+                                            s.targets(t).replicas(),
+                                            column_bytes, node_known));
+    }
+  }
+  size_t bytes = layout.ByteSizeLong();
+  if (bytes > kMaxLayoutBytes) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "layout encodes to ", bytes, " bytes (max ", kMaxLayoutBytes,
+        " under etcd's request limit); use the striped form"));
+  }
+  return absl::OkStatus();
+}
+
+std::vector<Piece> MapRange(const v1::FileLayout& layout, uint64_t offset,
+                            uint64_t length, uint64_t max_piece) {
+  std::vector<Piece> out;
+  if (offset >= layout.size()) return out;
+  uint64_t end =
+      layout.size() - offset < length ? layout.size() : offset + length;
+  if (max_piece == 0) max_piece = UINT64_MAX;
+  if (layout.has_striped()) {
+    const v1::StripedLayout& s = layout.striped();
+    const uint64_t unit = s.stripe_unit();
+    const uint64_t width = static_cast<uint64_t>(s.targets_size());
+    uint64_t pos = offset;
+    while (pos < end) {
+      uint64_t k = pos / unit;
+      uint64_t unit_end = std::min(end, (k + 1) * unit);
+      uint64_t n = std::min(unit_end - pos, max_piece);
+      Piece p;
+      p.offset = pos;
+      p.length = n;
+      p.unit = static_cast<uint32_t>(k % width);
+      p.replicas = &s.targets(static_cast<int>(k % width)).replicas();
+      p.object_delta = (k / width) * unit + (pos - k * unit);
+      out.push_back(p);
+      pos += n;
+    }
+    return out;
+  }
+  const auto& ext = layout.extents();
+  // First extent whose end is past `offset`.
+  auto it = std::upper_bound(ext.begin(), ext.end(), offset,
+                             [](uint64_t off, const v1::Extent& e) {
+                               return off < e.offset() + e.length();
+                             });
+  uint64_t pos = offset;
+  for (; it != ext.end() && pos < end; ++it) {
+    const v1::Extent& e = *it;
+    uint64_t e_end = std::min(end, e.offset() + e.length());
+    while (pos < e_end) {
+      uint64_t n = std::min(e_end - pos, max_piece);
+      Piece p;
+      p.offset = pos;
+      p.length = n;
+      p.unit = static_cast<uint32_t>(it - ext.begin());
+      p.replicas = &e.replicas();
+      p.object_delta = pos - e.offset();
+      out.push_back(p);
+      pos += n;
+    }
+  }
+  return out;
+}
+
+std::vector<std::string> ReferencedNodes(const v1::FileLayout& layout) {
+  std::set<std::string> nodes;
+  for (const v1::Extent& e : layout.extents()) {
+    for (const v1::Replica& r : e.replicas()) nodes.insert(r.node_id());
+  }
+  for (const auto& t : layout.striped().targets()) {
+    for (const v1::Replica& r : t.replicas()) nodes.insert(r.node_id());
+  }
+  return std::vector<std::string>(nodes.begin(), nodes.end());
+}
+
+absl::string_view AdminStateName(v1::AdminState state) {
+  switch (state) {
+    case v1::ACTIVE:
+      return "active";
+    case v1::DRAINING:
+      return "draining";
+    case v1::DISABLED:
+      return "disabled";
+    default:
+      return "unspecified";
+  }
+}
+
+absl::string_view FileStateName(v1::FileState state) {
+  switch (state) {
+    case v1::IMPORTING:
+      return "importing";
+    case v1::READY:
+      return "ready";
+    default:
+      return "unspecified";
+  }
+}
+
+}  // namespace ns
+}  // namespace rangefs
