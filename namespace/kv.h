@@ -57,6 +57,9 @@ class KvWatch {
   virtual ~KvWatch() = default;
   // Highest revision delivered so far.
   virtual int64_t last_revision() const = 0;
+  // False while the watch cannot reach the store (it keeps retrying and
+  // resumes without losing events) or after it stopped on compaction.
+  virtual bool connected() const = 0;
 };
 
 // Returns the etcd range end that covers every key starting with `prefix`.

@@ -207,24 +207,26 @@ class KvStore : public NamespaceStore {
     layout.set_generation(1);
     layout.set_created_unix_ms(now);
     layout.set_modified_unix_ms(now);
+    const uint64_t requested_id = layout.file_id();
     for (int attempt = 0; attempt < max_cas_retries_; ++attempt) {
       TxnRequest txn;
       AddCompare(&txn, key, Compare::VERSION, Compare::EQUAL, 0);
+      // The counter always ends above every id in use, including ids
+      // given by the caller (restore keeps file ids).
+      RANGEFS_ASSIGN_OR_RETURN(KvRange c, kv_->Range(counter, "", 0, 0));
+      uint64_t next = 1;
       int64_t counter_mod = 0;
-      if (layout.file_id() == 0 || attempt > 0) {
-        RANGEFS_ASSIGN_OR_RETURN(KvRange c, kv_->Range(counter, "", 0, 0));
-        uint64_t next = 1;
-        if (!c.kvs.empty()) {
-          if (!absl::SimpleAtoi(c.kvs[0].value, &next)) {
-            return absl::InternalError(
-                absl::StrCat("corrupt file id counter at etcd key ", counter));
-          }
-          counter_mod = c.kvs[0].mod_revision;
+      if (!c.kvs.empty()) {
+        if (!absl::SimpleAtoi(c.kvs[0].value, &next)) {
+          return absl::InternalError(
+              absl::StrCat("corrupt file id counter at etcd key ", counter));
         }
-        layout.set_file_id(next);
-        AddCompare(&txn, counter, Compare::MOD, Compare::EQUAL, counter_mod);
-        AddPut(&txn, counter, absl::StrCat(next + 1));
+        counter_mod = c.kvs[0].mod_revision;
       }
+      const uint64_t id = requested_id != 0 ? requested_id : next;
+      layout.set_file_id(id);
+      AddCompare(&txn, counter, Compare::MOD, Compare::EQUAL, counter_mod);
+      AddPut(&txn, counter, absl::StrCat(std::max(next, id + 1)));
       AddNodeCompares(&txn, nodes);
       AddPut(&txn, key, layout.SerializeAsString());
       AddFailureGet(&txn, key);

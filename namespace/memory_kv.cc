@@ -8,18 +8,6 @@
 namespace rangefs {
 namespace ns {
 
-std::string PrefixRangeEnd(absl::string_view prefix) {
-  std::string end(prefix);
-  for (int i = static_cast<int>(end.size()) - 1; i >= 0; --i) {
-    if (static_cast<unsigned char>(end[i]) < 0xff) {
-      end[i] = static_cast<char>(end[i] + 1);
-      end.resize(i + 1);
-      return end;
-    }
-  }
-  return std::string(1, '\0');  // All 0xff: to the end of the keyspace.
-}
-
 namespace {
 
 bool InRange(const std::string& k, absl::string_view key,
@@ -46,6 +34,7 @@ class MemoryKv::WatchHandle : public KvWatch {
       : kv_(kv), w_(std::move(w)) {}
   ~WatchHandle() override { kv_->Unregister(w_.get()); }
   int64_t last_revision() const override { return w_->last_revision.load(); }
+  bool connected() const override { return kv_->available(); }
 
  private:
   MemoryKv* kv_;
@@ -57,6 +46,11 @@ MemoryKv::~MemoryKv() = default;
 void MemoryKv::SetAvailable(bool available) {
   absl::MutexLock l(&mu_);
   available_ = available;
+}
+
+bool MemoryKv::available() {
+  absl::MutexLock l(&mu_);
+  return available_;
 }
 
 int64_t MemoryKv::revision() {
@@ -333,6 +327,23 @@ void MemoryKv::Unregister(Watcher* w) {
                                    return p.get() == w;
                                  }),
                   watchers_.end());
+}
+
+void MemoryKv::CancelWatchesCompacted() {
+  std::vector<std::shared_ptr<Watcher>> watchers;
+  KvWatchUpdate u;
+  {
+    absl::MutexLock l(&mu_);
+    watchers.swap(watchers_);
+    u.compacted = true;
+    u.compact_revision = compact_revision_;
+    u.revision = revision_;
+  }
+  absl::MutexLock d(&delivery_mu_);
+  for (const auto& w : watchers) {
+    if (w->stopped.load()) continue;
+    w->callback(u);
+  }
 }
 
 absl::Status MemoryKv::Compact(int64_t revision) {

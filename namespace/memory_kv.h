@@ -40,6 +40,10 @@ class MemoryKv : public KvBackend {
   absl::Status Compact(int64_t revision);
   // While unavailable, every call returns UNAVAILABLE (simulates etcd down).
   void SetAvailable(bool available);
+  bool available();
+  // Cancels every watch as etcd does for a watcher that fell behind a
+  // compaction: each gets one update with compacted = true.
+  void CancelWatchesCompacted();
   int64_t revision();
 
  private:

@@ -235,6 +235,18 @@ absl::Status EtcdCluster::RestartMember(int i) {
   return WaitHealthy(i, options_.start_timeout);
 }
 
+absl::Status EtcdCluster::RestartAll() {
+  for (int i = 0; i < size(); ++i) {
+    if (members_[i].process == nullptr) {
+      RANGEFS_RETURN_IF_ERROR(StartMember(i, /*fresh=*/false));
+    }
+  }
+  for (int i = 0; i < size(); ++i) {
+    RANGEFS_RETURN_IF_ERROR(WaitHealthy(i, options_.start_timeout));
+  }
+  return absl::OkStatus();
+}
+
 absl::Status EtcdCluster::PauseMember(int i) {
   if (members_[i].process == nullptr) {
     return absl::FailedPreconditionError(absl::StrCat("member ", i, " down"));

@@ -57,6 +57,9 @@ class EtcdCluster {
   absl::Status KillMember(int i);
   // Starts member i again with its data dir and waits until it is healthy.
   absl::Status RestartMember(int i);
+  // Starts every stopped member, then waits until all are healthy (a
+  // majority must run before any member reports healthy).
+  absl::Status RestartAll();
   // SIGSTOP / SIGCONT member i.
   absl::Status PauseMember(int i);
   absl::Status ResumeMember(int i);

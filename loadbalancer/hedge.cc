@@ -1,0 +1,66 @@
+#include "loadbalancer/hedge.h"
+
+#include <algorithm>
+
+namespace rangefs {
+namespace lb {
+
+HedgeBudget::HedgeBudget(Clock* clock, double max_ratio, int burst)
+    : clock_(clock != nullptr ? clock : Clock::Real()),
+      max_ratio_(std::min(1.0, std::max(0.0, max_ratio))),
+      burst_(static_cast<double>(std::max(1, burst))) {
+  stats_.tokens = burst_;
+}
+
+void HedgeBudget::OnRead() {
+  absl::MutexLock l(&mu_);
+  ++stats_.reads;
+  stats_.tokens = std::min(burst_, stats_.tokens + max_ratio_);
+}
+
+bool HedgeBudget::TryAcquire() {
+  absl::MutexLock l(&mu_);
+  // The epsilon absorbs rounding from adding max_ratio many times.
+  if (stats_.tokens >= 1.0 - 1e-9) {
+    stats_.tokens = std::max(0.0, stats_.tokens - 1.0);
+    ++stats_.hedges_granted;
+    return true;
+  }
+  ++stats_.hedges_denied;
+  stats_.last_denied = clock_->Now();
+  return false;
+}
+
+HedgeBudget::Stats HedgeBudget::stats() const {
+  absl::MutexLock l(&mu_);
+  return stats_;
+}
+
+absl::Duration HedgeDelay(const LatencyTracker& tracker, absl::string_view node,
+                          double quantile, absl::Duration min,
+                          uint64_t min_samples) {
+  HistogramSnapshot s = tracker.NodeSnapshot(node);
+  if (s.count < std::max<uint64_t>(1, min_samples)) {
+    s = tracker.GlobalWindowSnapshot();
+    if (s.count == 0) return min;
+  }
+  return std::max(s.Quantile(quantile), min);
+}
+
+bool HedgingAllowed(const LatencyTracker& tracker,
+                    absl::Span<const NodeId> replicas, const HedgeRule& rule) {
+  if (replicas.size() < 2) return false;
+  const HistogramSnapshot global = tracker.GlobalWindowSnapshot();
+  if (global.count == 0 || global.count < rule.min_samples) return true;
+  const double limit_s =
+      rule.slow_factor * absl::ToDoubleSeconds(global.Quantile(0.95));
+  for (const NodeId& node : replicas) {
+    const HistogramSnapshot s = tracker.NodeSnapshot(node);
+    if (s.count == 0 || s.count < rule.min_samples) return true;  // unknown
+    if (absl::ToDoubleSeconds(s.Quantile(0.5)) <= limit_s) return true;
+  }
+  return false;
+}
+
+}  // namespace lb
+}  // namespace rangefs

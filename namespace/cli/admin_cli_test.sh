@@ -1,0 +1,55 @@
+#!/usr/bin/env bash
+# rangefs-admin end to end against a real etcd: human and JSON output,
+# exit codes, dump/restore between clusters, a dead etcd.
+set -uo pipefail
+here=$(cd "$(dirname "$0")" && pwd)
+source "$TEST_SRCDIR/$TEST_WORKSPACE/tests/testing/etcd_harness.sh"
+admin="$TEST_SRCDIR/$TEST_WORKSPACE/namespace/cli/rangefs-admin"
+fail() { echo "FAIL: $*"; exit 1; }
+expect_rc() {  # expect_rc RC CMD...
+  local want=$1; shift
+  "$@" >"$TEST_TMPDIR/out" 2>"$TEST_TMPDIR/err"
+  local rc=$?
+  [ "$rc" = "$want" ] || fail "$* exited $rc, want $want: $(cat "$TEST_TMPDIR/err")"
+}
+
+etcd_start 1 || fail "etcd did not start"
+A=("$admin" --etcd="$ETCD_ENDPOINTS" --cluster=clitest)
+
+expect_rc 0 "${A[@]}" node add n1 --address=127.0.0.1:7001 --export=/srv/n1 --zone=a
+expect_rc 0 "${A[@]}" node add n2 --address=127.0.0.1:7002 --export=/srv/n2 --zone=b
+expect_rc 4 "${A[@]}" node add n1 --address=127.0.0.1:7001 --export=/srv/n1
+expect_rc 2 "${A[@]}" node add n3 --bogus=1
+expect_rc 0 "${A[@]}" node list
+grep -q "^n2 .*active" "$TEST_TMPDIR/out" || fail "node list: $(cat "$TEST_TMPDIR/out")"
+expect_rc 0 "${A[@]}" --json node list
+grep -q '"id": "n1"' "$TEST_TMPDIR/out" || fail "json list"
+
+cat >"$TEST_TMPDIR/layout.json" <<'JSON'
+{"size": "10", "state": "READY",
+ "extents": [{"offset": "0", "length": "10",
+              "replicas": [{"node_id": "n1", "object": "a"},
+                           {"node_id": "n2", "object": "a"}]}]}
+JSON
+expect_rc 0 "${A[@]}" file create /crawl/a --layout="$TEST_TMPDIR/layout.json"
+expect_rc 4 "${A[@]}" file create /crawl/a --layout="$TEST_TMPDIR/layout.json"
+expect_rc 0 "${A[@]}" file stat /crawl/a
+grep -q "nodes .*n1,n2" "$TEST_TMPDIR/out" || fail "stat: $(cat "$TEST_TMPDIR/out")"
+expect_rc 3 "${A[@]}" file stat /crawl/missing
+expect_rc 2 "${A[@]}" file stat crawl/relative
+expect_rc 0 "${A[@]}" status
+grep -q "2 node(s), 0 live" "$TEST_TMPDIR/out" || fail "status: $(cat "$TEST_TMPDIR/out")"
+
+# Dump from one cluster name, restore into another.
+expect_rc 0 "${A[@]}" dump --out="$TEST_TMPDIR/dump.json"
+expect_rc 0 "$admin" --etcd="$ETCD_ENDPOINTS" --cluster=copy restore --in="$TEST_TMPDIR/dump.json"
+expect_rc 0 "$admin" --etcd="$ETCD_ENDPOINTS" --cluster=copy file ls /
+grep -q "^/crawl/a " "$TEST_TMPDIR/out" || fail "restored ls: $(cat "$TEST_TMPDIR/out")"
+
+# A dead etcd: a clear error and exit 5, quickly.
+etcd_stop_all
+start=$(date +%s)
+expect_rc 5 "${A[@]}" --timeout=1 node list
+grep -q "UNAVAILABLE\|DEADLINE" "$TEST_TMPDIR/err" || fail "dead etcd message: $(cat "$TEST_TMPDIR/err")"
+[ $(( $(date +%s) - start )) -lt 20 ] || fail "took too long against a dead etcd"
+echo PASS

@@ -1,0 +1,511 @@
+#include "namespace/cli/commands.h"
+
+#include <fstream>
+#include <sstream>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "absl/time/time.h"
+#include "base/status_macros.h"
+#include "google/protobuf/util/json_util.h"
+#include "namespace/layout.h"
+
+namespace rangefs {
+namespace admin {
+namespace {
+
+namespace v1 = ::rangefs::v1;
+using ns::FileEntry;
+using ns::NodeEntry;
+
+absl::Status WantPositional(const Args& a, size_t n, const char* usage) {
+  if (a.positional().size() != n) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("expected ", n, " argument(s): ", usage, "; got ",
+                     a.positional().size()));
+  }
+  return absl::OkStatus();
+}
+
+std::string FormatTime(int64_t unix_ms) {
+  if (unix_ms == 0) return "-";
+  return absl::FormatTime("%Y-%m-%d %H:%M:%S", absl::FromUnixMillis(unix_ms),
+                          absl::UTCTimeZone());
+}
+
+absl::StatusOr<std::string> ToJson(const google::protobuf::Message& m) {
+  std::string out;
+  google::protobuf::util::JsonPrintOptions o;
+  o.add_whitespace = true;
+  o.preserve_proto_field_names = true;
+  auto s = google::protobuf::util::MessageToJsonString(m, &out, o);
+  if (!s.ok()) return absl::InternalError(std::string(s.message()));
+  return out;
+}
+
+// --- node ---
+
+absl::StatusOr<Table> NodeAdd(Context& ctx, Args& a) {
+  RANGEFS_RETURN_IF_ERROR(a.CheckAllowed(
+      {"address", "export", "mount", "zone", "rack", "capacity", "state"}));
+  RANGEFS_RETURN_IF_ERROR(WantPositional(a, 1, "node add ID"));
+  v1::NodeRecord n;
+  n.set_id(a.positional()[0]);
+  for (const std::string& addr : a.GetAll("address")) n.add_addresses(addr);
+  n.set_export_path(a.Get("export"));
+  n.set_mount_path(a.Get("mount"));
+  n.set_zone(a.Get("zone"));
+  n.set_rack(a.Get("rack"));
+  if (a.Has("capacity")) {
+    RANGEFS_ASSIGN_OR_RETURN(uint64_t cap, ParseBytes(a.Get("capacity")));
+    n.set_capacity_bytes(cap);
+  }
+  std::string state = a.Get("state", "active");
+  if (state == "active") {
+    n.set_admin_state(v1::ACTIVE);
+  } else if (state == "draining") {
+    n.set_admin_state(v1::DRAINING);
+  } else if (state == "disabled") {
+    n.set_admin_state(v1::DISABLED);
+  } else {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--state=", state, ": expected active, draining or disabled"));
+  }
+  if (n.addresses().empty()) {
+    return absl::InvalidArgumentError(
+        "node add: at least one --address=HOST:PORT of the agent is needed");
+  }
+  RANGEFS_RETURN_IF_ERROR(ctx.store->AddNode(n));
+  Table t;
+  t.message = absl::StrCat("node ", n.id(), " added (", state, ")");
+  return t;
+}
+
+void AddNodeColumns(Table& t) {
+  t.columns = {"id", "state", "addresses", "export", "zone", "capacity"};
+}
+
+void AddNodeRow(Table& t, const v1::NodeRecord& n) {
+  t.AddRow({n.id(), std::string(ns::AdminStateName(n.admin_state())),
+            absl::StrJoin(n.addresses(), ","), n.export_path(), n.zone(),
+            n.capacity_bytes() ? HumanBytes(n.capacity_bytes()) : "-"});
+}
+
+absl::StatusOr<Table> NodeList(Context& ctx, Args& a) {
+  RANGEFS_RETURN_IF_ERROR(a.CheckAllowed({}));
+  RANGEFS_ASSIGN_OR_RETURN(std::vector<NodeEntry> nodes,
+                           ctx.store->ListNodes());
+  Table t;
+  AddNodeColumns(t);
+  for (const NodeEntry& e : nodes) AddNodeRow(t, e.record);
+  return t;
+}
+
+absl::StatusOr<Table> NodeShow(Context& ctx, Args& a) {
+  RANGEFS_RETURN_IF_ERROR(a.CheckAllowed({}));
+  RANGEFS_RETURN_IF_ERROR(WantPositional(a, 1, "node show ID"));
+  RANGEFS_ASSIGN_OR_RETURN(NodeEntry e, ctx.store->GetNode(a.positional()[0]));
+  Table t;
+  RANGEFS_ASSIGN_OR_RETURN(t.json, ToJson(e.record));
+  return t;
+}
+
+absl::StatusOr<Table> NodeSetState(Context& ctx, Args& a, v1::AdminState s,
+                                   const char* verb) {
+  RANGEFS_RETURN_IF_ERROR(a.CheckAllowed({}));
+  RANGEFS_RETURN_IF_ERROR(
+      WantPositional(a, 1, absl::StrCat("node ", verb, " ID").c_str()));
+  RANGEFS_RETURN_IF_ERROR(ctx.store->SetNodeState(a.positional()[0], s));
+  Table t;
+  t.message = absl::StrCat("node ", a.positional()[0], " is now ",
+                           ns::AdminStateName(s));
+  return t;
+}
+
+absl::StatusOr<Table> NodeRemove(Context& ctx, Args& a) {
+  RANGEFS_RETURN_IF_ERROR(a.CheckAllowed({}));
+  RANGEFS_RETURN_IF_ERROR(WantPositional(a, 1, "node remove ID"));
+  RANGEFS_RETURN_IF_ERROR(ctx.store->RemoveNode(a.positional()[0]));
+  Table t;
+  t.message = absl::StrCat("node ", a.positional()[0], " removed");
+  return t;
+}
+
+// --- file ---
+
+int Replicas(const v1::FileLayout& l) {
+  if (l.has_striped() && l.striped().targets_size() > 0) {
+    return l.striped().targets(0).replicas_size();
+  }
+  return l.extents_size() > 0 ? l.extents(0).replicas_size() : 0;
+}
+
+std::string Shape(const v1::FileLayout& l) {
+  if (l.has_striped()) {
+    return absl::StrCat("striped ", l.striped().targets_size(), "x",
+                        HumanBytes(l.striped().stripe_unit()));
+  }
+  return absl::StrCat(l.extents_size(), " extent(s)");
+}
+
+absl::StatusOr<Table> FileStat(Context& ctx, Args& a) {
+  RANGEFS_RETURN_IF_ERROR(a.CheckAllowed({"revision"}));
+  RANGEFS_RETURN_IF_ERROR(WantPositional(a, 1, "file stat PATH"));
+  RANGEFS_ASSIGN_OR_RETURN(int64_t rev, a.GetInt("revision", 0));
+  RANGEFS_ASSIGN_OR_RETURN(FileEntry f,
+                           ctx.store->GetFile(a.positional()[0], rev));
+  const v1::FileLayout& l = f.layout;
+  Table t;
+  t.columns = {"field", "value"};
+  t.AddRow({"path", f.path});
+  t.AddRow({"file_id", absl::StrCat(l.file_id())});
+  t.AddRow({"generation", absl::StrCat(l.generation())});
+  t.AddRow({"size", absl::StrCat(l.size(), " (", HumanBytes(l.size()), ")")});
+  t.AddRow({"state", std::string(ns::FileStateName(l.state()))});
+  t.AddRow({"layout", Shape(l)});
+  t.AddRow({"replicas", absl::StrCat(Replicas(l))});
+  t.AddRow({"nodes", absl::StrJoin(ns::ReferencedNodes(l), ",")});
+  t.AddRow({"checksum",
+            l.checksum() == v1::CRC32C_SIDECAR
+                ? absl::StrCat("crc32c/", HumanBytes(l.checksum_block_size()))
+                : "none"});
+  t.AddRow({"created", FormatTime(l.created_unix_ms())});
+  t.AddRow({"modified", FormatTime(l.modified_unix_ms())});
+  t.AddRow({"mod_revision", absl::StrCat(f.mod_revision)});
+  return t;
+}
+
+absl::StatusOr<Table> FileLayoutCmd(Context& ctx, Args& a) {
+  RANGEFS_RETURN_IF_ERROR(a.CheckAllowed({"revision"}));
+  RANGEFS_RETURN_IF_ERROR(WantPositional(a, 1, "file layout PATH"));
+  RANGEFS_ASSIGN_OR_RETURN(int64_t rev, a.GetInt("revision", 0));
+  RANGEFS_ASSIGN_OR_RETURN(FileEntry f,
+                           ctx.store->GetFile(a.positional()[0], rev));
+  Table t;
+  RANGEFS_ASSIGN_OR_RETURN(t.json, ToJson(f.layout));
+  return t;
+}
+
+absl::StatusOr<Table> FileLs(Context& ctx, Args& a) {
+  RANGEFS_RETURN_IF_ERROR(a.CheckAllowed({"revision", "limit"}));
+  if (a.positional().size() > 1) {
+    return absl::InvalidArgumentError("usage: file ls [DIR]");
+  }
+  std::string dir = a.positional().empty() ? "/" : a.positional()[0];
+  RANGEFS_ASSIGN_OR_RETURN(int64_t rev, a.GetInt("revision", 0));
+  RANGEFS_ASSIGN_OR_RETURN(int64_t limit, a.GetInt("limit", 0));
+  Table t;
+  t.columns = {"path", "size", "state", "layout", "replicas", "generation"};
+  ns::ListFilesOptions o{.dir = dir, .page_size = 1000, .revision = rev};
+  while (true) {
+    RANGEFS_ASSIGN_OR_RETURN(ns::ListFilesResult r, ctx.store->ListFiles(o));
+    for (const FileEntry& f : r.files) {
+      if (limit > 0 && static_cast<int64_t>(t.rows.size()) >= limit) break;
+      t.AddRow({f.path, absl::StrCat(f.layout.size()),
+                std::string(ns::FileStateName(f.layout.state())),
+                Shape(f.layout), absl::StrCat(Replicas(f.layout)),
+                absl::StrCat(f.layout.generation())});
+    }
+    if (r.next_page_token.empty() ||
+        (limit > 0 && static_cast<int64_t>(t.rows.size()) >= limit)) {
+      break;
+    }
+    o.page_token = r.next_page_token;
+    o.revision = r.revision;
+  }
+  return t;
+}
+
+absl::StatusOr<Table> FileRm(Context& ctx, Args& a) {
+  RANGEFS_RETURN_IF_ERROR(a.CheckAllowed({"if-revision"}));
+  RANGEFS_RETURN_IF_ERROR(WantPositional(a, 1, "file rm PATH"));
+  RANGEFS_ASSIGN_OR_RETURN(int64_t rev, a.GetInt("if-revision", 0));
+  RANGEFS_RETURN_IF_ERROR(ctx.store->DeleteFile(a.positional()[0], rev));
+  Table t;
+  t.message = absl::StrCat("removed ", a.positional()[0],
+                           " (objects on the nodes are left in place)");
+  return t;
+}
+
+absl::StatusOr<Table> FileMv(Context& ctx, Args& a) {
+  RANGEFS_RETURN_IF_ERROR(a.CheckAllowed({"if-revision"}));
+  RANGEFS_RETURN_IF_ERROR(WantPositional(a, 2, "file mv FROM TO"));
+  RANGEFS_ASSIGN_OR_RETURN(int64_t rev, a.GetInt("if-revision", 0));
+  RANGEFS_RETURN_IF_ERROR(
+      ctx.store->RenameFile(a.positional()[0], a.positional()[1], rev));
+  Table t;
+  t.message =
+      absl::StrCat("renamed ", a.positional()[0], " -> ", a.positional()[1]);
+  return t;
+}
+
+absl::StatusOr<std::string> ReadFileText(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) {
+    return absl::NotFoundError(absl::StrCat("cannot read ", path));
+  }
+  std::ostringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+// file create PATH --layout=FILE.json: records a layout given as JSON
+// (proto3 JSON of rangefs.v1.FileLayout), validated like any other.
+absl::StatusOr<Table> FileCreate(Context& ctx, Args& a) {
+  RANGEFS_RETURN_IF_ERROR(a.CheckAllowed({"layout"}));
+  RANGEFS_RETURN_IF_ERROR(WantPositional(a, 1, "file create PATH --layout=F"));
+  if (!a.Has("layout")) {
+    return absl::InvalidArgumentError("file create: --layout=FILE.json needed");
+  }
+  RANGEFS_ASSIGN_OR_RETURN(std::string text, ReadFileText(a.Get("layout")));
+  v1::FileLayout layout;
+  auto s = google::protobuf::util::JsonStringToMessage(text, &layout);
+  if (!s.ok()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "layout file ", a.Get("layout"), ": ", std::string(s.message())));
+  }
+  RANGEFS_ASSIGN_OR_RETURN(FileEntry f,
+                           ctx.store->CreateFile(a.positional()[0], layout));
+  Table t;
+  t.message = absl::StrCat("created ", f.path, " (file id ", f.layout.file_id(),
+                           ", ", f.layout.size(), " bytes)");
+  return t;
+}
+
+// --- status, dump, restore ---
+
+absl::StatusOr<Table> Status(Context& ctx, Args& a) {
+  RANGEFS_RETURN_IF_ERROR(a.CheckAllowed({}));
+  RANGEFS_ASSIGN_OR_RETURN(std::vector<NodeEntry> nodes,
+                           ctx.store->ListNodes());
+  RANGEFS_ASSIGN_OR_RETURN(std::vector<ns::LiveEntry> live,
+                           ctx.store->ListLive());
+  Table t;
+  t.columns = {"node",  "admin", "live",     "health", "free",
+               "total", "read",  "inflight", "p99 us"};
+  uint64_t free_sum = 0, total_sum = 0;
+  int alive = 0;
+  for (const NodeEntry& n : nodes) {
+    const v1::LiveRecord* l = nullptr;
+    for (const ns::LiveEntry& e : live) {
+      if (e.record.node_id() == n.record.id()) l = &e.record;
+    }
+    std::string health = "-";
+    if (l != nullptr) {
+      health = v1::LiveRecord::Health_Name(l->health());
+      if (!l->health_reason().empty()) {
+        absl::StrAppend(&health, " (", l->health_reason(), ")");
+      }
+      free_sum += l->free_bytes();
+      total_sum += l->total_bytes();
+      ++alive;
+    }
+    t.AddRow({n.record.id(),
+              std::string(ns::AdminStateName(n.record.admin_state())),
+              l ? "yes" : "no", health, l ? HumanBytes(l->free_bytes()) : "-",
+              l ? HumanBytes(l->total_bytes()) : "-",
+              l ? HumanBytes(l->bytes_read()) : "-",
+              l ? absl::StrCat(l->inflight()) : "-",
+              l ? absl::StrCat(l->read_p99_us()) : "-"});
+  }
+  RANGEFS_ASSIGN_OR_RETURN(int64_t rev, ctx.store->CurrentRevision());
+  t.message = absl::StrCat(nodes.size(), " node(s), ", alive, " live; ",
+                           HumanBytes(free_sum), " free of ",
+                           HumanBytes(total_sum), "; etcd revision ", rev);
+  return t;
+}
+
+absl::StatusOr<Table> Dump(Context& ctx, Args& a) {
+  RANGEFS_RETURN_IF_ERROR(a.CheckAllowed({"out"}));
+  v1::NamespaceDump dump;
+  dump.set_cluster(ctx.cluster);
+  RANGEFS_ASSIGN_OR_RETURN(std::vector<NodeEntry> nodes,
+                           ctx.store->ListNodes());
+  for (const NodeEntry& n : nodes) *dump.add_nodes() = n.record;
+  ns::ListFilesOptions o{.dir = "/", .page_size = 1000};
+  while (true) {
+    RANGEFS_ASSIGN_OR_RETURN(ns::ListFilesResult r, ctx.store->ListFiles(o));
+    dump.set_revision(r.revision);
+    for (FileEntry& f : r.files) {
+      auto* e = dump.add_files();
+      e->set_path(f.path);
+      *e->mutable_layout() = std::move(f.layout);
+    }
+    if (ctx.progress) ctx.progress(dump.files_size(), 0);
+    if (r.next_page_token.empty()) break;
+    o.page_token = r.next_page_token;
+    o.revision = r.revision;
+  }
+  dump.set_dumped_unix_ms(absl::ToUnixMillis(absl::Now()));
+  RANGEFS_ASSIGN_OR_RETURN(std::string json, ToJson(dump));
+  Table t;
+  std::string out = a.Get("out");
+  if (out.empty() || out == "-") {
+    t.json = json;
+    return t;
+  }
+  std::ofstream f(out, std::ios::binary | std::ios::trunc);
+  f << json;
+  f.close();
+  if (!f) return absl::UnavailableError(absl::StrCat("cannot write ", out));
+  t.message = absl::StrCat("dumped ", dump.nodes_size(), " node(s) and ",
+                           dump.files_size(), " file(s) at revision ",
+                           dump.revision(), " to ", out);
+  return t;
+}
+
+absl::StatusOr<Table> Restore(Context& ctx, Args& a) {
+  RANGEFS_RETURN_IF_ERROR(a.CheckAllowed({"in"}));
+  if (!a.Has("in")) {
+    return absl::InvalidArgumentError("restore: --in=DUMP.json needed");
+  }
+  RANGEFS_ASSIGN_OR_RETURN(std::string text, ReadFileText(a.Get("in")));
+  v1::NamespaceDump dump;
+  auto s = google::protobuf::util::JsonStringToMessage(text, &dump);
+  if (!s.ok()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "dump file ", a.Get("in"), ": ", std::string(s.message())));
+  }
+  // Validate everything before writing anything.
+  for (const v1::NodeRecord& n : dump.nodes()) {
+    RANGEFS_RETURN_IF_ERROR(ns::ValidateNode(n));
+  }
+  for (const auto& f : dump.files()) {
+    absl::Status p = ns::ValidatePath(f.path());
+    absl::Status l = ns::ValidateLayout(f.layout());
+    if (!p.ok() || !l.ok()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("dump entry ", f.path(), ": ",
+                       (p.ok() ? l : p).message(), " (nothing was restored)"));
+    }
+  }
+  size_t nodes = 0, files = 0, skipped = 0;
+  for (const v1::NodeRecord& n : dump.nodes()) {
+    absl::Status st = ctx.store->AddNode(n);
+    if (absl::IsAlreadyExists(st)) {
+      ++skipped;
+    } else if (!st.ok()) {
+      return st;
+    } else {
+      ++nodes;
+    }
+  }
+  const size_t total = dump.files_size();
+  for (const auto& f : dump.files()) {
+    auto st = ctx.store->CreateFile(f.path(), f.layout());
+    if (absl::IsAlreadyExists(st.status())) {
+      ++skipped;
+    } else if (!st.ok()) {
+      return absl::Status(
+          st.status().code(),
+          absl::StrCat("restore stopped at ", f.path(), " (", files, " of ",
+                       total, " files restored): ", st.status().message()));
+    } else {
+      ++files;
+    }
+    if (ctx.progress && (files + skipped) % 100 == 0) {
+      ctx.progress(files + skipped, total);
+    }
+  }
+  if (ctx.progress) ctx.progress(total, total);
+  Table t;
+  t.message =
+      absl::StrCat("restored ", nodes, " node(s) and ", files, " file(s); ",
+                   skipped, " already present and left unchanged");
+  return t;
+}
+
+}  // namespace
+
+std::string Usage(const std::string& group) {
+  std::string node = R"(node commands:
+  node add ID --address=HOST:PORT [--address=...] --export=DIR [--mount=DIR]
+           [--zone=Z] [--rack=R] [--capacity=BYTES] [--state=active|draining|disabled]
+  node list
+  node show ID
+  node drain ID | node disable ID | node enable ID
+  node remove ID            (only when draining or disabled)
+)";
+  std::string file = R"(file commands:
+  file ls [DIR] [--revision=R] [--limit=N]
+  file stat PATH [--revision=R]
+  file layout PATH [--revision=R]      (JSON)
+  file create PATH --layout=LAYOUT.json
+  file mv FROM TO [--if-revision=R]
+  file rm PATH [--if-revision=R]
+)";
+  std::string other = R"(other commands:
+  status                    nodes, live state, capacity
+  dump [--out=FILE]         whole namespace as JSON (stdout by default)
+  restore --in=FILE         re-create nodes and files from a dump
+)";
+  if (group == "node") return node;
+  if (group == "file") return file;
+  return absl::StrCat(
+      "usage: rangefs-admin [--etcd=HOST:PORT,...] [--cluster=NAME] [--json]\n"
+      "                     [--ca=PEM --cert=PEM --key=PEM] [--user=U "
+      "--password=P]\n"
+      "                     [--timeout=SECONDS] COMMAND ...\n"
+      "Endpoints also come from $RANGEFS_ETCD, the cluster from "
+      "$RANGEFS_CLUSTER.\n\n",
+      node, "\n", file, "\n", other);
+}
+
+absl::StatusOr<Table> RunCommand(Context& ctx, Args& args) {
+  const std::string group = args.Shift();
+  if (group == "node") {
+    const std::string verb = args.Shift();
+    if (verb == "add") return NodeAdd(ctx, args);
+    if (verb == "list" || verb == "ls") return NodeList(ctx, args);
+    if (verb == "show") return NodeShow(ctx, args);
+    if (verb == "drain") return NodeSetState(ctx, args, v1::DRAINING, "drain");
+    if (verb == "disable") {
+      return NodeSetState(ctx, args, v1::DISABLED, "disable");
+    }
+    if (verb == "enable") return NodeSetState(ctx, args, v1::ACTIVE, "enable");
+    if (verb == "remove" || verb == "rm") return NodeRemove(ctx, args);
+    return absl::InvalidArgumentError(
+        absl::StrCat("unknown node command \"", verb, "\"\n", Usage("node")));
+  }
+  if (group == "file") {
+    const std::string verb = args.Shift();
+    if (verb == "ls" || verb == "list") return FileLs(ctx, args);
+    if (verb == "stat") return FileStat(ctx, args);
+    if (verb == "layout") return FileLayoutCmd(ctx, args);
+    if (verb == "create") return FileCreate(ctx, args);
+    if (verb == "rm") return FileRm(ctx, args);
+    if (verb == "mv") return FileMv(ctx, args);
+    return absl::InvalidArgumentError(
+        absl::StrCat("unknown file command \"", verb, "\"\n", Usage("file")));
+  }
+  if (group == "status") return Status(ctx, args);
+  if (group == "dump") return Dump(ctx, args);
+  if (group == "restore") return Restore(ctx, args);
+  return absl::InvalidArgumentError(absl::StrCat(
+      group.empty() ? "no command given"
+                    : absl::StrCat("unknown command \"", group, "\""),
+      "\n", Usage()));
+}
+
+int ExitCode(const absl::Status& s) {
+  switch (s.code()) {
+    case absl::StatusCode::kOk:
+      return 0;
+    case absl::StatusCode::kInvalidArgument:
+      return 2;
+    case absl::StatusCode::kNotFound:
+      return 3;
+    case absl::StatusCode::kAlreadyExists:
+    case absl::StatusCode::kAborted:
+    case absl::StatusCode::kFailedPrecondition:
+      return 4;
+    case absl::StatusCode::kUnavailable:
+    case absl::StatusCode::kDeadlineExceeded:
+      return 5;
+    default:
+      return 1;
+  }
+}
+
+}  // namespace admin
+}  // namespace rangefs

@@ -1,0 +1,42 @@
+// File: commands.h
+//
+// rangefs-admin commands, each `StatusOr<Table> Run...(Context&, Args&)`,
+// independent of how the table is printed (table.h) and of main.cc, so
+// they are unit-tested over a MemoryKv store and integration-tested over a
+// real etcd.
+#ifndef RANGEFS_NAMESPACE_CLI_COMMANDS_H_
+#define RANGEFS_NAMESPACE_CLI_COMMANDS_H_
+
+#include <functional>
+#include <string>
+
+#include "absl/status/statusor.h"
+#include "namespace/cli/args.h"
+#include "namespace/cli/table.h"
+#include "namespace/store.h"
+
+namespace rangefs {
+namespace admin {
+
+struct Context {
+  ns::NamespaceStore* store = nullptr;  // not owned, never null
+  std::string cluster;
+  // Reports progress of long operations (done, total); may be empty.
+  std::function<void(size_t, size_t)> progress;
+};
+
+// Runs `args` (command words first: "node", "add", "n1", ...).
+absl::StatusOr<Table> RunCommand(Context& ctx, Args& args);
+
+// Usage text: everything, or one command group ("node", "file").
+std::string Usage(const std::string& group = "");
+
+// Process exit code for a status: 0 OK, 2 usage/invalid argument,
+// 3 not found, 4 conflict (already exists / aborted / precondition),
+// 5 unavailable or timeout, 1 anything else.
+int ExitCode(const absl::Status& status);
+
+}  // namespace admin
+}  // namespace rangefs
+
+#endif  // RANGEFS_NAMESPACE_CLI_COMMANDS_H_

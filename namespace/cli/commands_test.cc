@@ -1,0 +1,160 @@
+#include "namespace/cli/commands.h"
+
+#include <fstream>
+
+#include "base/testing/status_matchers.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "namespace/memory_kv.h"
+
+namespace rangefs {
+namespace admin {
+namespace {
+
+using ::testing::HasSubstr;
+
+class CommandsTest : public ::testing::Test {
+ protected:
+  CommandsTest() {
+    store_ = ns::NewKvStore(&kv_, {.cluster = "t"});
+    ctx_.store = store_.get();
+    ctx_.cluster = "t";
+  }
+  absl::StatusOr<Table> Run(std::vector<std::string> argv) {
+    auto a = Args::Parse(argv);
+    if (!a.ok()) return a.status();
+    return RunCommand(ctx_, *a);
+  }
+  std::string TempFile(const std::string& name, const std::string& content) {
+    std::string path = std::string(getenv("TEST_TMPDIR")) + "/" + name;
+    std::ofstream(path) << content;
+    return path;
+  }
+  ns::MemoryKv kv_;
+  std::unique_ptr<ns::NamespaceStore> store_;
+  Context ctx_;
+};
+
+TEST_F(CommandsTest, NodeCommands) {
+  ASSERT_THAT(Run({"node", "add", "n1", "--address=10.0.0.1:7070",
+                   "--export=/srv/a", "--zone=z1", "--capacity=10G"}),
+              IsOk());
+  ASSERT_THAT(Run({"node", "add", "n2", "--address", "10.0.0.2:7070",
+                   "--export", "/srv/b"}),
+              IsOk());
+  EXPECT_THAT(Run({"node", "add", "n1", "--address=h:1", "--export=/x"}),
+              StatusIs(absl::StatusCode::kAlreadyExists));
+  EXPECT_THAT(
+      Run({"node", "add", "n3", "--export=/x"}),
+      StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("--address")));
+  EXPECT_THAT(Run({"node", "add", "n3", "--adress=h:1"}),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr("unknown flag --adress")));
+  auto list = Run({"node", "list"});
+  ASSERT_THAT(list, IsOk());
+  ASSERT_EQ(list->rows.size(), 2u);
+  EXPECT_EQ(list->rows[0][0], "n1");
+  EXPECT_EQ(list->rows[0][5], "10.0 GiB");
+  EXPECT_THAT(FormatHuman(*list), HasSubstr("ID  STATE   ADDRESSES"));
+  EXPECT_THAT(FormatJson(*list), HasSubstr("\"id\": \"n2\""));
+  EXPECT_THAT(Run({"node", "remove", "n1"}),
+              StatusIs(absl::StatusCode::kFailedPrecondition));
+  ASSERT_THAT(Run({"node", "drain", "n1"}), IsOk());
+  auto show = Run({"node", "show", "n1"});
+  ASSERT_THAT(show, IsOk());
+  EXPECT_THAT(show->json, HasSubstr("\"admin_state\": \"DRAINING\""));
+  ASSERT_THAT(Run({"node", "remove", "n1"}), IsOk());
+  EXPECT_THAT(Run({"node", "show", "n1"}),
+              StatusIs(absl::StatusCode::kNotFound));
+  EXPECT_THAT(Run({"node", "frobnicate"}),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr("unknown node command")));
+}
+
+TEST_F(CommandsTest, FileCommandsAndDumpRestore) {
+  ASSERT_THAT(Run({"node", "add", "n1", "--address=h:1", "--export=/e"}),
+              IsOk());
+  std::string layout = TempFile("l.json", R"({
+    "size": "100", "state": "READY",
+    "extents": [{"offset": "0", "length": "100",
+                 "replicas": [{"node_id": "n1", "object": "o/a"}]}]})");
+  ASSERT_THAT(Run({"file", "create", "/d/a", "--layout=" + layout}), IsOk());
+  ASSERT_THAT(Run({"file", "create", "/d/b", "--layout", layout}), IsOk());
+  std::string bad = TempFile("bad.json", R"({"size": "100", "state": "READY",
+    "extents": [{"offset": "0", "length": "50",
+                 "replicas": [{"node_id": "n1", "object": "o/a"}]}]})");
+  EXPECT_THAT(Run({"file", "create", "/d/c", "--layout=" + bad}),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr("extents cover [0, 50)")));
+  std::string junk = TempFile("junk.json", "{not json");
+  EXPECT_THAT(
+      Run({"file", "create", "/d/c", "--layout=" + junk}),
+      StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("junk.json")));
+  auto ls = Run({"file", "ls", "/d"});
+  ASSERT_THAT(ls, IsOk());
+  ASSERT_EQ(ls->rows.size(), 2u);
+  EXPECT_EQ(ls->rows[1][0], "/d/b");
+  auto stat = Run({"file", "stat", "/d/a"});
+  ASSERT_THAT(stat, IsOk());
+  EXPECT_THAT(FormatHuman(*stat), HasSubstr("1 extent(s)"));
+  auto lay = Run({"file", "layout", "/d/a"});
+  ASSERT_THAT(lay, IsOk());
+  EXPECT_THAT(lay->json, HasSubstr("\"node_id\": \"n1\""));
+  ASSERT_THAT(Run({"file", "mv", "/d/a", "/e/a"}), IsOk());
+  EXPECT_THAT(Run({"file", "stat", "/d/a"}),
+              StatusIs(absl::StatusCode::kNotFound));
+  // Dump, then restore into an empty cluster: same nodes and files.
+  std::string dump_path = std::string(getenv("TEST_TMPDIR")) + "/dump.json";
+  ASSERT_THAT(Run({"dump", "--out=" + dump_path}), IsOk());
+  ns::MemoryKv other_kv;
+  auto other = ns::NewKvStore(&other_kv, {.cluster = "t"});
+  Context other_ctx{other.get(), "t", nullptr};
+  auto a = Args::Parse({"restore", "--in=" + dump_path});
+  ASSERT_THAT(a, IsOk());
+  auto restored = RunCommand(other_ctx, *a);
+  ASSERT_THAT(restored, IsOk());
+  EXPECT_THAT(restored->message, HasSubstr("1 node(s) and 2 file(s)"));
+  auto orig = store_->GetFile("/e/a");
+  auto copy = other->GetFile("/e/a");
+  ASSERT_THAT(copy, IsOk());
+  EXPECT_EQ(copy->layout.file_id(), orig->layout.file_id());
+  EXPECT_EQ(copy->layout.size(), 100u);
+  // A new file in the restored cluster gets a fresh id.
+  auto fresh = other->CreateFile("/new", orig->layout);
+  ASSERT_THAT(fresh, IsOk());
+  a = Args::Parse({"restore", "--in=" + dump_path});
+  auto again = RunCommand(other_ctx, *a);
+  ASSERT_THAT(again, IsOk());
+  EXPECT_THAT(again->message, HasSubstr("3 already present"));
+  ASSERT_THAT(Run({"file", "rm", "/e/a"}), IsOk());
+  EXPECT_THAT(Run({"file", "rm", "/e/a"}),
+              StatusIs(absl::StatusCode::kNotFound));
+}
+
+TEST_F(CommandsTest, ExitCodes) {
+  EXPECT_EQ(ExitCode(absl::OkStatus()), 0);
+  EXPECT_EQ(ExitCode(absl::InvalidArgumentError("")), 2);
+  EXPECT_EQ(ExitCode(absl::NotFoundError("")), 3);
+  EXPECT_EQ(ExitCode(absl::AbortedError("")), 4);
+  EXPECT_EQ(ExitCode(absl::UnavailableError("")), 5);
+  EXPECT_THAT(Run({}), StatusIs(absl::StatusCode::kInvalidArgument,
+                                HasSubstr("no command")));
+}
+
+TEST(ArgsTest, ParsesBytesAndFlags) {
+  EXPECT_EQ(*ParseBytes("4096"), 4096u);
+  EXPECT_EQ(*ParseBytes("10G"), 10ull << 30);
+  EXPECT_EQ(*ParseBytes("512MiB"), 512ull << 20);
+  EXPECT_THAT(ParseBytes("ten"), StatusIs(absl::StatusCode::kInvalidArgument));
+  auto a = Args::Parse({"x", "--json", "--n=1", "--m", "2", "y"});
+  ASSERT_THAT(a, IsOk());
+  EXPECT_TRUE(a->GetBool("json"));
+  EXPECT_EQ(a->Get("m"), "2");
+  EXPECT_EQ(a->positional().size(), 2u);
+  EXPECT_THAT(Args::Parse({"--dangling"}),
+              StatusIs(absl::StatusCode::kInvalidArgument));
+}
+
+}  // namespace
+}  // namespace admin
+}  // namespace rangefs

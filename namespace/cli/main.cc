@@ -1,0 +1,117 @@
+// rangefs-admin: manages nodes, files and layouts in the etcd namespace.
+// main only parses the connection flags and wires objects; the commands
+// live in commands.cc.
+#include <stdio.h>
+#include <stdlib.h>
+#include <unistd.h>
+
+#include <string>
+#include <vector>
+
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "namespace/cli/args.h"
+#include "namespace/cli/commands.h"
+#include "namespace/etcd/etcd_client.h"
+#include "namespace/etcd_kv.h"
+#include "namespace/store.h"
+
+namespace {
+
+const char* const kGlobalFlags[] = {
+    "etcd", "cluster",  "json",    "ca",   "cert",       "key",
+    "user", "password", "timeout", "help", "no-progress"};
+
+int Fail(const absl::Status& s, bool json) {
+  if (json) {
+    fprintf(
+        stdout, "{\"error\": %s, \"code\": %s}\n",
+        rangefs::admin::JsonQuote(std::string(s.message())).c_str(),
+        rangefs::admin::JsonQuote(absl::StatusCodeToString(s.code())).c_str());
+  }
+  fprintf(stderr, "rangefs-admin: %s: %s\n",
+          absl::StatusCodeToString(s.code()).c_str(),
+          std::string(s.message()).c_str());
+  return rangefs::admin::ExitCode(s);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  std::vector<std::string> raw(argv + 1, argv + argc);
+  auto parsed = rangefs::admin::Args::Parse(raw);
+  if (!parsed.ok()) return Fail(parsed.status(), false);
+  rangefs::admin::Args args = *std::move(parsed);
+  const bool json = args.GetBool("json");
+  if (args.GetBool("help") || args.positional().empty() ||
+      args.positional()[0] == "help") {
+    std::string group =
+        args.positional().size() > 1 ? args.positional()[1]
+        : args.positional().size() == 1 && args.positional()[0] != "help"
+            ? args.positional()[0]
+            : "";
+    fputs(rangefs::admin::Usage(group).c_str(), stdout);
+    return args.positional().empty() && !args.GetBool("help") ? 2 : 0;
+  }
+  // Split global connection flags from command flags.
+  std::vector<std::string> command_argv;
+  rangefs::etcd::EtcdClientOptions eo;
+  const char* env_etcd = getenv("RANGEFS_ETCD");
+  const char* env_cluster = getenv("RANGEFS_CLUSTER");
+  eo.endpoints = args.Get("etcd", env_etcd ? env_etcd : "127.0.0.1:2379");
+  std::string cluster =
+      args.Get("cluster", env_cluster ? env_cluster : "default");
+  eo.ca_file = args.Get("ca");
+  eo.cert_file = args.Get("cert");
+  eo.key_file = args.Get("key");
+  eo.username = args.Get("user");
+  eo.password = args.Get("password");
+  if (args.Has("timeout")) {
+    double secs;
+    if (!absl::SimpleAtod(args.Get("timeout"), &secs) || secs <= 0) {
+      return Fail(absl::InvalidArgumentError("--timeout must be seconds > 0"),
+                  json);
+    }
+    eo.call_timeout = absl::Seconds(secs);
+  }
+  for (size_t i = 0; i < raw.size(); ++i) {
+    std::string name = raw[i];
+    bool global = false;
+    if (name.rfind("--", 0) == 0) {
+      std::string body = name.substr(2, name.find('=') - 2);
+      for (const char* g : kGlobalFlags) global = global || body == g;
+      if (global && name.find('=') == std::string::npos &&
+          !rangefs::admin::IsBoolFlag(body)) {
+        ++i;  // skip its value
+      }
+    }
+    if (!global) command_argv.push_back(name);
+  }
+  auto command_args = rangefs::admin::Args::Parse(command_argv);
+  if (!command_args.ok()) return Fail(command_args.status(), json);
+
+  auto client = rangefs::etcd::EtcdClient::Open(eo);
+  if (!client.ok()) return Fail(client.status(), json);
+  auto kv = rangefs::ns::NewEtcdKv(client->get());
+  auto store = rangefs::ns::NewKvStore(kv.get(), {.cluster = cluster});
+  rangefs::admin::Context ctx;
+  ctx.store = store.get();
+  ctx.cluster = cluster;
+  if (isatty(STDERR_FILENO) && !args.GetBool("no-progress")) {
+    ctx.progress = [](size_t done, size_t total) {
+      if (total > 0) {
+        fprintf(stderr, "\r%zu/%zu (%d%%)", done, total,
+                static_cast<int>(done * 100 / total));
+        if (done == total) fputc('\n', stderr);
+      } else {
+        fprintf(stderr, "\r%zu", done);
+      }
+    };
+  }
+  auto table = rangefs::admin::RunCommand(ctx, *command_args);
+  if (!table.ok()) return Fail(table.status(), json);
+  std::string out = json ? rangefs::admin::FormatJson(*table)
+                         : rangefs::admin::FormatHuman(*table);
+  fputs(out.c_str(), stdout);
+  return 0;
+}

@@ -1,0 +1,38 @@
+// File: table.h
+//
+// What an admin command returns, formatted separately (3FS's OutputTable /
+// Printer split): human-aligned columns by default, JSON for scripts.
+#ifndef RANGEFS_NAMESPACE_CLI_TABLE_H_
+#define RANGEFS_NAMESPACE_CLI_TABLE_H_
+
+#include <string>
+#include <vector>
+
+namespace rangefs {
+namespace admin {
+
+struct Table {
+  std::vector<std::string> columns;
+  std::vector<std::vector<std::string>> rows;
+  // A one-line human summary ("node n1 drained"); printed after the rows.
+  std::string message;
+  // When set, --json prints this document instead of the rows, and the
+  // human form prints it too (layouts, dumps).
+  std::string json;
+
+  void AddRow(std::vector<std::string> row) { rows.push_back(std::move(row)); }
+};
+
+// Aligned columns, then the message.
+std::string FormatHuman(const Table& t);
+// `json` if set; else an array of objects keyed by column name
+// (lower-cased, spaces as '_'); a message-only table gives
+// {"message": ...}.
+std::string FormatJson(const Table& t);
+// JSON string literal with escapes.
+std::string JsonQuote(const std::string& s);
+
+}  // namespace admin
+}  // namespace rangefs
+
+#endif  // RANGEFS_NAMESPACE_CLI_TABLE_H_

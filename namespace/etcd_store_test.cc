@@ -1,0 +1,122 @@
+// NamespaceStore against a real etcd: the shared behaviour suite, plus what
+// only a real cluster shows (member loss mid-test, compaction, etcd down).
+#include "base/testing/status_matchers.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "namespace/etcd/etcd_client.h"
+#include "namespace/etcd_kv.h"
+#include "namespace/store.h"
+#include "namespace/store_test_suite.h"
+#include "tests/testing/etcd_cluster.h"
+
+namespace rangefs {
+namespace ns {
+namespace {
+
+using ::rangefs::testing::EtcdCluster;
+using ::testing::HasSubstr;
+
+class EtcdStoreTest : public StoreTestSuite {
+ protected:
+  static int Members() { return 1; }
+  void StartWith(int members) {
+    auto etcd = EtcdCluster::Start({.members = members});
+    ASSERT_THAT(etcd, IsOk());
+    etcd_ = std::move(*etcd);
+    auto client = etcd::EtcdClient::Open(
+        {.endpoints = etcd_->endpoints(), .call_timeout = absl::Seconds(2)});
+    ASSERT_THAT(client, IsOk());
+    client_ = std::move(*client);
+    kv_ = NewEtcdKv(client_.get());
+    store_ = NewKvStore(kv_.get(), {.cluster = "it"});
+  }
+  void SetUp() override { StartWith(1); }
+  void TearDown() override {
+    store_.reset();
+    kv_.reset();
+    client_.reset();
+    etcd_.reset();
+  }
+  std::unique_ptr<EtcdCluster> etcd_;
+  std::unique_ptr<etcd::EtcdClient> client_;
+  std::unique_ptr<KvBackend> kv_;
+};
+
+RANGEFS_STORE_TESTS(EtcdStoreTest)
+
+TEST_F(EtcdStoreTest, RevisionPinningThenCompaction) {
+  AddNodes(2);
+  auto a = store_->CreateFile("/p", OneExtent(10, {"n1"}));
+  ASSERT_THAT(a, IsOk());
+  auto b = store_->ReplaceLayout("/p", OneExtent(30, {"n2"}), a->mod_revision);
+  ASSERT_THAT(b, IsOk());
+  auto old = store_->GetFile("/p", a->mod_revision);
+  ASSERT_THAT(old, IsOk());
+  EXPECT_EQ(old->layout.size(), 10u);
+  ASSERT_THAT(client_->Compact(b->mod_revision), IsOk());
+  EXPECT_THAT(store_->GetFile("/p", a->mod_revision),
+              StatusIs(absl::StatusCode::kOutOfRange,
+                       HasSubstr("no longer available")));
+  EXPECT_EQ(store_->GetFile("/p")->layout.size(), 30u);
+}
+
+TEST_F(EtcdStoreTest, DeadEtcdGivesClearErrorNotHang) {
+  AddNodes(1);
+  ASSERT_THAT(etcd_->KillMember(0), IsOk());
+  absl::Time start = absl::Now();
+  auto r = store_->GetFile("/x");
+  EXPECT_FALSE(r.ok());
+  EXPECT_TRUE(absl::IsUnavailable(r.status()) ||
+              absl::IsDeadlineExceeded(r.status()))
+      << r.status();
+  EXPECT_THAT(store_->CreateFile("/x", OneExtent(1, {"n1"})),
+              ::testing::Not(IsOk()));
+  EXPECT_LT(absl::Now() - start, absl::Seconds(30));
+  ASSERT_THAT(etcd_->RestartMember(0), IsOk());
+  // Recovers once etcd is back.
+  absl::Status s;
+  for (int i = 0; i < 100; ++i) {
+    s = store_->CreateFile("/x", OneExtent(1, {"n1"})).status();
+    if (s.ok()) break;
+    absl::SleepFor(absl::Milliseconds(100));
+  }
+  EXPECT_THAT(s, IsOk());
+}
+
+class EtcdStoreClusterTest : public EtcdStoreTest {
+ protected:
+  void SetUp() override { StartWith(3); }
+};
+
+TEST_F(EtcdStoreClusterTest, SurvivesMemberKillMidTest) {
+  AddNodes(2);
+  auto a = store_->CreateFile("/m/a", OneExtent(10, {"n1", "n2"}));
+  ASSERT_THAT(a, IsOk());
+  auto leader = etcd_->LeaderIndex();
+  ASSERT_THAT(leader, IsOk());
+  ASSERT_THAT(etcd_->KillMember(*leader), IsOk());
+  // Every store operation keeps working through the surviving members
+  // (after at most one election).
+  absl::StatusOr<FileEntry> b;
+  for (int i = 0; i < 100; ++i) {
+    b = store_->CreateFile("/m/b", OneExtent(5, {"n2"}));
+    if (b.ok() || absl::IsAlreadyExists(b.status())) break;
+    absl::SleepFor(absl::Milliseconds(100));
+  }
+  ASSERT_TRUE(b.ok() || absl::IsAlreadyExists(b.status())) << b.status();
+  auto got = store_->GetFile("/m/a");
+  ASSERT_THAT(got, IsOk());
+  ASSERT_THAT(
+      store_->ReplaceLayout("/m/a", OneExtent(20, {"n1"}), got->mod_revision),
+      IsOk());
+  ASSERT_THAT(store_->RenameFile("/m/a", "/m/c", 0), IsOk());
+  ASSERT_THAT(store_->SetNodeState("n1", v1::DRAINING), IsOk());
+  auto list = store_->ListFiles({.dir = "/m"});
+  ASSERT_THAT(list, IsOk());
+  EXPECT_EQ(list->files.size(), 2u);
+  ASSERT_THAT(store_->DeleteFile("/m/c", 0), IsOk());
+}
+
+}  // namespace
+}  // namespace ns
+}  // namespace rangefs

@@ -1,0 +1,378 @@
+#include "namespace/layout_cache.h"
+
+#include <utility>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "base/logging.h"
+#include "base/status_macros.h"
+#include "namespace/layout.h"
+#include "namespace/store.h"
+
+namespace rangefs {
+namespace ns {
+
+namespace {
+constexpr int64_t kPageSize = 1000;
+constexpr size_t kMaxPinned = 100000;
+}  // namespace
+
+LayoutCache::LayoutCache(KvBackend* kv, const LayoutCacheOptions& options)
+    : kv_(kv),
+      options_(options),
+      keys_(options.cluster),
+      clock_(options.clock ? options.clock : Clock::Real()),
+      prefix_(keys_.FileDirPrefix("/")) {}
+
+absl::StatusOr<std::unique_ptr<LayoutCache>> LayoutCache::Open(
+    KvBackend* kv, const LayoutCacheOptions& options) {
+  if (options.max_staleness < absl::ZeroDuration()) {
+    return absl::InvalidArgumentError("max_staleness must be >= 0");
+  }
+  std::unique_ptr<LayoutCache> cache(new LayoutCache(kv, options));
+  // The current revision: a one-key read anywhere.
+  RANGEFS_ASSIGN_OR_RETURN(KvRange r,
+                           kv->Range(cache->keys_.NextFileId(), "", 1, 0));
+  {
+    absl::MutexLock l(&cache->mu_);
+    cache->applied_revision_ = r.revision;
+  }
+  RANGEFS_RETURN_IF_ERROR(cache->StartWatch(r.revision + 1));
+  cache->maintenance_ =
+      std::thread([c = cache.get()] { c->MaintenanceLoop(); });
+  return cache;
+}
+
+LayoutCache::~LayoutCache() {
+  {
+    absl::MutexLock l(&mu_);
+    stop_ = true;
+  }
+  if (maintenance_.joinable()) maintenance_.join();
+  absl::MutexLock w(&watch_mu_);
+  watch_.reset();
+}
+
+absl::Status LayoutCache::StartWatch(int64_t start_revision) {
+  RANGEFS_ASSIGN_OR_RETURN(
+      std::unique_ptr<KvWatch> w,
+      kv_->Watch(prefix_, PrefixRangeEnd(prefix_), start_revision,
+                 [this](const KvWatchUpdate& u) { OnWatch(u); }));
+  absl::MutexLock l(&watch_mu_);
+  watch_ = std::move(w);
+  return absl::OkStatus();
+}
+
+void LayoutCache::OnWatch(const KvWatchUpdate& update) {
+  if (update.compacted) {
+    absl::MutexLock l(&mu_);
+    compacted_ = true;
+    return;
+  }
+  // Phase 1: which events touch cached entries (cheap, under the lock).
+  std::vector<const KvEvent*> puts;
+  {
+    absl::MutexLock l(&mu_);
+    stats_.watch_events += update.events.size();
+    for (const KvEvent& e : update.events) {
+      if (e.deleted) continue;
+      std::string path;
+      if (!keys_.ParseFile(e.kv.key, &path)) continue;
+      auto it = entries_.find(path);
+      if (it != entries_.end() &&
+          it->second->mod_revision < e.kv.mod_revision) {
+        puts.push_back(&e);
+      }
+    }
+  }
+  // Phase 2: parse outside the lock.
+  std::vector<std::shared_ptr<const CachedLayout>> parsed;
+  for (const KvEvent* e : puts) {
+    auto layout = ParseLayout(e->kv);
+    if (!layout.ok()) {
+      RANGEFS_LOG(WARNING) << "layout cache: " << layout.status();
+      continue;
+    }
+    auto c = std::make_shared<CachedLayout>();
+    keys_.ParseFile(e->kv.key, &c->path);
+    c->layout = *std::move(layout);
+    c->mod_revision = e->kv.mod_revision;
+    parsed.push_back(std::move(c));
+  }
+  // Phase 3: apply in order, newest wins.
+  absl::MutexLock l(&mu_);
+  for (const KvEvent& e : update.events) {
+    if (!e.deleted) continue;
+    std::string path;
+    if (!keys_.ParseFile(e.kv.key, &path)) continue;
+    auto it = entries_.find(path);
+    if (it != entries_.end() && it->second->mod_revision < e.kv.mod_revision) {
+      entries_.erase(it);
+      ++stats_.invalidations;
+    }
+  }
+  for (auto& c : parsed) {
+    auto it = entries_.find(c->path);
+    if (it != entries_.end() && it->second->mod_revision < c->mod_revision) {
+      it->second = std::move(c);
+      ++stats_.updates;
+    }
+  }
+  if (update.revision > applied_revision_) applied_revision_ = update.revision;
+}
+
+void LayoutCache::MaintenanceLoop() {
+  while (true) {
+    bool relist = false;
+    {
+      absl::MutexLock l(&mu_);
+      auto stop = [this]() ABSL_SHARED_LOCKS_REQUIRED(mu_) { return stop_; };
+      mu_.AwaitWithTimeout(absl::Condition(&stop), options_.maintenance_period);
+      if (stop_) return;
+      relist = compacted_;
+    }
+    bool connected;
+    {
+      absl::MutexLock w(&watch_mu_);
+      connected = watch_ != nullptr && watch_->connected();
+    }
+    {
+      absl::MutexLock l(&mu_);
+      if (connected && !relist) {
+        connected_ = true;
+      } else if (connected_) {
+        connected_ = false;
+        disconnected_since_ = clock_->MonotonicNow();
+      }
+    }
+    if (relist) {
+      absl::Status s = Relist();
+      if (!s.ok()) {
+        RANGEFS_LOG(WARNING) << "layout cache: re-list after compaction "
+                                "failed (will retry): "
+                             << s;
+      }
+    }
+  }
+}
+
+absl::Status LayoutCache::Relist() {
+  {
+    absl::MutexLock w(&watch_mu_);
+    watch_.reset();  // Stopped by the compaction anyway.
+  }
+  // Re-read every file at one revision, refresh what we hold.
+  absl::flat_hash_map<std::string, std::shared_ptr<const CachedLayout>> fresh;
+  std::string start = prefix_;
+  const std::string end = PrefixRangeEnd(prefix_);
+  int64_t revision = 0;
+  while (true) {
+    RANGEFS_ASSIGN_OR_RETURN(KvRange r,
+                             kv_->Range(start, end, kPageSize, revision));
+    if (revision == 0) revision = r.revision;
+    for (const KvEntry& kv : r.kvs) {
+      auto c = std::make_shared<CachedLayout>();
+      if (!keys_.ParseFile(kv.key, &c->path)) continue;
+      RANGEFS_ASSIGN_OR_RETURN(c->layout, ParseLayout(kv));
+      c->mod_revision = kv.mod_revision;
+      fresh[c->path] = std::move(c);
+    }
+    if (!r.more || r.kvs.empty()) break;
+    start = r.kvs.back().key;
+    start.push_back('\0');
+  }
+  {
+    absl::MutexLock l(&mu_);
+    for (auto it = entries_.begin(); it != entries_.end();) {
+      auto f = fresh.find(it->first);
+      if (f == fresh.end()) {
+        entries_.erase(it++);
+        ++stats_.invalidations;
+      } else {
+        it->second = f->second;
+        ++it;
+      }
+    }
+    applied_revision_ = std::max(applied_revision_, revision);
+    compacted_ = false;
+    ++stats_.relists;
+  }
+  return StartWatch(revision + 1);
+}
+
+absl::StatusOr<std::shared_ptr<const CachedLayout>> LayoutCache::Lookup(
+    absl::string_view path) {
+  std::shared_ptr<Inflight> flight;
+  bool leader = false;
+  {
+    absl::MutexLock l(&mu_);
+    auto it = entries_.find(path);
+    if (it != entries_.end()) {
+      if (!connected_) {
+        absl::Duration stale = clock_->MonotonicNow() - disconnected_since_;
+        if (stale > options_.max_staleness) {
+          ++stats_.stale_rejections;
+          return absl::UnavailableError(absl::StrCat(
+              "layout of ", path, " is ", absl::FormatDuration(stale),
+              " stale (etcd unreachable); max staleness is ",
+              absl::FormatDuration(options_.max_staleness)));
+        }
+        ++stats_.stale_serves;
+      }
+      ++stats_.hits;
+      return it->second;
+    }
+    auto f = inflight_.find(path);
+    if (f != inflight_.end()) {
+      flight = f->second;
+      ++stats_.shared_lookups;
+    } else {
+      flight = std::make_shared<Inflight>();
+      inflight_.emplace(std::string(path), flight);
+      leader = true;
+      ++stats_.cold_lookups;
+    }
+  }
+  if (!leader) {
+    flight->done.WaitForNotification();
+    return flight->result;
+  }
+  std::string p(path);
+  flight->result = Load(p);
+  {
+    absl::MutexLock l(&mu_);
+    inflight_.erase(p);
+  }
+  flight->done.Notify();
+  return flight->result;
+}
+
+absl::StatusOr<std::shared_ptr<const CachedLayout>> LayoutCache::Load(
+    const std::string& path) {
+  RANGEFS_RETURN_IF_ERROR(ValidatePath(path));
+  RANGEFS_ASSIGN_OR_RETURN(KvRange r, kv_->Range(keys_.File(path), "", 0, 0));
+  if (r.kvs.empty()) {
+    return absl::NotFoundError(absl::StrCat("file ", path, " not found"));
+  }
+  auto c = std::make_shared<CachedLayout>();
+  c->path = path;
+  RANGEFS_ASSIGN_OR_RETURN(c->layout, ParseLayout(r.kvs[0]));
+  c->mod_revision = r.kvs[0].mod_revision;
+  absl::MutexLock l(&mu_);
+  // Cache only if no watch event newer than this read has been applied
+  // yet: later events then reach this entry in order.
+  if (r.revision >= applied_revision_) {
+    auto [it, inserted] = entries_.emplace(path, c);
+    if (!inserted && it->second->mod_revision < c->mod_revision) {
+      it->second = c;
+    }
+    stats_.entries = entries_.size();
+  }
+  return std::shared_ptr<const CachedLayout>(std::move(c));
+}
+
+absl::StatusOr<std::shared_ptr<const CachedLayout>> LayoutCache::LookupAt(
+    absl::string_view path, int64_t revision) {
+  if (revision <= 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("pinned revision must be > 0, got ", revision));
+  }
+  RANGEFS_RETURN_IF_ERROR(ValidatePath(path));
+  const std::string pin_key = absl::StrCat(revision, ":", path);
+  {
+    absl::MutexLock l(&mu_);
+    ++stats_.pinned_lookups;
+    auto it = pinned_.find(pin_key);
+    if (it != pinned_.end()) return it->second;
+  }
+  auto r = kv_->Range(keys_.File(path), "", 0, revision);
+  if (!r.ok()) {
+    if (absl::IsOutOfRange(r.status())) {
+      return absl::OutOfRangeError(absl::StrCat(
+          "namespace as of revision ", revision,
+          " is no longer available (compacted) or not yet written: ",
+          r.status().message()));
+    }
+    return r.status();
+  }
+  if (r->kvs.empty()) {
+    return absl::NotFoundError(
+        absl::StrCat("file ", path, " not found at revision ", revision));
+  }
+  auto c = std::make_shared<CachedLayout>();
+  c->path = std::string(path);
+  RANGEFS_ASSIGN_OR_RETURN(c->layout, ParseLayout(r->kvs[0]));
+  c->mod_revision = r->kvs[0].mod_revision;
+  absl::MutexLock l(&mu_);
+  if (pinned_.size() >= kMaxPinned) pinned_.clear();
+  pinned_[pin_key] = c;
+  return std::shared_ptr<const CachedLayout>(std::move(c));
+}
+
+absl::StatusOr<size_t> LayoutCache::Preload(absl::string_view dir) {
+  RANGEFS_RETURN_IF_ERROR(ValidateDir(dir));
+  const std::string prefix = keys_.FileDirPrefix(dir);
+  const std::string end = PrefixRangeEnd(prefix);
+  std::string start = prefix;
+  int64_t revision = 0;
+  size_t loaded = 0;
+  while (true) {
+    RANGEFS_ASSIGN_OR_RETURN(KvRange r,
+                             kv_->Range(start, end, kPageSize, revision));
+    if (revision == 0) revision = r.revision;
+    std::vector<std::shared_ptr<const CachedLayout>> page;
+    page.reserve(r.kvs.size());
+    for (const KvEntry& kv : r.kvs) {
+      auto c = std::make_shared<CachedLayout>();
+      if (!keys_.ParseFile(kv.key, &c->path)) continue;
+      RANGEFS_ASSIGN_OR_RETURN(c->layout, ParseLayout(kv));
+      c->mod_revision = kv.mod_revision;
+      page.push_back(std::move(c));
+    }
+    {
+      absl::MutexLock l(&mu_);
+      if (revision >= applied_revision_) {
+        for (auto& c : page) {
+          auto [it, inserted] = entries_.emplace(c->path, c);
+          if (!inserted && it->second->mod_revision < c->mod_revision) {
+            it->second = c;
+          }
+        }
+      }
+      stats_.entries = entries_.size();
+    }
+    loaded += page.size();
+    if (!r.more || r.kvs.empty()) break;
+    start = r.kvs.back().key;
+    start.push_back('\0');
+  }
+  return loaded;
+}
+
+absl::Status LayoutCache::WaitForRevision(int64_t revision,
+                                          absl::Duration timeout) {
+  absl::MutexLock l(&mu_);
+  auto reached = [this, revision]() ABSL_SHARED_LOCKS_REQUIRED(mu_) {
+    return applied_revision_ >= revision;
+  };
+  if (!mu_.AwaitWithTimeout(absl::Condition(&reached), timeout)) {
+    return absl::DeadlineExceededError(absl::StrCat(
+        "layout cache: revision ", revision, " not applied within ",
+        absl::FormatDuration(timeout), " (at ", applied_revision_, ")"));
+  }
+  return absl::OkStatus();
+}
+
+LayoutCacheStats LayoutCache::stats() {
+  absl::MutexLock l(&mu_);
+  LayoutCacheStats s = stats_;
+  s.entries = entries_.size();
+  s.watch_connected = connected_;
+  s.watch_revision = applied_revision_;
+  s.staleness = connected_ ? absl::ZeroDuration()
+                           : clock_->MonotonicNow() - disconnected_since_;
+  return s;
+}
+
+}  // namespace ns
+}  // namespace rangefs

@@ -1,0 +1,144 @@
+// File: layout_cache.h
+//
+// The client-side view of the namespace: immutable layout snapshots kept
+// fresh by one prefix watch per process.
+//
+//   RANGEFS_ASSIGN_OR_RETURN(auto cache, LayoutCache::Open(kv, {}));
+//   RANGEFS_ASSIGN_OR_RETURN(auto layout, cache->Lookup("/crawl/seg-1"));
+//   // layout is a shared_ptr<const CachedLayout>: keep it while reading.
+//
+// - A cold lookup is one Range; concurrent cold lookups of one path share
+//   it (single flight). Hits take one mutex and a hash lookup.
+// - Watch events (puts/deletes) replace or drop cached entries; a watch
+//   that loses its connection resumes from the last revision (no event
+//   lost); on compaction the cache re-reads what it holds and re-watches.
+// - While etcd is unreachable, cached layouts are still served for up to
+//   `max_staleness` (counted in stats().stale_serves); after that, and for
+//   any cold lookup, UNAVAILABLE.
+// - LookupAt(path, revision) pins the namespace at an etcd revision:
+//   the exact layout of that moment, or OUT_OF_RANGE once compacted.
+// Thread-safe. Owns one maintenance thread (joined in the destructor).
+#ifndef RANGEFS_NAMESPACE_LAYOUT_CACHE_H_
+#define RANGEFS_NAMESPACE_LAYOUT_CACHE_H_
+
+#include <atomic>
+#include <memory>
+#include <string>
+#include <thread>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/container/flat_hash_map.h"
+#include "absl/status/statusor.h"
+#include "absl/synchronization/mutex.h"
+#include "absl/synchronization/notification.h"
+#include "absl/time/time.h"
+#include "base/clock.h"
+#include "namespace/keys.h"
+#include "namespace/kv.h"
+#include "proto/layout.pb.h"
+
+namespace rangefs {
+namespace ns {
+
+struct CachedLayout {
+  std::string path;
+  v1::FileLayout layout;
+  int64_t mod_revision = 0;
+};
+
+struct LayoutCacheOptions {
+  std::string cluster = std::string(kDefaultCluster);
+  // How long cached layouts are served after etcd became unreachable.
+  absl::Duration max_staleness = absl::Minutes(5);
+  // Period of the maintenance thread (watch health, compaction re-list).
+  absl::Duration maintenance_period = absl::Milliseconds(100);
+  Clock* clock = nullptr;  // nullptr = Clock::Real(); not owned
+};
+
+struct LayoutCacheStats {
+  uint64_t hits = 0;
+  uint64_t cold_lookups = 0;    // Range calls for misses
+  uint64_t shared_lookups = 0;  // misses that joined an in-flight Range
+  uint64_t pinned_lookups = 0;
+  uint64_t watch_events = 0;
+  uint64_t updates = 0;           // cached entries replaced by the watch
+  uint64_t invalidations = 0;     // cached entries dropped (deletes)
+  uint64_t relists = 0;           // compaction recoveries
+  uint64_t stale_serves = 0;      // hits served while etcd unreachable
+  uint64_t stale_rejections = 0;  // hits refused: too stale
+  bool watch_connected = false;
+  int64_t watch_revision = 0;
+  absl::Duration staleness;  // zero while connected
+  size_t entries = 0;
+};
+
+class LayoutCache {
+ public:
+  // `kv` is not owned and must outlive the cache. Starts the watch at the
+  // current revision; UNAVAILABLE if etcd cannot be reached now.
+  static absl::StatusOr<std::unique_ptr<LayoutCache>> Open(
+      KvBackend* kv, const LayoutCacheOptions& options);
+  ~LayoutCache();
+
+  // The current layout of `path`. NOT_FOUND, INVALID_ARGUMENT (bad path),
+  // UNAVAILABLE (etcd down and not cached, or cached but too stale).
+  absl::StatusOr<std::shared_ptr<const CachedLayout>> Lookup(
+      absl::string_view path);
+  // The layout of `path` as of etcd `revision` (> 0). NOT_FOUND if it did
+  // not exist then; OUT_OF_RANGE if `revision` is compacted.
+  absl::StatusOr<std::shared_ptr<const CachedLayout>> LookupAt(
+      absl::string_view path, int64_t revision);
+  // Loads every file under `dir` into the cache (paged, one revision).
+  // Returns the number of files loaded.
+  absl::StatusOr<size_t> Preload(absl::string_view dir);
+  // Blocks until the watch has applied every change up to `revision`.
+  // DEADLINE_EXCEEDED after `timeout`.
+  absl::Status WaitForRevision(int64_t revision, absl::Duration timeout);
+
+  LayoutCacheStats stats();
+
+ private:
+  struct Inflight {
+    absl::Notification done;
+    absl::StatusOr<std::shared_ptr<const CachedLayout>> result;
+  };
+
+  LayoutCache(KvBackend* kv, const LayoutCacheOptions& options);
+  absl::Status StartWatch(int64_t start_revision);
+  void OnWatch(const KvWatchUpdate& update);
+  void MaintenanceLoop();
+  absl::Status Relist();
+  absl::StatusOr<std::shared_ptr<const CachedLayout>> Load(
+      const std::string& path);
+
+  KvBackend* const kv_;
+  const LayoutCacheOptions options_;
+  const Keys keys_;
+  Clock* const clock_;
+  const std::string prefix_;
+
+  absl::Mutex mu_;
+  absl::flat_hash_map<std::string, std::shared_ptr<const CachedLayout>> entries_
+      ABSL_GUARDED_BY(mu_);
+  absl::flat_hash_map<std::string, std::shared_ptr<Inflight>> inflight_
+      ABSL_GUARDED_BY(mu_);
+  int64_t applied_revision_ ABSL_GUARDED_BY(mu_) = 0;
+  bool compacted_ ABSL_GUARDED_BY(mu_) = false;
+  bool stop_ ABSL_GUARDED_BY(mu_) = false;
+  bool connected_ ABSL_GUARDED_BY(mu_) = true;
+  absl::Time disconnected_since_ ABSL_GUARDED_BY(mu_);
+  LayoutCacheStats stats_ ABSL_GUARDED_BY(mu_);
+  // Pinned lookups: immutable history, cached by (revision, path).
+  absl::flat_hash_map<std::string, std::shared_ptr<const CachedLayout>> pinned_
+      ABSL_GUARDED_BY(mu_);
+
+  // Owned by the maintenance thread after Open (and by Open before it).
+  std::unique_ptr<KvWatch> watch_;
+  absl::Mutex watch_mu_;  // guards watch_ replacement vs. stats readers
+  std::thread maintenance_;
+};
+
+}  // namespace ns
+}  // namespace rangefs
+
+#endif  // RANGEFS_NAMESPACE_LAYOUT_CACHE_H_

@@ -1,0 +1,188 @@
+// LayoutCache over MemoryKv: deterministic unit tests of the cache rules.
+// The same behaviours against a real etcd: layout_cache_etcd_test.cc.
+#include "namespace/layout_cache.h"
+
+#include <thread>
+
+#include "base/testing/fake_clock.h"
+#include "base/testing/status_matchers.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "namespace/memory_kv.h"
+#include "namespace/store.h"
+
+namespace rangefs {
+namespace ns {
+namespace {
+
+using ::testing::HasSubstr;
+
+v1::FileLayout Layout(uint64_t size) {
+  v1::FileLayout l;
+  l.set_size(size);
+  l.set_state(v1::READY);
+  v1::Extent* e = l.add_extents();
+  e->set_length(size);
+  v1::Replica* r = e->add_replicas();
+  r->set_node_id("n1");
+  r->set_object("o");
+  return l;
+}
+
+// Polls `cond` for up to 10 s.
+template <typename F>
+bool Eventually(F cond) {
+  absl::Time deadline = absl::Now() + absl::Seconds(10);
+  while (absl::Now() < deadline) {
+    if (cond()) return true;
+    absl::SleepFor(absl::Milliseconds(2));
+  }
+  return cond();
+}
+
+class LayoutCacheTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    store_ = NewKvStore(&kv_, {.cluster = "c", .clock = &clock_});
+    v1::NodeRecord n;
+    n.set_id("n1");
+    n.set_export_path("/e");
+    ASSERT_THAT(store_->AddNode(n), IsOk());
+    auto cache =
+        LayoutCache::Open(&kv_, {.cluster = "c",
+                                 .max_staleness = absl::Seconds(30),
+                                 .maintenance_period = absl::Milliseconds(5),
+                                 .clock = &clock_});
+    ASSERT_THAT(cache, IsOk());
+    cache_ = std::move(*cache);
+  }
+  MemoryKv kv_;
+  FakeClock clock_;
+  std::unique_ptr<NamespaceStore> store_;
+  std::unique_ptr<LayoutCache> cache_;
+};
+
+TEST_F(LayoutCacheTest, ColdLookupThenHit) {
+  ASSERT_THAT(store_->CreateFile("/a", Layout(10)), IsOk());
+  auto a = cache_->Lookup("/a");
+  ASSERT_THAT(a, IsOk());
+  EXPECT_EQ((*a)->layout.size(), 10u);
+  auto again = cache_->Lookup("/a");
+  ASSERT_THAT(again, IsOk());
+  EXPECT_EQ(a->get(), again->get());  // Same immutable snapshot.
+  LayoutCacheStats s = cache_->stats();
+  EXPECT_EQ(s.cold_lookups, 1u);
+  EXPECT_EQ(s.hits, 1u);
+  EXPECT_THAT(cache_->Lookup("/missing"),
+              StatusIs(absl::StatusCode::kNotFound));
+  EXPECT_THAT(cache_->Lookup("bad"),
+              StatusIs(absl::StatusCode::kInvalidArgument));
+}
+
+TEST_F(LayoutCacheTest, WatchReplacesAndDropsEntries) {
+  auto created = store_->CreateFile("/a", Layout(10));
+  ASSERT_THAT(created, IsOk());
+  auto old = cache_->Lookup("/a");
+  ASSERT_THAT(old, IsOk());
+  auto replaced =
+      store_->ReplaceLayout("/a", Layout(20), created->mod_revision);
+  ASSERT_THAT(replaced, IsOk());
+  ASSERT_THAT(cache_->WaitForRevision(replaced->mod_revision, absl::Seconds(5)),
+              IsOk());
+  auto now = cache_->Lookup("/a");
+  ASSERT_THAT(now, IsOk());
+  EXPECT_EQ((*now)->layout.size(), 20u);
+  EXPECT_EQ((*old)->layout.size(), 10u);  // Old snapshot unchanged.
+  EXPECT_EQ(cache_->stats().cold_lookups, 1u);
+  ASSERT_THAT(store_->DeleteFile("/a", 0), IsOk());
+  ASSERT_TRUE(Eventually([&] { return cache_->stats().invalidations == 1; }));
+  EXPECT_THAT(cache_->Lookup("/a"), StatusIs(absl::StatusCode::kNotFound));
+}
+
+TEST_F(LayoutCacheTest, ConcurrentColdLookupsShareOneRead) {
+  ASSERT_THAT(store_->CreateFile("/a", Layout(10)), IsOk());
+  std::vector<std::thread> threads;
+  for (int i = 0; i < 8; ++i) {
+    threads.emplace_back([&] { EXPECT_THAT(cache_->Lookup("/a"), IsOk()); });
+  }
+  for (auto& t : threads) t.join();
+  LayoutCacheStats s = cache_->stats();
+  EXPECT_EQ(s.cold_lookups + s.shared_lookups + s.hits, 8u);
+  EXPECT_GE(s.cold_lookups, 1u);
+  // Whatever the interleaving, every later lookup is a hit.
+  ASSERT_THAT(cache_->Lookup("/a"), IsOk());
+  EXPECT_EQ(cache_->stats().cold_lookups, s.cold_lookups);
+}
+
+TEST_F(LayoutCacheTest, ServesStaleWithinBoundWhileStoreIsDown) {
+  ASSERT_THAT(store_->CreateFile("/a", Layout(10)), IsOk());
+  ASSERT_THAT(cache_->Lookup("/a"), IsOk());
+  kv_.SetAvailable(false);
+  ASSERT_TRUE(Eventually([&] { return !cache_->stats().watch_connected; }));
+  EXPECT_THAT(cache_->Lookup("/a"), IsOk());
+  EXPECT_EQ(cache_->stats().stale_serves, 1u);
+  EXPECT_THAT(cache_->Lookup("/cold"),
+              StatusIs(absl::StatusCode::kUnavailable));
+  clock_.Advance(absl::Seconds(31));
+  EXPECT_THAT(cache_->Lookup("/a"),
+              StatusIs(absl::StatusCode::kUnavailable, HasSubstr("stale")));
+  EXPECT_EQ(cache_->stats().stale_rejections, 1u);
+  kv_.SetAvailable(true);
+  ASSERT_TRUE(Eventually([&] { return cache_->stats().watch_connected; }));
+  EXPECT_THAT(cache_->Lookup("/a"), IsOk());
+}
+
+TEST_F(LayoutCacheTest, CompactionCancelTriggersRelist) {
+  auto a = store_->CreateFile("/a", Layout(10));
+  ASSERT_THAT(a, IsOk());
+  ASSERT_THAT(store_->CreateFile("/b", Layout(5)), IsOk());
+  ASSERT_THAT(cache_->Lookup("/a"), IsOk());
+  ASSERT_THAT(cache_->Lookup("/b"), IsOk());
+  // Changes the cache never sees as events, then the watch is cancelled.
+  kv_.CancelWatchesCompacted();
+  auto r = store_->ReplaceLayout("/a", Layout(99), a->mod_revision);
+  ASSERT_THAT(r, IsOk());
+  ASSERT_THAT(store_->DeleteFile("/b", 0), IsOk());
+  ASSERT_TRUE(Eventually([&] { return cache_->stats().relists >= 1; }));
+  auto now = cache_->Lookup("/a");
+  ASSERT_THAT(now, IsOk());
+  EXPECT_EQ((*now)->layout.size(), 99u);
+  EXPECT_THAT(cache_->Lookup("/b"), StatusIs(absl::StatusCode::kNotFound));
+  // And the new watch works.
+  auto r2 = store_->ReplaceLayout("/a", Layout(7), r->mod_revision);
+  ASSERT_THAT(r2, IsOk());
+  ASSERT_THAT(cache_->WaitForRevision(r2->mod_revision, absl::Seconds(5)),
+              IsOk());
+  EXPECT_EQ((*cache_->Lookup("/a"))->layout.size(), 7u);
+}
+
+TEST_F(LayoutCacheTest, PinnedLookupsAreExactThenOutOfRange) {
+  auto a = store_->CreateFile("/a", Layout(10));
+  ASSERT_THAT(a, IsOk());
+  auto b = store_->ReplaceLayout("/a", Layout(20), a->mod_revision);
+  ASSERT_THAT(b, IsOk());
+  auto pinned = cache_->LookupAt("/a", a->mod_revision);
+  ASSERT_THAT(pinned, IsOk());
+  EXPECT_EQ((*pinned)->layout.size(), 10u);
+  EXPECT_THAT(cache_->LookupAt("/a", a->mod_revision - 1),
+              StatusIs(absl::StatusCode::kNotFound));
+  ASSERT_THAT(kv_.Compact(b->mod_revision), IsOk());
+  EXPECT_THAT(cache_->LookupAt("/a", a->mod_revision - 1),
+              StatusIs(absl::StatusCode::kOutOfRange, HasSubstr("compacted")));
+}
+
+TEST_F(LayoutCacheTest, PreloadFillsCache) {
+  for (int i = 0; i < 30; ++i) {
+    ASSERT_THAT(store_->CreateFile("/d/" + std::to_string(i), Layout(i + 1)),
+                IsOk());
+  }
+  auto n = cache_->Preload("/d");
+  ASSERT_THAT(n, IsOk());
+  EXPECT_EQ(*n, 30u);
+  ASSERT_THAT(cache_->Lookup("/d/7"), IsOk());
+  EXPECT_EQ(cache_->stats().cold_lookups, 0u);
+}
+
+}  // namespace
+}  // namespace ns
+}  // namespace rangefs

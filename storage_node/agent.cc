@@ -1,0 +1,118 @@
+#include "storage_node/agent.h"
+
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "base/logging.h"
+#include "base/status_macros.h"
+#include "grpcpp/security/server_credentials.h"
+#include "grpcpp/server_builder.h"
+#include "storage_node/rdma/rdma_devices.h"
+
+namespace rangefs {
+namespace node {
+
+absl::Status SplitHostPort(absl::string_view hostport, std::string* host,
+                           int* port) {
+  size_t colon = hostport.rfind(':');
+  if (colon == absl::string_view::npos || colon == 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("listen address \"", hostport, "\" is not host:port"));
+  }
+  int p = 0;
+  if (!absl::SimpleAtoi(hostport.substr(colon + 1), &p) || p < 0 || p > 65535) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("listen address \"", hostport, "\" has a bad port"));
+  }
+  *host = std::string(hostport.substr(0, colon));
+  *port = p;
+  return absl::OkStatus();
+}
+
+absl::StatusOr<std::unique_ptr<Agent>> Agent::Start(AgentOptions options) {
+  std::string host;
+  int requested_port = 0;
+  RANGEFS_RETURN_IF_ERROR(
+      SplitHostPort(options.listen, &host, &requested_port));
+  std::unique_ptr<Agent> agent(new Agent(std::move(options)));
+  const AgentOptions& opts = agent->options_;
+
+  RANGEFS_ASSIGN_OR_RETURN(
+      agent->root_, ExportRoot::Open(opts.export_root,
+                                     {.writable = !opts.service.read_only}));
+  if (agent->root_->writable()) {
+    absl::Status s = agent->root_->ClearTemp();
+    if (!s.ok()) RANGEFS_LOG(WARNING) << "clearing temp files: " << s;
+  }
+  absl::StatusOr<std::vector<RdmaDevice>> rdma = ListRdmaDevices();
+  if (!rdma.ok()) {
+    RANGEFS_LOG(WARNING) << "listing RDMA devices: " << rdma.status();
+  } else {
+    for (const RdmaDevice& d : *rdma) {
+      RANGEFS_LOG(INFO) << "RDMA device " << d.name << " with "
+                        << d.ports.size() << " port(s)";
+    }
+  }
+
+  agent->service_ =
+      std::make_unique<AgentService>(agent->root_.get(), opts.service);
+  grpc::ServerBuilder builder;
+  builder.AddListeningPort(opts.listen, grpc::InsecureServerCredentials(),
+                           &agent->port_);
+  builder.SetMaxReceiveMessageSize(opts.max_receive_message_bytes);
+  builder.RegisterService(agent->service_.get());
+  agent->server_ = builder.BuildAndStart();
+  if (agent->server_ == nullptr || agent->port_ == 0) {
+    if (agent->server_ != nullptr) agent->server_->Shutdown();
+    return absl::UnavailableError(absl::StrCat(
+        "node ", opts.node_id, ": cannot listen on ", opts.listen));
+  }
+  agent->address_ = absl::StrCat(host, ":", agent->port_);
+  if (opts.scrub_interval > absl::ZeroDuration()) {
+    absl::MutexLock l(&agent->mu_);
+    agent->scrubber_ = std::make_unique<BackgroundScrubber>(
+        agent->root_.get(),
+        BackgroundScrubber::Options{
+            .interval = opts.scrub_interval,
+            .max_bytes_per_sec = opts.scrub_max_bytes_per_sec,
+            .clock = opts.service.clock});
+  }
+  if (opts.registrar != nullptr) {
+    absl::Status s = opts.registrar->OnStart(*agent);
+    if (!s.ok()) {
+      agent->Shutdown(absl::Now());
+      return s;
+    }
+  }
+  return agent;
+}
+
+Agent::~Agent() { Shutdown(absl::Now()); }
+
+void Agent::Shutdown(absl::Time deadline) {
+  {
+    absl::MutexLock l(&mu_);
+    if (shut_down_) return;
+    shut_down_ = true;
+  }
+  if (options_.registrar != nullptr) options_.registrar->OnDrain();
+  if (server_ != nullptr) {
+    server_->Shutdown(absl::ToChronoTime(deadline));
+    server_->Wait();
+  }
+  std::unique_ptr<BackgroundScrubber> scrubber;
+  {
+    absl::MutexLock l(&mu_);
+    scrubber = std::move(scrubber_);
+  }
+  scrubber.reset();  // Joins its thread.
+  if (options_.registrar != nullptr) options_.registrar->OnStop();
+}
+
+std::optional<ScrubReport> Agent::scrub_report() const {
+  absl::MutexLock l(&mu_);
+  if (scrubber_ == nullptr) return std::nullopt;
+  return scrubber_->LastReport();
+}
+
+}  // namespace node
+}  // namespace rangefs

@@ -1,0 +1,114 @@
+// File: agent.h
+//
+// The storage-node agent: one export directory served over gRPC/TCP
+// (AgentService), an optional background scrubber, and a Registrar hook
+// through which etcd registration (lease, live record) plugs in later
+// without touching the service.
+//
+//   RANGEFS_ASSIGN_OR_RETURN(auto agent, Agent::Start({
+//       .node_id = "n1", .export_root = "/export", .listen = "0.0.0.0:7070"}));
+//   ... wait for SIGTERM ...
+//   agent->Shutdown(absl::Now() + absl::Seconds(10));
+//
+// Thread-safe. The gRPC server's threads are owned by gRPC and stopped by
+// Shutdown (or the destructor).
+#ifndef RANGEFS_STORAGE_NODE_AGENT_H_
+#define RANGEFS_STORAGE_NODE_AGENT_H_
+
+#include <memory>
+#include <optional>
+#include <string>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/synchronization/mutex.h"
+#include "absl/time/time.h"
+#include "grpcpp/server.h"
+#include "storage_node/agent_service.h"
+#include "storage_node/export_root.h"
+#include "storage_node/scrubber.h"
+
+namespace rangefs {
+namespace node {
+
+class Agent;
+
+// Lifecycle hooks for registration with the cluster (etcd lease + live
+// record). Called on the thread that calls Agent::Start / Shutdown, never
+// under the agent's locks.
+class Registrar {
+ public:
+  virtual ~Registrar() = default;
+  // The agent is serving (port() is known). An error aborts Start, which
+  // then shuts the server down and returns it.
+  virtual absl::Status OnStart(const Agent& agent) = 0;
+  // Shutdown began: withdraw the node so clients stop picking it. The
+  // server still finishes in-flight requests after this.
+  virtual void OnDrain() = 0;
+  // The server has stopped.
+  virtual void OnStop() = 0;
+};
+
+struct AgentOptions {
+  std::string node_id;
+  std::string export_root;             // Existing directory.
+  std::string listen = "127.0.0.1:0";  // host:port; port 0 picks one.
+  AgentServiceOptions service;         // read_only, caps, chunk size, ...
+  // Max bytes of one incoming gRPC message (bounds a write's memory).
+  int max_receive_message_bytes = 8 << 20;
+  // Background scrub every scrub_interval; zero (default) disables it.
+  absl::Duration scrub_interval = absl::ZeroDuration();
+  uint64_t scrub_max_bytes_per_sec = 50 << 20;
+  Registrar* registrar = nullptr;  // Not owned; may be null; outlives Agent.
+};
+
+class Agent {
+ public:
+  // Opens the export (removing temp files a crash left), starts the gRPC
+  // server and the scrubber, then calls registrar->OnStart. UNAVAILABLE if
+  // it cannot listen; errors of ExportRoot::Open as they are.
+  static absl::StatusOr<std::unique_ptr<Agent>> Start(AgentOptions options);
+
+  Agent(const Agent&) = delete;
+  Agent& operator=(const Agent&) = delete;
+  // Shuts down (deadline: now) if Shutdown was not called.
+  ~Agent();
+
+  // Drains: registrar->OnDrain, stop accepting calls, wait for in-flight
+  // ones until `deadline` (then cancel them), stop the scrubber,
+  // registrar->OnStop. Blocking; idempotent.
+  void Shutdown(absl::Time deadline);
+
+  const std::string& node_id() const { return options_.node_id; }
+  int port() const { return port_; }
+  // "host:port" with the real port.
+  const std::string& address() const { return address_; }
+  const AgentOptions& options() const { return options_; }
+  const ExportRoot& export_root() const { return *root_; }
+  AgentService& service() { return *service_; }
+  // Latest background scrub report; nullopt if disabled or none finished.
+  std::optional<ScrubReport> scrub_report() const;
+
+ private:
+  explicit Agent(AgentOptions options) : options_(std::move(options)) {}
+
+  const AgentOptions options_;
+  std::unique_ptr<ExportRoot> root_;
+  std::unique_ptr<AgentService> service_;
+  std::unique_ptr<grpc::Server> server_;
+  int port_ = 0;
+  std::string address_;
+  mutable absl::Mutex mu_;
+  std::unique_ptr<BackgroundScrubber> scrubber_ ABSL_GUARDED_BY(mu_);
+  bool shut_down_ ABSL_GUARDED_BY(mu_) = false;
+};
+
+// Splits "host:port" / "[v6]:port". INVALID_ARGUMENT if malformed.
+absl::Status SplitHostPort(absl::string_view hostport, std::string* host,
+                           int* port);
+
+}  // namespace node
+}  // namespace rangefs
+
+#endif  // RANGEFS_STORAGE_NODE_AGENT_H_

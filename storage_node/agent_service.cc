@@ -1,0 +1,433 @@
+#include "storage_node/agent_service.h"
+
+#include <errno.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <string>
+
+#include "absl/strings/str_cat.h"
+#include "base/crc32c.h"
+#include "base/errno_status.h"
+#include "base/logging.h"
+#include "base/status_macros.h"
+#include "storage_node/grpc_status.h"
+#include "storage_node/scrubber.h"
+
+namespace rangefs {
+namespace node {
+namespace {
+
+// Removes a temp file on scope exit unless dismissed.
+class TempGuard {
+ public:
+  TempGuard(const ExportRoot* root, std::string name)
+      : root_(root), name_(std::move(name)) {}
+  TempGuard(const TempGuard&) = delete;
+  TempGuard& operator=(const TempGuard&) = delete;
+  ~TempGuard() {
+    if (armed_) {
+      absl::Status s = root_->RemoveTemp(name_);
+      if (!s.ok()) RANGEFS_LOG(WARNING) << s;
+    }
+  }
+  void Dismiss() { armed_ = false; }
+
+ private:
+  const ExportRoot* root_;
+  std::string name_;
+  bool armed_ = true;
+};
+
+// Adds 1 to `counter` for the guard's lifetime.
+class CountGuard {
+ public:
+  explicit CountGuard(std::atomic<int64_t>* counter)
+      : counter_(counter), value_(counter->fetch_add(1) + 1) {}
+  CountGuard(const CountGuard&) = delete;
+  CountGuard& operator=(const CountGuard&) = delete;
+  ~CountGuard() { counter_->fetch_sub(1); }
+  // The counter's value just after this guard incremented it.
+  int64_t value() const { return value_; }
+
+ private:
+  std::atomic<int64_t>* counter_;
+  const int64_t value_;
+};
+
+absl::Status WriteFull(int fd, const char* p, size_t n,
+                       absl::string_view what) {
+  while (n > 0) {
+    ssize_t w = write(fd, p, n);
+    if (w < 0) {
+      if (errno == EINTR) continue;
+      return ErrnoStatus(errno, absl::StrCat("write ", what));
+    }
+    p += w;
+    n -= static_cast<size_t>(w);
+  }
+  return absl::OkStatus();
+}
+
+// Reads exactly `n` bytes at `off`; DATA_LOSS if the file ends first.
+absl::Status PreadFull(int fd, char* p, size_t n, uint64_t off,
+                       absl::string_view path) {
+  size_t done = 0;
+  while (done < n) {
+    ssize_t r = pread(fd, p + done, n - done, static_cast<off_t>(off + done));
+    if (r < 0) {
+      if (errno == EINTR) continue;
+      return ErrnoStatus(
+          errno, absl::StrCat("pread object ", path, " at ", off + done));
+    }
+    if (r == 0) {
+      return absl::DataLossError(absl::StrCat("object ", path, " ended at ",
+                                              off + done, " while reading"));
+    }
+    done += static_cast<size_t>(r);
+  }
+  return absl::OkStatus();
+}
+
+absl::Status CancelledStatus(absl::string_view what, absl::string_view path) {
+  return absl::CancelledError(
+      absl::StrCat(what, " of ", path, " cancelled by the client"));
+}
+
+}  // namespace
+
+AgentService::AgentService(const ExportRoot* root, AgentServiceOptions options)
+    : root_(root),
+      options_(std::move(options)),
+      clock_(options_.clock != nullptr ? options_.clock : Clock::Real()) {}
+
+// ---------------------------------------------------------------- WriteObject
+
+grpc::Status AgentService::WriteObject(
+    grpc::ServerContext* context,
+    grpc::ServerReader<WriteObjectRequest>* reader,
+    WriteObjectResponse* response) {
+  CountGuard inflight(&inflight_writes_);
+  absl::Status s = DoWriteObject(context, reader, response);
+  if (s.ok()) {
+    writes_.fetch_add(1);
+  } else if (!absl::IsAlreadyExists(s) && !absl::IsFailedPrecondition(s)) {
+    RANGEFS_LOG(INFO) << "WriteObject: " << s;
+  }
+  return ToGrpcStatus(s);
+}
+
+absl::Status AgentService::DoWriteObject(
+    grpc::ServerContext* context,
+    grpc::ServerReader<WriteObjectRequest>* reader,
+    WriteObjectResponse* response) {
+  if (options_.read_only) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "node is read-only; refusing writes to export ", root_->root_dir()));
+  }
+  WriteObjectRequest req;
+  if (!reader->Read(&req)) {
+    if (context->IsCancelled()) return CancelledStatus("write", "(no header)");
+    return absl::InvalidArgumentError("WriteObject: empty request stream");
+  }
+  if (!req.has_header()) {
+    return absl::InvalidArgumentError(
+        "WriteObject: the first message must carry the header");
+  }
+  const WriteObjectHeader header = req.header();
+  const std::string& path = header.path();
+  RANGEFS_RETURN_IF_ERROR(ExportRoot::ValidateObjectPath(path));
+  const uint32_t block_size = header.block_size() == 0
+                                  ? options_.default_block_size
+                                  : header.block_size();
+  if (block_size < kMinBlockSize || block_size > kMaxBlockSize) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("WriteObject ", path, ": block_size ", block_size,
+                     " outside [", kMinBlockSize, ", ", kMaxBlockSize, "]"));
+  }
+  if (!header.overwrite()) {
+    // Early answer; the rename re-checks atomically.
+    absl::StatusOr<struct stat> st = root_->Stat(path);
+    if (st.ok()) {
+      return absl::AlreadyExistsError(
+          absl::StrCat("object ", path, " already exists in ",
+                       root_->root_dir(), " (set overwrite to replace it)"));
+    }
+    if (!absl::IsNotFound(st.status())) return st.status();
+  }
+
+  RANGEFS_ASSIGN_OR_RETURN(TempFile obj, root_->CreateTemp());
+  TempGuard obj_guard(root_, obj.name);
+  BlockChecksummer sum(block_size);
+  const std::string what =
+      absl::StrCat("object ", path, " (temp ", obj.name, ")");
+  while (reader->Read(&req)) {
+    if (req.has_header()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("WriteObject ", path, ": header sent twice"));
+    }
+    const std::string& data = req.data();
+    if (header.has_expected_size() &&
+        sum.size() + data.size() > header.expected_size()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("WriteObject ", path, ": more than expected_size ",
+                       header.expected_size(), " bytes sent"));
+    }
+    RANGEFS_RETURN_IF_ERROR(
+        WriteFull(obj.fd.get(), data.data(), data.size(), what));
+    sum.Update(data.data(), data.size());
+    bytes_written_.fetch_add(data.size());
+  }
+  if (context->IsCancelled()) return CancelledStatus("write", path);
+  if (header.has_expected_size() && sum.size() != header.expected_size()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("WriteObject ", path, ": got ", sum.size(),
+                     " bytes, expected_size is ", header.expected_size()));
+  }
+  if (fsync(obj.fd.get()) != 0) {
+    return ErrnoStatus(errno, absl::StrCat("fsync ", what));
+  }
+  obj.fd.reset();
+  const Checksums checksums = sum.Finish();
+
+  RANGEFS_ASSIGN_OR_RETURN(TempFile side, root_->CreateTemp());
+  TempGuard side_guard(root_, side.name);
+  const std::string encoded = EncodeSidecar(checksums);
+  RANGEFS_RETURN_IF_ERROR(WriteFull(side.fd.get(), encoded.data(),
+                                    encoded.size(),
+                                    absl::StrCat("sidecar of ", path)));
+  if (fsync(side.fd.get()) != 0) {
+    return ErrnoStatus(errno, absl::StrCat("fsync sidecar of ", path));
+  }
+  side.fd.reset();
+  if (context->IsCancelled()) return CancelledStatus("write", path);
+
+  RANGEFS_RETURN_IF_ERROR(
+      root_->CommitObject(obj.name, side.name, path, header.overwrite()));
+  obj_guard.Dismiss();
+  side_guard.Dismiss();
+  response->set_size(checksums.object_size);
+  response->set_crc32c(checksums.crc32c);
+  response->set_block_count(checksums.block_crc32c.size());
+  return absl::OkStatus();
+}
+
+// ------------------------------------------------------------------ ReadRange
+
+grpc::Status AgentService::ReadRange(
+    grpc::ServerContext* context, const ReadRangeRequest* request,
+    grpc::ServerWriter<ReadRangeChunk>* writer) {
+  CountGuard inflight(&inflight_reads_);
+  // The guard counts this call; past the cap it is refused at once.
+  const int64_t now_inflight = inflight.value();
+  if (now_inflight > options_.max_concurrent_reads) {
+    reads_rejected_.fetch_add(1);
+    return ToGrpcStatus(absl::ResourceExhaustedError(
+        absl::StrCat("node busy: ", now_inflight - 1, " reads in flight (max ",
+                     options_.max_concurrent_reads,
+                     "); retry on another replica or later")));
+  }
+  if (options_.read_started_hook) options_.read_started_hook(request->path());
+  const absl::Time start = clock_->MonotonicNow();
+  absl::Status s = DoReadRange(context, *request, writer);
+  read_latency_.Record(clock_->MonotonicNow() - start);
+  if (s.ok()) reads_.fetch_add(1);
+  return ToGrpcStatus(s);
+}
+
+absl::Status AgentService::DoReadRange(
+    grpc::ServerContext* context, const ReadRangeRequest& request,
+    grpc::ServerWriter<ReadRangeChunk>* writer) {
+  const std::string& path = request.path();
+  RANGEFS_ASSIGN_OR_RETURN(ScopedFd fd, root_->OpenForRead(path));
+  struct stat st;
+  if (fstat(fd.get(), &st) != 0) {
+    return ErrnoStatus(errno, absl::StrCat("fstat object ", path));
+  }
+  const uint64_t size = static_cast<uint64_t>(st.st_size);
+  if (request.offset() > size) {
+    return absl::OutOfRangeError(
+        absl::StrCat("read of ", path, " at offset ", request.offset(),
+                     " past its end (size ", size, ")"));
+  }
+  const uint64_t end =
+      request.offset() + std::min(request.length(), size - request.offset());
+  const size_t chunk_size = std::max<size_t>(options_.chunk_size, 1);
+
+  ReadRangeChunk chunk;  // Reused: its data buffer is this call's buffer.
+  auto send = [&](uint64_t off) -> absl::Status {
+    chunk.set_offset(off);
+    chunk.set_crc32c(Crc32c(chunk.data()));
+    if (context->IsCancelled() || !writer->Write(chunk)) {
+      return CancelledStatus("read", path);
+    }
+    bytes_read_.fetch_add(chunk.data().size());
+    return absl::OkStatus();
+  };
+
+  if (!request.verify()) {
+    for (uint64_t off = request.offset(); off < end;) {
+      const size_t n =
+          static_cast<size_t>(std::min<uint64_t>(chunk_size, end - off));
+      std::string* data = chunk.mutable_data();
+      data->resize(n);
+      RANGEFS_RETURN_IF_ERROR(PreadFull(fd.get(), &(*data)[0], n, off, path));
+      RANGEFS_RETURN_IF_ERROR(send(off));
+      off += n;
+    }
+    return absl::OkStatus();
+  }
+
+  // verify=true: read whole checksum blocks, check them, then send the
+  // requested part.
+  absl::StatusOr<ScopedFd> sfd = root_->OpenSidecarForRead(path);
+  if (absl::IsNotFound(sfd.status())) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "object ", path, " has no checksums; cannot read with verify"));
+  }
+  RANGEFS_RETURN_IF_ERROR(sfd.status());
+  RANGEFS_ASSIGN_OR_RETURN(Checksums c, ReadSidecar(sfd->get(), path));
+  if (c.object_size != size) {
+    return absl::DataLossError(absl::StrCat("object ", path, " is ", size,
+                                            " bytes, its sidecar says ",
+                                            c.object_size));
+  }
+  std::string block;
+  for (uint64_t b = request.offset() / c.block_size;
+       b < c.block_crc32c.size() && b * c.block_size < end; ++b) {
+    const uint64_t bstart = b * c.block_size;
+    const size_t blen =
+        static_cast<size_t>(std::min<uint64_t>(c.block_size, size - bstart));
+    block.resize(blen);
+    RANGEFS_RETURN_IF_ERROR(PreadFull(fd.get(), &block[0], blen, bstart, path));
+    const uint32_t crc = Crc32c(block);
+    if (crc != c.block_crc32c[b]) {
+      return absl::DataLossError(
+          absl::StrCat("object ", path, " block ", b, " (bytes ", bstart, "..",
+                       bstart + blen, ") has crc32c ", absl::Hex(crc),
+                       ", its sidecar says ", absl::Hex(c.block_crc32c[b])));
+    }
+    uint64_t off = std::max(request.offset(), bstart);
+    const uint64_t stop = std::min(end, bstart + blen);
+    while (off < stop) {
+      const size_t n =
+          static_cast<size_t>(std::min<uint64_t>(chunk_size, stop - off));
+      chunk.mutable_data()->assign(block.data() + (off - bstart), n);
+      RANGEFS_RETURN_IF_ERROR(send(off));
+      off += n;
+    }
+  }
+  return absl::OkStatus();
+}
+
+// ------------------------------------------------------ StatObject, Checksum
+
+grpc::Status AgentService::StatObject(grpc::ServerContext* /*context*/,
+                                      const StatObjectRequest* request,
+                                      StatObjectResponse* response) {
+  return ToGrpcStatus(DoStatObject(*request, response));
+}
+
+absl::Status AgentService::DoStatObject(const StatObjectRequest& request,
+                                        StatObjectResponse* response) {
+  const std::string& path = request.path();
+  RANGEFS_ASSIGN_OR_RETURN(ScopedFd fd, root_->OpenForRead(path));
+  struct stat st;
+  if (fstat(fd.get(), &st) != 0) {
+    return ErrnoStatus(errno, absl::StrCat("fstat object ", path));
+  }
+  response->set_size(static_cast<uint64_t>(st.st_size));
+  response->set_mtime_ns(int64_t{st.st_mtim.tv_sec} * 1000000000 +
+                         st.st_mtim.tv_nsec);
+  absl::StatusOr<ScopedFd> sfd = root_->OpenSidecarForRead(path);
+  if (!sfd.ok()) return absl::OkStatus();  // No checksums.
+  absl::StatusOr<Checksums> c = ReadSidecar(sfd->get(), path);
+  if (c.ok() && c->object_size == static_cast<uint64_t>(st.st_size)) {
+    response->set_has_checksums(true);
+    response->set_block_size(c->block_size);
+    response->set_block_count(c->block_crc32c.size());
+  }
+  return absl::OkStatus();
+}
+
+grpc::Status AgentService::ChecksumObject(grpc::ServerContext* /*context*/,
+                                          const ChecksumObjectRequest* request,
+                                          ChecksumObjectResponse* response) {
+  return ToGrpcStatus(DoChecksumObject(*request, response));
+}
+
+absl::Status AgentService::DoChecksumObject(
+    const ChecksumObjectRequest& request, ChecksumObjectResponse* response) {
+  const std::string& path = request.path();
+  RANGEFS_ASSIGN_OR_RETURN(ScopedFd fd, root_->OpenForRead(path));
+  absl::StatusOr<Checksums> stored = absl::NotFoundError("no sidecar");
+  absl::StatusOr<ScopedFd> sfd = root_->OpenSidecarForRead(path);
+  if (sfd.ok()) stored = ReadSidecar(sfd->get(), path);
+  Checksums c;
+  if (request.recompute()) {
+    const uint32_t bs =
+        stored.ok() ? stored->block_size : options_.default_block_size;
+    RANGEFS_ASSIGN_OR_RETURN(c, ComputeChecksums(fd.get(), bs, path));
+  } else if (stored.ok()) {
+    c = *std::move(stored);
+  } else if (absl::IsNotFound(stored.status())) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "object ", path, " has no checksum sidecar; ask with recompute=true"));
+  } else {
+    return stored.status();
+  }
+  response->set_size(c.object_size);
+  response->set_block_size(c.block_size);
+  for (uint32_t b : c.block_crc32c) response->add_block_crc32c(b);
+  response->set_crc32c(c.crc32c);
+  return absl::OkStatus();
+}
+
+// ---------------------------------------------------------- Scrub, GetStats
+
+grpc::Status AgentService::Scrub(grpc::ServerContext* context,
+                                 const ScrubRequest* request,
+                                 ScrubResponse* response) {
+  ScrubReport r = ScrubExport(
+      *root_, {.max_bytes_per_sec = request->max_bytes_per_sec(),
+               .clock = clock_,
+               .cancelled = [context] { return context->IsCancelled(); }});
+  if (r.cancelled) {
+    return ToGrpcStatus(CancelledStatus("scrub", root_->root_dir()));
+  }
+  response->set_objects_checked(r.objects_checked);
+  response->set_bytes_checked(r.bytes_checked);
+  response->set_objects_without_checksums(r.objects_without_checksums);
+  for (const std::string& p : r.corrupt_paths) response->add_corrupt_paths(p);
+  return grpc::Status::OK;
+}
+
+grpc::Status AgentService::GetStats(grpc::ServerContext* /*context*/,
+                                    const GetStatsRequest* /*request*/,
+                                    GetStatsResponse* response) {
+  *response = Stats();
+  return grpc::Status::OK;
+}
+
+GetStatsResponse AgentService::Stats() const {
+  GetStatsResponse r;
+  r.set_bytes_read(bytes_read_.load());
+  r.set_reads(reads_.load());
+  r.set_bytes_written(bytes_written_.load());
+  r.set_writes(writes_.load());
+  r.set_inflight(
+      static_cast<uint64_t>(inflight_reads_.load() + inflight_writes_.load()));
+  r.set_read_latency_p50_us(
+      absl::ToInt64Microseconds(read_latency_.Percentile(50)));
+  r.set_read_latency_p99_us(
+      absl::ToInt64Microseconds(read_latency_.Percentile(99)));
+  absl::StatusOr<uint64_t> free_bytes = root_->FreeBytes();
+  r.set_free_bytes(free_bytes.ok() ? *free_bytes : 0);
+  r.set_export_healthy(root_->CheckHealth().ok() && free_bytes.ok());
+  r.set_reads_rejected(reads_rejected_.load());
+  return r;
+}
+
+}  // namespace node
+}  // namespace rangefs

@@ -1,0 +1,103 @@
+// File: agent_service.h
+//
+// The NodeAgent gRPC service (proto/node_agent.proto) over one export
+// directory: ingest writes (temp file + per-block CRC-32C + fsync + sidecar +
+// atomic rename), range reads with per-chunk checksums and optional
+// verification against the sidecar, stat/checksum queries, on-demand scrub
+// and counters.
+//
+//   auto root = ExportRoot::Open(dir);
+//   AgentService service(root->get(), {.max_concurrent_reads = 64});
+//   builder.RegisterService(&service);
+//
+// Uses the synchronous gRPC API: each call runs on a gRPC thread and blocks
+// on disk I/O. Memory per call is bounded: a write holds one request message
+// (cap it with ServerBuilder::SetMaxReceiveMessageSize), a read one chunk,
+// a verified read one checksum block (<= kMaxBlockSize). Thread-safe.
+#ifndef RANGEFS_STORAGE_NODE_AGENT_SERVICE_H_
+#define RANGEFS_STORAGE_NODE_AGENT_SERVICE_H_
+
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+
+#include "absl/status/status.h"
+#include "absl/strings/string_view.h"
+#include "base/clock.h"
+#include "proto/node_agent.grpc.pb.h"
+#include "storage_node/export_root.h"
+#include "storage_node/sidecar.h"
+#include "storage_node/stats.h"
+
+namespace rangefs {
+namespace node {
+
+struct AgentServiceOptions {
+  bool read_only = false;  // Refuse WriteObject (FAILED_PRECONDITION).
+  int max_concurrent_reads =
+      64;                       // ReadRange calls past it: RESOURCE_EXHAUSTED.
+  size_t chunk_size = 1 << 20;  // Max data bytes per ReadRangeChunk.
+  uint32_t default_block_size = kDefaultBlockSize;  // When the writer says 0.
+  Clock* clock = nullptr;  // Not owned; nullptr: Clock::Real().
+  // Test hook: called in ReadRange once the read slot is held, before any
+  // I/O. Lets tests hold a read open deterministically. Empty in production.
+  std::function<void(absl::string_view path)> read_started_hook;
+};
+
+class AgentService final : public NodeAgent::Service {
+ public:
+  // `root` is not owned, must be non-null and outlive the service.
+  AgentService(const ExportRoot* root, AgentServiceOptions options);
+
+  grpc::Status WriteObject(grpc::ServerContext* context,
+                           grpc::ServerReader<WriteObjectRequest>* reader,
+                           WriteObjectResponse* response) override;
+  grpc::Status ReadRange(grpc::ServerContext* context,
+                         const ReadRangeRequest* request,
+                         grpc::ServerWriter<ReadRangeChunk>* writer) override;
+  grpc::Status StatObject(grpc::ServerContext* context,
+                          const StatObjectRequest* request,
+                          StatObjectResponse* response) override;
+  grpc::Status ChecksumObject(grpc::ServerContext* context,
+                              const ChecksumObjectRequest* request,
+                              ChecksumObjectResponse* response) override;
+  grpc::Status Scrub(grpc::ServerContext* context, const ScrubRequest* request,
+                     ScrubResponse* response) override;
+  grpc::Status GetStats(grpc::ServerContext* context,
+                        const GetStatsRequest* request,
+                        GetStatsResponse* response) override;
+
+  // The same numbers as the GetStats RPC, in-process.
+  GetStatsResponse Stats() const;
+
+ private:
+  absl::Status DoWriteObject(grpc::ServerContext* context,
+                             grpc::ServerReader<WriteObjectRequest>* reader,
+                             WriteObjectResponse* response);
+  absl::Status DoReadRange(grpc::ServerContext* context,
+                           const ReadRangeRequest& request,
+                           grpc::ServerWriter<ReadRangeChunk>* writer);
+  absl::Status DoStatObject(const StatObjectRequest& request,
+                            StatObjectResponse* response);
+  absl::Status DoChecksumObject(const ChecksumObjectRequest& request,
+                                ChecksumObjectResponse* response);
+
+  const ExportRoot* const root_;
+  const AgentServiceOptions options_;
+  Clock* const clock_;
+
+  std::atomic<uint64_t> bytes_read_{0};
+  std::atomic<uint64_t> reads_{0};
+  std::atomic<uint64_t> bytes_written_{0};
+  std::atomic<uint64_t> writes_{0};
+  std::atomic<int64_t> inflight_reads_{0};
+  std::atomic<int64_t> inflight_writes_{0};
+  std::atomic<uint64_t> reads_rejected_{0};
+  LatencyWindow read_latency_;
+};
+
+}  // namespace node
+}  // namespace rangefs
+
+#endif  // RANGEFS_STORAGE_NODE_AGENT_SERVICE_H_
