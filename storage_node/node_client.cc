@@ -1,0 +1,232 @@
+#include "storage_node/node_client.h"
+
+#include <cstring>
+#include <vector>
+
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "base/crc32c.h"
+#include "grpcpp/create_channel.h"
+#include "grpcpp/security/credentials.h"
+
+namespace rangefs {
+namespace node {
+
+void CallCanceller::Cancel() {
+  absl::MutexLock l(&mu_);
+  cancelled_ = true;
+  if (ctx_ != nullptr) ctx_->TryCancel();
+}
+
+bool CallCanceller::cancelled() {
+  absl::MutexLock l(&mu_);
+  return cancelled_;
+}
+
+bool CallCanceller::Attach(grpc::ClientContext* ctx) {
+  absl::MutexLock l(&mu_);
+  if (cancelled_) return false;
+  ctx_ = ctx;
+  return true;
+}
+
+void CallCanceller::Detach() {
+  absl::MutexLock l(&mu_);
+  ctx_ = nullptr;
+}
+
+namespace {
+
+// Attaches a context to an optional canceller for one scope.
+class Attachment {
+ public:
+  Attachment(CallCanceller* c, grpc::ClientContext* ctx) : c_(c) {
+    ok_ = c_ == nullptr || c_->Attach(ctx);
+  }
+  ~Attachment() {
+    if (c_ != nullptr && ok_) c_->Detach();
+  }
+  bool ok() const { return ok_; }
+
+ private:
+  CallCanceller* c_;
+  bool ok_;
+};
+
+void SetDeadline(grpc::ClientContext* ctx, absl::Time deadline) {
+  if (deadline != absl::InfiniteFuture()) {
+    ctx->set_deadline(absl::ToChronoTime(deadline));
+  }
+}
+
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<NodeClient>> NodeClient::Connect(
+    const std::string& address) {
+  size_t colon = address.rfind(':');
+  int port = 0;
+  if (colon == std::string::npos || colon == 0 ||
+      !absl::SimpleAtoi(absl::string_view(address).substr(colon + 1), &port) ||
+      port <= 0 || port > 65535) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("node address \"", address, "\" is not host:port"));
+  }
+  grpc::ChannelArguments args;
+  args.SetMaxReceiveMessageSize(64 << 20);
+  args.SetInt(GRPC_ARG_INITIAL_RECONNECT_BACKOFF_MS, 100);
+  args.SetInt(GRPC_ARG_MIN_RECONNECT_BACKOFF_MS, 1000);
+  args.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, 2000);
+  args.SetInt(GRPC_ARG_USE_LOCAL_SUBCHANNEL_POOL, 1);
+  auto channel = grpc::CreateCustomChannel(
+      address, grpc::InsecureChannelCredentials(), args);
+  return std::unique_ptr<NodeClient>(
+      new NodeClient(address, NodeAgent::NewStub(channel)));
+}
+
+absl::Status NodeClient::Error(const grpc::Status& s, absl::string_view what,
+                               absl::string_view path) const {
+  if (s.ok()) return absl::OkStatus();
+  return absl::Status(static_cast<absl::StatusCode>(s.error_code()),
+                      absl::StrCat(what, " ", path, " on node ", address_, ": ",
+                                   s.error_message()));
+}
+
+absl::StatusOr<size_t> NodeClient::ReadRange(const std::string& path,
+                                             uint64_t offset,
+                                             absl::Span<char> dst,
+                                             const ReadCallOptions& options) {
+  grpc::ClientContext ctx;
+  SetDeadline(&ctx, options.deadline);
+  Attachment attach(options.canceller, &ctx);
+  if (!attach.ok()) {
+    return absl::CancelledError(
+        absl::StrCat("ReadRange ", path, " on node ", address_, ": cancelled"));
+  }
+  ReadRangeRequest req;
+  req.set_path(path);
+  req.set_offset(offset);
+  req.set_length(dst.size());
+  req.set_verify(options.verify_on_server);
+  auto reader = stub_->ReadRange(&ctx, req);
+  ReadRangeChunk chunk;
+  size_t got = 0;
+  absl::Status bad;
+  while (reader->Read(&chunk)) {
+    const std::string& data = chunk.data();
+    if (chunk.offset() != offset + got || got + data.size() > dst.size()) {
+      bad = absl::InternalError(
+          absl::StrCat("ReadRange ", path, " on node ", address_, ": chunk at ",
+                       chunk.offset(), " (+", data.size(),
+                       ") does not follow byte ", offset + got));
+      ctx.TryCancel();
+      break;
+    }
+    if (options.check_chunk_crc && Crc32c(data) != chunk.crc32c()) {
+      bad = absl::DataLossError(
+          absl::StrCat("ReadRange ", path, " on node ", address_,
+                       ": CRC32C mismatch in chunk at ", chunk.offset()));
+      ctx.TryCancel();
+      break;
+    }
+    memcpy(dst.data() + got, data.data(), data.size());
+    got += data.size();
+  }
+  grpc::Status st = reader->Finish();
+  if (!bad.ok()) return bad;
+  if (!st.ok()) return Error(st, "ReadRange", path);
+  return got;
+}
+
+absl::StatusOr<WriteObjectResponse> NodeClient::WriteObject(
+    const std::string& path,
+    const std::function<absl::StatusOr<size_t>(absl::Span<char>)>& read,
+    const WriteCallOptions& options) {
+  grpc::ClientContext ctx;
+  SetDeadline(&ctx, options.deadline);
+  WriteObjectResponse resp;
+  auto writer = stub_->WriteObject(&ctx, &resp);
+  WriteObjectRequest req;
+  WriteObjectHeader* h = req.mutable_header();
+  h->set_path(path);
+  h->set_overwrite(options.overwrite);
+  h->set_block_size(options.block_size);
+  if (options.expected_size >= 0) {
+    h->set_expected_size(static_cast<uint64_t>(options.expected_size));
+  }
+  bool stream_ok = writer->Write(req);
+  std::vector<char> buf(options.chunk_bytes > 0 ? options.chunk_bytes
+                                                : size_t{1} << 20);
+  absl::Status read_error;
+  while (stream_ok) {
+    absl::StatusOr<size_t> n = read(absl::MakeSpan(buf));
+    if (!n.ok()) {
+      read_error = n.status();
+      ctx.TryCancel();
+      break;
+    }
+    if (*n == 0) break;
+    WriteObjectRequest data;
+    data.set_data(buf.data(), *n);
+    stream_ok = writer->Write(data);
+  }
+  if (read_error.ok() && stream_ok) writer->WritesDone();
+  grpc::Status st = writer->Finish();
+  if (!read_error.ok()) {
+    return absl::Status(
+        read_error.code(),
+        absl::StrCat("WriteObject ", path, " to node ", address_,
+                     " aborted: ", read_error.message()));
+  }
+  if (!st.ok()) return Error(st, "WriteObject", path);
+  return resp;
+}
+
+absl::StatusOr<StatObjectResponse> NodeClient::StatObject(
+    const std::string& path, absl::Time deadline) {
+  grpc::ClientContext ctx;
+  SetDeadline(&ctx, deadline);
+  StatObjectRequest req;
+  req.set_path(path);
+  StatObjectResponse resp;
+  grpc::Status st = stub_->StatObject(&ctx, req, &resp);
+  if (!st.ok()) return Error(st, "StatObject", path);
+  return resp;
+}
+
+absl::StatusOr<ChecksumObjectResponse> NodeClient::ChecksumObject(
+    const std::string& path, bool recompute, absl::Time deadline) {
+  grpc::ClientContext ctx;
+  SetDeadline(&ctx, deadline);
+  ChecksumObjectRequest req;
+  req.set_path(path);
+  req.set_recompute(recompute);
+  ChecksumObjectResponse resp;
+  grpc::Status st = stub_->ChecksumObject(&ctx, req, &resp);
+  if (!st.ok()) return Error(st, "ChecksumObject", path);
+  return resp;
+}
+
+absl::StatusOr<ScrubResponse> NodeClient::Scrub(uint64_t max_bytes_per_sec,
+                                                absl::Time deadline) {
+  grpc::ClientContext ctx;
+  SetDeadline(&ctx, deadline);
+  ScrubRequest req;
+  req.set_max_bytes_per_sec(max_bytes_per_sec);
+  ScrubResponse resp;
+  grpc::Status st = stub_->Scrub(&ctx, req, &resp);
+  if (!st.ok()) return Error(st, "Scrub", "");
+  return resp;
+}
+
+absl::StatusOr<GetStatsResponse> NodeClient::GetStats(absl::Time deadline) {
+  grpc::ClientContext ctx;
+  SetDeadline(&ctx, deadline);
+  GetStatsRequest req;
+  GetStatsResponse resp;
+  grpc::Status st = stub_->GetStats(&ctx, req, &resp);
+  if (!st.ok()) return Error(st, "GetStats", "");
+  return resp;
+}
+
+}  // namespace node
+}  // namespace rangefs

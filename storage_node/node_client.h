@@ -1,0 +1,114 @@
+// File: node_client.h
+//
+// Client side of the NodeAgent gRPC service (proto/node_agent.proto): the
+// TCP data path of the client library and the ingest/fsck path of
+// rangefs-admin.
+//
+//   RANGEFS_ASSIGN_OR_RETURN(auto nc, NodeClient::Connect("10.0.0.5:7070"));
+//   RANGEFS_ASSIGN_OR_RETURN(size_t n, nc->ReadRange("seg/0001", 4096, buf,
+//                                                     {.deadline = d}));
+//
+// Every call has a deadline; chunk CRC32Cs are checked as data arrives
+// (DATA_LOSS on mismatch). Error codes are the agent's (NOT_FOUND,
+// OUT_OF_RANGE, RESOURCE_EXHAUSTED, ...) or UNAVAILABLE / DEADLINE_EXCEEDED
+// for transport failures, with the node address in the message.
+// Thread-safe; one instance per node address is enough (one channel).
+#ifndef RANGEFS_STORAGE_NODE_NODE_CLIENT_H_
+#define RANGEFS_STORAGE_NODE_NODE_CLIENT_H_
+
+#include <functional>
+#include <memory>
+#include <string>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/status/statusor.h"
+#include "absl/synchronization/mutex.h"
+#include "absl/time/time.h"
+#include "absl/types/span.h"
+#include "grpcpp/client_context.h"
+#include "proto/node_agent.grpc.pb.h"
+
+namespace rangefs {
+namespace node {
+
+// Lets another thread abort an in-flight call (a hedge that lost, a
+// deadline enforced by the caller). Thread-safe. Cancel() before the call
+// starts makes the call return CANCELLED at once.
+class CallCanceller {
+ public:
+  void Cancel();
+  bool cancelled();
+
+  // Used by the calls: registers `ctx` while the call runs; returns false
+  // if already cancelled.
+  bool Attach(grpc::ClientContext* ctx);
+  void Detach();
+
+ private:
+  absl::Mutex mu_;
+  grpc::ClientContext* ctx_ ABSL_GUARDED_BY(mu_) = nullptr;
+  bool cancelled_ ABSL_GUARDED_BY(mu_) = false;
+};
+
+struct ReadCallOptions {
+  absl::Time deadline = absl::InfiniteFuture();
+  bool verify_on_server = false;       // agent checks its sidecar (DATA_LOSS)
+  bool check_chunk_crc = true;         // check each chunk's CRC32C here
+  CallCanceller* canceller = nullptr;  // not owned; may be null
+};
+
+struct WriteCallOptions {
+  absl::Time deadline = absl::InfiniteFuture();
+  bool overwrite = false;
+  uint32_t block_size = 0;     // 0: agent default (1 MiB)
+  int64_t expected_size = -1;  // -1: unknown
+  size_t chunk_bytes = 1 << 20;
+};
+
+class NodeClient {
+ public:
+  // Creates the channel; does not connect yet. INVALID_ARGUMENT for an
+  // address that is not host:port.
+  static absl::StatusOr<std::unique_ptr<NodeClient>> Connect(
+      const std::string& address);
+
+  const std::string& address() const { return address_; }
+
+  // Reads up to dst.size() bytes of object `path` at `offset` into `dst`
+  // and returns how many (short only at end of object). Never touches
+  // `dst` after returning.
+  absl::StatusOr<size_t> ReadRange(const std::string& path, uint64_t offset,
+                                   absl::Span<char> dst,
+                                   const ReadCallOptions& options = {});
+
+  // Streams an object to the agent. `read` fills its argument and returns
+  // the byte count, 0 at the end; an error from `read` aborts the write
+  // (the agent discards the temp object).
+  absl::StatusOr<WriteObjectResponse> WriteObject(
+      const std::string& path,
+      const std::function<absl::StatusOr<size_t>(absl::Span<char>)>& read,
+      const WriteCallOptions& options = {});
+
+  absl::StatusOr<StatObjectResponse> StatObject(const std::string& path,
+                                                absl::Time deadline);
+  absl::StatusOr<ChecksumObjectResponse> ChecksumObject(const std::string& path,
+                                                        bool recompute,
+                                                        absl::Time deadline);
+  absl::StatusOr<ScrubResponse> Scrub(uint64_t max_bytes_per_sec,
+                                      absl::Time deadline);
+  absl::StatusOr<GetStatsResponse> GetStats(absl::Time deadline);
+
+ private:
+  NodeClient(std::string address, std::unique_ptr<NodeAgent::Stub> stub)
+      : address_(std::move(address)), stub_(std::move(stub)) {}
+  absl::Status Error(const grpc::Status& s, absl::string_view what,
+                     absl::string_view path) const;
+
+  const std::string address_;
+  std::unique_ptr<NodeAgent::Stub> stub_;
+};
+
+}  // namespace node
+}  // namespace rangefs
+
+#endif  // RANGEFS_STORAGE_NODE_NODE_CLIENT_H_
