@@ -87,6 +87,7 @@ class Agent {
   const AgentOptions& options() const { return options_; }
   const ExportRoot& export_root() const { return *root_; }
   AgentService& service() { return *service_; }
+  const AgentService& service() const { return *service_; }
   // Latest background scrub report; nullopt if disabled or none finished.
   std::optional<ScrubReport> scrub_report() const;
 

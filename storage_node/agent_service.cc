@@ -410,6 +410,19 @@ grpc::Status AgentService::GetStats(grpc::ServerContext* /*context*/,
   return grpc::Status::OK;
 }
 
+grpc::Status AgentService::DeleteObject(grpc::ServerContext* /*context*/,
+                                        const DeleteObjectRequest* request,
+                                        DeleteObjectResponse* /*response*/) {
+  if (options_.read_only) {
+    return ToGrpcStatus(absl::FailedPreconditionError(
+        absl::StrCat("node is read-only; refusing to delete ", request->path(),
+                     " in export ", root_->root_dir())));
+  }
+  absl::Status s = root_->RemoveObject(request->path());
+  if (s.ok()) RANGEFS_LOG(INFO) << "deleted object " << request->path();
+  return ToGrpcStatus(s);
+}
+
 GetStatsResponse AgentService::Stats() const {
   GetStatsResponse r;
   r.set_bytes_read(bytes_read_.load());

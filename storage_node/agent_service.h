@@ -67,6 +67,9 @@ class AgentService final : public NodeAgent::Service {
   grpc::Status GetStats(grpc::ServerContext* context,
                         const GetStatsRequest* request,
                         GetStatsResponse* response) override;
+  grpc::Status DeleteObject(grpc::ServerContext* context,
+                            const DeleteObjectRequest* request,
+                            DeleteObjectResponse* response) override;
 
   // The same numbers as the GetStats RPC, in-process.
   GetStatsResponse Stats() const;

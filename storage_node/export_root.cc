@@ -458,6 +458,72 @@ absl::Status ExportRoot::ForEachObject(
   return absl::OkStatus();
 }
 
+absl::Status ExportRoot::RemoveObject(absl::string_view path) const {
+  RANGEFS_RETURN_IF_ERROR(ValidateObjectPath(path));
+  if (!tmp_fd_.valid()) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "export ", root_dir_, " is read-only; cannot remove ", Quote(path)));
+  }
+  const size_t slash = path.rfind('/');
+  const std::string dir = slash == absl::string_view::npos
+                              ? std::string(".")
+                              : std::string(path.substr(0, slash));
+  const std::string name = slash == absl::string_view::npos
+                               ? std::string(path)
+                               : std::string(path.substr(slash + 1));
+  ScopedFd parent(Openat2(root_fd_.get(), dir, O_PATH | O_DIRECTORY, kBeneath));
+  if (!parent.valid()) {
+    const int e = errno;
+    if (e == EXDEV || e == ELOOP) {
+      return absl::PermissionDeniedError(
+          absl::StrCat("directory of object ", Quote(path),
+                       " resolves outside export root ", root_dir_));
+    }
+    if (e == ENOENT || e == ENOTDIR) {
+      return absl::NotFoundError(
+          absl::StrCat("object ", Quote(path), " not found in ", root_dir_));
+    }
+    return ErrnoStatus(
+        e, absl::StrCat("open parent of ", Quote(path), " in ", root_dir_));
+  }
+  struct stat st;
+  if (fstat(parent.get(), &st) != 0) {
+    return ErrnoStatus(errno, absl::StrCat("fstat parent of ", Quote(path)));
+  }
+  if (st.st_dev == tmp_stat_.st_dev && st.st_ino == tmp_stat_.st_ino) {
+    return absl::PermissionDeniedError(
+        absl::StrCat("object ", Quote(path), " is in the temp dir"));
+  }
+  if (fstatat(parent.get(), name.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0) {
+    if (errno == ENOENT) {
+      return absl::NotFoundError(
+          absl::StrCat("object ", Quote(path), " not found in ", root_dir_));
+    }
+    return ErrnoStatus(errno, absl::StrCat("stat ", Quote(path)));
+  }
+  if (!S_ISREG(st.st_mode)) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("object ", Quote(path), " in ", root_dir_,
+                     " is not a regular file; not removed"));
+  }
+  // Sidecar first: a crash in between leaves an object without checksums,
+  // never checksums without their object being re-used by a new one.
+  const std::string sidecar = SidecarPathFor(name);
+  if (unlinkat(parent.get(), sidecar.c_str(), 0) != 0 && errno != ENOENT) {
+    return ErrnoStatus(errno, absl::StrCat("unlink sidecar of ", Quote(path)));
+  }
+  if (unlinkat(parent.get(), name.c_str(), 0) != 0) {
+    if (errno == ENOENT) {
+      return absl::NotFoundError(
+          absl::StrCat("object ", Quote(path), " not found in ", root_dir_));
+    }
+    return ErrnoStatus(errno, absl::StrCat("unlink object ", Quote(path)));
+  }
+  ScopedFd dirfd(openat(parent.get(), ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+  if (dirfd.valid()) fsync(dirfd.get());
+  return absl::OkStatus();
+}
+
 absl::StatusOr<uint64_t> ExportRoot::FreeBytes() const {
   ScopedFd fd(Openat2(root_fd_.get(), ".", O_RDONLY | O_DIRECTORY, kBeneath));
   if (!fd.valid()) return ErrnoStatus(errno, absl::StrCat("open ", root_dir_));

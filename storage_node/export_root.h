@@ -104,6 +104,12 @@ class ExportRoot {
   absl::Status CommitObject(const std::string& object_temp,
                             const std::string& sidecar_temp,
                             absl::string_view path, bool overwrite) const;
+  // Unlinks object `path` and its sidecar (a missing sidecar is fine),
+  // resolving the parent directory beneath the root. NOT_FOUND if the
+  // object is absent, FAILED_PRECONDITION if it is not a regular file or
+  // the export is read-only, PERMISSION_DENIED for reserved names or a
+  // parent outside the root. Empty parent directories are left in place.
+  absl::Status RemoveObject(absl::string_view path) const;
   // Removes every file in the temp dir (left by a crash). Call at start.
   absl::Status ClearTemp() const;
   // Returns the names in the temp dir (for tests and diagnostics).

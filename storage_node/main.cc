@@ -10,7 +10,11 @@
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
 #include "base/logging.h"
+#include "namespace/etcd/etcd_client.h"
+#include "namespace/etcd_kv.h"
+#include "namespace/store.h"
 #include "storage_node/agent.h"
+#include "storage_node/registrar.h"
 
 ABSL_FLAG(std::string, node_id, "", "This node's id (required).");
 ABSL_FLAG(std::string, export_root, "", "Directory to serve (required).");
@@ -25,7 +29,20 @@ ABSL_FLAG(int, scrub_interval_s, 0,
 ABSL_FLAG(int64_t, scrub_max_bytes_per_sec, 50 << 20,
           "Background scrub read rate cap.");
 ABSL_FLAG(std::string, etcd_endpoints, "",
-          "etcd endpoints for registration (not implemented yet).");
+          "Comma-separated etcd endpoints; when set, the agent registers its "
+          "live record under a lease (and refuses to serve an unregistered or "
+          "disabled node id). Empty: no registration.");
+ABSL_FLAG(std::string, cluster, "default", "Cluster name in the namespace.");
+ABSL_FLAG(double, lease_ttl_s, 10, "etcd lease TTL in seconds (>= 1).");
+ABSL_FLAG(double, live_interval_s, 2,
+          "How often the live record is refreshed, in seconds.");
+ABSL_FLAG(double, health_deadline_s, 2,
+          "The export health check must answer within this, else the node "
+          "reports UNHEALTHY.");
+ABSL_FLAG(double, etcd_timeout_s, 2, "Deadline of each etcd call.");
+ABSL_FLAG(std::string, etcd_ca, "", "PEM CA for etcd TLS.");
+ABSL_FLAG(std::string, etcd_cert, "", "PEM client certificate for etcd.");
+ABSL_FLAG(std::string, etcd_key, "", "PEM client key for etcd.");
 ABSL_FLAG(int, shutdown_grace_s, 10,
           "On SIGTERM, how long in-flight calls may finish.");
 
@@ -58,19 +75,45 @@ int main(int argc, char** argv) {
     RANGEFS_LOG(ERROR) << "--node_id and --export_root are required";
     return 2;
   }
+  // etcd registration: objects live until the end of main (after the agent).
+  std::unique_ptr<rangefs::etcd::EtcdClient> etcd;
+  std::unique_ptr<rangefs::ns::KvBackend> kv;
+  std::unique_ptr<rangefs::ns::NamespaceStore> store;
+  std::unique_ptr<rangefs::node::EtcdRegistrar> registrar;
   if (absl::GetFlag(FLAGS_etcd_endpoints).empty()) {
     RANGEFS_LOG(INFO) << "etcd registration not configured";
   } else {
-    RANGEFS_LOG(WARNING)
-        << "etcd registration not configured (--etcd_endpoints "
-           "accepted but not implemented yet)";
+    rangefs::etcd::EtcdClientOptions eo;
+    eo.endpoints = absl::GetFlag(FLAGS_etcd_endpoints);
+    eo.call_timeout = absl::Seconds(absl::GetFlag(FLAGS_etcd_timeout_s));
+    eo.ca_file = absl::GetFlag(FLAGS_etcd_ca);
+    eo.cert_file = absl::GetFlag(FLAGS_etcd_cert);
+    eo.key_file = absl::GetFlag(FLAGS_etcd_key);
+    auto client = rangefs::etcd::EtcdClient::Open(eo);
+    if (!client.ok()) {
+      RANGEFS_LOG(ERROR) << "rangefs-node " << options.node_id
+                         << ": bad etcd options: " << client.status();
+      return 2;
+    }
+    etcd = *std::move(client);
+    kv = rangefs::ns::NewEtcdKv(etcd.get());
+    store = rangefs::ns::NewKvStore(kv.get(),
+                                    {.cluster = absl::GetFlag(FLAGS_cluster)});
+    rangefs::node::RegistrarOptions ro;
+    ro.lease_ttl = absl::Seconds(absl::GetFlag(FLAGS_lease_ttl_s));
+    ro.live_interval = absl::Seconds(absl::GetFlag(FLAGS_live_interval_s));
+    ro.health_deadline = absl::Seconds(absl::GetFlag(FLAGS_health_deadline_s));
+    registrar = std::make_unique<rangefs::node::EtcdRegistrar>(store.get(),
+                                                               etcd.get(), ro);
   }
-  options.registrar = nullptr;  // etcd registration plugs in here.
+  options.registrar = registrar.get();
 
   auto agent = Agent::Start(options);
   if (!agent.ok()) {
     RANGEFS_LOG(ERROR) << "rangefs-node " << options.node_id
                        << " failed to start: " << agent.status();
+    fprintf(stderr, "rangefs-node %s: refusing to serve: %s\n",
+            options.node_id.c_str(), agent.status().ToString().c_str());
     return 1;
   }
   printf("rangefs-node %s serving on %s\n", options.node_id.c_str(),

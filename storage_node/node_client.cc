@@ -206,6 +206,17 @@ absl::StatusOr<ChecksumObjectResponse> NodeClient::ChecksumObject(
   return resp;
 }
 
+absl::Status NodeClient::DeleteObject(const std::string& path,
+                                      absl::Time deadline) {
+  grpc::ClientContext ctx;
+  SetDeadline(&ctx, deadline);
+  DeleteObjectRequest req;
+  req.set_path(path);
+  DeleteObjectResponse resp;
+  grpc::Status st = stub_->DeleteObject(&ctx, req, &resp);
+  return Error(st, "DeleteObject", path);
+}
+
 absl::StatusOr<ScrubResponse> NodeClient::Scrub(uint64_t max_bytes_per_sec,
                                                 absl::Time deadline) {
   grpc::ClientContext ctx;

@@ -97,6 +97,8 @@ class NodeClient {
   absl::StatusOr<ScrubResponse> Scrub(uint64_t max_bytes_per_sec,
                                       absl::Time deadline);
   absl::StatusOr<GetStatsResponse> GetStats(absl::Time deadline);
+  // Removes object `path` and its sidecar. NOT_FOUND if absent.
+  absl::Status DeleteObject(const std::string& path, absl::Time deadline);
 
  private:
   NodeClient(std::string address, std::unique_ptr<NodeAgent::Stub> stub)

@@ -8,6 +8,7 @@
 #include "absl/time/time.h"
 #include "base/status_macros.h"
 #include "google/protobuf/util/json_util.h"
+#include "namespace/cli/data_commands.h"
 #include "namespace/layout.h"
 
 namespace rangefs {
@@ -433,11 +434,15 @@ std::string Usage(const std::string& group) {
   file create PATH --layout=LAYOUT.json
   file mv FROM TO [--if-revision=R]
   file rm PATH [--if-revision=R]
+  file put LOCAL PATH [--stripe-unit=1M] [--width=N] [--replicas=2]
+           [--overwrite] [--parallel=8]   (writes through the node agents)
+  file register PATH --replica=NODE:OBJECT[,NODE:OBJECT] [--size=N]
 )";
   std::string other = R"(other commands:
   status                    nodes, live state, capacity
   dump [--out=FILE]         whole namespace as JSON (stdout by default)
   restore --in=FILE         re-create nodes and files from a dump
+  fsck [DIR] [--checksums]  check every replica object (exit 4 on problems)
 )";
   if (group == "node") return node;
   if (group == "file") return file;
@@ -475,10 +480,13 @@ absl::StatusOr<Table> RunCommand(Context& ctx, Args& args) {
     if (verb == "create") return FileCreate(ctx, args);
     if (verb == "rm") return FileRm(ctx, args);
     if (verb == "mv") return FileMv(ctx, args);
+    if (verb == "put") return RunFilePut(ctx, args);
+    if (verb == "register") return RunFileRegister(ctx, args);
     return absl::InvalidArgumentError(
         absl::StrCat("unknown file command \"", verb, "\"\n", Usage("file")));
   }
   if (group == "status") return Status(ctx, args);
+  if (group == "fsck") return RunFsck(ctx, args);
   if (group == "dump") return Dump(ctx, args);
   if (group == "restore") return Restore(ctx, args);
   return absl::InvalidArgumentError(absl::StrCat(

@@ -1,0 +1,282 @@
+#!/usr/bin/env bash
+# A local rangefs cluster on one machine: a real etcd, N storage-node agents
+# with their export directories, registered with rangefs-admin.
+#
+#   deploy/local/cluster.sh up [--nodes=4] [--etcd=1|3] [--hosts=local|netns]
+#                              [--rate=800mbit] [--dir=DIR] [--cluster=NAME]
+#   deploy/local/cluster.sh status [--dir=DIR]
+#   deploy/local/cluster.sh down   [--dir=DIR] [--purge]
+#   deploy/local/cluster.sh exec [--dir=DIR] -- CMD...   (in the client's network)
+#
+# --hosts=local: everything on 127.0.0.1; each node's export directory is
+#   also its clients' "mount" (<dir>/mnt/<node> -> <dir>/exports/<node>).
+# --hosts=netns: each node in its own network namespace, joined with the
+#   client namespace (which also runs etcd) over veth + a bridge in a third
+#   namespace; each node's egress capped with tc tbf at --rate. Addresses
+#   (10.250.<tag>.0/24) exist only inside these namespaces, with no route
+#   out. Clients use the agent (TCP) path.
+# State (pids, endpoints) lives in <dir>/cluster.env; `down` stops every
+# process, deletes the namespaces and, with --purge, the directory.
+set -euo pipefail
+
+ROOT=$(cd "$(dirname "$0")/../.." && pwd)
+cmd=${1:-}
+[ -n "$cmd" ] && shift || true
+
+DIR=/tmp/rangefs-local
+NODES=4
+ETCD_MEMBERS=1
+HOSTS=local
+RATE=800mbit
+CLUSTER=local
+PURGE=0
+BIN=""
+EXEC_ARGS=()
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --dir=*) DIR=${1#*=} ;;
+    --nodes=*) NODES=${1#*=} ;;
+    --etcd=*) ETCD_MEMBERS=${1#*=} ;;
+    --hosts=*) HOSTS=${1#*=} ;;
+    --rate=*) RATE=${1#*=} ;;
+    --cluster=*) CLUSTER=${1#*=} ;;
+    --bin=*) BIN=${1#*=} ;;
+    --purge) PURGE=1 ;;
+    --) shift; EXEC_ARGS=("$@"); break ;;
+    -h|--help) sed -n '2,20p' "$0"; exit 0 ;;
+    *) echo "cluster.sh: unknown argument $1" >&2; exit 2 ;;
+  esac
+  shift
+done
+STATE="$DIR/cluster.env"
+# A short tag keeps namespace and interface names unique per directory.
+TAG=$(printf '%s' "$DIR" | cksum | awk '{print $1 % 200 + 20}')
+
+log() { echo "cluster: $*" >&2; }
+die() { echo "cluster: error: $*" >&2; exit 1; }
+
+free_port() {
+  python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1]); s.close()'
+}
+
+# in_client CMD...: runs CMD in the client's network (netns or the host).
+in_client() {
+  if [ "${HOSTS}" = netns ]; then ip netns exec "rfs${TAG}-c" "$@"; else "$@"; fi
+}
+
+admin() { in_client "$BIN/rangefs-admin" --etcd="$ETCD_ENDPOINTS" --cluster="$CLUSTER" --no-progress "$@"; }
+
+# wait_for DESCRIPTION SECONDS CMD...: polls CMD every 0.1 s.
+wait_for() {
+  local what=$1 secs=$2; shift 2
+  local i
+  for ((i = 0; i < secs * 10; i++)); do
+    if "$@" >/dev/null 2>&1; then return 0; fi
+    sleep 0.1
+  done
+  die "timed out after ${secs}s waiting for $what"
+}
+
+build_binaries() {
+  if [ -n "$BIN" ]; then return; fi
+  log "building rangefs-node and rangefs-admin"
+  (cd "$ROOT" && bazel build --noshow_progress //storage_node:rangefs-node \
+      //namespace/cli:rangefs-admin 2>&1 | grep -E "ERROR|error:" >&2 || true)
+  local bazel_bin
+  bazel_bin=$(cd "$ROOT" && bazel info bazel-bin 2>/dev/null)
+  [ -x "$bazel_bin/storage_node/rangefs-node" ] || die "build failed"
+  BIN="$DIR/bin"
+  mkdir -p "$BIN"
+  cp -f "$bazel_bin/storage_node/rangefs-node" "$bazel_bin/namespace/cli/rangefs-admin" "$BIN/"
+}
+
+save_state() {
+  cat >"$STATE" <<ENV
+HOSTS=$HOSTS
+NODES=$NODES
+ETCD_MEMBERS=$ETCD_MEMBERS
+CLUSTER=$CLUSTER
+ETCD_ENDPOINTS=$ETCD_ENDPOINTS
+BIN=$BIN
+TAG=$TAG
+RATE=$RATE
+MOUNT_ROOT=$DIR/mnt
+ENV
+}
+
+all_live() { admin status 2>/dev/null | grep -q "$NODES node(s), $NODES live"; }
+
+start_bg() {  # start_bg LOGFILE PIDFILE NETNS|- CMD...
+  local logf=$1 pidf=$2 ns=$3; shift 3
+  if [ "$ns" = - ]; then
+    setsid "$@" >>"$logf" 2>&1 < /dev/null &
+  else
+    setsid ip netns exec "$ns" "$@" >>"$logf" 2>&1 < /dev/null &
+  fi
+  echo $! >"$pidf"
+}
+
+setup_netns() {
+  local br="rfs${TAG}-br" i ns
+  ip netns add "$br"
+  ip -n "$br" link add br0 type bridge
+  ip -n "$br" link set br0 up
+  for i in c $(seq 1 "$NODES"); do
+    ns="rfs${TAG}-$i"
+    ip netns add "$ns"
+    ip link add "r${TAG}v$i" type veth peer name "r${TAG}b$i"
+    ip link set "r${TAG}v$i" netns "$ns"
+    ip link set "r${TAG}b$i" netns "$br"
+    ip -n "$br" link set "r${TAG}b$i" master br0 up
+    ip -n "$ns" link set lo up
+    if [ "$i" = c ]; then
+      ip -n "$ns" addr add "10.250.${TAG}.1/24" dev "r${TAG}v$i"
+    else
+      ip -n "$ns" addr add "10.250.${TAG}.$((10 + i))/24" dev "r${TAG}v$i"
+      # Cap the node's egress (the data it serves).
+      ip netns exec "$ns" tc qdisc add dev "r${TAG}v$i" root tbf rate "$RATE" burst 1mb latency 50ms
+    fi
+    ip -n "$ns" link set "r${TAG}v$i" up
+  done
+}
+
+teardown_netns() {
+  local ns
+  for ns in $(ip netns list 2>/dev/null | awk '{print $1}' | grep -E "^rfs${TAG}-" || true); do
+    ip netns pids "$ns" 2>/dev/null | xargs -r kill -KILL 2>/dev/null || true
+    ip netns del "$ns" 2>/dev/null || true
+  done
+}
+
+stop_processes() {
+  local f pid
+  for f in "$DIR"/run/*.pid; do
+    [ -e "$f" ] || continue
+    pid=$(cat "$f")
+    kill -TERM -- "-$pid" 2>/dev/null || kill -TERM "$pid" 2>/dev/null || true
+  done
+  # Agents drain in-flight reads on SIGTERM; give them a moment, then kill.
+  for _ in $(seq 1 50); do
+    local alive=0
+    for f in "$DIR"/run/*.pid; do
+      [ -e "$f" ] || continue
+      kill -0 "$(cat "$f")" 2>/dev/null && alive=1
+    done
+    [ "$alive" = 0 ] && break
+    sleep 0.1
+  done
+  for f in "$DIR"/run/*.pid; do
+    [ -e "$f" ] || continue
+    pid=$(cat "$f")
+    kill -KILL -- "-$pid" 2>/dev/null || kill -KILL "$pid" 2>/dev/null || true
+    rm -f "$f"
+  done
+}
+
+cmd_up() {
+  [ -e "$STATE" ] && die "a cluster already runs in $DIR (cluster.sh down --dir=$DIR first)"
+  [ "$HOSTS" = local ] || [ "$HOSTS" = netns ] || die "--hosts must be local or netns"
+  [ "$NODES" -ge 1 ] || die "--nodes must be >= 1"
+  mkdir -p "$DIR/run" "$DIR/logs" "$DIR/exports" "$DIR/mnt" "$DIR/etcd"
+  build_binaries
+  trap 'log "start-up failed; tearing down"; cmd_down; exit 1' ERR
+  local i ns etcd_ip peers=() eps=()
+  if [ "$HOSTS" = netns ]; then
+    setup_netns
+    etcd_ip="10.250.${TAG}.1"
+  else
+    etcd_ip=127.0.0.1
+  fi
+  # etcd
+  local cports=() pports=()
+  for ((i = 0; i < ETCD_MEMBERS; i++)); do
+    if [ "$HOSTS" = netns ]; then
+      cports[$i]=$((2379 + 10 * i)); pports[$i]=$((2380 + 10 * i))
+    else
+      cports[$i]=$(free_port); pports[$i]=$(free_port)
+    fi
+    peers+=("m$i=http://$etcd_ip:${pports[$i]}")
+    eps+=("$etcd_ip:${cports[$i]}")
+  done
+  ETCD_ENDPOINTS=$(IFS=,; echo "${eps[*]}")
+  local initial
+  initial=$(IFS=,; echo "${peers[*]}")
+  for ((i = 0; i < ETCD_MEMBERS; i++)); do
+    start_bg "$DIR/logs/etcd-m$i.log" "$DIR/run/etcd-m$i.pid" \
+      "$([ "$HOSTS" = netns ] && echo "rfs${TAG}-c" || echo -)" \
+      /usr/bin/etcd --name "m$i" --data-dir "$DIR/etcd/m$i" \
+      --listen-client-urls "http://$etcd_ip:${cports[$i]}" \
+      --advertise-client-urls "http://$etcd_ip:${cports[$i]}" \
+      --listen-peer-urls "http://$etcd_ip:${pports[$i]}" \
+      --initial-advertise-peer-urls "http://$etcd_ip:${pports[$i]}" \
+      --initial-cluster "$initial" --initial-cluster-state new \
+      --initial-cluster-token "rangefs-$CLUSTER" --logger=zap --log-level=warn \
+      --auto-compaction-mode=revision --auto-compaction-retention=100000
+  done
+  save_state
+  wait_for "etcd" 30 admin node list
+  log "etcd up at $ETCD_ENDPOINTS"
+  # nodes
+  for i in $(seq 1 "$NODES"); do
+    local id="n$i" export="$DIR/exports/n$i" addr port
+    mkdir -p "$export"
+    if [ "$HOSTS" = netns ]; then
+      addr="10.250.${TAG}.$((10 + i)):7070"
+      ns="rfs${TAG}-$i"
+      admin node add "$id" --address="$addr" --export="$export" --zone="z$(( (i - 1) % 2 ))" >/dev/null
+    else
+      port=$(free_port)
+      addr="127.0.0.1:$port"
+      ns=-
+      ln -sfn "$export" "$DIR/mnt/$id"
+      admin node add "$id" --address="$addr" --export="$export" --zone="z$(( (i - 1) % 2 ))" >/dev/null
+    fi
+    start_bg "$DIR/logs/node-$id.log" "$DIR/run/node-$id.pid" "$ns" \
+      "$BIN/rangefs-node" --node_id="$id" --export_root="$export" --listen="$addr" \
+      --etcd_endpoints="$ETCD_ENDPOINTS" --cluster="$CLUSTER"
+  done
+  for i in $(seq 1 "$NODES"); do
+    wait_for "node n$i serving" 30 grep -q "serving on" "$DIR/logs/node-n$i.log"
+  done
+  wait_for "live records of $NODES nodes" 30 all_live
+  trap - ERR
+  log "up: $NODES node(s), etcd $ETCD_ENDPOINTS, cluster '$CLUSTER', hosts=$HOSTS, dir $DIR"
+  echo "RANGEFS_ETCD=$ETCD_ENDPOINTS RANGEFS_CLUSTER=$CLUSTER MOUNT_ROOT=$DIR/mnt"
+}
+
+load_state() {
+  [ -e "$STATE" ] || die "no cluster in $DIR (cluster.sh up first)"
+  # shellcheck disable=SC1090
+  source "$STATE"
+}
+
+cmd_status() {
+  load_state
+  admin status
+}
+
+cmd_down() {
+  if [ -e "$STATE" ]; then
+    # shellcheck disable=SC1090
+    source "$STATE" || true
+  fi
+  stop_processes
+  teardown_netns
+  rm -f "$STATE"
+  if [ "$PURGE" = 1 ]; then rm -rf "$DIR"; fi
+  log "down ($DIR)"
+}
+
+cmd_exec() {
+  load_state
+  [ "${#EXEC_ARGS[@]}" -gt 0 ] || die "exec: give a command after --"
+  RANGEFS_ETCD=$ETCD_ENDPOINTS RANGEFS_CLUSTER=$CLUSTER in_client "${EXEC_ARGS[@]}"
+}
+
+case "$cmd" in
+  up) cmd_up ;;
+  status) cmd_status ;;
+  down) cmd_down ;;
+  exec) cmd_exec ;;
+  *) echo "usage: cluster.sh up|status|down|exec [options] (see --help)" >&2; exit 2 ;;
+esac

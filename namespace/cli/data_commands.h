@@ -1,0 +1,74 @@
+// File: data_commands.h
+//
+// rangefs-admin commands that talk to storage-node agents (gRPC, see
+// storage_node/node_client.h) as well as to etcd:
+//
+//   file put LOCAL PATH [--stripe-unit=1M] [--width=N] [--replicas=2]
+//            [--overwrite] [--parallel=8]
+//   file register PATH --replica=NODE:OBJECT[,NODE:OBJECT] [--size=N]
+//   fsck [DIR] [--checksums]
+//
+// Agents are found through NodeRecord.addresses (the next address is tried
+// on UNAVAILABLE). Blocking; each command uses its own bounded thread pool
+// and joins it before returning.
+#ifndef RANGEFS_NAMESPACE_CLI_DATA_COMMANDS_H_
+#define RANGEFS_NAMESPACE_CLI_DATA_COMMANDS_H_
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "namespace/cli/args.h"
+#include "namespace/cli/commands.h"
+#include "namespace/cli/table.h"
+
+namespace rangefs {
+namespace admin {
+
+// Ingests a local file: places stripe columns on live ACTIVE nodes
+// (lb::PlaceStripes), writes every column object to every replica in
+// parallel, then commits the layout with one CreateFile (or, with
+// --overwrite, ReplaceLayout) only after every replica acknowledged. On any
+// failure nothing becomes visible and the objects written are deleted
+// (objects on unreachable nodes are named in the error). Files smaller
+// than the stripe unit get one extent. Codes: INVALID_ARGUMENT (usage),
+// NOT_FOUND (local file), ALREADY_EXISTS (PATH exists, no --overwrite),
+// FAILED_PRECONDITION (too few eligible nodes), agent/etcd errors as is.
+absl::StatusOr<Table> RunFilePut(Context& ctx, Args& args);
+
+// Records objects that already sit on nodes as PATH (one extent), after
+// checking with StatObject that every replica exists with the same size
+// (and --size when given). DATA_LOSS on a size mismatch: nothing written.
+absl::StatusOr<Table> RunFileRegister(Context& ctx, Args& args);
+
+// One problem found by fsck.
+struct FsckFinding {
+  std::string path;    // Logical file.
+  std::string node;    // Node id.
+  std::string object;  // Object on that node.
+  std::string problem;
+};
+
+struct FsckReport {
+  size_t files = 0;
+  size_t objects_checked = 0;
+  std::vector<FsckFinding> findings;  // Sorted by path, node, object.
+};
+
+// Checks every file under `dir`: each extent / stripe column object on
+// each replica exists and is long enough (StatObject); with `checksums`,
+// recomputes its block checksums on the agent and compares them to the
+// sidecar (ChecksumObject). Errors only for namespace failures.
+absl::StatusOr<FsckReport> CheckFiles(Context& ctx, const std::string& dir,
+                                      bool checksums, int parallel);
+
+// `fsck [DIR] [--checksums] [--parallel=N]`: the table of findings. With
+// findings the result is FAILED_PRECONDITION (exit code 4) whose message
+// holds the table.
+absl::StatusOr<Table> RunFsck(Context& ctx, Args& args);
+
+}  // namespace admin
+}  // namespace rangefs
+
+#endif  // RANGEFS_NAMESPACE_CLI_DATA_COMMANDS_H_

@@ -1,0 +1,141 @@
+// node_bench: ReadRange throughput over loopback against a plain TCP stream
+// measured in the same run, and WriteObject throughput against `dd` to the
+// same disk. Not a test; run via storage_node/node_bench.sh.
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "absl/flags/flag.h"
+#include "absl/flags/parse.h"
+#include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
+#include "storage_node/agent.h"
+#include "storage_node/node_client.h"
+
+ABSL_FLAG(std::string, dir, "/tmp", "Directory on the disk to test.");
+ABSL_FLAG(int, mib, 1024, "MiB per measurement.");
+
+namespace {
+
+double MiBps(uint64_t bytes, absl::Duration d) {
+  return static_cast<double>(bytes) / (1 << 20) / absl::ToDoubleSeconds(d);
+}
+
+// One TCP stream over 127.0.0.1, 1 MiB writes; returns MiB/s (or -1).
+double TcpStream(uint64_t bytes) {
+  int ls = socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  socklen_t len = sizeof(a);
+  if (bind(ls, reinterpret_cast<sockaddr*>(&a), sizeof(a)) != 0 ||
+      listen(ls, 1) != 0 ||
+      getsockname(ls, reinterpret_cast<sockaddr*>(&a), &len) != 0) {
+    return -1;
+  }
+  std::thread server([ls, bytes] {
+    int s = accept(ls, nullptr, nullptr);
+    std::vector<char> buf(1 << 20, 'x');
+    for (uint64_t sent = 0; sent < bytes;) {
+      ssize_t n = write(s, buf.data(), buf.size());
+      if (n <= 0) break;
+      sent += static_cast<uint64_t>(n);
+    }
+    close(s);
+  });
+  int c = socket(AF_INET, SOCK_STREAM, 0);
+  const absl::Time start = absl::Now();
+  if (connect(c, reinterpret_cast<sockaddr*>(&a), sizeof(a)) != 0) return -1;
+  std::vector<char> buf(1 << 20);
+  uint64_t got = 0;
+  ssize_t n;
+  while ((n = read(c, buf.data(), buf.size())) > 0) got += n;
+  const absl::Duration d = absl::Now() - start;
+  close(c);
+  server.join();
+  close(ls);
+  return MiBps(got, d);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  absl::ParseCommandLine(argc, argv);
+  using namespace rangefs::node;  // NOLINT
+  const uint64_t total = static_cast<uint64_t>(absl::GetFlag(FLAGS_mib)) << 20;
+  const std::string base =
+      absl::StrCat(absl::GetFlag(FLAGS_dir), "/node_bench.", getpid());
+  const std::string exp = base + "/export";
+  if (system(("mkdir -p " + exp).c_str()) != 0) return 1;
+
+  // dd to the same disk, with fsync like WriteObject.
+  std::string dd = absl::StrCat("dd if=/dev/zero of=", base,
+                                "/dd.bin bs=1M count=", total >> 20,
+                                " conv=fsync status=none");
+  absl::Time t0 = absl::Now();
+  if (system(dd.c_str()) != 0) return 1;
+  const double dd_mibps = MiBps(total, absl::Now() - t0);
+
+  auto agent = Agent::Start({.node_id = "bench", .export_root = exp});
+  if (!agent.ok()) {
+    fprintf(stderr, "agent: %s\n", agent.status().ToString().c_str());
+    return 1;
+  }
+  auto nc = NodeClient::Connect((*agent)->address());
+  if (!nc.ok()) return 1;
+  std::vector<char> pattern(1 << 20);
+  for (size_t i = 0; i < pattern.size(); ++i)
+    pattern[i] = static_cast<char>(i * 7);
+  uint64_t sent = 0;
+  t0 = absl::Now();
+  auto w = (*nc)->WriteObject(
+      "bench/obj",
+      [&](absl::Span<char> dst) -> absl::StatusOr<size_t> {
+        size_t n =
+            std::min<uint64_t>({dst.size(), pattern.size(), total - sent});
+        memcpy(dst.data(), pattern.data(), n);
+        sent += n;
+        return n;
+      },
+      {.expected_size = static_cast<int64_t>(total)});
+  const double write_mibps = MiBps(total, absl::Now() - t0);
+  if (!w.ok()) {
+    fprintf(stderr, "write: %s\n", w.status().ToString().c_str());
+    return 1;
+  }
+
+  const double tcp_mibps = TcpStream(total);
+  std::vector<char> buf(64 << 20);
+  uint64_t got = 0;
+  t0 = absl::Now();
+  while (got < total) {
+    auto n = (*nc)->ReadRange("bench/obj", got, absl::MakeSpan(buf));
+    if (!n.ok() || *n == 0) {
+      fprintf(stderr, "read: %s\n", n.status().ToString().c_str());
+      return 1;
+    }
+    got += *n;
+  }
+  const double read_mibps = MiBps(total, absl::Now() - t0);
+  (*agent)->Shutdown(absl::Now() + absl::Seconds(5));
+  agent->reset();
+  if (system(("rm -rf " + base).c_str()) != 0) return 1;
+
+  printf("bytes per measurement: %llu MiB\n",
+         static_cast<unsigned long long>(total >> 20));
+  printf("ReadRange (1 stream, loopback): %8.1f MiB/s\n", read_mibps);
+  printf("plain TCP stream (loopback):    %8.1f MiB/s  ratio %.2f\n", tcp_mibps,
+         read_mibps / tcp_mibps);
+  printf("WriteObject (fsync):            %8.1f MiB/s\n", write_mibps);
+  printf("dd bs=1M conv=fsync:            %8.1f MiB/s  ratio %.2f\n", dd_mibps,
+         write_mibps / dd_mibps);
+  return 0;
+}

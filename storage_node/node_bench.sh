@@ -1,0 +1,7 @@
+#!/bin/bash
+# Prints ReadRange vs plain-TCP and WriteObject vs dd throughput (MiB/s).
+# Usage: storage_node/node_bench.sh [--dir=/data] [--mib=1024]
+set -euo pipefail
+cd "$(dirname "$0")/.."
+bazel build -c opt //storage_node:node_bench
+exec bazel-bin/storage_node/node_bench "$@"

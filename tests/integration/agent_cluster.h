@@ -1,0 +1,173 @@
+// File: agent_cluster.h
+//
+// Test fixture pieces for integration tests of rangefs-node with etcd: a
+// real etcd (EtcdCluster), a NamespaceStore over it, and real rangefs-node
+// processes, each with a temp export directory, registered with
+// `node add`-equivalent records. Thread-compatible; testonly.
+#ifndef RANGEFS_TESTS_INTEGRATION_AGENT_CLUSTER_H_
+#define RANGEFS_TESTS_INTEGRATION_AGENT_CLUSTER_H_
+
+#include <sys/stat.h>
+
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
+#include "absl/time/time.h"
+#include "base/status_macros.h"
+#include "namespace/etcd/etcd_client.h"
+#include "namespace/etcd_kv.h"
+#include "namespace/store.h"
+#include "tests/testing/etcd_cluster.h"
+#include "tests/testing/subprocess.h"
+
+namespace rangefs {
+namespace testing {
+
+struct AgentProcess {
+  std::string id;
+  std::string export_dir;
+  std::string address;  // 127.0.0.1:port
+  std::vector<std::string> argv;
+  std::unique_ptr<Subprocess> process;
+};
+
+class AgentCluster {
+ public:
+  static absl::StatusOr<std::unique_ptr<AgentCluster>> Start(
+      const std::string& name) {
+    std::unique_ptr<AgentCluster> c(new AgentCluster);
+    RANGEFS_ASSIGN_OR_RETURN(c->dir_, MakeTempDir(name));
+    RANGEFS_ASSIGN_OR_RETURN(c->etcd_, EtcdCluster::Start({}));
+    RANGEFS_ASSIGN_OR_RETURN(
+        c->client_, etcd::EtcdClient::Open({.endpoints = c->etcd_->endpoints(),
+                                            .call_timeout = absl::Seconds(2)}));
+    c->kv_ = ns::NewEtcdKv(c->client_.get());
+    c->store_ = ns::NewKvStore(c->kv_.get(), {.cluster = "it"});
+    return c;
+  }
+  ~AgentCluster() {
+    agents_.clear();
+    store_.reset();
+    kv_.reset();
+    client_.reset();
+    etcd_.reset();
+    RemoveTree(dir_);
+  }
+
+  ns::NamespaceStore* store() { return store_.get(); }
+  etcd::EtcdClient* etcd_client() { return client_.get(); }
+  EtcdCluster* etcd() { return etcd_.get(); }
+  const std::string& dir() const { return dir_; }
+  AgentProcess& agent(size_t i) { return *agents_[i]; }
+  size_t agents() const { return agents_.size(); }
+
+  // Adds node record `id` (unless !add_record) on a free port and starts
+  // its agent with a 2 s lease. Does not wait for readiness when
+  // `wait` is false (the agent may be meant to fail).
+  absl::StatusOr<AgentProcess*> AddAgent(
+      const std::string& id, bool add_record = true,
+      v1::AdminState state = v1::ACTIVE,
+      std::vector<std::string> extra_flags = {}, bool wait = true) {
+    auto a = std::make_unique<AgentProcess>();
+    a->id = id;
+    a->export_dir = absl::StrCat(dir_, "/export-", id);
+    if (mkdir(a->export_dir.c_str(), 0755) != 0) {
+      return absl::InternalError(absl::StrCat("mkdir ", a->export_dir));
+    }
+    RANGEFS_ASSIGN_OR_RETURN(int port, PickUnusedPort());
+    a->address = absl::StrCat("127.0.0.1:", port);
+    if (add_record) {
+      v1::NodeRecord n;
+      n.set_id(id);
+      n.add_addresses(a->address);
+      n.set_export_path(a->export_dir);
+      n.set_admin_state(state);
+      RANGEFS_RETURN_IF_ERROR(store_->AddNode(n));
+    }
+    a->argv = {RunfilePath("storage_node/rangefs-node"),
+               "--node_id=" + id,
+               "--export_root=" + a->export_dir,
+               "--listen=" + a->address,
+               "--etcd_endpoints=" + etcd_->endpoints(),
+               "--cluster=it",
+               "--lease_ttl_s=2",
+               "--live_interval_s=0.2",
+               "--shutdown_grace_s=5"};
+    for (std::string& f : extra_flags) a->argv.push_back(std::move(f));
+    RANGEFS_RETURN_IF_ERROR(Launch(*a));
+    if (wait) {
+      RANGEFS_RETURN_IF_ERROR(a->process->WaitForLog(
+          absl::StrCat("rangefs-node ", id, " serving on"), absl::Seconds(20)));
+    }
+    agents_.push_back(std::move(a));
+    return agents_.back().get();
+  }
+
+  // Starts the agent's process again (same flags, same export).
+  absl::Status Restart(AgentProcess& a) {
+    a.process.reset();
+    RANGEFS_RETURN_IF_ERROR(Launch(a));
+    return a.process->WaitForLog(
+        absl::StrCat("rangefs-node ", a.id, " serving on"), absl::Seconds(20));
+  }
+
+  // The live record of `id`, or nullptr-equivalent (found=false).
+  bool Live(const std::string& id, ns::LiveEntry* out) {
+    auto live = store_->ListLive();
+    if (!live.ok()) return false;
+    for (ns::LiveEntry& e : *live) {
+      if (e.record.node_id() == id) {
+        if (out != nullptr) *out = std::move(e);
+        return true;
+      }
+    }
+    return false;
+  }
+
+  // Polls until `pred(found, entry)` holds; false on timeout.
+  bool WaitLive(const std::string& id,
+                const std::function<bool(bool, const ns::LiveEntry&)>& pred,
+                absl::Duration timeout, ns::LiveEntry* out = nullptr) {
+    const absl::Time end = absl::Now() + timeout;
+    do {
+      ns::LiveEntry e;
+      bool found = Live(id, &e);
+      if (pred(found, e)) {
+        if (out != nullptr) *out = e;
+        return true;
+      }
+      absl::SleepFor(absl::Milliseconds(20));
+    } while (absl::Now() < end);
+    return false;
+  }
+
+ private:
+  AgentCluster() = default;
+  absl::Status Launch(AgentProcess& a) {
+    static int launches = 0;
+    RANGEFS_ASSIGN_OR_RETURN(
+        a.process,
+        Subprocess::Start({.argv = a.argv,
+                           .log_path = absl::StrCat(dir_, "/", a.id, "-",
+                                                    ++launches, ".log")}));
+    return absl::OkStatus();
+  }
+
+  std::string dir_;
+  std::unique_ptr<EtcdCluster> etcd_;
+  std::unique_ptr<etcd::EtcdClient> client_;
+  std::unique_ptr<ns::KvBackend> kv_;
+  std::unique_ptr<ns::NamespaceStore> store_;
+  std::vector<std::unique_ptr<AgentProcess>> agents_;
+};
+
+}  // namespace testing
+}  // namespace rangefs
+
+#endif  // RANGEFS_TESTS_INTEGRATION_AGENT_CLUSTER_H_
