@@ -10,6 +10,7 @@ PACKAGES=(
   libibverbs-dev librdmacm-dev liburing-dev libfuse3-dev clang-format
   # run and test
   etcd-server etcd-client fuse3 iproute2 procps psmisc openssl python3 curl
+  systemd
   # benchmarks
   fio iperf3
 )

@@ -7,8 +7,10 @@
 
 #include "absl/flags/flag.h"
 #include "absl/flags/parse.h"
+#include "absl/strings/match.h"
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
+#include "base/config.h"
 #include "base/logging.h"
 #include "namespace/etcd/etcd_client.h"
 #include "namespace/etcd_kv.h"
@@ -46,7 +48,65 @@ ABSL_FLAG(std::string, etcd_key, "", "PEM client key for etcd.");
 ABSL_FLAG(int, shutdown_grace_s, 10,
           "On SIGTERM, how long in-flight calls may finish.");
 
+ABSL_FLAG(std::string, config, "",
+          "rangefs config file (deploy/config/rangefs.conf.example); "
+          "command-line flags override its values.");
+
+namespace {
+
+// Applies the config file named by --config (found before flag parsing, so
+// that explicit flags parsed afterwards win). Exits 2 on a bad file.
+void ApplyConfigFile(int argc, char** argv) {
+  std::string path;
+  for (int i = 1; i < argc; ++i) {
+    absl::string_view a(argv[i]);
+    if (absl::StartsWith(a, "--config=")) path = std::string(a.substr(9));
+    if (a == "--config" && i + 1 < argc) path = argv[i + 1];
+  }
+  if (path.empty()) return;
+  absl::StatusOr<rangefs::Config> c = rangefs::LoadConfig(path);
+  if (!c.ok()) {
+    fprintf(stderr, "rangefs-node: %s\n", c.status().ToString().c_str());
+    exit(2);
+  }
+  auto str = [&](const char* key, absl::Flag<std::string>* flag) {
+    if (c->Has(key)) absl::SetFlag(flag, c->GetString(key));
+  };
+  str("node_id", &FLAGS_node_id);
+  str("export_root", &FLAGS_export_root);
+  str("listen", &FLAGS_listen);
+  str("etcd_endpoints", &FLAGS_etcd_endpoints);
+  str("cluster", &FLAGS_cluster);
+  str("etcd_ca", &FLAGS_etcd_ca);
+  str("etcd_cert", &FLAGS_etcd_cert);
+  str("etcd_key", &FLAGS_etcd_key);
+  auto secs = [&](const char* key) -> double {
+    absl::StatusOr<absl::Duration> d = c->GetDuration(key);
+    if (!d.ok()) {
+      fprintf(stderr, "rangefs-node: %s\n", d.status().ToString().c_str());
+      exit(2);
+    }
+    return absl::ToDoubleSeconds(*d);
+  };
+  if (c->Has("etcd_timeout")) {
+    absl::SetFlag(&FLAGS_etcd_timeout_s, secs("etcd_timeout"));
+  }
+  if (c->Has("shutdown_grace")) {
+    absl::SetFlag(&FLAGS_shutdown_grace_s,
+                  static_cast<int>(secs("shutdown_grace")));
+  }
+  if (c->Has("log_level")) {
+    rangefs::LogLevel level;
+    if (rangefs::ParseLogLevel(c->GetString("log_level"), &level)) {
+      rangefs::SetMinLogLevel(level);
+    }
+  }
+}
+
+}  // namespace
+
 int main(int argc, char** argv) {
+  ApplyConfigFile(argc, argv);
   absl::ParseCommandLine(argc, argv);
   using rangefs::node::Agent;
   using rangefs::node::AgentOptions;

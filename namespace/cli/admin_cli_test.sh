@@ -40,6 +40,19 @@ expect_rc 2 "${A[@]}" file stat crawl/relative
 expect_rc 0 "${A[@]}" status
 grep -q "2 node(s), 0 live" "$TEST_TMPDIR/out" || fail "status: $(cat "$TEST_TMPDIR/out")"
 
+# The same settings from a config file (and a bad file is a clear error).
+printf 'etcd_endpoints = %s\ncluster = clitest\n' "$ETCD_ENDPOINTS" >"$TEST_TMPDIR/rangefs.conf"
+expect_rc 0 "$admin" --config="$TEST_TMPDIR/rangefs.conf" node list
+grep -q "^n1 " "$TEST_TMPDIR/out" || fail "config: $(cat "$TEST_TMPDIR/out")"
+printf 'etcd_endpoints = %s\nclustr = x\n' "$ETCD_ENDPOINTS" >"$TEST_TMPDIR/bad.conf"
+expect_rc 2 "$admin" --config="$TEST_TMPDIR/bad.conf" node list
+grep -q "bad.conf:2" "$TEST_TMPDIR/err" || fail "config error location: $(cat "$TEST_TMPDIR/err")"
+
+# doctor: nodes registered but no agents running -> FAIL findings with fixes.
+expect_rc 0 "${A[@]}" doctor --mounts=no
+grep -q "FAIL" "$TEST_TMPDIR/out" || fail "doctor: $(cat "$TEST_TMPDIR/out")"
+grep -q "n1" "$TEST_TMPDIR/out" || fail "doctor names the node: $(cat "$TEST_TMPDIR/out")"
+
 # Dump from one cluster name, restore into another.
 expect_rc 0 "${A[@]}" dump --out="$TEST_TMPDIR/dump.json"
 expect_rc 0 "$admin" --etcd="$ETCD_ENDPOINTS" --cluster=copy restore --in="$TEST_TMPDIR/dump.json"

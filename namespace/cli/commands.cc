@@ -440,6 +440,9 @@ std::string Usage(const std::string& group) {
 )";
   std::string other = R"(other commands:
   status                    nodes, live state, capacity
+  doctor [--mount-root=DIR] [--mounts=no]
+                            checks etcd, TLS, clock skew, node/live records,
+                            mounts and RDMA; prints each finding with its fix
   dump [--out=FILE]         whole namespace as JSON (stdout by default)
   restore --in=FILE         re-create nodes and files from a dump
   fsck [DIR] [--checksums]  check every replica object (exit 4 on problems)
@@ -450,9 +453,10 @@ std::string Usage(const std::string& group) {
       "usage: rangefs-admin [--etcd=HOST:PORT,...] [--cluster=NAME] [--json]\n"
       "                     [--ca=PEM --cert=PEM --key=PEM] [--user=U "
       "--password=P]\n"
-      "                     [--timeout=SECONDS] COMMAND ...\n"
+      "                     [--timeout=SECONDS] [--config=FILE] COMMAND ...\n"
       "Endpoints also come from $RANGEFS_ETCD, the cluster from "
-      "$RANGEFS_CLUSTER.\n\n",
+      "$RANGEFS_CLUSTER,\nboth and the TLS files from --config or "
+      "$RANGEFS_CONFIG (see deploy/config/rangefs.conf.example).\n\n",
       node, "\n", file, "\n", other);
 }
 

@@ -5,13 +5,16 @@
 #include <stdlib.h>
 #include <unistd.h>
 
+#include <fstream>
 #include <string>
 #include <vector>
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "base/config.h"
 #include "namespace/cli/args.h"
 #include "namespace/cli/commands.h"
+#include "namespace/cli/doctor.h"
 #include "namespace/etcd/etcd_client.h"
 #include "namespace/etcd_kv.h"
 #include "namespace/store.h"
@@ -19,8 +22,8 @@
 namespace {
 
 const char* const kGlobalFlags[] = {
-    "etcd", "cluster",  "json",    "ca",   "cert",       "key",
-    "user", "password", "timeout", "help", "no-progress"};
+    "etcd", "cluster",  "json",    "ca",   "cert",        "key",
+    "user", "password", "timeout", "help", "no-progress", "config"};
 
 int Fail(const absl::Status& s, bool json) {
   if (json) {
@@ -56,16 +59,37 @@ int main(int argc, char** argv) {
   // Split global connection flags from command flags.
   std::vector<std::string> command_argv;
   rangefs::etcd::EtcdClientOptions eo;
-  const char* env_etcd = getenv("RANGEFS_ETCD");
-  const char* env_cluster = getenv("RANGEFS_CLUSTER");
-  eo.endpoints = args.Get("etcd", env_etcd ? env_etcd : "127.0.0.1:2379");
+  // Precedence: flags, then environment, then the config file, then
+  // built-in defaults.
+  rangefs::Config config;
+  const char* env_config = getenv("RANGEFS_CONFIG");
+  std::string config_path = args.Get("config", env_config ? env_config : "");
+  if (!config_path.empty()) {
+    auto c = rangefs::LoadConfig(config_path);
+    if (!c.ok()) return Fail(c.status(), json);
+    config = *std::move(c);
+  }
+  auto setting = [&](const char* flag, const char* env, const char* key,
+                     const char* def) -> std::string {
+    if (args.Has(flag)) return args.Get(flag);
+    const char* e = env ? getenv(env) : nullptr;
+    if (e != nullptr && *e != '\0') return e;
+    if (config.Has(key)) return config.GetString(key);
+    return def;
+  };
+  eo.endpoints =
+      setting("etcd", "RANGEFS_ETCD", "etcd_endpoints", "127.0.0.1:2379");
   std::string cluster =
-      args.Get("cluster", env_cluster ? env_cluster : "default");
-  eo.ca_file = args.Get("ca");
-  eo.cert_file = args.Get("cert");
-  eo.key_file = args.Get("key");
-  eo.username = args.Get("user");
+      setting("cluster", "RANGEFS_CLUSTER", "cluster", "default");
+  eo.ca_file = setting("ca", nullptr, "etcd_ca", "");
+  eo.cert_file = setting("cert", nullptr, "etcd_cert", "");
+  eo.key_file = setting("key", nullptr, "etcd_key", "");
+  eo.username = setting("user", nullptr, "etcd_user", "");
   eo.password = args.Get("password");
+  if (eo.password.empty() && config.Has("etcd_password_file")) {
+    std::ifstream pw(config.GetString("etcd_password_file"));
+    std::getline(pw, eo.password);
+  }
   if (args.Has("timeout")) {
     double secs;
     if (!absl::SimpleAtod(args.Get("timeout"), &secs) || secs <= 0) {
@@ -73,6 +97,10 @@ int main(int argc, char** argv) {
                   json);
     }
     eo.call_timeout = absl::Seconds(secs);
+  } else if (config.Has("etcd_timeout")) {
+    auto d = config.GetDuration("etcd_timeout");
+    if (!d.ok()) return Fail(d.status(), json);
+    eo.call_timeout = *d;
   }
   for (size_t i = 0; i < raw.size(); ++i) {
     std::string name = raw[i];
@@ -108,7 +136,15 @@ int main(int argc, char** argv) {
       }
     };
   }
-  auto table = rangefs::admin::RunCommand(ctx, *command_args);
+  absl::StatusOr<rangefs::admin::Table> table;
+  if (args.positional()[0] == "doctor") {
+    // doctor checks the connection itself: it gets the global flags too.
+    rangefs::admin::Args doctor_args = args;
+    doctor_args.Shift();
+    table = rangefs::admin::RunDoctor(ctx, doctor_args);
+  } else {
+    table = rangefs::admin::RunCommand(ctx, *command_args);
+  }
   if (!table.ok()) return Fail(table.status(), json);
   std::string out = json ? rangefs::admin::FormatJson(*table)
                          : rangefs::admin::FormatHuman(*table);

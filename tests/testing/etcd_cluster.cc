@@ -140,6 +140,9 @@ absl::StatusOr<std::unique_ptr<EtcdCluster>> EtcdCluster::Start(
       m.name = absl::StrCat("m", i);
       RANGEFS_ASSIGN_OR_RETURN(m.client_port, PickUnusedPort());
       RANGEFS_ASSIGN_OR_RETURN(m.peer_port, PickUnusedPort());
+      if (!options.tls_dir.empty()) {
+        RANGEFS_ASSIGN_OR_RETURN(m.metrics_port, PickUnusedPort());
+      }
       m.data_dir = absl::StrCat(c->dir_, "/", m.name);
       m.log_path = absl::StrCat(c->dir_, "/", m.name, ".log");
     }
@@ -173,15 +176,17 @@ std::string EtcdCluster::endpoints() const {
 std::string EtcdCluster::InitialCluster() const {
   std::vector<std::string> parts;
   for (const Member& m : members_) {
-    parts.push_back(absl::StrCat(m.name, "=http://127.0.0.1:", m.peer_port));
+    parts.push_back(absl::StrCat(m.name, tls() ? "=https" : "=http",
+                                 "://127.0.0.1:", m.peer_port));
   }
   return absl::StrJoin(parts, ",");
 }
 
 absl::Status EtcdCluster::StartMember(int i, bool fresh) {
   Member& m = members_[i];
-  std::string client = absl::StrCat("http://127.0.0.1:", m.client_port);
-  std::string peer = absl::StrCat("http://127.0.0.1:", m.peer_port);
+  const char* scheme = tls() ? "https" : "http";
+  std::string client = absl::StrCat(scheme, "://127.0.0.1:", m.client_port);
+  std::string peer = absl::StrCat(scheme, "://127.0.0.1:", m.peer_port);
   SubprocessOptions o;
   o.argv = {
       options_.etcd_binary,
@@ -198,6 +203,28 @@ absl::Status EtcdCluster::StartMember(int i, bool fresh) {
       "--log-level=warn",
       "--heartbeat-interval=50",
       "--election-timeout=500"};
+  if (tls()) {
+    const std::string& d = options_.tls_dir;
+    std::string cert = absl::StrCat(d, "/", m.name, ".crt");
+    std::string key = absl::StrCat(d, "/", m.name, ".key");
+    if (access(cert.c_str(), R_OK) != 0 || access(key.c_str(), R_OK) != 0) {
+      return absl::FailedPreconditionError(
+          absl::StrCat("EtcdCluster: no TLS cert/key for member ", m.name,
+                       " in ", d, " (run deploy/etcd/make-certs.sh)"));
+    }
+    std::vector<std::string> tls_flags = {
+        "--cert-file=" + cert,
+        "--key-file=" + key,
+        "--trusted-ca-file=" + d + "/ca.crt",
+        "--client-cert-auth",
+        "--peer-cert-file=" + cert,
+        "--peer-key-file=" + key,
+        "--peer-trusted-ca-file=" + d + "/ca.crt",
+        "--peer-client-cert-auth",
+        absl::StrCat("--listen-metrics-urls=http://127.0.0.1:",
+                     m.metrics_port)};
+    o.argv.insert(o.argv.end(), tls_flags.begin(), tls_flags.end());
+  }
   for (const std::string& f : options_.extra_flags) o.argv.push_back(f);
   o.log_path = m.log_path;
   // etcd reads ETCD_* variables too; keep the parent's out of it.
@@ -212,7 +239,7 @@ absl::Status EtcdCluster::WaitHealthy(int i, absl::Duration timeout) {
     return absl::FailedPreconditionError(
         absl::StrCat("etcd member ", i, " is not running"));
   }
-  int port = m.client_port;
+  int port = tls() ? m.metrics_port : m.client_port;
   return m.process->WaitUntil(
       [port] {
         auto body =
@@ -262,6 +289,10 @@ absl::Status EtcdCluster::ResumeMember(int i) {
 }
 
 absl::StatusOr<int> EtcdCluster::LeaderIndex() {
+  if (tls()) {
+    return absl::FailedPreconditionError(
+        "EtcdCluster::LeaderIndex needs a plaintext cluster");
+  }
   absl::Status last = absl::UnavailableError("no etcd member is running");
   std::string leader;
   std::vector<std::string> ids(members_.size());
@@ -287,6 +318,10 @@ absl::StatusOr<int> EtcdCluster::LeaderIndex() {
 
 absl::Status EtcdCluster::GatewayPut(int member, const std::string& key,
                                      const std::string& value) {
+  if (tls()) {
+    return absl::FailedPreconditionError(
+        "EtcdCluster::GatewayPut needs a plaintext cluster");
+  }
   std::string body =
       absl::StrCat("{\"key\":\"", absl::Base64Escape(key), "\",\"value\":\"",
                    absl::Base64Escape(value), "\"}");
@@ -297,6 +332,10 @@ absl::Status EtcdCluster::GatewayPut(int member, const std::string& key,
 
 absl::StatusOr<std::string> EtcdCluster::GatewayGet(int member,
                                                     const std::string& key) {
+  if (tls()) {
+    return absl::FailedPreconditionError(
+        "EtcdCluster::GatewayGet needs a plaintext cluster");
+  }
   std::string body =
       absl::StrCat("{\"key\":\"", absl::Base64Escape(key), "\"}");
   RANGEFS_ASSIGN_OR_RETURN(std::string resp,

@@ -34,6 +34,13 @@ struct EtcdClusterOptions {
   absl::Duration start_timeout = absl::Seconds(20);
   // Extra flags for every member, e.g. "--auto-compaction-retention=1".
   std::vector<std::string> extra_flags;
+  // TLS: a directory made by deploy/etcd/make-certs.sh (ca.crt and
+  // m<i>.crt/m<i>.key for every member). When set, members serve https
+  // client and peer URLs with client-cert-auth for both (a client needs a
+  // cert signed by ca.crt), and /health is polled on a plain-http metrics
+  // URL (metrics_port). LeaderIndex and the Gateway* helpers need plaintext
+  // and return FAILED_PRECONDITION under TLS. Empty: plaintext (default).
+  std::string tls_dir;
 };
 
 class EtcdCluster {
@@ -50,6 +57,9 @@ class EtcdCluster {
   // "127.0.0.1:P" of member i.
   std::string endpoint(int i) const;
   int client_port(int i) const { return members_[i].client_port; }
+  // Plain-http port serving /health and /metrics (TLS mode only; 0 else).
+  int metrics_port(int i) const { return members_[i].metrics_port; }
+  bool tls() const { return !options_.tls_dir.empty(); }
   const std::string& data_dir(int i) const { return members_[i].data_dir; }
   bool running(int i) const { return members_[i].process != nullptr; }
 
@@ -82,6 +92,7 @@ class EtcdCluster {
     std::string name;
     int client_port = 0;
     int peer_port = 0;
+    int metrics_port = 0;  // TLS mode only.
     std::string data_dir;
     std::string log_path;
     std::unique_ptr<Subprocess> process;

@@ -1,0 +1,543 @@
+#include "namespace/cli/doctor.h"
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <netdb.h>
+#include <poll.h>
+#include <stdlib.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <fstream>
+#include <map>
+#include <set>
+#include <sstream>
+
+#include "absl/strings/ascii.h"
+#include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
+#include "absl/time/clock.h"
+#include "client_lib/mountd/mount_status.h"
+#include "client_lib/mountd/mountinfo.h"
+#include "namespace/store.h"
+
+namespace rangefs {
+namespace admin {
+
+namespace {
+
+constexpr char kOk[] = "OK";
+constexpr char kWarn[] = "WARN";
+constexpr char kFail[] = "FAIL";
+
+std::string ReadSmallFile(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) return "";
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return std::string(absl::StripAsciiWhitespace(ss.str()));
+}
+
+std::vector<std::string> SplitEndpoints(const std::string& eps) {
+  std::vector<std::string> out;
+  for (absl::string_view e : absl::StrSplit(eps, ',', absl::SkipEmpty())) {
+    e = absl::StripAsciiWhitespace(e);
+    absl::ConsumePrefix(&e, "https://");
+    absl::ConsumePrefix(&e, "http://");
+    if (!e.empty()) out.emplace_back(e);
+  }
+  return out;
+}
+
+// GET `path` from host:port over plain HTTP/1.1; returns the Date header.
+absl::StatusOr<absl::Time> HttpDate(const std::string& endpoint,
+                                    absl::Duration timeout) {
+  size_t colon = endpoint.rfind(':');
+  if (colon == std::string::npos) {
+    return absl::InvalidArgumentError(absl::StrCat("endpoint ", endpoint));
+  }
+  std::string host = endpoint.substr(0, colon);
+  std::string port = endpoint.substr(colon + 1);
+  if (absl::StartsWith(host, "[")) host = host.substr(1, host.size() - 2);
+  addrinfo hints{};
+  hints.ai_socktype = SOCK_STREAM;
+  addrinfo* res = nullptr;
+  if (getaddrinfo(host.c_str(), port.c_str(), &hints, &res) != 0 ||
+      res == nullptr) {
+    return absl::UnavailableError(absl::StrCat("resolve ", endpoint));
+  }
+  int fd =
+      socket(res->ai_family, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+  if (fd < 0) {
+    freeaddrinfo(res);
+    return absl::UnavailableError("socket");
+  }
+  const absl::Time deadline = absl::Now() + timeout;
+  int rc = connect(fd, res->ai_addr, res->ai_addrlen);
+  freeaddrinfo(res);
+  auto wait = [&](short ev) {
+    int ms =
+        static_cast<int>(absl::ToInt64Milliseconds(deadline - absl::Now()));
+    if (ms <= 0) return false;
+    pollfd p{fd, ev, 0};
+    return poll(&p, 1, ms) > 0;
+  };
+  std::string resp;
+  absl::Status st = absl::OkStatus();
+  if (rc != 0 && errno != EINPROGRESS) {
+    st = absl::UnavailableError(absl::StrCat("connect ", endpoint));
+  } else if (rc != 0 && !wait(POLLOUT)) {
+    st = absl::DeadlineExceededError(absl::StrCat("connect ", endpoint));
+  } else {
+    std::string req = "GET /version HTTP/1.1\r\nHost: " + host +
+                      "\r\nConnection: close\r\n\r\n";
+    if (send(fd, req.data(), req.size(), MSG_NOSIGNAL) !=
+        static_cast<ssize_t>(req.size())) {
+      st = absl::UnavailableError(absl::StrCat("send to ", endpoint));
+    }
+    char buf[4096];
+    while (st.ok() && resp.find("\r\n\r\n") == std::string::npos) {
+      if (!wait(POLLIN)) {
+        st = absl::DeadlineExceededError(absl::StrCat("GET ", endpoint));
+        break;
+      }
+      ssize_t n = recv(fd, buf, sizeof(buf), 0);
+      if (n <= 0) break;
+      resp.append(buf, static_cast<size_t>(n));
+    }
+  }
+  close(fd);
+  if (!st.ok()) return st;
+  for (absl::string_view line : absl::StrSplit(resp, "\r\n")) {
+    if (absl::StartsWithIgnoreCase(line, "date:")) {
+      std::string v(absl::StripAsciiWhitespace(line.substr(5)));
+      absl::Time t;
+      std::string err;
+      if (absl::ParseTime("%a, %d %b %Y %H:%M:%S GMT", v, absl::UTCTimeZone(),
+                          &t, &err)) {
+        return t;
+      }
+      return absl::InternalError(absl::StrCat("bad Date header \"", v, "\""));
+    }
+  }
+  return absl::UnavailableError(
+      absl::StrCat(endpoint, " sent no Date header (not an HTTP endpoint?)"));
+}
+
+class Report {
+ public:
+  Report() { t_.columns = {"check", "status", "finding", "fix"}; }
+  void Add(const std::string& check, const char* status,
+           const std::string& finding, const std::string& fix = "") {
+    t_.AddRow({check, status, finding, fix.empty() ? "-" : fix});
+    if (status == kOk) ++ok_;
+    if (status == kWarn) ++warn_;
+    if (status == kFail) ++fail_;
+  }
+  Table Finish() {
+    t_.message = absl::StrCat("doctor: ", ok_, " ok, ", warn_, " warning(s), ",
+                              fail_, " failure(s)");
+    return std::move(t_);
+  }
+
+ private:
+  Table t_;
+  int ok_ = 0, warn_ = 0, fail_ = 0;
+};
+
+void CheckEtcd(const DoctorOptions& o, Report& r) {
+  const bool tls = !o.etcd.ca_file.empty();
+  std::vector<std::string> eps = SplitEndpoints(o.etcd.endpoints);
+  if (eps.empty()) {
+    r.Add("etcd", kFail, "no etcd endpoints configured",
+          "pass --etcd=HOST:PORT,... or set etcd_endpoints in "
+          "/etc/rangefs/rangefs.conf");
+    return;
+  }
+  for (const std::string& ep : eps) {
+    etcd::EtcdClientOptions eo = o.etcd;
+    eo.endpoints = ep;
+    eo.max_attempts = 1;
+    eo.call_timeout = std::min(eo.call_timeout, absl::Seconds(3));
+    auto client = etcd::EtcdClient::Open(eo);
+    if (!client.ok()) {
+      r.Add("etcd " + ep, kFail, std::string(client.status().message()),
+            "fix the --ca/--cert/--key paths (PEM files readable by this "
+            "user)");
+      continue;
+    }
+    auto st = (*client)->Status(ep);
+    if (st.ok()) {
+      r.Add("etcd " + ep, tls ? kOk : kWarn,
+            absl::StrCat("reachable over ", tls ? "TLS" : "plaintext",
+                         ", etcd ", st->version(), ", member ",
+                         absl::Hex(st->header().member_id()),
+                         st->leader() == 0 ? ", NO LEADER" : ""),
+            tls ? ""
+                : "production etcd should use TLS with client certs: "
+                  "deploy/etcd/make-certs.sh, then --ca/--cert/--key "
+                  "(etcd_ca/etcd_cert/etcd_key)");
+      continue;
+    }
+    std::string fix;
+    if (tls) {
+      fix = absl::StrCat(
+          "TLS handshake or connection failed: check that --ca (",
+          o.etcd.ca_file,
+          ") is the CA that signed etcd's server certificate, that a client "
+          "cert/key signed by etcd's --trusted-ca-file is given (etcd runs "
+          "with --client-cert-auth), and that the endpoint serves https; "
+          "`openssl s_client -connect ",
+          ep, " -CAfile CA -cert CERT -key KEY` shows the handshake");
+    } else {
+      fix =
+          "is etcd running (systemctl status etcd-rangefs)? if etcd serves "
+          "https, pass --ca/--cert/--key";
+    }
+    r.Add("etcd " + ep, kFail,
+          absl::StrCat("unreachable", tls ? " over TLS" : "", ": ",
+                       st.status().message()),
+          fix);
+  }
+}
+
+void CheckClock(const DoctorOptions& o, Report& r) {
+  std::vector<std::string> eps = SplitEndpoints(o.etcd.endpoints);
+  if (eps.empty()) return;
+  if (!o.etcd.ca_file.empty()) {
+    r.Add("clock", kWarn, "skew against etcd not measured over TLS",
+          absl::StrCat("compare `date -u` with `curl -sI --cacert CA --cert "
+                       "CERT --key KEY https://",
+                       eps[0], "/version | grep Date`; keep chrony/NTP on"));
+    return;
+  }
+  const absl::Time before = absl::Now();
+  auto date = HttpDate(eps[0], absl::Seconds(2));
+  const absl::Time after = absl::Now();
+  if (!date.ok()) {
+    r.Add("clock", kWarn,
+          absl::StrCat("could not read etcd's time: ", date.status().message()),
+          "check etcd reachability first");
+    return;
+  }
+  // The Date header is truncated to whole seconds: the server's time was in
+  // [date, date + 1s) at some point in [before, after].
+  absl::Duration skew = absl::ZeroDuration();
+  if (*date + absl::Seconds(1) < before)
+    skew = *date + absl::Seconds(1) - before;
+  if (*date > after) skew = *date - after;
+  std::string finding = absl::StrCat(
+      "local clock vs etcd ", eps[0], ": skew ",
+      absl::FormatDuration(absl::Trunc(skew, absl::Milliseconds(1))),
+      " (HTTP Date, 1 s resolution, round trip ",
+      absl::FormatDuration(absl::Trunc(after - before, absl::Milliseconds(1))),
+      ")");
+  if (absl::AbsDuration(skew) > o.max_clock_skew) {
+    r.Add("clock", kFail, finding,
+          "sync clocks (chronyc tracking / systemctl status chrony); leases, "
+          "timestamps in live records and logs assume synced clocks");
+  } else {
+    r.Add("clock", kOk, finding);
+  }
+}
+
+absl::string_view StateName(v1::AdminState s) {
+  switch (s) {
+    case v1::ACTIVE:
+      return "active";
+    case v1::DRAINING:
+      return "draining";
+    case v1::DISABLED:
+      return "disabled";
+    default:
+      return "unspecified";
+  }
+}
+
+void CheckNodes(Context& ctx, const std::vector<ns::NodeEntry>& nodes,
+                Report& r) {
+  auto live = ctx.store->ListLive();
+  if (!live.ok()) {
+    r.Add("live", kFail,
+          absl::StrCat("cannot read live records: ", live.status().message()),
+          "fix etcd access first");
+    return;
+  }
+  std::map<std::string, const v1::LiveRecord*> by_id;
+  for (const ns::LiveEntry& l : *live) by_id[l.record.node_id()] = &l.record;
+  std::set<std::string> known;
+  if (nodes.empty()) {
+    r.Add("nodes", kWarn, "no storage nodes registered",
+          "rangefs-admin node add ID --address=HOST:7070 --export=DIR");
+  }
+  for (const ns::NodeEntry& n : nodes) {
+    const v1::NodeRecord& rec = n.record;
+    known.insert(rec.id());
+    const std::string check = "node " + rec.id();
+    auto it = by_id.find(rec.id());
+    const bool serving =
+        rec.admin_state() == v1::ACTIVE || rec.admin_state() == v1::DRAINING;
+    if (serving && it == by_id.end()) {
+      r.Add(check, kFail,
+            absl::StrCat(StateName(rec.admin_state()),
+                         " but no live record: the agent is down or cannot "
+                         "reach etcd"),
+            absl::StrCat("on ", rec.id(),
+                         ": systemctl status rangefs-node; journalctl -u "
+                         "rangefs-node; or `rangefs-admin node drain ",
+                         rec.id(), "` if it is gone for good"));
+      continue;
+    }
+    if (!serving && it != by_id.end()) {
+      r.Add(check, kWarn,
+            absl::StrCat(StateName(rec.admin_state()),
+                         " but its agent is still running"),
+            absl::StrCat("stop it (systemctl stop rangefs-node on ", rec.id(),
+                         ") or `rangefs-admin node enable ", rec.id(), "`"));
+      continue;
+    }
+    if (it == by_id.end()) {
+      r.Add(check, kOk,
+            absl::StrCat(StateName(rec.admin_state()),
+                         ", agent not running (as expected)"));
+      continue;
+    }
+    const v1::LiveRecord& l = *it->second;
+    if (l.health() == v1::LiveRecord::UNHEALTHY ||
+        l.health() == v1::LiveRecord::DEGRADED) {
+      r.Add(check, kWarn,
+            absl::StrCat(StateName(rec.admin_state()), ", agent reports ",
+                         v1::LiveRecord::Health_Name(l.health()), ": ",
+                         l.health_reason()),
+            absl::StrCat("journalctl -u rangefs-node on ", rec.id()));
+    } else {
+      r.Add(check, kOk,
+            absl::StrCat(StateName(rec.admin_state()), ", agent live",
+                         l.version().empty() ? "" : " version " + l.version()));
+    }
+  }
+  for (const auto& [id, l] : by_id) {
+    if (known.count(id) == 0) {
+      r.Add("node " + id, kWarn, "live record but no node record",
+            absl::StrCat("register it (rangefs-admin node add ", id,
+                         " ...) or stop that agent"));
+    }
+  }
+}
+
+void CheckMounts(const DoctorOptions& o,
+                 const std::vector<ns::NodeEntry>& nodes, Report& r) {
+  std::string root = o.mount_root;
+  while (root.size() > 1 && root.back() == '/') root.pop_back();
+  auto mi = mountd::ReadMountInfo(o.mountinfo_path);
+  if (!mi.ok()) {
+    r.Add("mounts", kFail, std::string(mi.status().message()), "-");
+    return;
+  }
+  std::string status_path = o.mount_status_file.empty()
+                                ? root + "/.rangefs-mounts"
+                                : o.mount_status_file;
+  auto status = mountd::ReadMountStatus(status_path);
+  if (!status.ok()) {
+    r.Add("mountd", kWarn,
+          absl::StrCat("no mount status file ", status_path,
+                       ": rangefs-mountd is not running here"),
+          "systemctl enable --now rangefs-mountd");
+  } else {
+    r.Add("mountd", kOk,
+          absl::StrCat(
+              "status file updated ",
+              absl::FormatDuration(absl::Trunc(
+                  absl::Now() - absl::FromUnixMillis(status->updated_unix_ms),
+                  absl::Seconds(1))),
+              " ago, ", status->mounts.size(), " mount(s)"));
+  }
+  std::set<std::string> wanted;
+  for (const ns::NodeEntry& n : nodes) {
+    const v1::NodeRecord& rec = n.record;
+    if (rec.admin_state() != v1::ACTIVE && rec.admin_state() != v1::DRAINING) {
+      continue;
+    }
+    wanted.insert(rec.id());
+    const std::string target = root + "/" + rec.id();
+    const std::string check = "mount " + rec.id();
+    const mountd::MountInfo* m = mountd::FindMount(*mi, target);
+    if (m == nullptr) {
+      r.Add(check, kFail, absl::StrCat(target, " is not mounted"),
+            "systemctl status rangefs-mountd; `rangefs-mountd --config=... "
+            "--dry-run` prints the mount command; on the node run "
+            "deploy/node/export.sh");
+      continue;
+    }
+    std::vector<std::string> problems, fixes;
+    if (!m->read_only()) {
+      problems.push_back("mounted read-write");
+      fixes.push_back("remount with ro (rangefs-mountd always mounts ro)");
+    }
+    const bool nfs = absl::StartsWith(m->fs_type, "nfs");
+    if (!nfs) {
+      problems.push_back(absl::StrCat("fs type ", m->fs_type, ", not NFS"));
+      fixes.push_back("only test setups use bind mounts (mount_type = nfs)");
+    } else {
+      if (m->Option("proto") != "rdma") {
+        problems.push_back(
+            absl::StrCat("transport proto=", m->Option("proto"), ", not rdma"));
+        fixes.push_back(
+            "mount with proto=rdma,port=20049; on the node `cat "
+            "/proc/fs/nfsd/portlist` must list rdma 20049 (export.sh)");
+      }
+      int64_t rsize = 0;
+      if (!absl::SimpleAtoi(m->Option("rsize"), &rsize) ||
+          rsize < o.want_rsize) {
+        problems.push_back(absl::StrCat("rsize=", m->Option("rsize")));
+        fixes.push_back(absl::StrCat("mount with rsize=", o.want_rsize));
+      }
+    }
+    std::string ra = ReadSmallFile(
+        absl::StrCat(o.sysfs_root, "/class/bdi/", m->dev(), "/read_ahead_kb"));
+    int64_t ra_kb = -1;
+    if (ra.empty() || !absl::SimpleAtoi(ra, &ra_kb)) {
+      problems.push_back(absl::StrCat("readahead of ", m->dev(), " unknown"));
+      fixes.push_back("check /sys/class/bdi/" + m->dev());
+    } else if (nfs && ra_kb < o.min_readahead_kb) {
+      problems.push_back(absl::StrCat("readahead ", ra_kb, " KiB"));
+      fixes.push_back(absl::StrCat(
+          "scans want MiBs: readahead_kb = 4096 in rangefs.conf, or echo "
+          "4096 > /sys/class/bdi/",
+          m->dev(), "/read_ahead_kb"));
+    }
+    if (status.ok()) {
+      const mountd::MountStatusEntry* e = status->Find(rec.id());
+      if (e != nullptr && e->health != mountd::MountHealth::kHealthy) {
+        problems.push_back(absl::StrCat("mountd says ",
+                                        mountd::MountHealthName(e->health),
+                                        ": ", e->error));
+        fixes.push_back(absl::StrCat("the NFS server on ", rec.id(),
+                                     " does not answer: check the node and "
+                                     "the fabric; mountd remounts it"));
+      }
+    }
+    std::string base = absl::StrCat(
+        target, " ", m->fs_type, " from ", m->source,
+        m->read_only() ? " ro" : " rw",
+        ra_kb >= 0 ? absl::StrCat(", readahead ", ra_kb, " KiB") : "");
+    if (problems.empty()) {
+      r.Add(check, kOk, base);
+    } else {
+      bool fail = !m->read_only();
+      r.Add(check, fail ? kFail : kWarn,
+            absl::StrCat(base, ": ", absl::StrJoin(problems, "; ")),
+            absl::StrJoin(fixes, "; "));
+    }
+  }
+  for (const mountd::MountInfo& m : *mi) {
+    if (!absl::StartsWith(m.mount_point, root + "/")) continue;
+    std::string name = m.mount_point.substr(root.size() + 1);
+    if (name.find('/') != std::string::npos || wanted.count(name) != 0) {
+      continue;
+    }
+    r.Add("mount " + name, kWarn,
+          absl::StrCat(m.mount_point,
+                       " is mounted but the node is not active or draining"),
+          absl::StrCat("rangefs-mountd unmounts it; by hand: umount -l ",
+                       m.mount_point));
+  }
+}
+
+void CheckRdma(const DoctorOptions& o, Report& r) {
+  auto devs = o.list_rdma ? o.list_rdma() : node::ListRdmaDevices();
+  if (!devs.ok()) {
+    r.Add("rdma", kWarn, std::string(devs.status().message()),
+          "ibv_devinfo; check rdma-core and the HCA driver");
+    return;
+  }
+  if (devs->empty()) {
+    r.Add("rdma", kWarn,
+          "none: no RDMA devices, so NFS cannot use proto=rdma here",
+          "load the HCA driver (e.g. modprobe mlx5_ib), check `ibv_devinfo` "
+          "and `rdma link`; without RDMA mounts fall back to TCP");
+    return;
+  }
+  for (const node::RdmaDevice& d : *devs) {
+    if (d.ports.empty()) {
+      r.Add("rdma " + d.name, kWarn, "device has no queryable ports",
+            "ibv_devinfo -d " + d.name);
+    }
+    for (const node::RdmaPort& p : d.ports) {
+      std::string finding = absl::StrCat(
+          "port ", p.number, " ", p.state,
+          p.rate_gbps > 0 ? absl::StrCat(" ", p.rate_gbps, " Gb/s") : "");
+      if (p.state == "ACTIVE" || p.state == "PORT_ACTIVE") {
+        r.Add("rdma " + d.name, kOk, finding);
+      } else {
+        r.Add("rdma " + d.name, kWarn, finding,
+              "check the cable/switch port and the subnet manager "
+              "(ibstat; for RoCE: ip link, PFC)");
+      }
+    }
+  }
+}
+
+}  // namespace
+
+absl::StatusOr<Table> RunDoctorWith(Context& ctx, const DoctorOptions& o) {
+  Report r;
+  CheckEtcd(o, r);
+  CheckClock(o, r);
+  std::vector<ns::NodeEntry> nodes;
+  auto listed = ctx.store->ListNodes();
+  if (listed.ok()) {
+    nodes = *std::move(listed);
+    CheckNodes(ctx, nodes, r);
+  } else {
+    r.Add("nodes", kFail,
+          absl::StrCat("cannot read node records: ", listed.status().message()),
+          "fix etcd access first (see the etcd rows)");
+  }
+  if (o.check_mounts) CheckMounts(o, nodes, r);
+  CheckRdma(o, r);
+  return r.Finish();
+}
+
+absl::StatusOr<Table> RunDoctor(Context& ctx, Args& args) {
+  absl::Status s = args.CheckAllowed(
+      {"etcd", "ca", "cert", "key", "user", "password", "timeout", "mount-root",
+       "mounts", "mountinfo", "sysfs-root", "json", "cluster", "no-progress"});
+  if (!s.ok()) return s;
+  if (args.positional().size() > 1 ||
+      (args.positional().size() == 1 && args.positional()[0] != "doctor")) {
+    return absl::InvalidArgumentError(
+        "usage: doctor [--mount-root=DIR] "
+        "[--mounts=no]");
+  }
+  DoctorOptions o;
+  const char* env = getenv("RANGEFS_ETCD");
+  o.etcd.endpoints = args.Get("etcd", env ? env : "127.0.0.1:2379");
+  o.etcd.ca_file = args.Get("ca");
+  o.etcd.cert_file = args.Get("cert");
+  o.etcd.key_file = args.Get("key");
+  o.etcd.username = args.Get("user");
+  o.etcd.password = args.Get("password");
+  if (args.Has("timeout")) {
+    double secs;
+    if (!absl::SimpleAtod(args.Get("timeout"), &secs) || secs <= 0) {
+      return absl::InvalidArgumentError("--timeout must be seconds > 0");
+    }
+    o.etcd.call_timeout = absl::Seconds(secs);
+  }
+  o.mount_root = args.Get("mount-root", o.mount_root);
+  std::string mounts = absl::AsciiStrToLower(args.Get("mounts", "yes"));
+  if (mounts != "yes" && mounts != "no") {
+    return absl::InvalidArgumentError("--mounts must be yes or no");
+  }
+  o.check_mounts = mounts == "yes";
+  o.mountinfo_path = args.Get("mountinfo", o.mountinfo_path);
+  o.sysfs_root = args.Get("sysfs-root", o.sysfs_root);
+  return RunDoctorWith(ctx, o);
+}
+
+}  // namespace admin
+}  // namespace rangefs

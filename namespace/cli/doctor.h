@@ -1,0 +1,74 @@
+// File: doctor.h
+//
+// `rangefs-admin doctor`: checks a client or storage node's view of the
+// cluster and prints every finding with its fix. Read-only; safe to run at
+// any time. Checks, in order:
+//
+//   etcd    each endpoint answers Maintenance.Status (over TLS when etcd_ca is
+//           set; plaintext is a warning); a failure names the likely cause
+//           (wrong CA, missing client cert, etcd down).
+//   clock   skew between this host and etcd, from the HTTP Date header of
+//           etcd's /version (1 s resolution; the request's round trip is
+//           allowed for). Measured on plaintext endpoints only: over TLS
+//           the finding says how to measure it by hand.
+//   node    node records vs live records: an active or draining node with no
+//           live record has its agent down; a disabled node with a live
+//           record still runs an agent; a live record without a node record;
+//           the agent's own health.
+//   mount   for every active or draining node, <mount_root>/<id> from
+//           /proc/self/mountinfo (never a stat, so a hung mount cannot hang
+//           doctor): present, read-only, NFS, proto=rdma, rsize=1 MiB,
+//           readahead (/sys/class/bdi/<dev>/read_ahead_kb), and what
+//           rangefs-mountd's status file says; stale mounts of other nodes.
+//   rdma    RDMA devices and port states (libibverbs); none is a warning.
+//
+// Each row: check, status (OK, WARN, FAIL), finding, fix. The table's
+// message counts them. The call itself fails only on bad arguments.
+#ifndef RANGEFS_NAMESPACE_CLI_DOCTOR_H_
+#define RANGEFS_NAMESPACE_CLI_DOCTOR_H_
+
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "absl/time/time.h"
+#include "namespace/cli/args.h"
+#include "namespace/cli/commands.h"
+#include "namespace/cli/table.h"
+#include "namespace/etcd/etcd_client.h"
+#include "storage_node/rdma/rdma_devices.h"
+
+namespace rangefs {
+namespace admin {
+
+struct DoctorOptions {
+  // Endpoints and TLS files, as rangefs-admin was given them.
+  etcd::EtcdClientOptions etcd;
+  std::string mount_root = "/mnt/rangefs";
+  bool check_mounts = true;  // false on storage nodes
+  std::string mountinfo_path = "/proc/self/mountinfo";
+  std::string sysfs_root = "/sys";
+  // "" = <mount_root>/.rangefs-mounts
+  std::string mount_status_file;
+  absl::Duration max_clock_skew = absl::Seconds(2);
+  int64_t want_rsize = 1048576;
+  int64_t min_readahead_kb = 1024;
+  // nullptr = node::ListRdmaDevices.
+  std::function<absl::StatusOr<std::vector<node::RdmaDevice>>()> list_rdma;
+};
+
+// Runs every check. `ctx.store` reads the node and live records.
+absl::StatusOr<Table> RunDoctorWith(Context& ctx, const DoctorOptions& options);
+
+// `doctor` with rangefs-admin's flags: --etcd (else $RANGEFS_ETCD), --ca,
+// --cert, --key, --user, --password, --timeout (the global connection
+// flags: pass them through to doctor), --mount-root=DIR, --mounts=no (skip the
+// mount checks),
+// --mountinfo=FILE, --sysfs-root=DIR. INVALID_ARGUMENT for other flags.
+absl::StatusOr<Table> RunDoctor(Context& ctx, Args& args);
+
+}  // namespace admin
+}  // namespace rangefs
+
+#endif  // RANGEFS_NAMESPACE_CLI_DOCTOR_H_

@@ -1,0 +1,222 @@
+// doctor against a deliberately broken setup on a real etcd: a node whose
+// agent is not running (no live record), a missing mount, a mount with the
+// wrong options, a disabled node whose agent still runs, and a TLS etcd
+// reached with the wrong CA.
+#include "namespace/cli/doctor.h"
+
+#include <sys/wait.h>
+
+#include <fstream>
+#include <string>
+
+#include "absl/strings/str_cat.h"
+#include "base/testing/status_matchers.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "namespace/etcd/etcd_client.h"
+#include "namespace/etcd_kv.h"
+#include "namespace/store.h"
+#include "tests/testing/etcd_cluster.h"
+#include "tests/testing/subprocess.h"
+
+namespace rangefs {
+namespace admin {
+namespace {
+
+using ::rangefs::IsOk;
+using ::rangefs::StatusIs;
+using ::rangefs::testing::EtcdCluster;
+using ::rangefs::testing::MakeTempDir;
+using ::rangefs::testing::RunfilePath;
+using ::rangefs::testing::Subprocess;
+using ::testing::HasSubstr;
+
+// The row whose check is `check`; fails the test if there is none.
+std::vector<std::string> Row(const Table& t, const std::string& check) {
+  for (const auto& row : t.rows) {
+    if (row[0] == check) return row;
+  }
+  ADD_FAILURE() << "no row " << check << " in\n" << FormatHuman(t);
+  return {"", "", "", ""};
+}
+
+v1::NodeRecord Node(const std::string& id, v1::AdminState state) {
+  v1::NodeRecord n;
+  n.set_id(id);
+  n.add_addresses("127.0.0.1:7070");
+  n.set_export_path("/srv/" + id);
+  n.set_admin_state(state);
+  return n;
+}
+
+absl::Status PutLive(ns::NamespaceStore& store, const std::string& id) {
+  v1::LiveRecord l;
+  l.set_node_id(id);
+  l.set_health(v1::LiveRecord::HEALTHY);
+  l.set_version("test");
+  return store.PutLive(l, 0);
+}
+
+TEST(DoctorTest, ReportsABrokenSetup) {
+  auto dir = MakeTempDir("doctor-");
+  ASSERT_THAT(dir.status(), IsOk());
+  auto etcd = EtcdCluster::Start({.members = 1});
+  ASSERT_THAT(etcd.status(), IsOk());
+  auto client = etcd::EtcdClient::Open({.endpoints = (*etcd)->endpoints()});
+  ASSERT_THAT(client.status(), IsOk());
+  auto kv = ns::NewEtcdKv(client->get());
+  auto store = ns::NewKvStore(kv.get(), {.cluster = "doc"});
+  // up: agent live, mounted well. down: no live record, not mounted.
+  // tcp: live, mounted over TCP with a small rsize and readahead.
+  // off: disabled but its agent still runs.
+  for (const auto& [id, state] :
+       std::vector<std::pair<std::string, v1::AdminState>>{
+           {"up", v1::ACTIVE},
+           {"down", v1::ACTIVE},
+           {"tcp", v1::DRAINING},
+           {"off", v1::DISABLED}}) {
+    ASSERT_THAT(store->AddNode(Node(id, state)), IsOk());
+  }
+  ASSERT_THAT(PutLive(*store, "up"), IsOk());
+  ASSERT_THAT(PutLive(*store, "tcp"), IsOk());
+  ASSERT_THAT(PutLive(*store, "off"), IsOk());
+
+  // A mount table as the kernel shows it (mount checks only read text).
+  const std::string root = *dir + "/mnt";
+  std::ofstream(*dir + "/mountinfo")
+      << "22 1 8:1 / / rw,relatime - ext4 /dev/sda1 rw\n"
+      << "90 22 0:51 / " << root
+      << "/up ro,relatime - nfs4 10.0.0.1:/srv/up "
+         "ro,vers=4.2,rsize=1048576,hard,proto=rdma,port=20049\n"
+      << "91 22 0:52 / " << root
+      << "/tcp ro,relatime - nfs4 10.0.0.2:/srv/tcp "
+         "ro,vers=4.2,rsize=65536,hard,proto=tcp\n"
+      << "92 22 0:53 / " << root
+      << "/off ro,relatime - nfs4 10.0.0.3:/srv/off ro,proto=rdma\n";
+  for (const auto& [dev, kb] : std::vector<std::pair<std::string, std::string>>{
+           {"0:51", "4096"}, {"0:52", "128"}}) {
+    std::string bdi = *dir + "/sys/class/bdi/" + dev;
+    ASSERT_EQ(system(("mkdir -p " + bdi).c_str()), 0);
+    std::ofstream(bdi + "/read_ahead_kb") << kb << "\n";
+  }
+
+  Context ctx;
+  ctx.store = store.get();
+  ctx.cluster = "doc";
+  auto args = Args::Parse(
+      {"doctor", "--etcd=" + (*etcd)->endpoints(), "--mount-root=" + root,
+       "--mountinfo=" + *dir + "/mountinfo", "--sysfs-root=" + *dir + "/sys"});
+  ASSERT_THAT(args.status(), IsOk());
+  auto t = RunDoctor(ctx, *args);
+  ASSERT_THAT(t.status(), IsOk());
+  SCOPED_TRACE(FormatHuman(*t));
+
+  auto etcd_row = Row(*t, "etcd " + (*etcd)->endpoint(0));
+  EXPECT_EQ(etcd_row[1], "WARN");  // reachable, but plaintext
+  EXPECT_THAT(etcd_row[2], HasSubstr("reachable over plaintext"));
+  EXPECT_EQ(Row(*t, "clock")[1], "OK");
+  EXPECT_THAT(Row(*t, "clock")[2], HasSubstr("HTTP Date"));
+
+  EXPECT_EQ(Row(*t, "node up")[1], "OK");
+  auto down = Row(*t, "node down");
+  EXPECT_EQ(down[1], "FAIL");
+  EXPECT_THAT(down[2], HasSubstr("no live record"));
+  EXPECT_THAT(down[3], HasSubstr("systemctl status rangefs-node"));
+  EXPECT_EQ(Row(*t, "node off")[1], "WARN");
+  EXPECT_THAT(Row(*t, "node off")[2], HasSubstr("agent is still running"));
+
+  EXPECT_EQ(Row(*t, "mount up")[1], "OK");
+  EXPECT_THAT(Row(*t, "mount up")[2], HasSubstr("readahead 4096 KiB"));
+  auto missing = Row(*t, "mount down");
+  EXPECT_EQ(missing[1], "FAIL");
+  EXPECT_THAT(missing[2], HasSubstr("is not mounted"));
+  EXPECT_THAT(missing[3], HasSubstr("rangefs-mountd"));
+  auto tcp = Row(*t, "mount tcp");
+  EXPECT_EQ(tcp[1], "WARN");
+  EXPECT_THAT(tcp[2], HasSubstr("proto=tcp, not rdma"));
+  EXPECT_THAT(tcp[2], HasSubstr("rsize=65536"));
+  EXPECT_THAT(tcp[2], HasSubstr("readahead 128 KiB"));
+  EXPECT_THAT(tcp[3], HasSubstr("proto=rdma,port=20049"));
+  EXPECT_EQ(Row(*t, "mount off")[1], "WARN");  // stale mount
+  EXPECT_EQ(Row(*t, "mountd")[1], "WARN");     // no status file
+
+  auto rdma_rows = 0;
+  for (const auto& row : t->rows) {
+    if (row[0].rfind("rdma", 0) == 0) ++rdma_rows;
+  }
+  EXPECT_GE(rdma_rows, 1);
+  EXPECT_THAT(t->message, HasSubstr("failure(s)"));
+
+  auto bad = Args::Parse({"doctor", "--bogus=1"});
+  ASSERT_THAT(bad.status(), IsOk());
+  EXPECT_THAT(RunDoctor(ctx, *bad).status(),
+              StatusIs(absl::StatusCode::kInvalidArgument));
+  testing::RemoveTree(*dir);
+}
+
+int RunToExit(const std::vector<std::string>& argv, const std::string& log) {
+  auto p = Subprocess::Start({.argv = argv, .log_path = log});
+  if (!p.ok()) return -1;
+  auto st = (*p)->Wait(absl::Seconds(30));
+  return st.ok() && WIFEXITED(*st) ? WEXITSTATUS(*st) : -1;
+}
+
+TEST(DoctorTest, WrongEtcdCaIsAFailureWithAFix) {
+  auto dir = MakeTempDir("doctor-tls-");
+  ASSERT_THAT(dir.status(), IsOk());
+  std::string script = RunfilePath("deploy/etcd/make-certs.sh");
+  ASSERT_EQ(RunToExit({"/bin/bash", script, *dir + "/good", "--members=m0"},
+                      *dir + "/mk.log"),
+            0);
+  ASSERT_EQ(RunToExit({"/bin/bash", script, *dir + "/other", "--members=m0"},
+                      *dir + "/mk.log"),
+            0);
+  auto etcd = EtcdCluster::Start({.members = 1, .tls_dir = *dir + "/good"});
+  ASSERT_THAT(etcd.status(), IsOk());
+  etcd::EtcdClientOptions eo{.endpoints = (*etcd)->endpoints(),
+                             .call_timeout = absl::Seconds(1),
+                             .max_attempts = 1,
+                             .ca_file = *dir + "/other/ca.crt",
+                             .cert_file = *dir + "/other/rangefs-admin.crt",
+                             .key_file = *dir + "/other/rangefs-admin.key"};
+  auto client = etcd::EtcdClient::Open(eo);
+  ASSERT_THAT(client.status(), IsOk());
+  auto kv = ns::NewEtcdKv(client->get());
+  auto store = ns::NewKvStore(kv.get(), {.cluster = "doc"});
+  Context ctx;
+  ctx.store = store.get();
+  DoctorOptions o;
+  o.etcd = eo;
+  o.check_mounts = false;
+  auto t = RunDoctorWith(ctx, o);
+  ASSERT_THAT(t.status(), IsOk());
+  SCOPED_TRACE(FormatHuman(*t));
+  auto row = Row(*t, "etcd " + (*etcd)->endpoint(0));
+  EXPECT_EQ(row[1], "FAIL");
+  EXPECT_THAT(row[2], HasSubstr("unreachable over TLS"));
+  EXPECT_THAT(row[3], HasSubstr("is the CA that signed etcd's server"));
+  EXPECT_EQ(Row(*t, "nodes")[1], "FAIL");
+  EXPECT_EQ(Row(*t, "clock")[1], "WARN");  // not measured over TLS
+
+  // With the right CA and cert the same endpoint is OK over TLS.
+  o.etcd.ca_file = *dir + "/good/ca.crt";
+  o.etcd.cert_file = *dir + "/good/rangefs-admin.crt";
+  o.etcd.key_file = *dir + "/good/rangefs-admin.key";
+  auto good = etcd::EtcdClient::Open(o.etcd);
+  ASSERT_THAT(good.status(), IsOk());
+  auto kv2 = ns::NewEtcdKv(good->get());
+  auto store2 = ns::NewKvStore(kv2.get(), {.cluster = "doc"});
+  ctx.store = store2.get();
+  auto t2 = RunDoctorWith(ctx, o);
+  ASSERT_THAT(t2.status(), IsOk());
+  EXPECT_EQ(Row(*t2, "etcd " + (*etcd)->endpoint(0))[1], "OK")
+      << FormatHuman(*t2);
+  EXPECT_THAT(Row(*t2, "etcd " + (*etcd)->endpoint(0))[2],
+              HasSubstr("reachable over TLS"));
+  EXPECT_EQ(Row(*t2, "nodes")[1], "WARN");  // none registered
+  testing::RemoveTree(*dir);
+}
+
+}  // namespace
+}  // namespace admin
+}  // namespace rangefs
