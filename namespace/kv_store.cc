@@ -1,6 +1,7 @@
 // NamespaceStore over a KvBackend: each mutation is one etcd transaction.
 #include <algorithm>
 
+#include "absl/random/random.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/time/time.h"
@@ -251,7 +252,11 @@ class KvStore : public NamespaceStore {
                            "\" was removed while creating the file"));
         }
       }
-      // The file id counter moved (a concurrent create): take a new id.
+      // The file id counter moved (a concurrent create): take a new id
+      // after a short random pause, so that racing creators spread out.
+      thread_local absl::InsecureBitGen bitgen;
+      clock_->SleepFor(absl::Microseconds(
+          absl::Uniform(bitgen, 0, 200 * std::min(attempt + 1, 20))));
     }
     return absl::AbortedError(absl::StrCat("create ", path,
                                            ": file id counter contended ",

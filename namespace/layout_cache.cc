@@ -14,7 +14,7 @@ namespace ns {
 
 namespace {
 constexpr int64_t kPageSize = 1000;
-constexpr size_t kMaxPinned = 100000;
+constexpr size_t kMaxPinned = 1024;
 }  // namespace
 
 LayoutCache::LayoutCache(KvBackend* kv, const LayoutCacheOptions& options)
@@ -69,56 +69,69 @@ void LayoutCache::OnWatch(const KvWatchUpdate& update) {
     compacted_ = true;
     return;
   }
-  // Phase 1: which events touch cached entries (cheap, under the lock).
-  std::vector<const KvEvent*> puts;
-  {
-    absl::MutexLock l(&mu_);
-    stats_.watch_events += update.events.size();
-    for (const KvEvent& e : update.events) {
-      if (e.deleted) continue;
-      std::string path;
-      if (!keys_.ParseFile(e.kv.key, &path)) continue;
-      auto it = entries_.find(path);
-      if (it != entries_.end() &&
-          it->second->mod_revision < e.kv.mod_revision) {
-        puts.push_back(&e);
-      }
-    }
-  }
-  // Phase 2: parse outside the lock.
-  std::vector<std::shared_ptr<const CachedLayout>> parsed;
-  for (const KvEvent* e : puts) {
-    auto layout = ParseLayout(e->kv);
-    if (!layout.ok()) {
-      RANGEFS_LOG(WARNING) << "layout cache: " << layout.status();
-      continue;
-    }
-    auto c = std::make_shared<CachedLayout>();
-    keys_.ParseFile(e->kv.key, &c->path);
-    c->layout = *std::move(layout);
-    c->mod_revision = e->kv.mod_revision;
-    parsed.push_back(std::move(c));
-  }
-  // Phase 3: apply in order, newest wins.
+  // Only entries the cache holds are refreshed; their bytes are kept as
+  // they come and parsed by the next Lookup.
   absl::MutexLock l(&mu_);
+  stats_.watch_events += update.events.size();
   for (const KvEvent& e : update.events) {
-    if (!e.deleted) continue;
     std::string path;
     if (!keys_.ParseFile(e.kv.key, &path)) continue;
     auto it = entries_.find(path);
-    if (it != entries_.end() && it->second->mod_revision < e.kv.mod_revision) {
+    if (it == entries_.end() || it->second.mod_revision >= e.kv.mod_revision) {
+      continue;
+    }
+    if (e.deleted) {
       entries_.erase(it);
       ++stats_.invalidations;
-    }
-  }
-  for (auto& c : parsed) {
-    auto it = entries_.find(c->path);
-    if (it != entries_.end() && it->second->mod_revision < c->mod_revision) {
-      it->second = std::move(c);
+    } else {
+      it->second.bytes = std::make_shared<const std::string>(e.kv.value);
+      it->second.mod_revision = e.kv.mod_revision;
+      it->second.parsed.reset();
       ++stats_.updates;
     }
   }
   if (update.revision > applied_revision_) applied_revision_ = update.revision;
+}
+
+void LayoutCache::AddHot(std::shared_ptr<const CachedLayout> c) {
+  const size_t n = static_cast<size_t>(c->layout.extents_size()) +
+                   static_cast<size_t>(c->layout.striped().targets_size()) + 1;
+  if (n > options_.hot_extent_budget) return;
+  hot_extents_ += n;
+  hot_.push_back(std::move(c));
+  while (hot_extents_ > options_.hot_extent_budget && !hot_.empty()) {
+    const CachedLayout& old = *hot_.front();
+    hot_extents_ -= static_cast<size_t>(old.layout.extents_size()) +
+                    static_cast<size_t>(old.layout.striped().targets_size()) +
+                    1;
+    hot_.pop_front();
+  }
+}
+
+absl::StatusOr<std::shared_ptr<const CachedLayout>> LayoutCache::ParseEntry(
+    const std::string& path, Entry& entry) {
+  auto c = std::make_shared<CachedLayout>();
+  if (!c->layout.ParseFromString(*entry.bytes)) {
+    return absl::InternalError(
+        absl::StrCat("corrupt file layout at etcd key ", keys_.File(path)));
+  }
+  c->path = path;
+  c->mod_revision = entry.mod_revision;
+  ++stats_.parses;
+  std::shared_ptr<const CachedLayout> out = std::move(c);
+  entry.parsed = out;
+  AddHot(out);
+  return out;
+}
+
+void LayoutCache::Upsert(const std::string& path,
+                         std::shared_ptr<const std::string> bytes,
+                         int64_t mod_revision) {
+  Entry& e = entries_[path];
+  if (e.bytes != nullptr && e.mod_revision >= mod_revision) return;
+  e.bytes = std::move(bytes);
+  e.mod_revision = mod_revision;
+  e.parsed.reset();
 }
 
 void LayoutCache::MaintenanceLoop() {
@@ -162,7 +175,11 @@ absl::Status LayoutCache::Relist() {
     watch_.reset();  // Stopped by the compaction anyway.
   }
   // Re-read every file at one revision, refresh what we hold.
-  absl::flat_hash_map<std::string, std::shared_ptr<const CachedLayout>> fresh;
+  struct Fresh {
+    std::shared_ptr<const std::string> bytes;
+    int64_t mod_revision;
+  };
+  absl::flat_hash_map<std::string, Fresh> fresh;
   std::string start = prefix_;
   const std::string end = PrefixRangeEnd(prefix_);
   int64_t revision = 0;
@@ -170,12 +187,12 @@ absl::Status LayoutCache::Relist() {
     RANGEFS_ASSIGN_OR_RETURN(KvRange r,
                              kv_->Range(start, end, kPageSize, revision));
     if (revision == 0) revision = r.revision;
-    for (const KvEntry& kv : r.kvs) {
-      auto c = std::make_shared<CachedLayout>();
-      if (!keys_.ParseFile(kv.key, &c->path)) continue;
-      RANGEFS_ASSIGN_OR_RETURN(c->layout, ParseLayout(kv));
-      c->mod_revision = kv.mod_revision;
-      fresh[c->path] = std::move(c);
+    for (KvEntry& kv : r.kvs) {
+      std::string path;
+      if (!keys_.ParseFile(kv.key, &path)) continue;
+      fresh[path] =
+          Fresh{std::make_shared<const std::string>(std::move(kv.value)),
+                kv.mod_revision};
     }
     if (!r.more || r.kvs.empty()) break;
     start = r.kvs.back().key;
@@ -189,7 +206,11 @@ absl::Status LayoutCache::Relist() {
         entries_.erase(it++);
         ++stats_.invalidations;
       } else {
-        it->second = f->second;
+        if (f->second.mod_revision != it->second.mod_revision) {
+          it->second.bytes = f->second.bytes;
+          it->second.mod_revision = f->second.mod_revision;
+          it->second.parsed.reset();
+        }
         ++it;
       }
     }
@@ -220,7 +241,8 @@ absl::StatusOr<std::shared_ptr<const CachedLayout>> LayoutCache::Lookup(
         ++stats_.stale_serves;
       }
       ++stats_.hits;
-      return it->second;
+      if (auto parsed = it->second.parsed.lock()) return parsed;
+      return ParseEntry(std::string(path), it->second);
     }
     auto f = inflight_.find(path);
     if (f != inflight_.end()) {
@@ -258,17 +280,21 @@ absl::StatusOr<std::shared_ptr<const CachedLayout>> LayoutCache::Load(
   c->path = path;
   RANGEFS_ASSIGN_OR_RETURN(c->layout, ParseLayout(r.kvs[0]));
   c->mod_revision = r.kvs[0].mod_revision;
+  std::shared_ptr<const CachedLayout> out = std::move(c);
   absl::MutexLock l(&mu_);
   // Cache only if no watch event newer than this read has been applied
   // yet: later events then reach this entry in order.
   if (r.revision >= applied_revision_) {
-    auto [it, inserted] = entries_.emplace(path, c);
-    if (!inserted && it->second->mod_revision < c->mod_revision) {
-      it->second = c;
+    Upsert(path, std::make_shared<const std::string>(std::move(r.kvs[0].value)),
+           out->mod_revision);
+    Entry& e = entries_[path];
+    if (e.mod_revision == out->mod_revision) {
+      e.parsed = out;
+      AddHot(out);
     }
     stats_.entries = entries_.size();
   }
-  return std::shared_ptr<const CachedLayout>(std::move(c));
+  return out;
 }
 
 absl::StatusOr<std::shared_ptr<const CachedLayout>> LayoutCache::LookupAt(
@@ -320,30 +346,27 @@ absl::StatusOr<size_t> LayoutCache::Preload(absl::string_view dir) {
     RANGEFS_ASSIGN_OR_RETURN(KvRange r,
                              kv_->Range(start, end, kPageSize, revision));
     if (revision == 0) revision = r.revision;
-    std::vector<std::shared_ptr<const CachedLayout>> page;
+    std::vector<std::pair<std::string, Entry>> page;
     page.reserve(r.kvs.size());
-    for (const KvEntry& kv : r.kvs) {
-      auto c = std::make_shared<CachedLayout>();
-      if (!keys_.ParseFile(kv.key, &c->path)) continue;
-      RANGEFS_ASSIGN_OR_RETURN(c->layout, ParseLayout(kv));
-      c->mod_revision = kv.mod_revision;
-      page.push_back(std::move(c));
+    for (KvEntry& kv : r.kvs) {
+      std::pair<std::string, Entry> p;
+      if (!keys_.ParseFile(kv.key, &p.first)) continue;
+      p.second.bytes = std::make_shared<const std::string>(std::move(kv.value));
+      p.second.mod_revision = kv.mod_revision;
+      page.push_back(std::move(p));
     }
     {
       absl::MutexLock l(&mu_);
       if (revision >= applied_revision_) {
-        for (auto& c : page) {
-          auto [it, inserted] = entries_.emplace(c->path, c);
-          if (!inserted && it->second->mod_revision < c->mod_revision) {
-            it->second = c;
-          }
+        for (auto& [path, e] : page) {
+          Upsert(path, std::move(e.bytes), e.mod_revision);
         }
       }
       stats_.entries = entries_.size();
     }
     loaded += page.size();
-    if (!r.more || r.kvs.empty()) break;
-    start = r.kvs.back().key;
+    if (!r.more || page.empty()) break;
+    start = keys_.File(page.back().first);
     start.push_back('\0');
   }
   return loaded;

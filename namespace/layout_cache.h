@@ -17,11 +17,16 @@
 //   any cold lookup, UNAVAILABLE.
 // - LookupAt(path, revision) pins the namespace at an etcd revision:
 //   the exact layout of that moment, or OUT_OF_RANGE once compacted.
+// Memory: entries are kept as their encoded bytes (about 60 B per extent);
+// a Lookup parses on demand and the parsed snapshot is shared while anyone
+// holds it, plus a small set of recently parsed layouts
+// (`hot_extent_budget` extents), so hot paths parse once.
 // Thread-safe. Owns one maintenance thread (joined in the destructor).
 #ifndef RANGEFS_NAMESPACE_LAYOUT_CACHE_H_
 #define RANGEFS_NAMESPACE_LAYOUT_CACHE_H_
 
 #include <atomic>
+#include <deque>
 #include <memory>
 #include <string>
 #include <thread>
@@ -53,6 +58,8 @@ struct LayoutCacheOptions {
   // Period of the maintenance thread (watch health, compaction re-list).
   absl::Duration maintenance_period = absl::Milliseconds(100);
   Clock* clock = nullptr;  // nullptr = Clock::Real(); not owned
+  // Parsed layouts kept alive after use, counted in extents/targets.
+  size_t hot_extent_budget = 200000;
 };
 
 struct LayoutCacheStats {
@@ -66,6 +73,7 @@ struct LayoutCacheStats {
   uint64_t relists = 0;           // compaction recoveries
   uint64_t stale_serves = 0;      // hits served while etcd unreachable
   uint64_t stale_rejections = 0;  // hits refused: too stale
+  uint64_t parses = 0;            // encoded entries parsed on lookup
   bool watch_connected = false;
   int64_t watch_revision = 0;
   absl::Duration staleness;  // zero while connected
@@ -98,6 +106,11 @@ class LayoutCache {
   LayoutCacheStats stats();
 
  private:
+  struct Entry {
+    std::shared_ptr<const std::string> bytes;  // encoded v1::FileLayout
+    int64_t mod_revision = 0;
+    std::weak_ptr<const CachedLayout> parsed;
+  };
   struct Inflight {
     absl::Notification done;
     absl::StatusOr<std::shared_ptr<const CachedLayout>> result;
@@ -110,6 +123,15 @@ class LayoutCache {
   absl::Status Relist();
   absl::StatusOr<std::shared_ptr<const CachedLayout>> Load(
       const std::string& path);
+  // Parses a held entry and remembers the snapshot.
+  absl::StatusOr<std::shared_ptr<const CachedLayout>> ParseEntry(
+      const std::string& path, Entry& entry) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Keeps `c` parsed for a while (within hot_extent_budget).
+  void AddHot(std::shared_ptr<const CachedLayout> c)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Inserts or refreshes an entry unless the cache already holds a newer one.
+  void Upsert(const std::string& path, std::shared_ptr<const std::string> bytes,
+              int64_t mod_revision) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   KvBackend* const kv_;
   const LayoutCacheOptions options_;
@@ -118,8 +140,10 @@ class LayoutCache {
   const std::string prefix_;
 
   absl::Mutex mu_;
-  absl::flat_hash_map<std::string, std::shared_ptr<const CachedLayout>> entries_
-      ABSL_GUARDED_BY(mu_);
+  absl::flat_hash_map<std::string, Entry> entries_ ABSL_GUARDED_BY(mu_);
+  // Recently parsed layouts, oldest first, and their extent count.
+  std::deque<std::shared_ptr<const CachedLayout>> hot_ ABSL_GUARDED_BY(mu_);
+  size_t hot_extents_ ABSL_GUARDED_BY(mu_) = 0;
   absl::flat_hash_map<std::string, std::shared_ptr<Inflight>> inflight_
       ABSL_GUARDED_BY(mu_);
   int64_t applied_revision_ ABSL_GUARDED_BY(mu_) = 0;

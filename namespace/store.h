@@ -70,7 +70,7 @@ struct ListFilesResult {
 struct StoreOptions {
   std::string cluster = std::string(kDefaultCluster);
   Clock* clock = nullptr;    // nullptr = Clock::Real(); not owned
-  int max_cas_retries = 16;  // internal retries for counter/state updates
+  int max_cas_retries = 64;  // internal retries for counter/state updates
 };
 
 class NamespaceStore {
