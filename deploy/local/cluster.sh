@@ -177,6 +177,8 @@ cmd_up() {
   [ -e "$STATE" ] && die "a cluster already runs in $DIR (cluster.sh down --dir=$DIR first)"
   [ "$HOSTS" = local ] || [ "$HOSTS" = netns ] || die "--hosts must be local or netns"
   [ "$NODES" -ge 1 ] || die "--nodes must be >= 1"
+  # A fresh cluster: no data of a previous one (its bin/ stays).
+  rm -rf "$DIR/run" "$DIR/logs" "$DIR/exports" "$DIR/mnt" "$DIR/etcd"
   mkdir -p "$DIR/run" "$DIR/logs" "$DIR/exports" "$DIR/mnt" "$DIR/etcd"
   build_binaries
   trap 'log "start-up failed; tearing down"; cmd_down; exit 1' ERR

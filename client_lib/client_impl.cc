@@ -1,0 +1,1168 @@
+// The rangefs client: namespace view, read planner and parallel engine.
+//
+// Engine, in short. A call (Read / ReadV) maps its ranges onto pieces
+// (ns::MapRange: cut at extent / stripe-unit boundaries and max_io_size)
+// and owns a Batch shared with the workers. The calling thread runs a small
+// event loop: it dispatches one attempt per piece to the chosen replica's
+// node queue, then waits for failures (retry on another replica), hedge
+// timers (second attempt on another replica after the node's p95), attempt
+// timeouts and the deadline. Workers (max_inflight_per_node threads per
+// node) do the blocking I/O into a buffer they own, verify it, and copy into
+// the caller's span only after claiming the piece under the Batch mutex
+// while the Batch is open. Closing the Batch (on return) waits for copies
+// already started (memcpy only, never I/O), so no caller buffer is written
+// after the call returns, whatever the workers are stuck in.
+#include <algorithm>
+#include <atomic>
+#include <cstdlib>
+#include <cstring>
+#include <deque>
+#include <memory>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/container/flat_hash_map.h"
+#include "absl/hash/hash.h"
+#include "absl/random/random.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "absl/synchronization/mutex.h"
+#include "base/crc32c.h"
+#include "base/logging.h"
+#include "base/status_macros.h"
+#include "client_lib/client.h"
+#include "loadbalancer/hedge.h"
+#include "loadbalancer/latency_tracker.h"
+#include "loadbalancer/node_health.h"
+#include "loadbalancer/registry.h"
+#include "namespace/etcd/etcd_client.h"
+#include "namespace/etcd_kv.h"
+#include "namespace/keys.h"
+#include "namespace/layout.h"
+#include "namespace/layout_cache.h"
+#include "namespace/store.h"
+#include "storage_node/export_root.h"
+#include "storage_node/node_client.h"
+#include "storage_node/sidecar.h"
+
+namespace rangefs {
+namespace client_internal {
+namespace {
+
+namespace v1 = ::rangefs::v1;
+
+// A buffer owned by one worker thread, aligned for O_DIRECT; grows only.
+class WorkerBuffer {
+ public:
+  ~WorkerBuffer() { free(data_); }
+  char* Get(size_t n) {
+    if (n > size_) {
+      free(data_);
+      size_ = std::max(n, size_t{1} << 20);
+      data_ = static_cast<char*>(aligned_alloc(
+          kDirectIoAlignment, RoundUp(size_, kDirectIoAlignment)));
+    }
+    return data_;
+  }
+  static size_t RoundUp(size_t n, size_t a) { return (n + a - 1) / a * a; }
+
+ private:
+  char* data_ = nullptr;
+  size_t size_ = 0;
+};
+
+struct Batch;
+class NodeRuntime;
+
+// One physical read of one piece on one replica.
+struct Attempt {
+  int piece = 0;
+  NodeRuntime* node = nullptr;
+  const std::string* object = nullptr;  // in a layout the Batch keeps alive
+  uint64_t object_offset = 0;
+  uint64_t length = 0;
+  bool hedge = false;
+  bool verify = false;
+  absl::Time dispatched;
+  // Guarded by Batch::mu.
+  // Set by the worker when the I/O begins (MonotonicNow in ns; 0 = queued).
+  std::atomic<int64_t> started_ns{0};
+  bool finished = false;
+  bool abandoned = false;  // timed out or its node went bad: result ignored
+                           // unless it still wins the piece
+  absl::Status status;
+  node::CallCanceller canceller;
+};
+
+struct PieceState {
+  ns::Piece piece;
+  int range = 0;
+  char* dst = nullptr;
+  uint64_t stream_key = 0;
+  const std::string* path = nullptr;
+  // Guarded by Batch::mu.
+  bool done = false;
+  bool claimed = false;
+  bool hedged = false;
+  int active = 0;
+  std::vector<NodeRuntime*> excluded;  // failed or in flight
+  std::vector<std::string> reasons;
+  int data_loss = 0;
+  Attempt* last = nullptr;  // the primary/retry in flight
+  absl::Status status;
+};
+
+struct Batch {
+  absl::Mutex mu;
+  absl::CondVar cv;
+  bool closed ABSL_GUARDED_BY(mu) = false;
+  std::atomic<bool> closed_hint{false};  // lock-free early-out for workers
+  int copiers ABSL_GUARDED_BY(mu) = 0;
+  int remaining ABSL_GUARDED_BY(mu) = 0;
+  std::vector<Attempt*> failed ABSL_GUARDED_BY(mu);
+  std::vector<PieceState> pieces;  // fixed after planning; fields: see above
+  std::vector<std::unique_ptr<Attempt>> attempts ABSL_GUARDED_BY(mu);
+  std::vector<std::shared_ptr<const ns::CachedLayout>> layouts;
+  absl::Time deadline;
+};
+
+struct Task {
+  std::shared_ptr<Batch> batch;
+  Attempt* attempt;
+};
+
+struct NodeCounters {
+  std::atomic<uint64_t> bytes{0}, requests{0}, errors{0}, timeouts{0},
+      checksum_failures{0}, mount_reads{0}, agent_reads{0};
+  std::atomic<int64_t> inflight{0}, outstanding_bytes{0};
+};
+
+class ClientImpl;
+
+// Everything the client keeps per storage node. Thread-safe.
+class NodeRuntime {
+ public:
+  NodeRuntime(ClientImpl* client, std::string id)
+      : client_(client), id_(std::move(id)) {}
+  ~NodeRuntime() { Stop(); }
+
+  const std::string& id() const { return id_; }
+  NodeCounters& counters() { return counters_; }
+
+  void SetRecord(const v1::NodeRecord& r, const std::string& mount_root) {
+    absl::MutexLock l(&mu_);
+    address_ = r.addresses_size() > 0 ? r.addresses(0) : "";
+    mount_dir_ = r.mount_path().empty() ? absl::StrCat(mount_root, "/", id_)
+                                        : r.mount_path();
+    agent_.reset();  // reconnect to the new address on next use
+  }
+  void SetDefaultMount(const std::string& mount_root) {
+    absl::MutexLock l(&mu_);
+    if (mount_dir_.empty()) mount_dir_ = absl::StrCat(mount_root, "/", id_);
+  }
+  std::string mount_dir() {
+    absl::MutexLock l(&mu_);
+    return mount_dir_;
+  }
+
+  void Submit(Task t);
+  void Stop();
+
+ private:
+  void WorkerLoop();
+  void Execute(Attempt* a, Batch* b, WorkerBuffer& buf);
+  absl::StatusOr<size_t> ReadMount(Attempt* a, WorkerBuffer& buf,
+                                   const char** data, bool* checksum_failure);
+  absl::StatusOr<size_t> ReadAgent(Attempt* a, Batch* b, char* out);
+  absl::StatusOr<std::shared_ptr<const node::Checksums>> Sidecar(
+      const std::string& dir, const std::string& object);
+  std::shared_ptr<node::NodeClient> Agent(absl::Status* error);
+  bool UseMount(const std::string& dir);
+
+  ClientImpl* const client_;
+  const std::string id_;
+  NodeCounters counters_;
+
+  absl::Mutex mu_;
+  std::string address_ ABSL_GUARDED_BY(mu_);
+  std::string mount_dir_ ABSL_GUARDED_BY(mu_);
+  std::shared_ptr<node::NodeClient> agent_ ABSL_GUARDED_BY(mu_);
+  absl::flat_hash_map<std::string, std::shared_ptr<const node::Checksums>>
+      sidecars_ ABSL_GUARDED_BY(mu_);
+  std::atomic<int> mount_state_{0};  // 0 unknown, 1 ok, -1 bad
+  std::atomic<int64_t> mount_checked_ns_{0};
+
+  absl::Mutex qmu_;
+  std::deque<Task> queue_ ABSL_GUARDED_BY(qmu_);
+  bool stop_ ABSL_GUARDED_BY(qmu_) = false;
+  std::vector<std::thread> workers_ ABSL_GUARDED_BY(qmu_);
+};
+
+class FileImpl;
+
+struct Request {
+  FileImpl* file = nullptr;
+  uint64_t offset = 0;
+  absl::Span<char> dst;
+};
+
+class ClientImpl : public Client {
+ public:
+  explicit ClientImpl(const ClientOptions& o)
+      : options_(o),
+        clock_(o.clock ? o.clock : Clock::Real()),
+        real_clock_(o.clock == nullptr || o.clock == Clock::Real()),
+        keys_(o.cluster),
+        health_(clock_),
+        latency_(clock_),
+        budget_(clock_, o.hedge_max_ratio, o.hedge_burst) {}
+  ~ClientImpl() override;
+
+  absl::Status Init();
+
+  absl::StatusOr<std::unique_ptr<File>> OpenFile(
+      absl::string_view path) override;
+  absl::StatusOr<std::unique_ptr<File>> OpenFile(absl::string_view path,
+                                                 int64_t at_revision) override;
+  absl::StatusOr<FileInfo> Stat(absl::string_view path) override;
+  absl::StatusOr<std::vector<FileInfo>> List(absl::string_view dir) override;
+  std::vector<absl::StatusOr<size_t>> ReadV(
+      absl::Span<const FileReadRange> ranges,
+      const ReadOptions& options) override;
+  ClientStats Stats() override;
+  std::string PrometheusText() override { return FormatPrometheus(Stats()); }
+
+  std::vector<absl::StatusOr<size_t>> Execute(absl::Span<const Request> reqs,
+                                              const ReadOptions& options);
+
+  // Used by FileImpl and the workers.
+  const ClientOptions& options() const { return options_; }
+  Clock* clock() { return clock_; }
+  ReadOnlyFs* fs() { return fs_; }
+  ns::LayoutCache* cache() { return cache_; }
+  lb::NodeHealthTable& health() { return health_; }
+  lb::LatencyTracker& latency() { return latency_; }
+  std::atomic<int>& global_inflight() { return global_inflight_; }
+  void CountChecksumFailure() { checksum_failures_.fetch_add(1); }
+  void CountRefresh() { layout_refreshes_.fetch_add(1); }
+  void CountAbort() { layout_aborts_.fetch_add(1); }
+  void CountHedgeWin() { hedge_wins_.fetch_add(1); }
+
+ private:
+  NodeRuntime* Node(const std::string& id);
+  void OnNodeEvent(const ns::KvWatchUpdate& u);
+  void OnLiveEvent(const ns::KvWatchUpdate& u);
+  void ApplyNode(const std::string& value);
+  void ApplyLive(const std::string& value);
+  // Starts one attempt for piece `i` (a hedge if `hedge`). Returns false if
+  // no replica is left to try.
+  bool Dispatch(const std::shared_ptr<Batch>& b, int i, bool hedge,
+                lb::Picker& picker) ABSL_EXCLUSIVE_LOCKS_REQUIRED(b->mu);
+  void FailPiece(Batch& b, PieceState& p) ABSL_EXCLUSIVE_LOCKS_REQUIRED(b.mu);
+
+  const ClientOptions options_;
+  Clock* const clock_;
+  const bool real_clock_;
+  const ns::Keys keys_;
+  lb::NodeHealthTable health_;
+  lb::LatencyTracker latency_;
+  lb::HedgeBudget budget_;
+  std::unique_ptr<lb::Policy> policy_;
+  std::unique_ptr<ReadOnlyFs> own_fs_;
+  ReadOnlyFs* fs_ = nullptr;
+  std::unique_ptr<etcd::EtcdClient> etcd_;
+  std::unique_ptr<ns::KvBackend> own_kv_;
+  ns::KvBackend* kv_ = nullptr;
+  std::unique_ptr<ns::LayoutCache> own_cache_;
+  ns::LayoutCache* cache_ = nullptr;
+  std::unique_ptr<ns::NamespaceStore> store_;
+
+  absl::Mutex nodes_mu_;
+  absl::flat_hash_map<std::string, std::unique_ptr<NodeRuntime>> nodes_
+      ABSL_GUARDED_BY(nodes_mu_);
+
+  std::unique_ptr<ns::KvWatch> node_watch_, live_watch_;
+
+  std::atomic<int> global_inflight_{0};
+  std::atomic<uint64_t> seed_counter_{0};
+  std::atomic<uint64_t> reads_{0}, pieces_{0}, bytes_{0}, retries_{0},
+      hedges_{0}, hedge_wins_{0}, checksum_failures_{0}, deadline_exceeded_{0},
+      unavailable_{0}, layout_aborts_{0}, layout_refreshes_{0},
+      verify_counter_{0};
+};
+
+// ---------------------------------------------------------------- File
+
+class FileImpl : public File {
+ public:
+  FileImpl(ClientImpl* client, std::shared_ptr<const ns::CachedLayout> l,
+           bool pinned)
+      : client_(client),
+        path_(l->path),
+        pinned_(pinned),
+        layout_(std::move(l)) {}
+
+  const std::string& path() const override { return path_; }
+  uint64_t size() const override {
+    absl::MutexLock l(&mu_);
+    return layout_->layout.size();
+  }
+  uint64_t generation() const override {
+    absl::MutexLock l(&mu_);
+    return layout_->layout.generation();
+  }
+  ClientImpl* client() const { return client_; }
+
+  absl::StatusOr<size_t> Read(uint64_t offset, absl::Span<char> dst,
+                              const ReadOptions& options) override {
+    Request r{this, offset, dst};
+    return std::move(client_->Execute({&r, 1}, options)[0]);
+  }
+  std::vector<absl::StatusOr<size_t>> ReadV(
+      absl::Span<const ReadRange> ranges, const ReadOptions& options) override {
+    std::vector<Request> reqs;
+    reqs.reserve(ranges.size());
+    for (const ReadRange& r : ranges) reqs.push_back({this, r.offset, r.dst});
+    return client_->Execute(reqs, options);
+  }
+
+  // The layout to read with now (see file.h for the ABORTED rule).
+  absl::StatusOr<std::shared_ptr<const ns::CachedLayout>> Current() {
+    std::shared_ptr<const ns::CachedLayout> cur;
+    {
+      absl::MutexLock l(&mu_);
+      cur = layout_;
+    }
+    if (pinned_) return cur;
+    absl::StatusOr<std::shared_ptr<const ns::CachedLayout>> now =
+        client_->cache()->Lookup(path_);
+    if (!now.ok()) {
+      if (absl::IsNotFound(now.status())) {
+        client_->CountAbort();
+        return absl::AbortedError(
+            absl::StrCat(path_, " was deleted since it was opened; reopen"));
+      }
+      return cur;  // etcd unreachable: the snapshot stays valid
+    }
+    const v1::FileLayout& a = cur->layout;
+    const v1::FileLayout& b = (*now)->layout;
+    if (a.generation() == b.generation() && a.file_id() == b.file_id()) {
+      return cur;
+    }
+    if (!SameBytes(a, b)) {
+      client_->CountAbort();
+      return absl::AbortedError(absl::StrCat(
+          path_, " changed since it was opened (file_id ", a.file_id(), "->",
+          b.file_id(), ", size ", a.size(), "->", b.size(), ", generation ",
+          a.generation(), "->", b.generation(), "); reopen"));
+    }
+    client_->CountRefresh();
+    absl::MutexLock l(&mu_);
+    layout_ = *now;
+    return *now;
+  }
+
+ private:
+  static bool SameBytes(const v1::FileLayout& a, const v1::FileLayout& b) {
+    if (a.file_id() != b.file_id() || a.size() != b.size()) return false;
+    if (b.state() != v1::READY) return false;
+    if (a.extents_size() == b.extents_size()) {
+      for (int i = 0; i < a.extents_size(); ++i) {
+        const v1::Extent& x = a.extents(i);
+        const v1::Extent& y = b.extents(i);
+        if (x.offset() == y.offset() && x.length() == y.length() &&
+            x.has_crc32c() && y.has_crc32c() && x.crc32c() != y.crc32c()) {
+          return false;
+        }
+      }
+    }
+    return true;
+  }
+
+  ClientImpl* const client_;
+  const std::string path_;
+  const bool pinned_;
+  mutable absl::Mutex mu_;
+  std::shared_ptr<const ns::CachedLayout> layout_ ABSL_GUARDED_BY(mu_);
+};
+
+// ---------------------------------------------------------------- nodes
+
+void NodeRuntime::Submit(Task t) {
+  absl::MutexLock l(&qmu_);
+  if (workers_.empty() && !stop_) {
+    int n = std::max(1, client_->options().max_inflight_per_node);
+    for (int i = 0; i < n; ++i) {
+      workers_.emplace_back([this] { WorkerLoop(); });
+    }
+  }
+  queue_.push_back(std::move(t));
+}
+
+void NodeRuntime::Stop() {
+  std::vector<std::thread> workers;
+  {
+    absl::MutexLock l(&qmu_);
+    stop_ = true;
+    workers.swap(workers_);
+  }
+  for (std::thread& t : workers) t.join();
+}
+
+void NodeRuntime::WorkerLoop() {
+  WorkerBuffer buf;
+  for (;;) {
+    Task t;
+    {
+      absl::MutexLock l(&qmu_);
+      qmu_.Await(absl::Condition(
+          +[](NodeRuntime* n) ABSL_NO_THREAD_SAFETY_ANALYSIS {
+            return n->stop_ || !n->queue_.empty();
+          },
+          this));
+      if (queue_.empty()) return;  // stopping
+      t = std::move(queue_.front());
+      queue_.pop_front();
+    }
+    Execute(t.attempt, t.batch.get(), buf);
+  }
+}
+
+bool NodeRuntime::UseMount(const std::string& dir) {
+  DataPath mode = client_->options().data_path;
+  if (mode == DataPath::kMount) return true;
+  if (mode == DataPath::kAgent) return false;
+  int state = mount_state_.load(std::memory_order_relaxed);
+  int64_t now = absl::ToUnixNanos(client_->clock()->MonotonicNow());
+  if (state == 0 ||
+      (state < 0 && now - mount_checked_ns_.load() >
+                        absl::ToInt64Nanoseconds(
+                            client_->options().mount_recheck_interval))) {
+    mount_checked_ns_.store(now);
+    state = client_->fs()->CheckDir(dir).ok() ? 1 : -1;
+    mount_state_.store(state);
+  }
+  return state > 0;
+}
+
+std::shared_ptr<node::NodeClient> NodeRuntime::Agent(absl::Status* error) {
+  absl::MutexLock l(&mu_);
+  if (agent_ == nullptr) {
+    if (address_.empty()) {
+      *error = absl::FailedPreconditionError(
+          absl::StrCat("node ", id_, " has no agent address"));
+      return nullptr;
+    }
+    absl::StatusOr<std::unique_ptr<node::NodeClient>> c =
+        node::NodeClient::Connect(address_);
+    if (!c.ok()) {
+      *error = c.status();
+      return nullptr;
+    }
+    agent_ = std::move(*c);
+  }
+  return agent_;
+}
+
+absl::StatusOr<std::shared_ptr<const node::Checksums>> NodeRuntime::Sidecar(
+    const std::string& dir, const std::string& object) {
+  {
+    absl::MutexLock l(&mu_);
+    auto it = sidecars_.find(object);
+    if (it != sidecars_.end()) return it->second;
+  }
+  std::string path = absl::StrCat(dir, "/", node::SidecarPathFor(object));
+  RANGEFS_ASSIGN_OR_RETURN(std::string data, client_->fs()->ReadFile(path));
+  absl::StatusOr<node::Checksums> c = node::DecodeSidecar(data);
+  if (!c.ok()) {
+    return absl::DataLossError(
+        absl::StrCat("sidecar ", path, ": ", c.status().message()));
+  }
+  auto sp = std::make_shared<const node::Checksums>(std::move(*c));
+  absl::MutexLock l(&mu_);
+  sidecars_[object] = sp;
+  return sp;
+}
+
+absl::StatusOr<size_t> NodeRuntime::ReadMount(Attempt* a, WorkerBuffer& buf,
+                                              const char** data,
+                                              bool* checksum_failure) {
+  const std::string dir = mount_dir();
+  const std::string path = absl::StrCat(dir, "/", *a->object);
+  const bool direct = client_->options().o_direct;
+  uint64_t align = direct ? kDirectIoAlignment : 1;
+  std::shared_ptr<const node::Checksums> sums;
+  if (a->verify) {
+    RANGEFS_ASSIGN_OR_RETURN(sums, Sidecar(dir, *a->object));
+    if (sums->block_size == 0 || (direct && sums->block_size % align != 0)) {
+      return absl::DataLossError(absl::StrCat(
+          "sidecar of ", path, ": bad block size ", sums->block_size));
+    }
+    align = sums->block_size;
+  }
+  const uint64_t start = a->object_offset / align * align;
+  uint64_t end = (a->object_offset + a->length + align - 1) / align * align;
+  if (sums != nullptr) end = std::min(end, sums->object_size);
+  if (end < a->object_offset + a->length) {
+    return absl::DataLossError(
+        absl::StrCat(path, " is ", end, " bytes by its sidecar; need up to ",
+                     a->object_offset + a->length));
+  }
+  const size_t span = static_cast<size_t>(end - start);
+  const size_t alloc = WorkerBuffer::RoundUp(span, kDirectIoAlignment);
+  char* p = buf.Get(alloc);
+  RANGEFS_ASSIGN_OR_RETURN(
+      size_t n, client_->fs()->PRead(path, start,
+                                     absl::MakeSpan(p, direct ? alloc : span),
+                                     {.direct = direct}));
+  const size_t lead = static_cast<size_t>(a->object_offset - start);
+  if (n < lead + a->length) {
+    return absl::DataLossError(
+        absl::StrCat("short read of ", path, " at ", a->object_offset, ": ",
+                     n - std::min(n, lead), " of ", a->length, " bytes"));
+  }
+  if (sums != nullptr) {
+    const uint64_t bs = sums->block_size;
+    for (uint64_t off = start; off < end; off += bs) {
+      uint64_t blk = off / bs;
+      size_t len = static_cast<size_t>(std::min(bs, end - off));
+      if (blk >= sums->block_crc32c.size() ||
+          Crc32cExtend(0, p + (off - start), len) != sums->block_crc32c[blk]) {
+        *checksum_failure = true;
+        return absl::DataLossError(absl::StrCat("checksum mismatch in ", path,
+                                                " block ", blk, " (bytes ", off,
+                                                "..", off + len, ")"));
+      }
+    }
+  }
+  *data = p + lead;
+  return a->length;
+}
+
+absl::StatusOr<size_t> NodeRuntime::ReadAgent(Attempt* a, Batch* b, char* out) {
+  absl::Status err;
+  std::shared_ptr<node::NodeClient> agent = Agent(&err);
+  if (agent == nullptr) return err;
+  node::ReadCallOptions o;
+  // The batch deadline is on the client's monotonic clock; gRPC needs
+  // wall time.
+  o.deadline = absl::Now() + (b->deadline - client_->clock()->MonotonicNow());
+  o.verify_on_server = a->verify;
+  o.check_chunk_crc = true;
+  o.canceller = &a->canceller;
+  RANGEFS_ASSIGN_OR_RETURN(size_t n,
+                           agent->ReadRange(*a->object, a->object_offset,
+                                            absl::MakeSpan(out, a->length), o));
+  if (n < a->length) {
+    return absl::DataLossError(absl::StrCat("short read of ", *a->object,
+                                            " from ", agent->address(), ": ", n,
+                                            " of ", a->length, " bytes"));
+  }
+  return n;
+}
+
+void NodeRuntime::Execute(Attempt* a, Batch* b, WorkerBuffer& buf) {
+  if (b->closed_hint.load(std::memory_order_acquire)) {
+    absl::MutexLock l(&b->mu);
+    a->finished = true;
+    a->status = absl::CancelledError("not needed");
+    if (!a->abandoned) b->pieces[a->piece].active--;
+    counters_.inflight.fetch_sub(1);
+    counters_.outstanding_bytes.fetch_sub(static_cast<int64_t>(a->length));
+    client_->global_inflight().fetch_sub(1);
+    return;
+  }
+  const absl::Time t0 = client_->clock()->MonotonicNow();
+  a->started_ns.store(std::max<int64_t>(1, absl::ToUnixNanos(t0)),
+                      std::memory_order_release);
+  const char* out = nullptr;  // the piece's bytes, inside `buf`
+  bool checksum_failure = false;
+  absl::StatusOr<size_t> r;
+  bool mount = UseMount(mount_dir());
+  if (mount) {
+    counters_.mount_reads.fetch_add(1);
+    r = ReadMount(a, buf, &out, &checksum_failure);
+    if (!r.ok() && client_->options().data_path == DataPath::kAuto &&
+        !absl::IsDataLoss(r.status()) &&
+        !client_->fs()->CheckDir(mount_dir()).ok()) {
+      // The mount itself is gone: fall back to the agent for this attempt.
+      mount_state_.store(-1);
+      mount_checked_ns_.store(
+          absl::ToUnixNanos(client_->clock()->MonotonicNow()));
+      mount = false;
+    }
+  }
+  if (!mount) {
+    counters_.agent_reads.fetch_add(1);
+    char* dst = buf.Get(a->length);
+    r = ReadAgent(a, b, dst);
+    out = dst;
+    if (absl::IsDataLoss(r.status())) checksum_failure = true;
+  }
+  const absl::Duration latency = client_->clock()->MonotonicNow() - t0;
+  counters_.inflight.fetch_sub(1);
+  counters_.outstanding_bytes.fetch_sub(static_cast<int64_t>(a->length));
+  client_->global_inflight().fetch_sub(1);
+  if (r.ok()) {
+    client_->latency().Record(id_, latency);
+    client_->health().RecordSuccess(id_, latency);
+    counters_.bytes.fetch_add(a->length);
+  } else if (!absl::IsCancelled(r.status())) {
+    counters_.errors.fetch_add(1);
+    if (checksum_failure) {
+      counters_.checksum_failures.fetch_add(1);
+      client_->CountChecksumFailure();
+    }
+    const absl::StatusCode c = r.status().code();
+    if (c == absl::StatusCode::kUnavailable ||
+        c == absl::StatusCode::kDeadlineExceeded ||
+        c == absl::StatusCode::kInternal || c == absl::StatusCode::kUnknown) {
+      client_->health().RecordFailure(id_, r.status());
+    }
+  }
+
+  absl::MutexLock l(&b->mu);
+  PieceState& p = b->pieces[a->piece];
+  a->finished = true;
+  if (!a->abandoned) p.active--;
+  if (r.ok()) {
+    if (!b->closed && !p.done && !p.claimed) {
+      p.claimed = true;
+      b->copiers++;
+      b->mu.Unlock();
+      memcpy(p.dst, out, a->length);
+      b->mu.Lock();
+      b->copiers--;
+      p.done = true;
+      a->status = absl::OkStatus();
+      if (a->hedge) client_->CountHedgeWin();
+      if (--b->remaining == 0 || b->closed) b->cv.Signal();
+    }
+    return;
+  }
+  a->status = r.status();
+  if (!a->abandoned && !b->closed && !p.done) {
+    b->failed.push_back(a);
+    b->cv.Signal();
+  }
+}
+
+// ---------------------------------------------------------------- client
+
+ClientImpl::~ClientImpl() {
+  node_watch_.reset();
+  live_watch_.reset();
+  std::vector<NodeRuntime*> nodes;
+  {
+    absl::MutexLock l(&nodes_mu_);
+    for (auto& [id, n] : nodes_) nodes.push_back(n.get());
+  }
+  for (NodeRuntime* n : nodes) n->Stop();  // joins every worker
+}
+
+absl::Status ClientImpl::Init() {
+  const ClientOptions& o = options_;
+  if (o.max_io_size < 4096) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("max_io_size ", o.max_io_size, " is below 4096"));
+  }
+  if (o.max_inflight_per_node < 1 || o.max_inflight_global < 1) {
+    return absl::InvalidArgumentError("in-flight caps must be >= 1");
+  }
+  if (o.verify == VerifyMode::kSampled && o.verify_sample_every < 1) {
+    return absl::InvalidArgumentError("verify_sample_every must be >= 1");
+  }
+  RANGEFS_ASSIGN_OR_RETURN(policy_, lb::NewPolicy(o.lb_policy));
+  fs_ = o.fs;
+  if (fs_ == nullptr) {
+    own_fs_ = NewPosixFs();
+    fs_ = own_fs_.get();
+  }
+  kv_ = o.kv;
+  if (kv_ == nullptr) {
+    if (o.etcd_endpoints.empty()) {
+      return absl::InvalidArgumentError(
+          "ClientOptions: etcd_endpoints (or kv) is required");
+    }
+    etcd::EtcdClientOptions eo;
+    eo.endpoints = o.etcd_endpoints;
+    eo.ca_file = o.etcd_ca_file;
+    eo.cert_file = o.etcd_cert_file;
+    eo.key_file = o.etcd_key_file;
+    eo.username = o.etcd_username;
+    eo.password = o.etcd_password;
+    RANGEFS_ASSIGN_OR_RETURN(etcd_, etcd::EtcdClient::Open(eo));
+    own_kv_ = ns::NewEtcdKv(etcd_.get());
+    kv_ = own_kv_.get();
+  }
+  cache_ = o.layout_cache;
+  if (cache_ == nullptr) {
+    ns::LayoutCacheOptions co;
+    co.cluster = o.cluster;
+    co.max_staleness = o.max_layout_staleness;
+    co.clock = o.clock;
+    RANGEFS_ASSIGN_OR_RETURN(own_cache_, ns::LayoutCache::Open(kv_, co));
+    cache_ = own_cache_.get();
+  }
+  store_ = ns::NewKvStore(kv_, {.cluster = o.cluster, .clock = o.clock});
+
+  // Node records and live records: load, then watch from that revision.
+  const std::string np = keys_.NodePrefix();
+  const std::string lp = keys_.LivePrefix();
+  RANGEFS_ASSIGN_OR_RETURN(ns::KvRange nodes,
+                           kv_->Range(np, ns::PrefixRangeEnd(np), 0, 0));
+  for (const ns::KvEntry& e : nodes.kvs) ApplyNode(e.value);
+  RANGEFS_ASSIGN_OR_RETURN(
+      ns::KvRange lives,
+      kv_->Range(lp, ns::PrefixRangeEnd(lp), 0, nodes.revision));
+  for (const ns::KvEntry& e : lives.kvs) ApplyLive(e.value);
+  RANGEFS_ASSIGN_OR_RETURN(
+      node_watch_,
+      kv_->Watch(np, ns::PrefixRangeEnd(np), nodes.revision + 1,
+                 [this](const ns::KvWatchUpdate& u) { OnNodeEvent(u); }));
+  RANGEFS_ASSIGN_OR_RETURN(
+      live_watch_,
+      kv_->Watch(lp, ns::PrefixRangeEnd(lp), nodes.revision + 1,
+                 [this](const ns::KvWatchUpdate& u) { OnLiveEvent(u); }));
+  return absl::OkStatus();
+}
+
+NodeRuntime* ClientImpl::Node(const std::string& id) {
+  {
+    absl::ReaderMutexLock l(&nodes_mu_);
+    auto it = nodes_.find(id);
+    if (it != nodes_.end()) return it->second.get();
+  }
+  absl::MutexLock l(&nodes_mu_);
+  auto& slot = nodes_[id];
+  if (slot == nullptr) {
+    slot = std::make_unique<NodeRuntime>(this, id);
+    slot->SetDefaultMount(options_.mount_root);
+  }
+  return slot.get();
+}
+
+void ClientImpl::ApplyNode(const std::string& value) {
+  v1::NodeRecord r;
+  if (!r.ParseFromString(value) || r.id().empty()) return;
+  Node(r.id())->SetRecord(r, options_.mount_root);
+  lb::AdminState s = lb::AdminState::kActive;
+  if (r.admin_state() == v1::DRAINING) s = lb::AdminState::kDraining;
+  if (r.admin_state() == v1::DISABLED) s = lb::AdminState::kDisabled;
+  health_.SetAdminState(r.id(), s);
+}
+
+void ClientImpl::ApplyLive(const std::string& value) {
+  v1::LiveRecord r;
+  if (!r.ParseFromString(value) || r.node_id().empty()) return;
+  health_.SetLive(r.node_id(), true, r.health() == v1::LiveRecord::DRAINING);
+}
+
+void ClientImpl::OnNodeEvent(const ns::KvWatchUpdate& u) {
+  for (const ns::KvEvent& e : u.events) {
+    std::string id;
+    if (!keys_.ParseNode(e.kv.key, &id)) continue;
+    if (e.deleted) {
+      health_.SetAdminState(id, lb::AdminState::kDisabled);
+    } else {
+      ApplyNode(e.kv.value);
+    }
+  }
+}
+
+void ClientImpl::OnLiveEvent(const ns::KvWatchUpdate& u) {
+  for (const ns::KvEvent& e : u.events) {
+    std::string id;
+    if (!keys_.ParseLive(e.kv.key, &id)) continue;
+    if (e.deleted) {
+      health_.SetLive(id, false, false);  // lease gone: no new reads
+    } else {
+      ApplyLive(e.kv.value);
+    }
+  }
+}
+
+absl::StatusOr<std::unique_ptr<File>> ClientImpl::OpenFile(
+    absl::string_view path) {
+  RANGEFS_ASSIGN_OR_RETURN(std::shared_ptr<const ns::CachedLayout> l,
+                           cache_->Lookup(path));
+  if (l->layout.state() != v1::READY) {
+    return absl::FailedPreconditionError(
+        absl::StrCat(path, " is not ready (state ",
+                     ns::FileStateName(l->layout.state()), ")"));
+  }
+  return std::unique_ptr<File>(new FileImpl(this, std::move(l), false));
+}
+
+absl::StatusOr<std::unique_ptr<File>> ClientImpl::OpenFile(
+    absl::string_view path, int64_t at_revision) {
+  RANGEFS_ASSIGN_OR_RETURN(std::shared_ptr<const ns::CachedLayout> l,
+                           cache_->LookupAt(path, at_revision));
+  if (l->layout.state() != v1::READY) {
+    return absl::FailedPreconditionError(
+        absl::StrCat(path, " was not ready at revision ", at_revision));
+  }
+  return std::unique_ptr<File>(new FileImpl(this, std::move(l), true));
+}
+
+FileInfo ToInfo(const std::string& path, const v1::FileLayout& l,
+                int64_t mod_revision) {
+  return FileInfo{.path = path,
+                  .size = l.size(),
+                  .file_id = l.file_id(),
+                  .generation = l.generation(),
+                  .ready = l.state() == v1::READY,
+                  .mod_revision = mod_revision};
+}
+
+absl::StatusOr<FileInfo> ClientImpl::Stat(absl::string_view path) {
+  RANGEFS_ASSIGN_OR_RETURN(std::shared_ptr<const ns::CachedLayout> l,
+                           cache_->Lookup(path));
+  return ToInfo(l->path, l->layout, l->mod_revision);
+}
+
+absl::StatusOr<std::vector<FileInfo>> ClientImpl::List(absl::string_view dir) {
+  std::vector<FileInfo> out;
+  ns::ListFilesOptions o;
+  o.dir = std::string(dir);
+  for (int page = 0; page < 100000; ++page) {
+    RANGEFS_ASSIGN_OR_RETURN(ns::ListFilesResult r, store_->ListFiles(o));
+    for (const ns::FileEntry& f : r.files) {
+      out.push_back(ToInfo(f.path, f.layout, f.mod_revision));
+    }
+    if (r.next_page_token.empty()) break;
+    o.page_token = r.next_page_token;
+    o.revision = r.revision;
+  }
+  return out;
+}
+
+std::vector<absl::StatusOr<size_t>> ClientImpl::ReadV(
+    absl::Span<const FileReadRange> ranges, const ReadOptions& options) {
+  std::vector<Request> reqs;
+  reqs.reserve(ranges.size());
+  for (const FileReadRange& r : ranges) {
+    auto* f = dynamic_cast<FileImpl*>(r.file);
+    if (f != nullptr && f->client() != this) f = nullptr;
+    reqs.push_back({f, r.offset, r.dst});
+  }
+  return Execute(reqs, options);
+}
+
+bool ClientImpl::Dispatch(const std::shared_ptr<Batch>& b, int i, bool hedge,
+                          lb::Picker& picker) {
+  PieceState& p = b->pieces[i];
+  const auto& replicas = *p.piece.replicas;
+  // Candidates: admissible, not excluded. Probes and last resorts aside.
+  absl::InlinedVector<lb::Candidate, 4> cands;
+  absl::InlinedVector<int, 4> index;
+  int probe = -1, last_resort = -1;
+  for (int r = 0; r < replicas.size(); ++r) {
+    NodeRuntime* n = Node(replicas[r].node_id());
+    if (std::find(p.excluded.begin(), p.excluded.end(), n) !=
+        p.excluded.end()) {
+      continue;
+    }
+    if (health_.Admissible(n->id())) {
+      NodeCounters& c = n->counters();
+      cands.push_back({.node = n->id(),
+                       .inflight = static_cast<int>(c.inflight.load()),
+                       .outstanding_bytes = c.outstanding_bytes.load(),
+                       .ewma_latency = latency_.Ewma(n->id())});
+      index.push_back(r);
+    } else if (probe < 0 && health_.ShouldProbe(n->id())) {
+      probe = r;
+    } else if (last_resort < 0 && !hedge) {
+      last_resort = r;
+    }
+  }
+  int chosen;
+  if (probe >= 0) {
+    chosen = probe;
+  } else if (!cands.empty()) {
+    chosen = index[picker.Pick(cands, p.stream_key)];
+  } else if (last_resort >= 0) {
+    chosen = last_resort;  // every healthy replica failed: try a sick one
+  } else {
+    return false;
+  }
+  NodeRuntime* n = Node(replicas[chosen].node_id());
+  b->attempts.push_back(std::make_unique<Attempt>());
+  Attempt* a = b->attempts.back().get();
+  a->piece = i;
+  a->node = n;
+  a->object = &replicas[chosen].object();
+  a->object_offset = p.piece.ObjectOffset(replicas[chosen]);
+  a->length = p.piece.length;
+  a->hedge = hedge;
+  a->verify = options_.verify == VerifyMode::kFull ||
+              (options_.verify == VerifyMode::kSampled &&
+               verify_counter_.fetch_add(1) %
+                       static_cast<uint64_t>(options_.verify_sample_every) ==
+                   0);
+  a->dispatched = clock_->MonotonicNow();
+  p.excluded.push_back(n);
+  p.active++;
+  if (!hedge) p.last = a;
+  NodeCounters& c = n->counters();
+  c.requests.fetch_add(1);
+  c.inflight.fetch_add(1);
+  c.outstanding_bytes.fetch_add(static_cast<int64_t>(a->length));
+  global_inflight_.fetch_add(1);
+  n->Submit(Task{b, a});
+  return true;
+}
+
+void ClientImpl::FailPiece(Batch& b, PieceState& p) {
+  p.done = true;
+  b.remaining--;
+  const int tried = static_cast<int>(p.reasons.size());
+  std::string msg = absl::StrCat("all ", tried, " replica attempts failed for ",
+                                 *p.path, " bytes [", p.piece.offset, ", ",
+                                 p.piece.offset + p.piece.length,
+                                 "): ", absl::StrJoin(p.reasons, "; "));
+  if (p.data_loss == tried && tried > 0) {
+    p.status = absl::DataLossError(msg);
+  } else {
+    unavailable_.fetch_add(1);
+    p.status = absl::UnavailableError(msg);
+  }
+}
+
+std::vector<absl::StatusOr<size_t>> ClientImpl::Execute(
+    absl::Span<const Request> reqs, const ReadOptions& options) {
+  std::vector<absl::StatusOr<size_t>> results(reqs.size(), size_t{0});
+  const absl::Time start = clock_->MonotonicNow();
+  auto b = std::make_shared<Batch>();
+  b->deadline = start + (options.deadline > absl::ZeroDuration()
+                             ? options.deadline
+                             : options_.default_deadline);
+  reads_.fetch_add(reqs.size());
+  // Plan.
+  for (size_t i = 0; i < reqs.size(); ++i) {
+    const Request& r = reqs[i];
+    if (r.file == nullptr) {
+      results[i] = absl::InvalidArgumentError(
+          "ReadV: range's File is null or from another Client");
+      continue;
+    }
+    absl::StatusOr<std::shared_ptr<const ns::CachedLayout>> l =
+        r.file->Current();
+    if (!l.ok()) {
+      results[i] = l.status();
+      continue;
+    }
+    const v1::FileLayout& layout = (*l)->layout;
+    if (r.offset > layout.size()) {
+      results[i] = absl::OutOfRangeError(
+          absl::StrCat("read at ", r.offset, " past the end of ",
+                       r.file->path(), " (size ", layout.size(), ")"));
+      continue;
+    }
+    if (b->layouts.empty() || b->layouts.back() != *l) b->layouts.push_back(*l);
+    std::vector<ns::Piece> ps =
+        ns::MapRange(layout, r.offset, r.dst.size(), options_.max_io_size);
+    size_t total = 0;
+    for (const ns::Piece& p : ps) {
+      PieceState s;
+      s.piece = p;
+      s.range = static_cast<int>(i);
+      s.dst = r.dst.data() + (p.offset - r.offset);
+      s.stream_key = absl::HashOf(layout.file_id(), p.unit) | 1;
+      s.path = &(*l)->path;
+      total += p.length;
+      b->pieces.push_back(std::move(s));
+    }
+    results[i] = total;
+  }
+  pieces_.fetch_add(b->pieces.size());
+  if (b->pieces.empty()) return results;
+
+  absl::InsecureBitGen bitgen(std::seed_seq{
+      options_.seed == 0 ? absl::Uniform<uint64_t>(absl::InsecureBitGen())
+                         : options_.seed + seed_counter_.fetch_add(1)});
+  std::unique_ptr<lb::Picker> picker = policy_->NewPicker(bitgen);
+  std::vector<int> waiting;  // pieces held back by the global cap
+  const absl::Duration slice =
+      real_clock_ ? absl::InfiniteDuration() : absl::Milliseconds(2);
+  absl::MutexLock l(&b->mu);
+  b->remaining = static_cast<int>(b->pieces.size());
+  for (int i = static_cast<int>(b->pieces.size()) - 1; i >= 0; --i) {
+    waiting.push_back(i);
+  }
+  std::vector<lb::NodeId> ids;
+  while (b->remaining > 0) {
+    // Dispatch what the global cap allows.
+    while (!waiting.empty() &&
+           global_inflight_.load() < options_.max_inflight_global) {
+      int i = waiting.back();
+      waiting.pop_back();
+      PieceState& p = b->pieces[i];
+      if (p.done) continue;
+      budget_.OnRead();
+      if (!Dispatch(b, i, false, *picker)) {
+        p.reasons.push_back("no replica");
+        FailPiece(*b, p);
+      }
+    }
+    // Failed attempts: retry elsewhere.
+    std::vector<Attempt*> failed;
+    failed.swap(b->failed);
+    for (Attempt* a : failed) {
+      PieceState& p = b->pieces[a->piece];
+      if (p.done) continue;
+      p.reasons.push_back(
+          absl::StrCat("node ", a->node->id(), ": ", a->status.ToString()));
+      if (absl::IsDataLoss(a->status)) p.data_loss++;
+      if (p.active > 0) continue;  // a hedge is still running
+      retries_.fetch_add(1);
+      if (!Dispatch(b, a->piece, false, *picker)) FailPiece(*b, p);
+    }
+    if (b->remaining == 0) break;
+    // Timers: attempt timeouts, sick nodes, hedges.
+    const absl::Time now = clock_->MonotonicNow();
+    if (now >= b->deadline) break;
+    absl::Time wake = b->deadline;
+    bool unstarted = false;
+    for (int i = 0; i < static_cast<int>(b->pieces.size()); ++i) {
+      PieceState& p = b->pieces[i];
+      if (p.done || p.last == nullptr || p.last->finished ||
+          p.last->abandoned) {
+        continue;
+      }
+      Attempt* a = p.last;
+      const absl::Time timeout_at = a->dispatched + options_.attempt_timeout;
+      const int64_t started_ns = a->started_ns.load(std::memory_order_acquire);
+      const bool sick = started_ns == 0 && !health_.Admissible(a->node->id());
+      if (now >= timeout_at || sick) {
+        a->abandoned = true;
+        p.active--;
+        a->canceller.Cancel();
+        if (!sick) {
+          a->node->counters().timeouts.fetch_add(1);
+          a->node->counters().errors.fetch_add(1);
+          health_.RecordFailure(a->node->id(),
+                                absl::DeadlineExceededError("attempt timeout"));
+        }
+        p.reasons.push_back(absl::StrCat(
+            "node ", a->node->id(), ": ",
+            sick ? "marked unhealthy while queued" : "attempt timed out after ",
+            sick ? "" : absl::FormatDuration(options_.attempt_timeout)));
+        if (p.active == 0) {
+          retries_.fetch_add(1);
+          if (!Dispatch(b, i, false, *picker)) FailPiece(*b, p);
+        }
+        continue;
+      }
+      wake = std::min(wake, timeout_at);
+      if (started_ns == 0) unstarted = true;
+      if (options_.hedging && !p.hedged && started_ns != 0) {
+        const absl::Time hedge_at =
+            absl::FromUnixNanos(started_ns) +
+            lb::HedgeDelay(latency_, a->node->id(), options_.hedge_quantile,
+                           options_.hedge_min_delay);
+        if (now >= hedge_at) {
+          p.hedged = true;
+          ids.clear();
+          for (const v1::Replica& r : *p.piece.replicas) {
+            ids.push_back(r.node_id());
+          }
+          if (lb::HedgingAllowed(latency_, ids) && budget_.TryAcquire()) {
+            if (Dispatch(b, i, true, *picker)) hedges_.fetch_add(1);
+          }
+        } else {
+          wake = std::min(wake, hedge_at);
+        }
+      }
+    }
+    if (b->remaining == 0) break;
+    if (!b->failed.empty()) continue;
+    absl::Duration wait = std::min(wake - now, slice);
+    // Attempts still queued start without telling us: poll for their hedge
+    // timers.
+    if (options_.hedging && unstarted) {
+      wait = std::min(
+          wait, std::max(options_.hedge_min_delay, absl::Milliseconds(1)));
+    }
+    if (!waiting.empty()) wait = std::min(wait, absl::Milliseconds(1));
+    if (wait > absl::ZeroDuration()) b->cv.WaitWithTimeout(&b->mu, wait);
+  }
+  // Close: no worker may start a copy from now on; wait for started ones.
+  b->closed = true;
+  b->closed_hint.store(true, std::memory_order_release);
+  for (auto& a : b->attempts) {
+    if (!a->finished) a->canceller.Cancel();
+  }
+  while (b->copiers > 0) b->cv.Wait(&b->mu);
+  // Results.
+  for (PieceState& p : b->pieces) {
+    absl::StatusOr<size_t>& res = results[p.range];
+    if (!res.ok()) continue;
+    if (!p.done) {
+      deadline_exceeded_.fetch_add(1);
+      res = absl::DeadlineExceededError(absl::StrCat(
+          "read of ", *p.path, " bytes [", p.piece.offset, ", ",
+          p.piece.offset + p.piece.length, ") not done by its deadline",
+          p.reasons.empty() ? "" : ": ", absl::StrJoin(p.reasons, "; ")));
+    } else if (!p.status.ok()) {
+      res = p.status;
+    }
+  }
+  for (const auto& r : results) {
+    if (r.ok()) bytes_.fetch_add(*r);
+  }
+  return results;
+}
+
+ClientStats ClientImpl::Stats() {
+  ClientStats s;
+  s.reads = reads_.load();
+  s.pieces = pieces_.load();
+  s.bytes = bytes_.load();
+  s.retries = retries_.load();
+  s.hedges = hedges_.load();
+  s.hedge_wins = hedge_wins_.load();
+  s.checksum_failures = checksum_failures_.load();
+  s.deadline_exceeded = deadline_exceeded_.load();
+  s.unavailable = unavailable_.load();
+  s.layout_aborts = layout_aborts_.load();
+  s.layout_refreshes = layout_refreshes_.load();
+  s.stale_layout_serves = cache_->stats().stale_serves;
+  s.latency = latency_.GlobalCumulativeSnapshot();
+  absl::ReaderMutexLock l(&nodes_mu_);
+  for (auto& [id, n] : nodes_) {
+    NodeCounters& c = n->counters();
+    NodeStats ns;
+    ns.node = id;
+    ns.bytes = c.bytes.load();
+    ns.requests = c.requests.load();
+    ns.errors = c.errors.load();
+    ns.timeouts = c.timeouts.load();
+    ns.checksum_failures = c.checksum_failures.load();
+    ns.mount_reads = c.mount_reads.load();
+    ns.agent_reads = c.agent_reads.load();
+    ns.inflight = c.inflight.load();
+    ns.outstanding_bytes = c.outstanding_bytes.load();
+    ns.admissible = health_.Admissible(id);
+    ns.latency = latency_.NodeSnapshot(id);
+    s.nodes.push_back(std::move(ns));
+  }
+  std::sort(
+      s.nodes.begin(), s.nodes.end(),
+      [](const NodeStats& a, const NodeStats& b) { return a.node < b.node; });
+  return s;
+}
+
+}  // namespace
+}  // namespace client_internal
+
+absl::StatusOr<std::unique_ptr<Client>> Client::Open(
+    const ClientOptions& options) {
+  auto c = std::make_unique<client_internal::ClientImpl>(options);
+  RANGEFS_RETURN_IF_ERROR(c->Init());
+  return std::unique_ptr<Client>(std::move(c));
+}
+
+}  // namespace rangefs

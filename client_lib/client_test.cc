@@ -1,0 +1,540 @@
+// Unit tests of the client engine over MemoryKv (namespace) and
+// MemoryFs/FaultyFs (the nodes' mounts).
+#include "client_lib/client.h"
+
+#include <algorithm>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "absl/random/random.h"
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
+#include "base/testing/status_matchers.h"
+#include "client_lib/testing/fault_fs.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "namespace/memory_kv.h"
+#include "namespace/store.h"
+#include "storage_node/export_root.h"
+#include "storage_node/sidecar.h"
+
+namespace rangefs {
+namespace {
+
+namespace v1 = ::rangefs::v1;
+using ::testing::HasSubstr;
+
+constexpr int kNodes = 4;
+constexpr char kMountRoot[] = "/m";
+
+std::string Node(int i) { return absl::StrCat("n", i); }
+
+std::string RandomBytes(absl::BitGen& g, size_t n) {
+  std::string s(n, '\0');
+  for (char& c : s) c = static_cast<char>(absl::Uniform<uint8_t>(g));
+  return s;
+}
+
+class ClientTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    store_ = ns::NewKvStore(&kv_);
+    for (int i = 0; i < kNodes; ++i) {
+      v1::NodeRecord r;
+      r.set_id(Node(i));
+      r.add_addresses("127.0.0.1:1");
+      r.set_export_path("/export");
+      ASSERT_THAT(store_->AddNode(r), IsOk());
+    }
+  }
+
+  ClientOptions Options() {
+    ClientOptions o;
+    o.kv = &kv_;
+    o.fs = &faulty_;
+    o.mount_root = kMountRoot;
+    o.data_path = DataPath::kMount;
+    o.seed = 42;
+    o.default_deadline = absl::Seconds(10);
+    return o;
+  }
+
+  // The fixture owns the client so that TearDown can release blocked
+  // reads before the client joins its workers.
+  Client* OpenClient(ClientOptions o) {
+    auto c = Client::Open(o);
+    EXPECT_THAT(c, IsOk());
+    clients_.push_back(c.ok() ? std::move(*c) : nullptr);
+    return clients_.back().get();
+  }
+
+  void TearDown() override {
+    faulty_.ClearRules();
+    faulty_.Release();
+    clients_.clear();
+  }
+
+  // Stores an object on a node's "mount", with its CRC sidecar.
+  void PutObject(const std::string& node, const std::string& object,
+                 const std::string& data, uint32_t block_size = 4096) {
+    const std::string dir = absl::StrCat(kMountRoot, "/", node);
+    mem_.AddFile(dir + "/" + object, data);
+    node::BlockChecksummer sum(block_size);
+    sum.Update(data.data(), data.size());
+    mem_.AddFile(dir + "/" + node::SidecarPathFor(object),
+                 node::EncodeSidecar(sum.Finish()));
+  }
+
+  // Creates `path` with `data`: random extents (or a striped layout) with
+  // two replicas each on random distinct nodes, objects at random offsets.
+  void CreateFile(const std::string& path, const std::string& data,
+                  bool striped, uint64_t unit, int width) {
+    v1::FileLayout l;
+    l.set_size(data.size());
+    l.set_state(v1::READY);
+    l.set_checksum(v1::CRC32C_SIDECAR);
+    l.set_checksum_block_size(4096);
+    auto pick2 = [&](int seed) {
+      int a = seed % kNodes;
+      int b = (a + 1 + absl::Uniform(gen_, 0, kNodes - 1)) % kNodes;
+      return std::make_pair(a, b);
+    };
+    if (striped) {
+      l.mutable_striped()->set_stripe_unit(unit);
+      const uint64_t units = (data.size() + unit - 1) / unit;
+      for (int t = 0; t < width; ++t) {
+        std::string column;
+        for (uint64_t k = t; k < units; k += width) {
+          column += data.substr(k * unit, unit);
+        }
+        auto* target = l.mutable_striped()->add_targets();
+        auto [a, b] = pick2(t + absl::Uniform(gen_, 0, kNodes));
+        for (int n : {a, b}) {
+          const uint64_t lead = absl::Uniform(gen_, 0, 3) * 512;
+          const std::string obj = absl::StrCat("o", path.substr(1), "/c", t);
+          PutObject(Node(n), obj, RandomBytes(gen_, lead) + column);
+          auto* r = target->add_replicas();
+          r->set_node_id(Node(n));
+          r->set_object(obj);
+          r->set_object_offset(lead);
+        }
+      }
+    } else {
+      uint64_t pos = 0;
+      int i = 0;
+      while (pos < data.size()) {
+        uint64_t len = std::min<uint64_t>(
+            data.size() - pos, absl::Uniform<uint64_t>(gen_, 1, 70000));
+        auto* e = l.add_extents();
+        e->set_offset(pos);
+        e->set_length(len);
+        auto [a, b] = pick2(i);
+        for (int n : {a, b}) {
+          const uint64_t lead = absl::Uniform(gen_, 0, 3) * 4096;
+          const std::string obj = absl::StrCat("o", path.substr(1), "/e", i);
+          PutObject(Node(n), obj,
+                    RandomBytes(gen_, lead) + data.substr(pos, len));
+          auto* r = e->add_replicas();
+          r->set_node_id(Node(n));
+          r->set_object(obj);
+          r->set_object_offset(lead);
+        }
+        pos += len;
+        ++i;
+      }
+    }
+    ASSERT_THAT(store_->CreateFile(path, l), IsOk());
+  }
+
+  // A one-extent file with replicas on n0 and n1.
+  std::string SimpleFile(const std::string& path, size_t size) {
+    std::string data = RandomBytes(gen_, size);
+    v1::FileLayout l;
+    l.set_size(size);
+    l.set_state(v1::READY);
+    auto* e = l.add_extents();
+    e->set_offset(0);
+    e->set_length(size);
+    for (int n : {0, 1}) {
+      const std::string obj = absl::StrCat("s", path.substr(1));
+      PutObject(Node(n), obj, data);
+      auto* r = e->add_replicas();
+      r->set_node_id(Node(n));
+      r->set_object(obj);
+    }
+    EXPECT_THAT(store_->CreateFile(path, l), IsOk());
+    return data;
+  }
+
+  const NodeStats* FindNode(const ClientStats& s, const std::string& id) {
+    for (const NodeStats& n : s.nodes) {
+      if (n.node == id) return &n;
+    }
+    return nullptr;
+  }
+
+  absl::BitGen gen_{std::seed_seq{7}};
+  ns::MemoryKv kv_;
+  std::unique_ptr<ns::NamespaceStore> store_;
+  MemoryFs mem_;
+  FaultyFs faulty_{&mem_};
+  std::vector<std::unique_ptr<Client>> clients_;
+};
+
+TEST_F(ClientTest, SplitAndReassembleAreByteExactAtEveryBoundary) {
+  for (int layout = 0; layout < 8; ++layout) {
+    const bool striped = layout % 2 == 1;
+    const uint64_t unit = 1024 * absl::Uniform(gen_, 1, 9) + (layout % 3);
+    const int width = absl::Uniform(gen_, 1, 4);
+    const std::string data =
+        RandomBytes(gen_, absl::Uniform<size_t>(gen_, 1, 300000));
+    const std::string path = absl::StrCat("/f", layout);
+    CreateFile(path, data, striped, unit, width);
+    ClientOptions o = Options();
+    o.max_io_size = 4096 * absl::Uniform(gen_, 1, 5);
+    o.verify = layout % 4 == 0 ? VerifyMode::kFull : VerifyMode::kOff;
+    Client* client = OpenClient(o);
+    ASSERT_NE(client, nullptr);
+    auto f = client->OpenFile(path);
+    ASSERT_THAT(f, IsOk());
+    ASSERT_EQ((*f)->size(), data.size());
+    // Boundaries: stripe units, max_io multiples, file ends, +-1.
+    std::vector<uint64_t> points = {0, data.size()};
+    for (uint64_t p = unit; p < data.size(); p += unit) points.push_back(p);
+    for (uint64_t p = o.max_io_size; p < data.size(); p += o.max_io_size) {
+      points.push_back(p);
+    }
+    for (int i = 0; i < 200; ++i) {
+      uint64_t a = points[absl::Uniform<size_t>(gen_, 0, points.size())];
+      uint64_t b = points[absl::Uniform<size_t>(gen_, 0, points.size())];
+      a = std::min<uint64_t>(data.size(),
+                             a + absl::Uniform(gen_, -1, 2) + (a == 0 ? 1 : 0));
+      b = std::min<uint64_t>(data.size(),
+                             b + absl::Uniform(gen_, -1, 2) + (b == 0 ? 1 : 0));
+      if (i % 10 == 0) {
+        a = absl::Uniform<uint64_t>(gen_, 0, data.size());
+        b = absl::Uniform<uint64_t>(gen_, 0, data.size() + 1000);
+      }
+      if (a > b) std::swap(a, b);
+      std::string buf(b - a + absl::Uniform(gen_, 0, 3), '\xAA');
+      auto n = (*f)->Read(a, absl::MakeSpan(buf));
+      ASSERT_THAT(n, IsOk()) << path << " [" << a << "," << b << ")";
+      const size_t want = std::min<size_t>(buf.size(), data.size() - a);
+      ASSERT_EQ(*n, want);
+      ASSERT_EQ(buf.substr(0, want), data.substr(a, want))
+          << path << " at " << a;
+      // Bytes past EOF are untouched.
+      ASSERT_EQ(buf.substr(want), std::string(buf.size() - want, '\xAA'));
+    }
+    // ReadV with many ranges.
+    std::vector<std::string> bufs(300);
+    std::vector<ReadRange> ranges;
+    for (auto& b : bufs) {
+      b.assign(absl::Uniform<size_t>(gen_, 0, 9000), '\0');
+      ranges.push_back(
+          {absl::Uniform<uint64_t>(gen_, 0, data.size()), absl::MakeSpan(b)});
+    }
+    auto results = (*f)->ReadV(ranges);
+    ASSERT_EQ(results.size(), ranges.size());
+    for (size_t i = 0; i < ranges.size(); ++i) {
+      ASSERT_THAT(results[i], IsOk());
+      size_t want =
+          std::min<size_t>(bufs[i].size(), data.size() - ranges[i].offset);
+      ASSERT_EQ(*results[i], want);
+      ASSERT_EQ(bufs[i].substr(0, want), data.substr(ranges[i].offset, want));
+    }
+    EXPECT_EQ(client->Stats().retries, 0u);
+  }
+}
+
+TEST_F(ClientTest, PastEofIsOutOfRangeAndAtEofIsZero) {
+  SimpleFile("/eof", 5000);
+  Client* client = OpenClient(Options());
+  auto f = client->OpenFile("/eof");
+  ASSERT_THAT(f, IsOk());
+  char buf[100];
+  EXPECT_THAT((*f)->Read(5001, absl::MakeSpan(buf)),
+              StatusIs(absl::StatusCode::kOutOfRange));
+  auto n = (*f)->Read(5000, absl::MakeSpan(buf));
+  ASSERT_THAT(n, IsOk());
+  EXPECT_EQ(*n, 0u);
+  n = (*f)->Read(4950, absl::MakeSpan(buf));
+  ASSERT_THAT(n, IsOk());
+  EXPECT_EQ(*n, 50u);
+  EXPECT_THAT(client->OpenFile("/nope"), StatusIs(absl::StatusCode::kNotFound));
+}
+
+TEST_F(ClientTest, FailedReplicaIsRetriedOnTheOtherOne) {
+  const std::string data = SimpleFile("/r", 200000);
+  faulty_.AddRule({.path_contains = "/n0/"});  // every read on n0 fails
+  ClientOptions o = Options();
+  o.max_io_size = 8192;
+  o.lb_policy = "round_robin";
+  Client* client = OpenClient(o);
+  auto f = client->OpenFile("/r");
+  ASSERT_THAT(f, IsOk());
+  std::string buf(data.size(), '\0');
+  auto n = (*f)->Read(0, absl::MakeSpan(buf));
+  ASSERT_THAT(n, IsOk());
+  EXPECT_EQ(buf, data);
+  ClientStats s = client->Stats();
+  EXPECT_GT(s.retries, 0u);
+  EXPECT_GT(FindNode(s, "n0")->errors, 0u);
+  EXPECT_EQ(FindNode(s, "n1")->errors, 0u);
+  // After max_consecutive_failures n0 is dead: later reads avoid it.
+  uint64_t n0_requests = FindNode(s, "n0")->requests;
+  ASSERT_THAT((*f)->Read(0, absl::MakeSpan(buf)), IsOk());
+  EXPECT_EQ(FindNode(client->Stats(), "n0")->requests, n0_requests);
+}
+
+TEST_F(ClientTest, AllReplicasFailingIsUnavailableWithReasons) {
+  SimpleFile("/bad", 10000);
+  faulty_.AddRule({.path_contains = "/n0/",
+                   .error = absl::UnavailableError("disk on fire")});
+  faulty_.AddRule(
+      {.path_contains = "/n1/", .error = absl::UnavailableError("cable cut")});
+  Client* client = OpenClient(Options());
+  auto f = client->OpenFile("/bad");
+  ASSERT_THAT(f, IsOk());
+  char buf[100];
+  auto n = (*f)->Read(0, absl::MakeSpan(buf));
+  EXPECT_THAT(n, StatusIs(absl::StatusCode::kUnavailable));
+  EXPECT_THAT(n.status().message(), HasSubstr("node n0"));
+  EXPECT_THAT(n.status().message(), HasSubstr("disk on fire"));
+  EXPECT_THAT(n.status().message(), HasSubstr("node n1"));
+  EXPECT_THAT(n.status().message(), HasSubstr("cable cut"));
+}
+
+TEST_F(ClientTest, ChecksumMismatchGoesToTheOtherReplica) {
+  const std::string data = SimpleFile("/c", 50000);
+  mem_.CorruptByte("/m/n0/sc", 12345);
+  ClientOptions o = Options();
+  o.verify = VerifyMode::kFull;
+  o.lb_policy = "round_robin";
+  Client* client = OpenClient(o);
+  auto f = client->OpenFile("/c");
+  ASSERT_THAT(f, IsOk());
+  for (int i = 0; i < 4; ++i) {
+    std::string buf(100, '\0');
+    auto n = (*f)->Read(12300, absl::MakeSpan(buf));
+    ASSERT_THAT(n, IsOk());
+    EXPECT_EQ(buf, data.substr(12300, 100));
+  }
+  ClientStats s = client->Stats();
+  EXPECT_GE(s.checksum_failures, 1u);
+  EXPECT_GE(FindNode(s, "n0")->checksum_failures, 1u);
+  // Both replicas corrupt: DATA_LOSS.
+  mem_.CorruptByte("/m/n1/sc", 12345);
+  std::string buf(100, '\0');
+  EXPECT_THAT((*f)->Read(12300, absl::MakeSpan(buf)),
+              StatusIs(absl::StatusCode::kDataLoss));
+}
+
+TEST_F(ClientTest, BlockedReadReturnsByDeadlineAndNeverTouchesTheBuffer) {
+  SimpleFile("/blk", 100000);
+  faulty_.AddRule({.action = FaultAction::kBlock});  // every read hangs
+  ClientOptions o = Options();
+  o.hedging = false;
+  Client* client = OpenClient(o);
+  auto f = client->OpenFile("/blk");
+  ASSERT_THAT(f, IsOk());
+  std::string buf(100000, '\x5C');
+  const absl::Time t0 = absl::Now();
+  auto n =
+      (*f)->Read(0, absl::MakeSpan(buf), {.deadline = absl::Milliseconds(200)});
+  const absl::Duration took = absl::Now() - t0;
+  EXPECT_THAT(n, StatusIs(absl::StatusCode::kDeadlineExceeded));
+  EXPECT_LT(took, absl::Seconds(2));
+  ASSERT_TRUE(faulty_.WaitForBlocked(1, absl::Seconds(5)));
+  // Let the hung reads finish: they must land in worker buffers only.
+  faulty_.ClearRules();
+  faulty_.Release();
+  for (int i = 0; i < 500; ++i) {
+    ClientStats s = client->Stats();
+    int64_t inflight = 0;
+    for (auto& nd : s.nodes) inflight += nd.inflight;
+    if (inflight == 0 && faulty_.blocked_now() == 0) break;
+    absl::SleepFor(absl::Milliseconds(10));
+  }
+  EXPECT_EQ(faulty_.blocked_now(), 0);
+  EXPECT_EQ(buf, std::string(100000, '\x5C'));
+}
+
+TEST_F(ClientTest, BlockedReplicaIsHedgedToTheOtherOne) {
+  const std::string data = SimpleFile("/h", 4096);
+  faulty_.AddRule({.path_contains = "/n0/", .action = FaultAction::kBlock});
+  ClientOptions o = Options();
+  o.lb_policy = "round_robin";
+  o.attempt_timeout = absl::Seconds(20);  // only a hedge can save it
+  Client* client = OpenClient(o);
+  auto f = client->OpenFile("/h");
+  ASSERT_THAT(f, IsOk());
+  for (int i = 0; i < 4; ++i) {
+    std::string buf(4096, '\0');
+    auto n = (*f)->Read(0, absl::MakeSpan(buf), {.deadline = absl::Seconds(5)});
+    ASSERT_THAT(n, IsOk());
+    EXPECT_EQ(buf, data);
+  }
+  ClientStats s = client->Stats();
+  EXPECT_GE(s.hedges, 1u);
+  EXPECT_GE(s.hedge_wins, 1u);
+  EXPECT_EQ(FindNode(s, "n0")->bytes, 0u);  // n0 never answered
+  faulty_.Release();
+}
+
+TEST_F(ClientTest, TimedOutAttemptIsRetriedElsewhereWithoutHedging) {
+  const std::string data = SimpleFile("/t", 4096);
+  faulty_.AddRule({.path_contains = "/n0/", .action = FaultAction::kBlock});
+  ClientOptions o = Options();
+  o.lb_policy = "round_robin";
+  o.hedging = false;
+  o.attempt_timeout = absl::Milliseconds(50);
+  Client* client = OpenClient(o);
+  auto f = client->OpenFile("/t");
+  ASSERT_THAT(f, IsOk());
+  for (int i = 0; i < 3; ++i) {
+    std::string buf(4096, '\0');
+    ASSERT_THAT((*f)->Read(0, absl::MakeSpan(buf)), IsOk());
+    EXPECT_EQ(buf, data);
+  }
+  ClientStats s = client->Stats();
+  EXPECT_EQ(s.hedges, 0u);
+  EXPECT_GE(FindNode(s, "n0")->timeouts, 1u);
+  EXPECT_FALSE(FindNode(s, "n0")->admissible);  // dead on timeout
+  faulty_.Release();
+}
+
+TEST_F(ClientTest, HedgeBudgetHolds) {
+  SimpleFile("/b", 4096);
+  // Reads take 2-20 ms and the hedge delay is the 1st percentile, so nearly
+  // every read wants a hedge: only the budget stops them.
+  faulty_.AddRule({.action = FaultAction::kDelay,
+                   .delay = absl::Milliseconds(2),
+                   .jitter = absl::Milliseconds(18)});
+  ClientOptions o = Options();
+  o.hedge_min_delay = absl::ZeroDuration();
+  o.hedge_quantile = 0.01;
+  o.hedge_burst = 5;
+  Client* client = OpenClient(o);
+  auto f = client->OpenFile("/b");
+  ASSERT_THAT(f, IsOk());
+  const int kReads = 100;
+  for (int i = 0; i < kReads; ++i) {
+    char buf[512];
+    ASSERT_THAT((*f)->Read(i, absl::MakeSpan(buf)), IsOk());
+  }
+  ClientStats s = client->Stats();
+  EXPECT_GE(s.hedges, 5u);  // at least the burst was used
+  EXPECT_LE(s.hedges, static_cast<uint64_t>(0.05 * kReads + 5));
+}
+
+TEST_F(ClientTest, DrainedNodeGetsNoNewReads) {
+  SimpleFile("/d", 40000);
+  ClientOptions o = Options();
+  o.max_io_size = 4096;
+  Client* client = OpenClient(o);
+  auto f = client->OpenFile("/d");
+  ASSERT_THAT(f, IsOk());
+  std::string buf(40000, '\0');
+  ASSERT_THAT((*f)->Read(0, absl::MakeSpan(buf)), IsOk());
+  ASSERT_THAT(store_->SetNodeState("n0", v1::DRAINING), IsOk());
+  const uint64_t before = FindNode(client->Stats(), "n0")->requests;
+  for (int i = 0; i < 5; ++i) {
+    ASSERT_THAT((*f)->Read(0, absl::MakeSpan(buf)), IsOk());
+  }
+  ClientStats s = client->Stats();
+  EXPECT_EQ(FindNode(s, "n0")->requests, before);
+  EXPECT_FALSE(FindNode(s, "n0")->admissible);
+}
+
+TEST_F(ClientTest, LayoutChangeAdoptsSameBytesAndAbortsOtherwise) {
+  const std::string data = SimpleFile("/l", 8192);
+  Client* client = OpenClient(Options());
+  auto f = client->OpenFile("/l");
+  ASSERT_THAT(f, IsOk());
+  auto entry = store_->GetFile("/l");
+  ASSERT_THAT(entry, IsOk());
+  // Same bytes, one replica dropped: adopted silently.
+  v1::FileLayout l = entry->layout;
+  l.mutable_extents(0)->mutable_replicas()->RemoveLast();
+  auto e2 = store_->ReplaceLayout("/l", l, entry->mod_revision);
+  ASSERT_THAT(e2, IsOk());
+  std::string buf(8192, '\0');
+  ASSERT_THAT((*f)->Read(0, absl::MakeSpan(buf)), IsOk());
+  EXPECT_EQ(buf, data);
+  EXPECT_EQ(client->Stats().layout_refreshes, 1u);
+  // Resized: the bytes may differ.
+  l.set_size(4096);
+  l.mutable_extents(0)->set_length(4096);
+  ASSERT_THAT(store_->ReplaceLayout("/l", l, e2->mod_revision), IsOk());
+  EXPECT_THAT((*f)->Read(0, absl::MakeSpan(buf)),
+              StatusIs(absl::StatusCode::kAborted));
+  // A pinned File does not change.
+  auto pinned = client->OpenFile("/l", e2->mod_revision);
+  ASSERT_THAT(pinned, IsOk());
+  EXPECT_EQ((*pinned)->size(), 8192u);
+}
+
+TEST_F(ClientTest, ReaderAndMultiFileReadV) {
+  const std::string a = SimpleFile("/ra", 300000);
+  const std::string b = SimpleFile("/rb", 7000);
+  ClientOptions o = Options();
+  o.max_io_size = 16384;
+  Client* client = OpenClient(o);
+  auto fa = client->OpenFile("/ra");
+  auto fb = client->OpenFile("/rb");
+  ASSERT_THAT(fa, IsOk());
+  ASSERT_THAT(fb, IsOk());
+  Reader reader(fa->get(), {.initial_readahead = 4096, .max_readahead = 65536});
+  std::string got;
+  char chunk[1000];
+  for (int i = 0; i < 1000; ++i) {
+    auto n = reader.Read(absl::MakeSpan(chunk));
+    ASSERT_THAT(n, IsOk());
+    if (*n == 0) break;
+    got.append(chunk, *n);
+  }
+  EXPECT_EQ(got, a);
+  EXPECT_EQ(reader.readahead(), 65536u);
+  ASSERT_THAT(reader.Seek(10), IsOk());
+  ASSERT_THAT(reader.Read(absl::MakeSpan(chunk)), IsOk());
+  EXPECT_EQ(std::string(chunk, 1000), a.substr(10, 1000));
+  EXPECT_EQ(reader.readahead(), 4096u);
+
+  std::string x(5000, '\0'), y(100, '\0'), z(10, '\0');
+  std::vector<FileReadRange> ranges = {{fa->get(), 1000, absl::MakeSpan(x)},
+                                       {fb->get(), 6950, absl::MakeSpan(y)},
+                                       {fb->get(), 7001, absl::MakeSpan(z)}};
+  auto r = client->ReadV(ranges);
+  ASSERT_THAT(r[0], IsOk());
+  EXPECT_EQ(x, a.substr(1000, 5000));
+  ASSERT_THAT(r[1], IsOk());
+  EXPECT_EQ(*r[1], 50u);
+  EXPECT_EQ(y.substr(0, 50), b.substr(6950));
+  EXPECT_THAT(r[2], StatusIs(absl::StatusCode::kOutOfRange));
+
+  auto st = client->Stat("/rb");
+  ASSERT_THAT(st, IsOk());
+  EXPECT_EQ(st->size, 7000u);
+  auto list = client->List("/");
+  ASSERT_THAT(list, IsOk());
+  EXPECT_EQ(list->size(), 2u);
+  const std::string prom = client->PrometheusText();
+  EXPECT_THAT(prom, HasSubstr("rangefs_client_node_bytes_total{node=\"n0\"}"));
+  EXPECT_THAT(prom, HasSubstr("rangefs_client_hedges_total"));
+  EXPECT_THAT(prom, HasSubstr("rangefs_client_read_latency_seconds_bucket"));
+}
+
+TEST_F(ClientTest, BadOptionsAreInvalidArgument) {
+  ClientOptions o = Options();
+  o.lb_policy = "fastest_please";
+  EXPECT_THAT(Client::Open(o), StatusIs(absl::StatusCode::kInvalidArgument));
+  o = Options();
+  o.max_inflight_per_node = 0;
+  EXPECT_THAT(Client::Open(o), StatusIs(absl::StatusCode::kInvalidArgument));
+}
+
+}  // namespace
+}  // namespace rangefs

@@ -1,0 +1,129 @@
+// File: options.h
+//
+// Options of the rangefs client (client.h). Every knob is a field with a
+// default; a new knob is a new field, never an overload.
+//
+//   ClientOptions o;
+//   o.etcd_endpoints = "10.0.0.1:2379,10.0.0.2:2379";
+//   o.data_path = DataPath::kAuto;
+//   RANGEFS_ASSIGN_OR_RETURN(auto client, Client::Open(o));
+#ifndef RANGEFS_CLIENT_LIB_OPTIONS_H_
+#define RANGEFS_CLIENT_LIB_OPTIONS_H_
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+
+#include "absl/time/time.h"
+#include "absl/types/span.h"
+#include "base/clock.h"
+#include "client_lib/fs.h"
+
+namespace rangefs {
+
+namespace ns {
+class KvBackend;
+class LayoutCache;
+}  // namespace ns
+
+// How the client reaches a node's bytes.
+enum class DataPath {
+  // pread on the node's mount (<mount_root>/<node> or NodeRecord.mount_path).
+  kMount,
+  // The node agent's gRPC ReadRange over TCP (NodeRecord.addresses).
+  kAgent,
+  // The mount when its directory exists and reads from it succeed; else the
+  // agent. A failed mount is re-checked every `mount_recheck_interval`.
+  kAuto,
+};
+
+enum class VerifyMode {
+  kOff,      // mount path: no check; agent path: chunk CRCs only
+  kSampled,  // every `verify_sample_every`-th piece is verified
+  kFull,     // every piece is verified
+};
+
+struct ClientOptions {
+  // --- namespace ---
+  // etcd endpoints "host:port,host:port" (used unless `kv` or
+  // `layout_cache` is given).
+  std::string etcd_endpoints;
+  std::string cluster = "default";
+  // TLS / auth for etcd: PEM file paths; empty = plaintext.
+  std::string etcd_ca_file, etcd_cert_file, etcd_key_file;
+  std::string etcd_username, etcd_password;
+  // Test or embedding hooks: not owned, must outlive the Client. `kv`
+  // replaces the etcd connection; `layout_cache` (built over the same kv)
+  // replaces the client's own cache.
+  ns::KvBackend* kv = nullptr;
+  ns::LayoutCache* layout_cache = nullptr;
+  // Layouts are served this long from cache while etcd is unreachable.
+  absl::Duration max_layout_staleness = absl::Minutes(5);
+
+  // --- data path ---
+  // Node N's mount is NodeRecord.mount_path if set, else <mount_root>/<N>.
+  std::string mount_root = "/mnt/rangefs";
+  DataPath data_path = DataPath::kAuto;
+  bool o_direct = false;  // mount path: O_DIRECT through aligned buffers
+  absl::Duration mount_recheck_interval = absl::Seconds(5);
+  ReadOnlyFs* fs = nullptr;  // nullptr = NewPosixFs(); not owned
+
+  // --- parallel engine ---
+  // Largest single physical read (NFS rsize). Pieces are cut here and at
+  // extent / stripe-unit boundaries.
+  size_t max_io_size = 1 << 20;
+  // Worker threads per node = requests in flight per node (3FS uses 8).
+  // A hung node blocks only its own workers.
+  int max_inflight_per_node = 8;
+  // Physical reads in flight in the whole process; further pieces wait.
+  int max_inflight_global = 256;
+  // Per call (ReadOptions::deadline = zero uses this).
+  absl::Duration default_deadline = absl::Seconds(30);
+  // An attempt still pending after this is treated as timed out: its node
+  // is marked dead and the piece goes to another replica (the attempt keeps
+  // running on its worker and its result is discarded).
+  absl::Duration attempt_timeout = absl::Seconds(5);
+
+  // --- replica choice ---
+  std::string lb_policy = "least_loaded";  // loadbalancer/registry.h
+  bool hedging = true;
+  double hedge_quantile = 0.95;
+  double hedge_max_ratio = 0.05;  // hedges per primary read (token bucket)
+  int hedge_burst = 10;
+  absl::Duration hedge_min_delay = absl::Milliseconds(1);
+  // Seed of the pickers' random generator; 0 = random.
+  uint64_t seed = 0;
+
+  // --- verification ---
+  VerifyMode verify = VerifyMode::kOff;
+  int verify_sample_every = 64;
+
+  // Not owned, must outlive the Client; nullptr = Clock::Real(). With a
+  // non-real clock the engine re-reads it at least every 2 ms of real time.
+  Clock* clock = nullptr;
+};
+
+struct ReadOptions {
+  // Zero: ClientOptions::default_deadline.
+  absl::Duration deadline = absl::ZeroDuration();
+};
+
+// One range of a File::ReadV. `dst` is caller-owned; it is never written
+// after the call returns.
+struct ReadRange {
+  uint64_t offset = 0;
+  absl::Span<char> dst;
+};
+
+class File;
+
+// One range of a multi-file Client::ReadV.
+struct FileReadRange {
+  File* file = nullptr;  // not owned
+  uint64_t offset = 0;
+  absl::Span<char> dst;
+};
+
+}  // namespace rangefs
+
+#endif  // RANGEFS_CLIENT_LIB_OPTIONS_H_

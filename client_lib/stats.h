@@ -1,0 +1,55 @@
+// File: stats.h
+//
+// Counters of a rangefs Client (Client::Stats()), also exported as
+// Prometheus text (Client::PrometheusText()). Plain values.
+#ifndef RANGEFS_CLIENT_LIB_STATS_H_
+#define RANGEFS_CLIENT_LIB_STATS_H_
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "loadbalancer/latency_tracker.h"
+
+namespace rangefs {
+
+struct NodeStats {
+  std::string node;
+  uint64_t bytes = 0;     // bytes delivered by successful attempts
+  uint64_t requests = 0;  // attempts started (primaries, retries, hedges)
+  uint64_t errors = 0;    // attempts that failed (timeouts included)
+  uint64_t timeouts = 0;  // attempts past attempt_timeout
+  uint64_t checksum_failures = 0;
+  uint64_t mount_reads = 0;  // attempts over the mount path
+  uint64_t agent_reads = 0;  // attempts over the agent path
+  int64_t inflight = 0;      // now
+  int64_t outstanding_bytes = 0;
+  bool admissible = true;  // the NodeHealthTable's verdict now
+  // Windowed latency histogram of this node's successful attempts.
+  lb::HistogramSnapshot latency;
+};
+
+struct ClientStats {
+  uint64_t reads = 0;   // Read/ReadV ranges
+  uint64_t pieces = 0;  // physical pieces planned
+  uint64_t bytes = 0;   // bytes returned to callers
+  uint64_t retries = 0;
+  uint64_t hedges = 0;
+  uint64_t hedge_wins = 0;  // the hedge answered before the primary
+  uint64_t checksum_failures = 0;
+  uint64_t deadline_exceeded = 0;
+  uint64_t unavailable = 0;          // ranges failed: all replicas failed
+  uint64_t layout_aborts = 0;        // ABORTED: layout changed
+  uint64_t layout_refreshes = 0;     // same bytes, new layout adopted
+  uint64_t stale_layout_serves = 0;  // LayoutCache stats
+  std::vector<NodeStats> nodes;      // sorted by node id
+  lb::HistogramSnapshot latency;     // all attempts, cumulative
+};
+
+// Formats `stats` in the Prometheus text exposition format (rangefs_client_*
+// metrics, node="..." labels).
+std::string FormatPrometheus(const ClientStats& stats);
+
+}  // namespace rangefs
+
+#endif  // RANGEFS_CLIENT_LIB_STATS_H_

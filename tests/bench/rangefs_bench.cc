@@ -1,0 +1,365 @@
+// rangefs-bench: workloads through the rangefs client library.
+//
+//   rangefs-bench --etcd=HOST:PORT --cluster=C --workload=scan|lookup|mixed
+//                 [--threads=8] [--duration_s=10] [--once] [--dir=/]
+//                 [--data_path=auto|mount|agent] [--policy=least_loaded]
+//                 [--io_size=4M] [--lookup_size=4096] [--batch=32]
+//                 [--verify_against=LOCAL_DIR] [--timeline=FILE] [--json]
+//
+// scan: each thread reads whole files sequentially (Reader with adaptive
+// readahead), files handed out round-robin; with --once every file is read
+// exactly once, else until --duration_s. lookup: random --lookup_size reads
+// across all files, --batch per ReadV. mixed: half the threads each.
+// --verify_against compares every byte read with LOCAL_DIR/<path>.
+// Prints GB/s, IOPS, latency p50/p99/p999 per call, client CPU s per GB,
+// retries/hedges and per-node bytes; --json prints the same as one object.
+#include <sys/resource.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cstdio>
+#include <cstring>
+#include <fstream>
+#include <mutex>
+#include <random>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "absl/flags/flag.h"
+#include "absl/flags/parse.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/time/clock.h"
+#include "client_lib/client.h"
+
+ABSL_FLAG(std::string, etcd, "127.0.0.1:2379", "etcd endpoints");
+ABSL_FLAG(std::string, cluster, "default", "rangefs cluster name");
+ABSL_FLAG(std::string, mount_root, "/mnt/rangefs", "client mount root");
+ABSL_FLAG(std::string, data_path, "auto", "auto | mount | agent");
+ABSL_FLAG(std::string, policy, "least_loaded", "load-balancing policy");
+ABSL_FLAG(std::string, workload, "scan", "scan | lookup | mixed");
+ABSL_FLAG(std::string, dir, "/", "namespace directory holding the files");
+ABSL_FLAG(int, threads, 8, "worker threads");
+ABSL_FLAG(double, duration_s, 10, "run time (unless --once)");
+ABSL_FLAG(bool, once, false, "scan: read every file exactly once, then stop");
+ABSL_FLAG(std::string, io_size, "4M", "scan read size per call");
+ABSL_FLAG(int, lookup_size, 4096, "lookup read size");
+ABSL_FLAG(int, batch, 32, "lookup ranges per ReadV");
+ABSL_FLAG(std::string, verify_against, "", "compare bytes with DIR/<path>");
+ABSL_FLAG(std::string, timeline, "", "write MB/s per 100 ms to this file");
+ABSL_FLAG(bool, json, false, "print JSON");
+ABSL_FLAG(bool, hedging, true, "hedged reads");
+ABSL_FLAG(bool, o_direct, false, "mount path: O_DIRECT");
+ABSL_FLAG(std::string, verify, "off", "checksums: off | sampled | full");
+ABSL_FLAG(double, deadline_s, 30, "per-call deadline");
+ABSL_FLAG(int, inflight_per_node, 8, "physical reads in flight per node");
+ABSL_FLAG(uint64_t, min_file_size, 0, "only use files at least this big");
+ABSL_FLAG(uint64_t, max_file_size, UINT64_MAX, "only files at most this big");
+
+namespace {
+
+using rangefs::Client;
+using rangefs::File;
+
+uint64_t ParseSize(const std::string& s) {
+  uint64_t mult = 1;
+  std::string t = s;
+  if (!t.empty() && (t.back() == 'K' || t.back() == 'k')) mult = 1 << 10;
+  if (!t.empty() && (t.back() == 'M' || t.back() == 'm')) mult = 1 << 20;
+  if (!t.empty() && (t.back() == 'G' || t.back() == 'g')) mult = 1ull << 30;
+  if (mult != 1) t.pop_back();
+  uint64_t v = 0;
+  if (!absl::SimpleAtoi(t, &v)) {
+    fprintf(stderr, "bad size %s\n", s.c_str());
+    exit(2);
+  }
+  return v * mult;
+}
+
+// Latencies in microseconds, merged at the end.
+struct Samples {
+  std::vector<double> us;
+  void Add(absl::Duration d) { us.push_back(absl::ToDoubleMicroseconds(d)); }
+};
+
+double Percentile(std::vector<double>& v, double q) {
+  if (v.empty()) return 0;
+  size_t i = static_cast<size_t>(q * (v.size() - 1));
+  std::nth_element(v.begin(), v.begin() + i, v.end());
+  return v[i];
+}
+
+double CpuSeconds() {
+  struct rusage ru;
+  getrusage(RUSAGE_SELF, &ru);
+  return ru.ru_utime.tv_sec + ru.ru_stime.tv_sec +
+         (ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) / 1e6;
+}
+
+class Verifier {
+ public:
+  explicit Verifier(std::string root) : root_(std::move(root)) {}
+  bool enabled() const { return !root_.empty(); }
+  // Compares `data` with the local copy; returns false on mismatch.
+  bool Check(const std::string& path, uint64_t offset, const char* data,
+             size_t n) {
+    std::ifstream in(root_ + path, std::ios::binary);
+    if (!in) return false;
+    std::string local(n, '\0');
+    in.seekg(static_cast<std::streamoff>(offset));
+    in.read(local.data(), static_cast<std::streamsize>(n));
+    return static_cast<size_t>(in.gcount()) == n &&
+           memcmp(local.data(), data, n) == 0;
+  }
+
+ private:
+  std::string root_;
+};
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  absl::ParseCommandLine(argc, argv);
+  rangefs::ClientOptions o;
+  o.etcd_endpoints = absl::GetFlag(FLAGS_etcd);
+  o.cluster = absl::GetFlag(FLAGS_cluster);
+  o.mount_root = absl::GetFlag(FLAGS_mount_root);
+  o.lb_policy = absl::GetFlag(FLAGS_policy);
+  o.hedging = absl::GetFlag(FLAGS_hedging);
+  o.o_direct = absl::GetFlag(FLAGS_o_direct);
+  o.max_inflight_per_node = absl::GetFlag(FLAGS_inflight_per_node);
+  o.default_deadline = absl::Seconds(absl::GetFlag(FLAGS_deadline_s));
+  std::string dp = absl::GetFlag(FLAGS_data_path);
+  o.data_path = dp == "mount"   ? rangefs::DataPath::kMount
+                : dp == "agent" ? rangefs::DataPath::kAgent
+                                : rangefs::DataPath::kAuto;
+  std::string vm = absl::GetFlag(FLAGS_verify);
+  o.verify = vm == "full"      ? rangefs::VerifyMode::kFull
+             : vm == "sampled" ? rangefs::VerifyMode::kSampled
+                               : rangefs::VerifyMode::kOff;
+  auto client_or = Client::Open(o);
+  if (!client_or.ok()) {
+    fprintf(stderr, "rangefs-bench: %s\n",
+            client_or.status().ToString().c_str());
+    return 1;
+  }
+  std::unique_ptr<Client> client = std::move(*client_or);
+  auto infos = client->List(absl::GetFlag(FLAGS_dir));
+  if (!infos.ok()) {
+    fprintf(stderr, "rangefs-bench: %s\n", infos.status().ToString().c_str());
+    return 1;
+  }
+  std::vector<std::unique_ptr<File>> files;
+  for (const auto& info : *infos) {
+    if (!info.ready || info.size < absl::GetFlag(FLAGS_min_file_size) ||
+        info.size > absl::GetFlag(FLAGS_max_file_size)) {
+      continue;
+    }
+    auto f = client->OpenFile(info.path);
+    if (!f.ok()) {
+      fprintf(stderr, "rangefs-bench: open %s: %s\n", info.path.c_str(),
+              f.status().ToString().c_str());
+      return 1;
+    }
+    files.push_back(std::move(*f));
+  }
+  if (files.empty()) {
+    fprintf(stderr, "rangefs-bench: no files under %s\n",
+            absl::GetFlag(FLAGS_dir).c_str());
+    return 1;
+  }
+  const std::string workload = absl::GetFlag(FLAGS_workload);
+  const int threads = std::max(1, absl::GetFlag(FLAGS_threads));
+  const bool once = absl::GetFlag(FLAGS_once);
+  const uint64_t io_size = ParseSize(absl::GetFlag(FLAGS_io_size));
+  const size_t lookup_size = absl::GetFlag(FLAGS_lookup_size);
+  const int batch = std::max(1, absl::GetFlag(FLAGS_batch));
+  const absl::Duration duration =
+      absl::Seconds(absl::GetFlag(FLAGS_duration_s));
+  Verifier verifier(absl::GetFlag(FLAGS_verify_against));
+
+  std::atomic<uint64_t> bytes{0}, ops{0}, errors{0}, mismatches{0};
+  std::atomic<size_t> next_file{0};
+  std::atomic<bool> stop{false};
+  std::atomic<int> workers_done{0};
+  std::mutex samples_mu;
+  Samples scan_lat, lookup_lat;
+  std::vector<std::string> first_errors;
+
+  auto record_error = [&](const absl::Status& s) {
+    ++errors;
+    std::lock_guard<std::mutex> l(samples_mu);
+    if (first_errors.size() < 5) first_errors.push_back(s.ToString());
+  };
+
+  auto scan = [&](int) {
+    Samples local;
+    std::string buf(io_size, '\0');
+    while (!stop.load()) {
+      size_t i = next_file.fetch_add(1);
+      if (once && i >= files.size()) break;
+      File* f = files[i % files.size()].get();
+      rangefs::Reader reader(f);
+      uint64_t pos = 0;
+      while (!stop.load()) {
+        absl::Time t0 = absl::Now();
+        auto n = reader.Read(absl::MakeSpan(buf));
+        local.Add(absl::Now() - t0);
+        if (!n.ok()) {
+          record_error(n.status());
+          break;
+        }
+        if (*n == 0) break;
+        if (verifier.enabled() &&
+            !verifier.Check(f->path(), pos, buf.data(), *n)) {
+          ++mismatches;
+        }
+        pos += *n;
+        bytes += *n;
+        ++ops;
+      }
+    }
+    std::lock_guard<std::mutex> l(samples_mu);
+    scan_lat.us.insert(scan_lat.us.end(), local.us.begin(), local.us.end());
+  };
+
+  auto lookup = [&](int t) {
+    Samples local;
+    std::mt19937_64 rng(1234 + t);
+    std::vector<std::string> bufs(batch, std::string(lookup_size, '\0'));
+    std::vector<rangefs::FileReadRange> ranges(batch);
+    std::vector<uint64_t> offs(batch);
+    while (!stop.load()) {
+      for (int b = 0; b < batch; ++b) {
+        File* f = files[rng() % files.size()].get();
+        uint64_t max_off =
+            f->size() > lookup_size ? f->size() - lookup_size : 0;
+        uint64_t off = max_off ? (rng() % max_off) & ~uint64_t{4095} : 0;
+        ranges[b] = {f, off, absl::MakeSpan(bufs[b])};
+        offs[b] = off;
+      }
+      absl::Time t0 = absl::Now();
+      auto results = client->ReadV(ranges);
+      local.Add(absl::Now() - t0);
+      for (int b = 0; b < batch; ++b) {
+        if (!results[b].ok()) {
+          record_error(results[b].status());
+          continue;
+        }
+        bytes += *results[b];
+        ++ops;
+        if (verifier.enabled() &&
+            !verifier.Check(ranges[b].file->path(), offs[b], bufs[b].data(),
+                            *results[b])) {
+          ++mismatches;
+        }
+      }
+    }
+    std::lock_guard<std::mutex> l(samples_mu);
+    lookup_lat.us.insert(lookup_lat.us.end(), local.us.begin(), local.us.end());
+  };
+
+  const double cpu0 = CpuSeconds();
+  const absl::Time start = absl::Now();
+  std::vector<std::thread> workers;
+  for (int t = 0; t < threads; ++t) {
+    bool is_scan =
+        workload == "scan" || (workload == "mixed" && t < (threads + 1) / 2);
+    workers.emplace_back([&, t, is_scan] {
+      is_scan ? scan(t) : lookup(t);
+      ++workers_done;
+    });
+  }
+  // Timeline sampler and the duration limit.
+  std::vector<std::pair<double, double>> timeline;
+  uint64_t last_bytes = 0;
+  absl::Time last = start;
+  while (true) {
+    absl::SleepFor(absl::Milliseconds(100));
+    absl::Time now = absl::Now();
+    uint64_t b = bytes.load();
+    timeline.push_back(
+        {absl::ToDoubleSeconds(now - start),
+         (b - last_bytes) / 1e6 / absl::ToDoubleSeconds(now - last)});
+    last_bytes = b;
+    last = now;
+    if (once && workload == "scan") {
+      if (workers_done.load() == threads) break;
+    } else if (now - start >= duration) {
+      break;
+    }
+  }
+  stop = true;
+  for (auto& w : workers) w.join();
+  const double secs = absl::ToDoubleSeconds(absl::Now() - start);
+  const double cpu = CpuSeconds() - cpu0;
+  rangefs::ClientStats st = client->Stats();
+
+  const double gbps = bytes.load() / 1e9 / secs;
+  const double iops = ops.load() / secs;
+  auto& lat = workload == "lookup" ? lookup_lat : scan_lat;
+  double p50 = Percentile(lat.us, 0.50), p99 = Percentile(lat.us, 0.99),
+         p999 = Percentile(lat.us, 0.999);
+  double lp50 = Percentile(lookup_lat.us, 0.5),
+         lp99 = Percentile(lookup_lat.us, 0.99);
+  const double cpu_per_gb = bytes.load() ? cpu / (bytes.load() / 1e9) : 0;
+
+  if (!absl::GetFlag(FLAGS_timeline).empty()) {
+    std::ofstream tl(absl::GetFlag(FLAGS_timeline));
+    for (auto& [t, mbps] : timeline) tl << t << " " << mbps << "\n";
+  }
+  std::string nodes_json, nodes_text;
+  for (const auto& n : st.nodes) {
+    absl::StrAppend(&nodes_json, nodes_json.empty() ? "" : ", ", "\"", n.node,
+                    "\": ", n.bytes);
+    absl::StrAppend(
+        &nodes_text,
+        absl::StrFormat("  %-8s %10.1f MB  %6d req  %3d err\n", n.node,
+                        n.bytes / 1e6, static_cast<int>(n.requests),
+                        static_cast<int>(n.errors)));
+  }
+  if (absl::GetFlag(FLAGS_json)) {
+    printf(
+        "{\"workload\": \"%s\", \"threads\": %d, \"seconds\": %.3f, "
+        "\"bytes\": %llu, \"gbps\": %.4f, \"ops\": %llu, \"iops\": %.1f, "
+        "\"p50_us\": %.1f, \"p99_us\": %.1f, \"p999_us\": %.1f, "
+        "\"lookup_p50_us\": %.1f, \"lookup_p99_us\": %.1f, "
+        "\"cpu_s_per_gb\": %.3f, \"errors\": %llu, \"mismatches\": %llu, "
+        "\"retries\": %llu, \"hedges\": %llu, \"hedge_wins\": %llu, "
+        "\"checksum_failures\": %llu, \"files\": %zu, \"nodes\": {%s}}\n",
+        workload.c_str(), threads, secs,
+        static_cast<unsigned long long>(bytes.load()), gbps,
+        static_cast<unsigned long long>(ops.load()), iops, p50, p99, p999, lp50,
+        lp99, cpu_per_gb, static_cast<unsigned long long>(errors.load()),
+        static_cast<unsigned long long>(mismatches.load()),
+        static_cast<unsigned long long>(st.retries),
+        static_cast<unsigned long long>(st.hedges),
+        static_cast<unsigned long long>(st.hedge_wins),
+        static_cast<unsigned long long>(st.checksum_failures), files.size(),
+        nodes_json.c_str());
+  } else {
+    printf("workload %s: %d thread(s), %zu file(s), %.2f s\n", workload.c_str(),
+           threads, files.size(), secs);
+    printf("  throughput %.3f GB/s (%.1f MB in total), %.0f ops/s\n", gbps,
+           bytes.load() / 1e6, iops);
+    printf("  latency per call: p50 %.0f us, p99 %.0f us, p999 %.0f us\n", p50,
+           p99, p999);
+    printf("  client CPU %.2f s per GB\n", cpu_per_gb);
+    printf(
+        "  errors %llu, byte mismatches %llu, retries %llu, hedges %llu "
+        "(%llu won), checksum failures %llu\n",
+        static_cast<unsigned long long>(errors.load()),
+        static_cast<unsigned long long>(mismatches.load()),
+        static_cast<unsigned long long>(st.retries),
+        static_cast<unsigned long long>(st.hedges),
+        static_cast<unsigned long long>(st.hedge_wins),
+        static_cast<unsigned long long>(st.checksum_failures));
+    printf("  per node:\n%s", nodes_text.c_str());
+  }
+  for (const std::string& e : first_errors) {
+    fprintf(stderr, "rangefs-bench: error: %s\n", e.c_str());
+  }
+  return errors.load() == 0 && mismatches.load() == 0 ? 0 : 1;
+}

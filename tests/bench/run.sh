@@ -1,0 +1,234 @@
+#!/usr/bin/env bash
+# The full rangefs benchmark, with its baselines measured in the same run.
+#
+#   tests/bench/run.sh [--quick] [--out=DIR]
+#
+# Part A (mount path, one machine): a local cluster whose export directories
+# are the clients' mounts. fio on the very same object files (numjobs x
+# iodepth swept, O_DIRECT and cached) is the ceiling; a naive single-stream
+# reader and the round_robin policy are the baselines; 4 KiB random ReadV vs
+# fio io_uring qd32.
+# Part B (agent path, simulated cluster): 4 storage hosts in network
+# namespaces, each host's egress capped with tc tbf; iperf3 through the
+# same capped links is the ceiling. Scenarios: balanced, one host slowed to
+# 1/10 of its cap, one host hung (SIGSTOP) for 10 s, one host killed.
+# Writes OUT/report.md (the ratio table), OUT/*.json and, when gnuplot is
+# available, OUT/<scenario>.png (throughput over time, faults marked).
+# --quick: small data and short runs (used by the test suite's smoke test).
+set -euo pipefail
+ROOT=$(cd "$(dirname "$0")/../.." && pwd)
+cd "$ROOT"
+QUICK=0
+OUT="$ROOT/tests/bench/out"
+BIN=""
+for a in "$@"; do
+  case "$a" in
+    --quick) QUICK=1 ;;
+    --out=*) OUT=${a#*=} ;;
+    --bin=*) BIN=${a#*=} ;;
+    -h|--help) sed -n '2,20p' "$0"; exit 0 ;;
+    *) echo "bench: unknown argument $a" >&2; exit 2 ;;
+  esac
+done
+mkdir -p "$OUT"
+WORK=$(mktemp -d /tmp/rangefs-bench-XXXXXX)
+CLUSTERS=()
+cleanup() {
+  local c
+  for c in "${CLUSTERS[@]}"; do deploy/local/cluster.sh down --dir="$c" >/dev/null 2>&1 || true; done
+  pkill -f "iperf3 -s -p 52" 2>/dev/null || true
+  rm -rf "$WORK"
+}
+trap cleanup EXIT
+
+if [ "$QUICK" = 1 ]; then
+  FILES=2; FILE_MB=32; DUR=2; FIO_RUNTIME=1; RATE=400mbit
+else
+  FILES=4; FILE_MB=512; DUR=10; FIO_RUNTIME=5; RATE=800mbit
+  bash deploy/install-deps.sh
+fi
+if [ -z "$BIN" ]; then
+  echo "bench: building (-c opt)"
+  bazel build -c opt --noshow_progress //storage_node:rangefs-node \
+    //namespace/cli:rangefs-admin //tests/bench:rangefs-bench 2>&1 | grep -E "^ERROR" || true
+  BIN="$WORK/bin"; mkdir -p "$BIN"
+  for b in storage_node/rangefs-node namespace/cli/rangefs-admin tests/bench/rangefs-bench; do
+    cp "bazel-out/k8-opt/bin/$b" "$BIN/"
+  done
+fi
+
+declare -A R   # results: name -> number
+row() { printf '| %-46s | %12s | %12s | %7s | %-8s |\n' "$@" >>"$OUT/report.md"; }
+ratio() { python3 -c "import sys; a,b=float(sys.argv[1]),float(sys.argv[2]); print(f'{a/b:.2f}' if b>0 else 'n/a')" "$1" "$2"; }
+jget() { python3 -c "import json,sys; print(json.load(open(sys.argv[1]))[sys.argv[2]])" "$1" "$2"; }
+fio_bw() {  # fio_bw ARGS...: prints MB/s (read)
+  fio --output-format=json "$@" 2>/dev/null | python3 -c '
+import json,sys; d=json.load(sys.stdin)
+print(sum(j["read"]["bw_bytes"] for j in d["jobs"])/1e6)'
+}
+fio_iops() {
+  fio --output-format=json "$@" 2>/dev/null | python3 -c '
+import json,sys; d=json.load(sys.stdin)
+print(sum(j["read"]["iops"] for j in d["jobs"]))'
+}
+gen() {  # gen FILE SEED BYTES (openssl dies of SIGPIPE when head is done)
+  { openssl enc -aes-128-ctr -nosalt -pass "pass:$2" -pbkdf2 </dev/zero 2>/dev/null || true; } | head -c "$3" >"$1"
+}
+
+echo "# rangefs benchmark ($(date -u +%Y-%m-%dT%H:%MZ), $(nproc) cores, quick=$QUICK)" >"$OUT/report.md"
+echo >>"$OUT/report.md"
+echo "| measure | rangefs | baseline | ratio | target |" >>"$OUT/report.md"
+echo "|---|---|---|---|---|" >>"$OUT/report.md"
+
+# ---------------------------------------------------------------- Part A
+echo "bench: part A (mount path, local cluster)"
+CA="$WORK/clusterA"; CLUSTERS+=("$CA")
+eval "$(deploy/local/cluster.sh up --dir="$CA" --nodes=4 --bin="$BIN" --cluster=bench | tail -n 1)"
+ADMIN=("$BIN/rangefs-admin" --etcd="$RANGEFS_ETCD" --cluster=bench --no-progress)
+mkdir -p "$WORK/data/a"
+for i in $(seq 1 "$FILES"); do
+  gen "$WORK/data/a/f$i" "a$i" $((FILE_MB << 20))
+  "${ADMIN[@]}" file put "$WORK/data/a/f$i" "/a/f$i" --replicas=1 --stripe-unit=4M >/dev/null
+done
+OBJS=$(find "$CA/exports" -type f -path '*/f/*' ! -name '.*' | sort | tr '\n' ':' | sed 's/:$//')
+BENCH=("$BIN/rangefs-bench" --etcd="$RANGEFS_ETCD" --cluster=bench --mount_root="$MOUNT_ROOT" --dir=/a)
+TOTAL=$((FILES * FILE_MB << 20))
+
+best_fio() {  # best_fio DIRECT: sweep numjobs x iodepth, sequential 1 MiB reads
+  local direct=$1 best=0 nj qd bw
+  for nj in 1 2 4; do
+    for qd in 1 16; do
+      sync; echo 3 >/proc/sys/vm/drop_caches 2>/dev/null || true
+      [ "$direct" = 0 ] && cat $(tr ':' ' ' <<<"$OBJS") >/dev/null
+      bw=$(fio_bw --name=seq --filename="$OBJS" --rw=read --bs=1M --direct="$direct" \
+            --ioengine=io_uring --iodepth="$qd" --numjobs="$nj" --group_reporting \
+            --size="$((TOTAL / 1048576))M" --runtime="$FIO_RUNTIME" --time_based=0 || echo 0)
+      best=$(python3 -c "print(max($best, $bw))")
+    done
+  done
+  echo "$best"
+}
+for direct in 1 0; do
+  name=$([ "$direct" = 1 ] && echo "O_DIRECT" || echo "cached")
+  fio_best=$(best_fio "$direct")
+  sync; echo 3 >/proc/sys/vm/drop_caches 2>/dev/null || true
+  [ "$direct" = 0 ] && cat $(tr ':' ' ' <<<"$OBJS") >/dev/null
+  "${BENCH[@]}" --workload=scan --once --threads=4 --data_path=mount --io_size=8M \
+     --o_direct=$([ "$direct" = 1 ] && echo true || echo false) --json >"$OUT/a_scan_$name.json"
+  ours=$(python3 -c "print($(jget "$OUT/a_scan_$name.json" gbps)*1000)")
+  row "mount-path sequential, $name (MB/s) vs fio best" "$(printf %.0f "$ours")" "$(printf %.0f "$fio_best")" "$(ratio "$ours" "$fio_best")" ">= 0.95"
+  R[scan_$name]=$ours
+done
+# Naive single-stream reader: one dd over each object in turn (O_DIRECT).
+sync; echo 3 >/proc/sys/vm/drop_caches 2>/dev/null || true
+t0=$(date +%s.%N)
+for o in $(tr ':' ' ' <<<"$OBJS"); do dd if="$o" of=/dev/null bs=128k iflag=direct status=none; done
+t1=$(date +%s.%N)
+naive=$(python3 -c "print($TOTAL/1e6/($t1-$t0))")
+row "mount-path sequential O_DIRECT vs naive single stream" "$(printf %.0f "${R[scan_O_DIRECT]}")" "$(printf %.0f "$naive")" "$(ratio "${R[scan_O_DIRECT]}" "$naive")" "> 1"
+# round_robin policy on the same data.
+sync; echo 3 >/proc/sys/vm/drop_caches 2>/dev/null || true
+"${BENCH[@]}" --workload=scan --once --threads=4 --data_path=mount --io_size=8M --o_direct=true \
+   --policy=round_robin --json >"$OUT/a_scan_rr.json"
+rr=$(python3 -c "print($(jget "$OUT/a_scan_rr.json" gbps)*1000)")
+row "mount-path O_DIRECT least_loaded vs round_robin" "$(printf %.0f "${R[scan_O_DIRECT]}")" "$(printf %.0f "$rr")" "$(ratio "${R[scan_O_DIRECT]}" "$rr")" "~1 (healthy)"
+# 4 KiB random reads.
+fio_rand=$(fio_iops --name=rand --filename="$OBJS" --rw=randread --bs=4k --direct=1 \
+   --ioengine=io_uring --iodepth=32 --numjobs=1 --size="$((TOTAL / 1048576))M" \
+   --runtime="$FIO_RUNTIME" --time_based=1 || echo 0)
+"${BENCH[@]}" --workload=lookup --threads=4 --batch=32 --data_path=mount --o_direct=true \
+   --duration_s="$DUR" --hedging=false --json >"$OUT/a_lookup.json"
+ours_iops=$(jget "$OUT/a_lookup.json" iops)
+row "4 KiB random ReadV IOPS vs fio io_uring qd32" "$(printf %.0f "$ours_iops")" "$(printf %.0f "$fio_rand")" "$(ratio "$ours_iops" "$fio_rand")" ">= 0.9"
+deploy/local/cluster.sh down --dir="$CA" >/dev/null
+
+# ---------------------------------------------------------------- Part B
+if ! ip netns add rfs-bench-probe 2>/dev/null; then
+  echo "bench: cannot create network namespaces: part B skipped" | tee -a "$OUT/report.md"
+  cat "$OUT/report.md"; exit 0
+fi
+ip netns del rfs-bench-probe
+echo "bench: part B (agent path, 4 hosts in netns, egress capped at $RATE each)"
+CB="$WORK/clusterB"; CLUSTERS+=("$CB")
+eval "$(deploy/local/cluster.sh up --dir="$CB" --nodes=4 --hosts=netns --rate="$RATE" --bin="$BIN" --cluster=bench | tail -n 1)"
+# shellcheck disable=SC1090
+source "$CB/cluster.env"
+NS_C="rfs${TAG}-c"
+inc() { ip netns exec "$NS_C" "$@"; }
+# iperf3 through the same capped links: every host sends to the client.
+for i in 1 2 3 4; do
+  ip netns exec "rfs${TAG}-$i" iperf3 -s -p "520$i" -D --logfile "$WORK/iperf$i.log"
+done
+sleep 0.5
+for i in 1 2 3 4; do
+  inc iperf3 -c "10.250.${TAG}.$((10 + i))" -p "520$i" -R -t "$((DUR / 2 + 1))" -J >"$WORK/ip$i.json" &
+done
+wait
+ceiling=$(python3 -c "
+import json
+print(sum(json.load(open('$WORK/ip%d.json'%i))['end']['sum_received']['bits_per_second']/8e6 for i in (1,2,3,4)))")
+ADMIN=("$BIN/rangefs-admin" --etcd="$RANGEFS_ETCD" --cluster=bench --no-progress)
+mkdir -p "$WORK/data/b"
+for i in $(seq 1 "$FILES"); do
+  gen "$WORK/data/b/g$i" "b$i" $((FILE_MB / 2 << 20))
+  inc "${ADMIN[@]}" file put "$WORK/data/b/g$i" "/b/g$i" --replicas=2 --stripe-unit=1M >/dev/null
+done
+BB=("$BIN/rangefs-bench" --etcd="$RANGEFS_ETCD" --cluster=bench --dir=/b --data_path=agent --threads=8 --io_size=4M)
+pid_of() { cat "$CB/run/node-n$1.pid"; }
+agent_pid() {  # the rangefs-node process inside the setsid/ip-netns wrapper
+  pgrep -f "rangefs-node --node_id=n$1 " | head -n 1
+}
+scenario() {  # scenario NAME POLICY FAULT
+  local name=$1 policy=$2 fault=$3
+  inc "${BB[@]}" --workload=scan --duration_s="$DUR" --policy="$policy" \
+      --timeline="$OUT/b_$name.timeline" --json >"$OUT/b_$name.json" &
+  local job=$!
+  case "$fault" in
+    none) ;;
+    slow) ip netns exec "rfs${TAG}-1" tc qdisc change dev "r${TAG}v1" root tbf \
+            rate "$(python3 -c "r='$RATE'; print(str(int(r.rstrip('mbit'))//10)+'mbit')")" burst 1mb latency 50ms ;;
+    hang) sleep "$(python3 -c "print($DUR*0.25)")"; echo "$(python3 -c "print($DUR*0.25)")" >"$OUT/b_$name.marks"
+          kill -STOP "$(agent_pid 2)"; sleep "$(python3 -c "print($DUR*0.5)")"
+          kill -CONT "$(agent_pid 2)"; echo "$(python3 -c "print($DUR*0.75)")" >>"$OUT/b_$name.marks" ;;
+    kill) sleep "$(python3 -c "print($DUR*0.3)")"; echo "$(python3 -c "print($DUR*0.3)")" >"$OUT/b_$name.marks"
+          kill -KILL "$(agent_pid 3)" ;;
+  esac
+  wait "$job" || true
+}
+scenario balanced least_loaded none
+scenario balanced_rr round_robin none
+bal=$(python3 -c "print($(jget "$OUT/b_balanced.json" gbps)*1000)")
+row "agent path balanced (MB/s) vs iperf3 through the caps" "$(printf %.0f "$bal")" "$(printf %.0f "$ceiling")" "$(ratio "$bal" "$ceiling")" ">= 0.95"
+scenario slow least_loaded slow
+scenario slow_rr round_robin none   # the slow cap is still in place
+slow=$(python3 -c "print($(jget "$OUT/b_slow.json" gbps)*1000)")
+slow_rr=$(python3 -c "print($(jget "$OUT/b_slow_rr.json" gbps)*1000)")
+avail=$(python3 -c "print($ceiling*(3+0.1)/4)")
+row "one host at 1/10 cap vs capacity available" "$(printf %.0f "$slow")" "$(printf %.0f "$avail")" "$(ratio "$slow" "$avail")" ">= 0.90"
+row "one host at 1/10 cap vs round_robin" "$(printf %.0f "$slow")" "$(printf %.0f "$slow_rr")" "$(ratio "$slow" "$slow_rr")" ">= 2"
+ip netns exec "rfs${TAG}-1" tc qdisc change dev "r${TAG}v1" root tbf rate "$RATE" burst 1mb latency 50ms
+scenario hung least_loaded hang
+p99h=$(jget "$OUT/b_balanced.json" p99_us); p99x=$(jget "$OUT/b_hung.json" p99_us)
+errs=$(jget "$OUT/b_hung.json" errors)
+row "host hung 50% of the run: p99 vs healthy p99 (ms)" "$(python3 -c "print(round($p99x/1000,1))")" "$(python3 -c "print(round($p99h/1000,1))")" "$(ratio "$p99x" "$p99h")" "<= 3, 0 err ($errs)"
+scenario killed least_loaded kill
+kerr=$(jget "$OUT/b_killed.json" errors)
+kbw=$(python3 -c "print($(jget "$OUT/b_killed.json" gbps)*1000)")
+row "host killed at 30%: throughput (MB/s), errors" "$(printf %.0f "$kbw")" "$(printf %.0f "$ceiling")" "$(ratio "$kbw" "$ceiling")" "0 err ($kerr)"
+deploy/local/cluster.sh down --dir="$CB" >/dev/null
+
+# Plots.
+if command -v gnuplot >/dev/null; then
+  for s in balanced slow hung killed; do
+    marks=""
+    if [ -e "$OUT/b_$s.marks" ]; then
+      while read -r m; do marks+="set arrow from $m, graph 0 to $m, graph 1 nohead lc rgb 'red' lw 2; "; done <"$OUT/b_$s.marks"
+    fi
+    gnuplot -e "set terminal png size 800,300; set output '$OUT/b_$s.png'; \
+      set title 'rangefs agent path: $s (4 hosts, $RATE each)'; set xlabel 's'; set ylabel 'MB/s'; \
+      set yrange [0:*]; $marks plot '$OUT/b_$s.timeline' with lines lw 2 title 'throughput'" || true
+  done
+fi
+echo >>"$OUT/report.md"
+echo "iperf3 ceiling through the caps: $(printf %.0f "$ceiling") MB/s; data: $FILES x $FILE_MB MiB (part A), $FILES x $((FILE_MB / 2)) MiB x 2 replicas (part B)." >>"$OUT/report.md"
+cat "$OUT/report.md"
