@@ -11,8 +11,8 @@ PACKAGES=(
   # run and test
   etcd-server etcd-client fuse3 iproute2 procps psmisc openssl python3 curl
   systemd
-  # benchmarks
-  fio iperf3
+  # benchmarks (gnuplot draws tests/bench/run.sh's timelines)
+  fio iperf3 gnuplot-nox
 )
 
 missing=()

@@ -43,8 +43,10 @@ trap cleanup EXIT
 
 if [ "$QUICK" = 1 ]; then
   FILES=2; FILE_MB=32; DUR=2; FIO_RUNTIME=1; RATE=400mbit
+  SWEEP_JOBS="2"; SWEEP_QD="16"
 else
   FILES=4; FILE_MB=512; DUR=10; FIO_RUNTIME=5; RATE=800mbit
+  SWEEP_JOBS="1 2 4"; SWEEP_QD="1 16"
   bash deploy/install-deps.sh
 fi
 if [ -z "$BIN" ]; then
@@ -96,8 +98,8 @@ TOTAL=$((FILES * FILE_MB << 20))
 
 best_fio() {  # best_fio DIRECT: sweep numjobs x iodepth, sequential 1 MiB reads
   local direct=$1 best=0 nj qd bw
-  for nj in 1 2 4; do
-    for qd in 1 16; do
+  for nj in $SWEEP_JOBS; do
+    for qd in $SWEEP_QD; do
       sync; echo 3 >/proc/sys/vm/drop_caches 2>/dev/null || true
       [ "$direct" = 0 ] && cat $(tr ':' ' ' <<<"$OBJS") >/dev/null
       bw=$(fio_bw --name=seq --filename="$OBJS" --rw=read --bs=1M --direct="$direct" \

@@ -1,0 +1,29 @@
+#!/usr/bin/env bash
+# Smoke test of the benchmark script: tests/bench/run.sh --quick on tiny data
+# must complete and print every row of its ratio table with numbers.
+set -uo pipefail
+RF="$TEST_SRCDIR/$TEST_WORKSPACE"
+BIN="$TEST_TMPDIR/bin"
+mkdir -p "$BIN"
+cp "$RF/storage_node/rangefs-node" "$RF/namespace/cli/rangefs-admin" \
+   "$RF/tests/bench/rangefs-bench" "$BIN/"
+OUT="$TEST_TMPDIR/out"
+if ! bash "$RF/tests/bench/run.sh" --quick --bin="$BIN" --out="$OUT" >"$TEST_TMPDIR/log" 2>&1; then
+  echo "FAIL: run.sh exited non-zero"; tail -30 "$TEST_TMPDIR/log"; exit 1
+fi
+for row in "mount-path sequential, O_DIRECT" "mount-path sequential, cached" \
+           "naive single stream" "round_robin" "4 KiB random ReadV IOPS"; do
+  grep -q "$row" "$OUT/report.md" || { echo "FAIL: no row '$row'"; cat "$OUT/report.md"; exit 1; }
+done
+if ! grep -q "part B skipped" "$OUT/report.md"; then
+  for row in "agent path balanced" "1/10 cap vs capacity" "1/10 cap vs round_robin" \
+             "host hung" "host killed"; do
+    grep -q "$row" "$OUT/report.md" || { echo "FAIL: no row '$row'"; cat "$OUT/report.md"; exit 1; }
+  done
+fi
+# Every ratio cell is a number (a failed measurement shows as n/a or empty).
+if grep -E '^\| ' "$OUT/report.md" | grep -v -E '^\| (measure|---)' | awk -F'|' '{print $5}' | grep -q -v -E '^ *[0-9.]+ *$'; then
+  echo "FAIL: a ratio is not a number"; cat "$OUT/report.md"; exit 1
+fi
+cat "$OUT/report.md"
+echo PASS
