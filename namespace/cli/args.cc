@@ -13,10 +13,9 @@ namespace rangefs {
 namespace admin {
 
 bool IsBoolFlag(absl::string_view name) {
-  static const char* const kBool[] = {"json",        "help",      "force",
-                                      "yes",         "recompute", "verbose",
-                                      "no-progress", "overwrite", "keys-only",
-                                      "checksums"};
+  static const char* const kBool[] = {
+      "json",    "help",        "force",     "yes",       "recompute",
+      "verbose", "no-progress", "overwrite", "keys-only", "checksums"};
   for (const char* b : kBool) {
     if (name == b) return true;
   }
