@@ -12,6 +12,21 @@
 // while the Batch is open. Closing the Batch (on return) waits for copies
 // already started (memcpy only, never I/O), so no caller buffer is written
 // after the call returns, whatever the workers are stuck in.
+//
+// io_uring mount path (ClientOptions::io_uring). Instead of worker threads,
+// a node's mount pieces go to one ring thread per node: it takes the queued
+// pieces in batches, submits up to io_uring_depth IORING_OP_READs at once
+// into buffers it owns, reaps the completions, verifies and hands each
+// result to its Batch exactly like a worker (claim under Batch::mu, copy,
+// done), so the rule above holds unchanged: the ring thread writes caller
+// memory only through that claim. The ring thread sleeps in the kernel on
+// its ring; Submit wakes it through an eventfd read kept armed in the ring.
+// A hung read occupies one slot (and one io-wq kernel worker) of its node.
+#include <fcntl.h>
+#include <liburing.h>
+#include <sys/eventfd.h>
+#include <unistd.h>
+
 #include <algorithm>
 #include <atomic>
 #include <cstdlib>
@@ -30,9 +45,11 @@
 #include "absl/strings/str_join.h"
 #include "absl/synchronization/mutex.h"
 #include "base/crc32c.h"
+#include "base/errno_status.h"
 #include "base/logging.h"
 #include "base/status_macros.h"
 #include "client_lib/client.h"
+#include "client_lib/mountd/mount_status.h"
 #include "loadbalancer/hedge.h"
 #include "loadbalancer/latency_tracker.h"
 #include "loadbalancer/node_health.h"
@@ -71,6 +88,20 @@ class WorkerBuffer {
  private:
   char* data_ = nullptr;
   size_t size_ = 0;
+};
+
+// A file descriptor of the ring thread, closed by its last holder (the fd
+// cache or a read in flight that may still have to read the rest).
+class RingFile {
+ public:
+  explicit RingFile(int fd) : fd_(fd) {}
+  ~RingFile() { close(fd_); }
+  RingFile(const RingFile&) = delete;
+  RingFile& operator=(const RingFile&) = delete;
+  int fd() const { return fd_; }
+
+ private:
+  const int fd_;
 };
 
 struct Batch;
@@ -135,7 +166,7 @@ struct Task {
 
 struct NodeCounters {
   std::atomic<uint64_t> bytes{0}, requests{0}, errors{0}, timeouts{0},
-      checksum_failures{0}, mount_reads{0}, agent_reads{0};
+      checksum_failures{0}, mount_reads{0}, agent_reads{0}, uring_reads{0};
   std::atomic<int64_t> inflight{0}, outstanding_bytes{0};
 };
 
@@ -166,15 +197,67 @@ class NodeRuntime {
     absl::MutexLock l(&mu_);
     return mount_dir_;
   }
+  // rangefs-mountd reports this node's mount as not usable.
+  bool mount_down() const {
+    return mount_down_.load(std::memory_order_relaxed);
+  }
+  void set_mount_down(bool down) { mount_down_.store(down); }
 
   void Submit(Task t);
   void Stop();
 
  private:
+  // One mount read: the aligned span to read and how to check it.
+  struct MountPlan {
+    std::string path;
+    bool direct = false;
+    uint64_t start = 0;
+    uint64_t end = 0;
+    size_t span = 0;   // end - start
+    size_t alloc = 0;  // span rounded up to kDirectIoAlignment
+    size_t lead = 0;   // object_offset - start
+    std::shared_ptr<const node::Checksums> sums;  // set when verifying
+  };
+  // One in-flight read of the ring (ring thread only).
+  struct RingSlot {
+    Task task;
+    MountPlan plan;
+    std::shared_ptr<RingFile> file;
+    char* buf = nullptr;  // aligned, owned; grows only
+    size_t cap = 0;
+    size_t want = 0;  // bytes to read from plan.start
+    size_t done = 0;
+    absl::Time t0;
+  };
+
   void WorkerLoop();
   void Execute(Attempt* a, Batch* b, WorkerBuffer& buf);
+  // Ends an attempt whose batch closed before it started.
+  void CancelQueued(Attempt* a, Batch* b);
+  // Accounts an attempt's outcome and hands its bytes (`out`, valid until
+  // this returns) to the batch.
+  void Finish(Attempt* a, Batch* b, const absl::StatusOr<size_t>& r,
+              const char* out, bool checksum_failure, absl::Time t0);
+  absl::Status PlanMount(Attempt* a, const std::string& dir, MountPlan* plan);
+  absl::StatusOr<size_t> CheckMount(Attempt* a, const MountPlan& plan,
+                                    const char* p, size_t n,
+                                    bool* checksum_failure);
   absl::StatusOr<size_t> ReadMount(Attempt* a, WorkerBuffer& buf,
                                    const char** data, bool* checksum_failure);
+  void SubmitPoolLocked(Task t) ABSL_EXCLUSIVE_LOCKS_REQUIRED(qmu_);
+  bool StartRingLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(qmu_);
+  void Wake();
+  void RingLoop();
+  void RingStart(Task t);
+  void RingIssue(int slot);
+  void RingComplete(int slot, int res);
+  // A mount read failed: falls back to the agent (kAuto, mount gone) or
+  // finishes the attempt with `error`.
+  void RingFailed(Task t, const absl::Status& error, absl::Time t0,
+                  bool checksum_failure);
+  absl::StatusOr<std::shared_ptr<RingFile>> RingFd(const std::string& path,
+                                                   bool direct);
+  void RingDropFd(const std::string& path, bool direct);
   absl::StatusOr<size_t> ReadAgent(Attempt* a, Batch* b, char* out);
   absl::StatusOr<std::shared_ptr<const node::Checksums>> Sidecar(
       const std::string& dir, const std::string& object);
@@ -193,11 +276,25 @@ class NodeRuntime {
       sidecars_ ABSL_GUARDED_BY(mu_);
   std::atomic<int> mount_state_{0};  // 0 unknown, 1 ok, -1 bad
   std::atomic<int64_t> mount_checked_ns_{0};
+  std::atomic<bool> mount_down_{false};
 
   absl::Mutex qmu_;
-  std::deque<Task> queue_ ABSL_GUARDED_BY(qmu_);
+  std::deque<Task> queue_ ABSL_GUARDED_BY(qmu_);  // worker threads' queue
   bool stop_ ABSL_GUARDED_BY(qmu_) = false;
   std::vector<std::thread> workers_ ABSL_GUARDED_BY(qmu_);
+  bool started_ ABSL_GUARDED_BY(qmu_) = false;
+  bool use_ring_ ABSL_GUARDED_BY(qmu_) = false;
+  std::deque<Task> ring_queue_ ABSL_GUARDED_BY(qmu_);
+  bool ring_sleeping_ ABSL_GUARDED_BY(qmu_) = false;
+  std::thread ring_thread_ ABSL_GUARDED_BY(qmu_);
+  // Set before the ring thread starts, then owned by it.
+  std::unique_ptr<io_uring> ring_;
+  int ring_wake_fd_ = -1;
+  uint64_t ring_wake_buf_ = 0;
+  std::vector<RingSlot> ring_slots_;
+  std::vector<int> ring_free_;
+  int ring_inflight_ = 0;
+  absl::flat_hash_map<std::string, std::shared_ptr<RingFile>> ring_fds_;
 };
 
 class FileImpl;
@@ -249,8 +346,28 @@ class ClientImpl : public Client {
   void CountRefresh() { layout_refreshes_.fetch_add(1); }
   void CountAbort() { layout_aborts_.fetch_add(1); }
   void CountHedgeWin() { hedge_wins_.fetch_add(1); }
+  // Whether nodes' mount reads go through io_uring (see options.h).
+  bool RingWanted() const {
+    return options_.io_uring && options_.fs == nullptr &&
+           options_.data_path != DataPath::kAgent;
+  }
+  // The health table's verdict, and with kMount also a mount that
+  // rangefs-mountd reports down.
+  bool Admissible(NodeRuntime* n) {
+    if (options_.data_path == DataPath::kMount && n->mount_down()) {
+      return false;
+    }
+    return health_.Admissible(n->id());
+  }
 
  private:
+  // Re-reads rangefs-mountd's status file when mount_recheck_interval has
+  // passed since the last read (one caller reads; the others go on with the
+  // previous view). A plain read of a local file, never inside a mount.
+  void MaybeReloadMountStatus();
+  // Whether the current status view says node `id`'s mount is unusable.
+  bool MountDownLocked(const std::string& id)
+      ABSL_SHARED_LOCKS_REQUIRED(status_mu_);
   NodeRuntime* Node(const std::string& id);
   void OnNodeEvent(const ns::KvWatchUpdate& u);
   void OnLiveEvent(const ns::KvWatchUpdate& u);
@@ -282,6 +399,13 @@ class ClientImpl : public Client {
   absl::Mutex nodes_mu_;
   absl::flat_hash_map<std::string, std::unique_ptr<NodeRuntime>> nodes_
       ABSL_GUARDED_BY(nodes_mu_);
+
+  // rangefs-mountd's report (mount_status_file).
+  std::string status_path_;                 // empty: not read
+  std::atomic<int64_t> status_next_ns_{0};  // monotonic; next reload due
+  absl::Mutex status_mu_;  // held while reloading; before nodes_mu_
+  bool status_valid_ ABSL_GUARDED_BY(status_mu_) = false;
+  mountd::MountStatusFile status_ ABSL_GUARDED_BY(status_mu_);
 
   std::unique_ptr<ns::KvWatch> node_watch_, live_watch_;
 
@@ -391,8 +515,28 @@ class FileImpl : public File {
 // ---------------------------------------------------------------- nodes
 
 void NodeRuntime::Submit(Task t) {
-  absl::MutexLock l(&qmu_);
-  if (workers_.empty() && !stop_) {
+  bool wake = false;
+  {
+    absl::MutexLock l(&qmu_);
+    if (!started_ && !stop_) {
+      started_ = true;
+      use_ring_ = client_->RingWanted() && StartRingLocked();
+    }
+    if (!use_ring_) {
+      SubmitPoolLocked(std::move(t));
+      return;
+    }
+    ring_queue_.push_back(std::move(t));
+    if (ring_sleeping_) {
+      ring_sleeping_ = false;
+      wake = true;
+    }
+  }
+  if (wake) Wake();
+}
+
+void NodeRuntime::SubmitPoolLocked(Task t) {
+  if (workers_.empty()) {
     int n = std::max(1, client_->options().max_inflight_per_node);
     for (int i = 0; i < n; ++i) {
       workers_.emplace_back([this] { WorkerLoop(); });
@@ -401,11 +545,29 @@ void NodeRuntime::Submit(Task t) {
   queue_.push_back(std::move(t));
 }
 
+void NodeRuntime::Wake() {
+  const uint64_t one = 1;
+  if (write(ring_wake_fd_, &one, sizeof(one)) < 0) {
+    RANGEFS_LOG(ERROR) << "node " << id_
+                       << ": eventfd write: " << strerror(errno);
+  }
+}
+
 void NodeRuntime::Stop() {
-  std::vector<std::thread> workers;
+  std::thread ring;
   {
     absl::MutexLock l(&qmu_);
     stop_ = true;
+    ring.swap(ring_thread_);
+  }
+  // The ring thread first: it may still hand agent reads to the workers.
+  if (ring.joinable()) {
+    Wake();
+    ring.join();
+  }
+  std::vector<std::thread> workers;
+  {
+    absl::MutexLock l(&qmu_);
     workers.swap(workers_);
   }
   for (std::thread& t : workers) t.join();
@@ -434,6 +596,7 @@ bool NodeRuntime::UseMount(const std::string& dir) {
   DataPath mode = client_->options().data_path;
   if (mode == DataPath::kMount) return true;
   if (mode == DataPath::kAgent) return false;
+  if (mount_down()) return false;  // rangefs-mountd says so
   int state = mount_state_.load(std::memory_order_relaxed);
   int64_t now = absl::ToUnixNanos(client_->clock()->MonotonicNow());
   if (state == 0 ||
@@ -486,59 +649,79 @@ absl::StatusOr<std::shared_ptr<const node::Checksums>> NodeRuntime::Sidecar(
   return sp;
 }
 
-absl::StatusOr<size_t> NodeRuntime::ReadMount(Attempt* a, WorkerBuffer& buf,
-                                              const char** data,
-                                              bool* checksum_failure) {
-  const std::string dir = mount_dir();
-  const std::string path = absl::StrCat(dir, "/", *a->object);
-  const bool direct = client_->options().o_direct;
-  uint64_t align = direct ? kDirectIoAlignment : 1;
-  std::shared_ptr<const node::Checksums> sums;
+absl::Status NodeRuntime::PlanMount(Attempt* a, const std::string& dir,
+                                    MountPlan* plan) {
+  plan->path = absl::StrCat(dir, "/", *a->object);
+  plan->direct = client_->options().o_direct;
+  uint64_t align = plan->direct ? kDirectIoAlignment : 1;
   if (a->verify) {
-    RANGEFS_ASSIGN_OR_RETURN(sums, Sidecar(dir, *a->object));
-    if (sums->block_size == 0 || (direct && sums->block_size % align != 0)) {
-      return absl::DataLossError(absl::StrCat(
-          "sidecar of ", path, ": bad block size ", sums->block_size));
+    RANGEFS_ASSIGN_OR_RETURN(plan->sums, Sidecar(dir, *a->object));
+    const uint64_t bs = plan->sums->block_size;
+    if (bs == 0 || (plan->direct && bs % align != 0)) {
+      return absl::DataLossError(
+          absl::StrCat("sidecar of ", plan->path, ": bad block size ", bs));
     }
-    align = sums->block_size;
+    align = bs;
   }
-  const uint64_t start = a->object_offset / align * align;
-  uint64_t end = (a->object_offset + a->length + align - 1) / align * align;
-  if (sums != nullptr) end = std::min(end, sums->object_size);
-  if (end < a->object_offset + a->length) {
-    return absl::DataLossError(
-        absl::StrCat(path, " is ", end, " bytes by its sidecar; need up to ",
-                     a->object_offset + a->length));
+  plan->start = a->object_offset / align * align;
+  plan->end = (a->object_offset + a->length + align - 1) / align * align;
+  if (plan->sums != nullptr) {
+    plan->end = std::min(plan->end, plan->sums->object_size);
   }
-  const size_t span = static_cast<size_t>(end - start);
-  const size_t alloc = WorkerBuffer::RoundUp(span, kDirectIoAlignment);
-  char* p = buf.Get(alloc);
-  RANGEFS_ASSIGN_OR_RETURN(
-      size_t n, client_->fs()->PRead(path, start,
-                                     absl::MakeSpan(p, direct ? alloc : span),
-                                     {.direct = direct}));
-  const size_t lead = static_cast<size_t>(a->object_offset - start);
-  if (n < lead + a->length) {
-    return absl::DataLossError(
-        absl::StrCat("short read of ", path, " at ", a->object_offset, ": ",
-                     n - std::min(n, lead), " of ", a->length, " bytes"));
+  if (plan->end < a->object_offset + a->length) {
+    return absl::DataLossError(absl::StrCat(
+        plan->path, " is ", plan->end, " bytes by its sidecar; need up to ",
+        a->object_offset + a->length));
   }
-  if (sums != nullptr) {
-    const uint64_t bs = sums->block_size;
-    for (uint64_t off = start; off < end; off += bs) {
+  plan->span = static_cast<size_t>(plan->end - plan->start);
+  plan->alloc = WorkerBuffer::RoundUp(plan->span, kDirectIoAlignment);
+  plan->lead = static_cast<size_t>(a->object_offset - plan->start);
+  return absl::OkStatus();
+}
+
+absl::StatusOr<size_t> NodeRuntime::CheckMount(Attempt* a,
+                                               const MountPlan& plan,
+                                               const char* p, size_t n,
+                                               bool* checksum_failure) {
+  if (n < plan.lead + a->length) {
+    return absl::DataLossError(absl::StrCat(
+        "short read of ", plan.path, " at ", a->object_offset, ": ",
+        n - std::min(n, plan.lead), " of ", a->length, " bytes"));
+  }
+  if (plan.sums != nullptr) {
+    const node::Checksums& sums = *plan.sums;
+    const uint64_t bs = sums.block_size;
+    for (uint64_t off = plan.start; off < plan.end; off += bs) {
       uint64_t blk = off / bs;
-      size_t len = static_cast<size_t>(std::min(bs, end - off));
-      if (blk >= sums->block_crc32c.size() ||
-          Crc32cExtend(0, p + (off - start), len) != sums->block_crc32c[blk]) {
+      size_t len = static_cast<size_t>(std::min(bs, plan.end - off));
+      if (blk >= sums.block_crc32c.size() ||
+          Crc32cExtend(0, p + (off - plan.start), len) !=
+              sums.block_crc32c[blk]) {
         *checksum_failure = true;
-        return absl::DataLossError(absl::StrCat("checksum mismatch in ", path,
-                                                " block ", blk, " (bytes ", off,
-                                                "..", off + len, ")"));
+        return absl::DataLossError(
+            absl::StrCat("checksum mismatch in ", plan.path, " block ", blk,
+                         " (bytes ", off, "..", off + len, ")"));
       }
     }
   }
-  *data = p + lead;
   return a->length;
+}
+
+absl::StatusOr<size_t> NodeRuntime::ReadMount(Attempt* a, WorkerBuffer& buf,
+                                              const char** data,
+                                              bool* checksum_failure) {
+  MountPlan plan;
+  RANGEFS_RETURN_IF_ERROR(PlanMount(a, mount_dir(), &plan));
+  char* p = buf.Get(plan.alloc);
+  RANGEFS_ASSIGN_OR_RETURN(
+      size_t n, client_->fs()->PRead(
+                    plan.path, plan.start,
+                    absl::MakeSpan(p, plan.direct ? plan.alloc : plan.span),
+                    {.direct = plan.direct}));
+  RANGEFS_ASSIGN_OR_RETURN(size_t len,
+                           CheckMount(a, plan, p, n, checksum_failure));
+  *data = p + plan.lead;
+  return len;
 }
 
 absl::StatusOr<size_t> NodeRuntime::ReadAgent(Attempt* a, Batch* b, char* out) {
@@ -563,15 +746,19 @@ absl::StatusOr<size_t> NodeRuntime::ReadAgent(Attempt* a, Batch* b, char* out) {
   return n;
 }
 
+void NodeRuntime::CancelQueued(Attempt* a, Batch* b) {
+  absl::MutexLock l(&b->mu);
+  a->finished = true;
+  a->status = absl::CancelledError("not needed");
+  if (!a->abandoned) b->pieces[a->piece].active--;
+  counters_.inflight.fetch_sub(1);
+  counters_.outstanding_bytes.fetch_sub(static_cast<int64_t>(a->length));
+  client_->global_inflight().fetch_sub(1);
+}
+
 void NodeRuntime::Execute(Attempt* a, Batch* b, WorkerBuffer& buf) {
   if (b->closed_hint.load(std::memory_order_acquire)) {
-    absl::MutexLock l(&b->mu);
-    a->finished = true;
-    a->status = absl::CancelledError("not needed");
-    if (!a->abandoned) b->pieces[a->piece].active--;
-    counters_.inflight.fetch_sub(1);
-    counters_.outstanding_bytes.fetch_sub(static_cast<int64_t>(a->length));
-    client_->global_inflight().fetch_sub(1);
+    CancelQueued(a, b);
     return;
   }
   const absl::Time t0 = client_->clock()->MonotonicNow();
@@ -601,6 +788,12 @@ void NodeRuntime::Execute(Attempt* a, Batch* b, WorkerBuffer& buf) {
     out = dst;
     if (absl::IsDataLoss(r.status())) checksum_failure = true;
   }
+  Finish(a, b, r, out, checksum_failure, t0);
+}
+
+void NodeRuntime::Finish(Attempt* a, Batch* b, const absl::StatusOr<size_t>& r,
+                         const char* out, bool checksum_failure,
+                         absl::Time t0) {
   const absl::Duration latency = client_->clock()->MonotonicNow() - t0;
   counters_.inflight.fetch_sub(1);
   counters_.outstanding_bytes.fetch_sub(static_cast<int64_t>(a->length));
@@ -649,6 +842,225 @@ void NodeRuntime::Execute(Attempt* a, Batch* b, WorkerBuffer& buf) {
   }
 }
 
+// ---------------------------------------------------------------- io_uring
+
+constexpr uint64_t kWakeTag = ~uint64_t{0};
+constexpr size_t kMaxRingFds = 1024;
+
+bool NodeRuntime::StartRingLocked() {
+  const int depth = client_->options().io_uring_depth;
+  auto ring = std::make_unique<io_uring>();
+  // One entry more than the slots: the eventfd read that wakes the thread.
+  int rc = io_uring_queue_init(static_cast<unsigned>(depth) + 1, ring.get(), 0);
+  if (rc < 0) {
+    RANGEFS_LOG(WARNING) << "node " << id_ << ": io_uring_queue_init(" << depth
+                         << "): " << strerror(-rc) << "; using worker threads";
+    return false;
+  }
+  int efd = eventfd(0, EFD_CLOEXEC);
+  if (efd < 0) {
+    RANGEFS_LOG(WARNING) << "node " << id_ << ": eventfd: " << strerror(errno)
+                         << "; using worker threads";
+    io_uring_queue_exit(ring.get());
+    return false;
+  }
+  ring_ = std::move(ring);
+  ring_wake_fd_ = efd;
+  ring_slots_.resize(static_cast<size_t>(depth));
+  for (int i = depth - 1; i >= 0; --i) ring_free_.push_back(i);
+  ring_thread_ = std::thread([this] { RingLoop(); });
+  return true;
+}
+
+void NodeRuntime::RingLoop() {
+  io_uring* ring = ring_.get();
+  bool wake_armed = false;
+  std::vector<Task> take;
+  std::vector<std::pair<uint64_t, int>> done;
+  for (;;) {
+    if (!wake_armed) {
+      io_uring_sqe* sqe = io_uring_get_sqe(ring);
+      io_uring_prep_read(sqe, ring_wake_fd_, &ring_wake_buf_,
+                         sizeof(ring_wake_buf_), 0);
+      io_uring_sqe_set_data64(sqe, kWakeTag);
+      wake_armed = true;
+    }
+    bool block;
+    {
+      absl::MutexLock l(&qmu_);
+      while (!ring_queue_.empty() && take.size() < ring_free_.size()) {
+        take.push_back(std::move(ring_queue_.front()));
+        ring_queue_.pop_front();
+      }
+      if (take.empty() && ring_inflight_ == 0 && stop_) break;
+      block = take.empty();
+      ring_sleeping_ = block;
+    }
+    for (Task& t : take) RingStart(std::move(t));
+    take.clear();
+    int rc = block ? io_uring_submit_and_wait(ring, 1) : io_uring_submit(ring);
+    if (rc < 0 && rc != -EINTR && rc != -EAGAIN && rc != -EBUSY) {
+      RANGEFS_LOG(ERROR) << "node " << id_
+                         << ": io_uring_submit: " << strerror(-rc);
+    }
+    unsigned head;
+    unsigned n = 0;
+    io_uring_cqe* cqe;
+    io_uring_for_each_cqe(ring, head, cqe) {
+      ++n;
+      const uint64_t tag = io_uring_cqe_get_data64(cqe);
+      if (tag == kWakeTag) {
+        wake_armed = false;
+      } else {
+        done.emplace_back(tag, cqe->res);
+      }
+    }
+    io_uring_cq_advance(ring, n);
+    for (const auto& [slot, res] : done) {
+      RingComplete(static_cast<int>(slot), res);
+    }
+    done.clear();
+  }
+  ring_fds_.clear();
+  for (RingSlot& s : ring_slots_) {
+    s.file.reset();
+    free(s.buf);
+  }
+  io_uring_queue_exit(ring);  // cancels the armed eventfd read
+  close(ring_wake_fd_);
+}
+
+void NodeRuntime::RingStart(Task t) {
+  Attempt* a = t.attempt;
+  Batch* b = t.batch.get();
+  if (b->closed_hint.load(std::memory_order_acquire)) {
+    CancelQueued(a, b);
+    return;
+  }
+  const std::string dir = mount_dir();
+  if (!UseMount(dir)) {  // kAuto without a usable mount: the agent
+    absl::MutexLock l(&qmu_);
+    SubmitPoolLocked(std::move(t));
+    return;
+  }
+  const absl::Time t0 = client_->clock()->MonotonicNow();
+  a->started_ns.store(std::max<int64_t>(1, absl::ToUnixNanos(t0)),
+                      std::memory_order_release);
+  counters_.mount_reads.fetch_add(1);
+  counters_.uring_reads.fetch_add(1);
+  MountPlan plan;
+  absl::Status s = PlanMount(a, dir, &plan);
+  absl::StatusOr<std::shared_ptr<RingFile>> file =
+      s.ok() ? RingFd(plan.path, plan.direct)
+             : absl::StatusOr<std::shared_ptr<RingFile>>(s);
+  if (!file.ok()) {
+    RingFailed(std::move(t), file.status(), t0, false);
+    return;
+  }
+  const int i = ring_free_.back();
+  ring_free_.pop_back();
+  ++ring_inflight_;
+  RingSlot& slot = ring_slots_[i];
+  if (slot.cap < plan.alloc) {
+    free(slot.buf);
+    slot.cap = std::max(plan.alloc, size_t{64} << 10);
+    slot.buf = static_cast<char*>(aligned_alloc(kDirectIoAlignment, slot.cap));
+  }
+  slot.task = std::move(t);
+  slot.want = plan.direct ? plan.alloc : plan.span;
+  slot.plan = std::move(plan);
+  slot.file = std::move(*file);
+  slot.done = 0;
+  slot.t0 = t0;
+  RingIssue(i);
+}
+
+void NodeRuntime::RingIssue(int i) {
+  RingSlot& s = ring_slots_[i];
+  io_uring_sqe* sqe = io_uring_get_sqe(ring_.get());
+  if (sqe == nullptr) {  // cannot happen: entries > slots; be safe anyway
+    io_uring_submit(ring_.get());
+    sqe = io_uring_get_sqe(ring_.get());
+  }
+  io_uring_prep_read(sqe, s.file->fd(), s.buf + s.done,
+                     static_cast<unsigned>(s.want - s.done),
+                     s.plan.start + s.done);
+  io_uring_sqe_set_data64(sqe, static_cast<uint64_t>(i));
+}
+
+void NodeRuntime::RingComplete(int i, int res) {
+  RingSlot& s = ring_slots_[i];
+  if (res == -EINTR || res == -EAGAIN) {
+    RingIssue(i);
+    return;
+  }
+  if (res > 0) {
+    s.done += static_cast<size_t>(res);
+    // Short reads are retried for the rest; O_DIRECT: a short read that is
+    // not a multiple of the alignment can only be EOF.
+    const bool eof = s.plan.direct && res % kDirectIoAlignment != 0;
+    if (s.done < s.want && !eof) {
+      RingIssue(i);
+      return;
+    }
+  }
+  Task t = std::move(s.task);
+  s.task = Task{};
+  s.file.reset();
+  if (res < 0) {
+    RingDropFd(s.plan.path, s.plan.direct);  // a stale handle must not stay
+    RingFailed(std::move(t),
+               ErrnoStatus(-res, absl::StrCat("io_uring read ", s.plan.path,
+                                              " at ", s.plan.start + s.done)),
+               s.t0, false);
+  } else {
+    bool checksum_failure = false;
+    absl::StatusOr<size_t> r =
+        CheckMount(t.attempt, s.plan, s.buf, s.done, &checksum_failure);
+    if (r.ok()) {
+      Finish(t.attempt, t.batch.get(), r, s.buf + s.plan.lead, false, s.t0);
+    } else {
+      RingFailed(std::move(t), r.status(), s.t0, checksum_failure);
+    }
+  }
+  // Released only now: Finish copied out of s.buf.
+  --ring_inflight_;
+  ring_free_.push_back(i);
+}
+
+void NodeRuntime::RingFailed(Task t, const absl::Status& error, absl::Time t0,
+                             bool checksum_failure) {
+  if (client_->options().data_path == DataPath::kAuto &&
+      !absl::IsDataLoss(error) && !client_->fs()->CheckDir(mount_dir()).ok()) {
+    // The mount itself is gone: the agent reads this attempt (on a worker).
+    mount_state_.store(-1);
+    mount_checked_ns_.store(
+        absl::ToUnixNanos(client_->clock()->MonotonicNow()));
+    absl::MutexLock l(&qmu_);
+    SubmitPoolLocked(std::move(t));
+    return;
+  }
+  Finish(t.attempt, t.batch.get(), error, nullptr, checksum_failure, t0);
+}
+
+absl::StatusOr<std::shared_ptr<RingFile>> NodeRuntime::RingFd(
+    const std::string& path, bool direct) {
+  std::string key = absl::StrCat(direct ? "D" : "B", path);
+  auto it = ring_fds_.find(key);
+  if (it != ring_fds_.end()) return it->second;
+  // Blocks on a hung mount: only this node's ring waits.
+  int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC | (direct ? O_DIRECT : 0));
+  if (fd < 0) return ErrnoStatus(errno, absl::StrCat("open ", path));
+  if (ring_fds_.size() >= kMaxRingFds) ring_fds_.clear();
+  auto file = std::make_shared<RingFile>(fd);
+  ring_fds_.emplace(std::move(key), file);
+  return file;
+}
+
+void NodeRuntime::RingDropFd(const std::string& path, bool direct) {
+  ring_fds_.erase(absl::StrCat(direct ? "D" : "B", path));
+}
+
 // ---------------------------------------------------------------- client
 
 ClientImpl::~ClientImpl() {
@@ -671,10 +1083,18 @@ absl::Status ClientImpl::Init() {
   if (o.max_inflight_per_node < 1 || o.max_inflight_global < 1) {
     return absl::InvalidArgumentError("in-flight caps must be >= 1");
   }
+  if (o.io_uring_depth < 1) {
+    return absl::InvalidArgumentError("io_uring_depth must be >= 1");
+  }
   if (o.verify == VerifyMode::kSampled && o.verify_sample_every < 1) {
     return absl::InvalidArgumentError("verify_sample_every must be >= 1");
   }
   RANGEFS_ASSIGN_OR_RETURN(policy_, lb::NewPolicy(o.lb_policy));
+  if (o.mount_status_file != "-" && o.data_path != DataPath::kAgent) {
+    status_path_ = o.mount_status_file.empty()
+                       ? absl::StrCat(o.mount_root, "/.rangefs-mounts")
+                       : o.mount_status_file;
+  }
   fs_ = o.fs;
   if (fs_ == nullptr) {
     own_fs_ = NewPosixFs();
@@ -735,13 +1155,68 @@ NodeRuntime* ClientImpl::Node(const std::string& id) {
     auto it = nodes_.find(id);
     if (it != nodes_.end()) return it->second.get();
   }
-  absl::MutexLock l(&nodes_mu_);
-  auto& slot = nodes_[id];
-  if (slot == nullptr) {
-    slot = std::make_unique<NodeRuntime>(this, id);
-    slot->SetDefaultMount(options_.mount_root);
+  NodeRuntime* n;
+  bool created = false;
+  {
+    absl::MutexLock l(&nodes_mu_);
+    auto& slot = nodes_[id];
+    if (slot == nullptr) {
+      slot = std::make_unique<NodeRuntime>(this, id);
+      slot->SetDefaultMount(options_.mount_root);
+      created = true;
+    }
+    n = slot.get();
   }
-  return slot.get();
+  if (created && !status_path_.empty()) {
+    // status_mu_ comes before nodes_mu_. A reload in between sets the same.
+    absl::ReaderMutexLock sl(&status_mu_);
+    n->set_mount_down(MountDownLocked(id));
+  }
+  return n;
+}
+
+bool ClientImpl::MountDownLocked(const std::string& id) {
+  if (!status_valid_) return false;
+  const mountd::MountStatusEntry* e = status_.Find(id);
+  return e == nullptr || e->health != mountd::MountHealth::kHealthy;
+}
+
+void ClientImpl::MaybeReloadMountStatus() {
+  if (status_path_.empty()) return;
+  const int64_t now = absl::ToUnixNanos(clock_->MonotonicNow());
+  if (now < status_next_ns_.load(std::memory_order_relaxed)) return;
+  if (!status_mu_.TryLock()) return;  // another caller is reloading
+  status_next_ns_.store(
+      now + absl::ToInt64Nanoseconds(options_.mount_recheck_interval));
+  absl::StatusOr<mountd::MountStatusFile> f =
+      mountd::ReadMountStatus(status_path_);
+  const bool was_valid = status_valid_;
+  status_valid_ = false;
+  if (f.ok()) {
+    const absl::Time updated = absl::FromUnixMillis(f->updated_unix_ms);
+    if (clock_->Now() - updated <= options_.mount_status_max_age) {
+      status_valid_ = true;
+      status_ = std::move(*f);
+    } else if (was_valid) {
+      RANGEFS_LOG(WARNING) << status_path_ << " is stale (updated "
+                           << absl::FormatTime(updated)
+                           << "): rangefs-mountd down? ignoring it";
+    }
+  } else if (!absl::IsNotFound(f.status())) {
+    RANGEFS_LOG(WARNING) << "mount status: " << f.status();
+  }
+  {
+    absl::ReaderMutexLock l(&nodes_mu_);
+    for (auto& [id, n] : nodes_) {
+      const bool down = MountDownLocked(id);
+      if (down != n->mount_down()) {
+        RANGEFS_LOG(INFO) << "node " << id << ": rangefs-mountd reports its "
+                          << "mount " << (down ? "unusable" : "healthy");
+      }
+      n->set_mount_down(down);
+    }
+  }
+  status_mu_.Unlock();
 }
 
 void ClientImpl::ApplyNode(const std::string& value) {
@@ -865,14 +1340,16 @@ bool ClientImpl::Dispatch(const std::shared_ptr<Batch>& b, int i, bool hedge,
         p.excluded.end()) {
       continue;
     }
-    if (health_.Admissible(n->id())) {
+    if (Admissible(n)) {
       NodeCounters& c = n->counters();
       cands.push_back({.node = n->id(),
                        .inflight = static_cast<int>(c.inflight.load()),
                        .outstanding_bytes = c.outstanding_bytes.load(),
                        .ewma_latency = latency_.Ewma(n->id())});
       index.push_back(r);
-    } else if (probe < 0 && health_.ShouldProbe(n->id())) {
+    } else if (probe < 0 &&
+               !(options_.data_path == DataPath::kMount && n->mount_down()) &&
+               health_.ShouldProbe(n->id())) {
       probe = r;
     } else if (last_resort < 0 && !hedge) {
       last_resort = r;
@@ -940,6 +1417,7 @@ std::vector<absl::StatusOr<size_t>> ClientImpl::Execute(
                              ? options.deadline
                              : options_.default_deadline);
   reads_.fetch_add(reqs.size());
+  MaybeReloadMountStatus();
   // Plan.
   for (size_t i = 0; i < reqs.size(); ++i) {
     const Request& r = reqs[i];
@@ -1035,7 +1513,7 @@ std::vector<absl::StatusOr<size_t>> ClientImpl::Execute(
       Attempt* a = p.last;
       const absl::Time timeout_at = a->dispatched + options_.attempt_timeout;
       const int64_t started_ns = a->started_ns.load(std::memory_order_acquire);
-      const bool sick = started_ns == 0 && !health_.Admissible(a->node->id());
+      const bool sick = started_ns == 0 && !Admissible(a->node);
       if (now >= timeout_at || sick) {
         a->abandoned = true;
         p.active--;
@@ -1143,9 +1621,11 @@ ClientStats ClientImpl::Stats() {
     ns.checksum_failures = c.checksum_failures.load();
     ns.mount_reads = c.mount_reads.load();
     ns.agent_reads = c.agent_reads.load();
+    ns.uring_reads = c.uring_reads.load();
+    ns.mount_reported_down = n->mount_down();
     ns.inflight = c.inflight.load();
     ns.outstanding_bytes = c.outstanding_bytes.load();
-    ns.admissible = health_.Admissible(id);
+    ns.admissible = Admissible(n.get());
     ns.latency = latency_.NodeSnapshot(id);
     s.nodes.push_back(std::move(ns));
   }

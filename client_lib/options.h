@@ -67,6 +67,28 @@ struct ClientOptions {
   bool o_direct = false;  // mount path: O_DIRECT through aligned buffers
   absl::Duration mount_recheck_interval = absl::Seconds(5);
   ReadOnlyFs* fs = nullptr;  // nullptr = NewPosixFs(); not owned
+  // Mount path through io_uring: each node gets one ring-owning I/O thread
+  // that takes the node's queued pieces in batches and keeps up to
+  // `io_uring_depth` reads in flight (IORING_OP_READ into buffers the ring
+  // thread owns; the bytes are copied out while the call still holds the
+  // piece, as on the thread-pool path). Used only with the production file
+  // system (`fs` == nullptr) and a data_path other than kAgent; a node whose
+  // io_uring_queue_init fails (ENOSYS, EPERM, EINVAL for a depth the kernel
+  // refuses) falls back to `max_inflight_per_node` worker threads. Agent
+  // reads (kAuto with a bad mount) still run on worker threads. A hung read
+  // occupies one ring slot of its node only.
+  bool io_uring = true;
+  // Reads in flight per node on the io_uring path (the per-node cap there).
+  int io_uring_depth = 32;
+  // The mount health file written by rangefs-mountd (client_lib/mountd/
+  // mount_status.h); "" = <mount_root>/.rangefs-mounts, "-" = not read. It
+  // is re-read every `mount_recheck_interval`. While it exists and is newer
+  // than `mount_status_max_age`, a node it lists as anything but healthy, or
+  // does not list, has no usable mount: kAuto reads it through the agent,
+  // kMount treats the node as not admissible (like a dead node: only a last
+  // resort). A missing or stale file changes nothing (mountd not running).
+  std::string mount_status_file;
+  absl::Duration mount_status_max_age = absl::Minutes(2);
 
   // --- parallel engine ---
   // Largest single physical read (NFS rsize). Pieces are cut here and at

@@ -22,7 +22,9 @@ struct NodeStats {
   uint64_t checksum_failures = 0;
   uint64_t mount_reads = 0;  // attempts over the mount path
   uint64_t agent_reads = 0;  // attempts over the agent path
-  int64_t inflight = 0;      // now
+  uint64_t uring_reads = 0;  // mount attempts that went through io_uring
+  bool mount_reported_down = false;  // rangefs-mountd: mount not healthy
+  int64_t inflight = 0;              // now
   int64_t outstanding_bytes = 0;
   bool admissible = true;  // the NodeHealthTable's verdict now
   // Windowed latency histogram of this node's successful attempts.

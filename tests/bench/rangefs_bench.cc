@@ -5,6 +5,7 @@
 //                 [--data_path=auto|mount|agent] [--policy=least_loaded]
 //                 [--io_size=4M] [--lookup_size=4096] [--batch=32]
 //                 [--verify_against=LOCAL_DIR] [--timeline=FILE] [--json]
+//                 [--io_uring=true] [--io_uring_depth=32] [--max_io_size=1M]
 //
 // scan: each thread reads whole files sequentially (Reader with adaptive
 // readahead), files handed out round-robin; with --once every file is read
@@ -57,6 +58,9 @@ ABSL_FLAG(double, deadline_s, 30, "per-call deadline");
 ABSL_FLAG(int, inflight_per_node, 8, "physical reads in flight per node");
 ABSL_FLAG(uint64_t, min_file_size, 0, "only use files at least this big");
 ABSL_FLAG(uint64_t, max_file_size, UINT64_MAX, "only files at most this big");
+ABSL_FLAG(bool, io_uring, true, "mount path: per-node io_uring ring thread");
+ABSL_FLAG(int, io_uring_depth, 32, "io_uring: reads in flight per node");
+ABSL_FLAG(std::string, max_io_size, "1M", "largest physical read");
 
 namespace {
 
@@ -130,6 +134,9 @@ int main(int argc, char** argv) {
   o.hedging = absl::GetFlag(FLAGS_hedging);
   o.o_direct = absl::GetFlag(FLAGS_o_direct);
   o.max_inflight_per_node = absl::GetFlag(FLAGS_inflight_per_node);
+  o.io_uring = absl::GetFlag(FLAGS_io_uring);
+  o.io_uring_depth = absl::GetFlag(FLAGS_io_uring_depth);
+  o.max_io_size = ParseSize(absl::GetFlag(FLAGS_max_io_size));
   o.default_deadline = absl::Seconds(absl::GetFlag(FLAGS_deadline_s));
   std::string dp = absl::GetFlag(FLAGS_data_path);
   o.data_path = dp == "mount"   ? rangefs::DataPath::kMount

@@ -1,0 +1,376 @@
+// Unit tests of the client's mount path over the real file system (temp
+// directories as the nodes' mounts, MemoryKv as the namespace): the
+// io_uring ring threads, their fallback to worker threads, a read hung in a
+// ring, and rangefs-mountd's status file feeding the dead-node table.
+#include <fcntl.h>
+#include <stdlib.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstring>
+#include <fstream>
+#include <string>
+#include <vector>
+
+#include "absl/random/random.h"
+#include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
+#include "base/testing/status_matchers.h"
+#include "client_lib/client.h"
+#include "client_lib/mountd/mount_status.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "namespace/memory_kv.h"
+#include "namespace/store.h"
+#include "storage_node/export_root.h"
+#include "storage_node/sidecar.h"
+
+namespace rangefs {
+namespace {
+
+namespace v1 = ::rangefs::v1;
+
+constexpr int kNodes = 4;
+
+std::string Node(int i) { return absl::StrCat("n", i); }
+
+class ClientMountTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    std::string tmpl = ::testing::TempDir() + "/mountXXXXXX";
+    ASSERT_NE(mkdtemp(tmpl.data()), nullptr);
+    root_ = tmpl;
+    store_ = ns::NewKvStore(&kv_);
+    for (int i = 0; i < kNodes; ++i) {
+      ASSERT_EQ(mkdir((root_ + "/" + Node(i)).c_str(), 0755), 0);
+      v1::NodeRecord r;
+      r.set_id(Node(i));
+      r.add_addresses("127.0.0.1:1");  // no agent listens there
+      r.set_export_path("/export");
+      ASSERT_THAT(store_->AddNode(r), IsOk());
+    }
+  }
+
+  void TearDown() override {
+    if (fifo_fd_ >= 0) {  // release a read hung on the FIFO
+      std::string junk(1 << 16, 'j');
+      EXPECT_GT(write(fifo_fd_, junk.data(), junk.size()), 0);
+    }
+    clients_.clear();
+    if (fifo_fd_ >= 0) close(fifo_fd_);
+  }
+
+  ClientOptions Options() {
+    ClientOptions o;
+    o.kv = &kv_;
+    o.mount_root = root_;
+    o.data_path = DataPath::kMount;
+    o.seed = 42;
+    o.default_deadline = absl::Seconds(10);
+    return o;
+  }
+
+  Client* OpenClient(ClientOptions o) {
+    auto c = Client::Open(o);
+    EXPECT_THAT(c, IsOk());
+    clients_.push_back(c.ok() ? std::move(*c) : nullptr);
+    return clients_.back().get();
+  }
+
+  std::string RandomBytes(size_t n) {
+    std::string s(n, '\0');
+    for (char& c : s) c = static_cast<char>(absl::Uniform<uint8_t>(gen_));
+    return s;
+  }
+
+  void WriteFile(const std::string& path, const std::string& data) {
+    std::ofstream out(path, std::ios::binary);
+    out.write(data.data(), static_cast<std::streamsize>(data.size()));
+    ASSERT_TRUE(out.good()) << path;
+  }
+
+  // An object on a node's mount, with its CRC sidecar.
+  void PutObject(const std::string& node, const std::string& object,
+                 const std::string& data) {
+    const std::string dir = absl::StrCat(root_, "/", node);
+    WriteFile(dir + "/" + object, data);
+    node::BlockChecksummer sum(4096);
+    sum.Update(data.data(), data.size());
+    const std::string sidecar = dir + "/" + node::SidecarPathFor(object);
+    std::string parent = sidecar.substr(0, sidecar.rfind('/'));
+    mkdir(parent.c_str(), 0755);
+    WriteFile(sidecar, node::EncodeSidecar(sum.Finish()));
+  }
+
+  // Random extents, each with replicas on `nodes` (objects at 4 KiB-aligned
+  // random offsets so that O_DIRECT reads cover neighbouring bytes).
+  std::string ExtentFile(const std::string& path, size_t size,
+                         std::vector<int> nodes) {
+    std::string data = RandomBytes(size);
+    v1::FileLayout l;
+    l.set_size(size);
+    l.set_state(v1::READY);
+    l.set_checksum(v1::CRC32C_SIDECAR);
+    l.set_checksum_block_size(4096);
+    uint64_t pos = 0;
+    for (int i = 0; pos < size; ++i) {
+      uint64_t len = std::min<uint64_t>(
+          size - pos, absl::Uniform<uint64_t>(gen_, 1, 300000));
+      auto* e = l.add_extents();
+      e->set_offset(pos);
+      e->set_length(len);
+      for (int n : nodes) {
+        const uint64_t lead = absl::Uniform(gen_, 0, 3) * 4096;
+        const std::string obj = absl::StrCat("o", path.substr(1), "-e", i);
+        PutObject(Node(n), obj, RandomBytes(lead) + data.substr(pos, len));
+        auto* r = e->add_replicas();
+        r->set_node_id(Node(n));
+        r->set_object(obj);
+        r->set_object_offset(lead);
+      }
+      pos += len;
+    }
+    EXPECT_THAT(store_->CreateFile(path, l), IsOk());
+    return data;
+  }
+
+  // A one-extent file whose replica on each of `nodes` is `objects[i]`.
+  void OneExtentFile(const std::string& path, size_t size,
+                     std::vector<std::pair<int, std::string>> replicas) {
+    v1::FileLayout l;
+    l.set_size(size);
+    l.set_state(v1::READY);
+    auto* e = l.add_extents();
+    e->set_offset(0);
+    e->set_length(size);
+    for (const auto& [n, obj] : replicas) {
+      auto* r = e->add_replicas();
+      r->set_node_id(Node(n));
+      r->set_object(obj);
+    }
+    EXPECT_THAT(store_->CreateFile(path, l), IsOk());
+  }
+
+  static const NodeStats& FindNode(const ClientStats& s,
+                                   const std::string& id) {
+    for (const NodeStats& n : s.nodes) {
+      if (n.node == id) return n;
+    }
+    static const NodeStats kNone;
+    return kNone;
+  }
+
+  // Writes <root>/.rangefs-mounts: every node healthy except `down`.
+  void WriteStatus(const std::vector<int>& down, absl::Time updated) {
+    mountd::MountStatusFile f;
+    f.updated_unix_ms = absl::ToUnixMillis(updated);
+    f.pass = ++status_pass_;
+    f.mounter = "bind";
+    for (int i = 0; i < kNodes; ++i) {
+      mountd::MountStatusEntry e;
+      e.node_id = Node(i);
+      e.path = absl::StrCat(root_, "/", Node(i));
+      e.health = std::find(down.begin(), down.end(), i) != down.end()
+                     ? mountd::MountHealth::kUnhealthy
+                     : mountd::MountHealth::kHealthy;
+      f.mounts.push_back(e);
+    }
+    ASSERT_THAT(mountd::WriteMountStatus(root_ + "/.rangefs-mounts", f),
+                IsOk());
+  }
+
+  absl::BitGen gen_{std::seed_seq{11}};
+  std::string root_;
+  ns::MemoryKv kv_;
+  std::unique_ptr<ns::NamespaceStore> store_;
+  std::vector<std::unique_ptr<Client>> clients_;
+  int fifo_fd_ = -1;
+  int status_pass_ = 0;
+};
+
+// Reads `data` of `path` back with single reads and a large ReadV.
+void ExpectReadsBack(Client* client, const std::string& path,
+                     const std::string& data, absl::BitGen& gen) {
+  auto f = client->OpenFile(path);
+  ASSERT_THAT(f, IsOk());
+  std::string all(data.size(), '\0');
+  auto n = (*f)->Read(0, absl::MakeSpan(all));
+  ASSERT_THAT(n, IsOk());
+  ASSERT_EQ(*n, data.size());
+  ASSERT_TRUE(all == data);
+  std::vector<std::string> bufs(200);
+  std::vector<ReadRange> ranges;
+  for (auto& b : bufs) {
+    b.assign(absl::Uniform<size_t>(gen, 1, 20000), '\0');
+    ranges.push_back(
+        {absl::Uniform<uint64_t>(gen, 0, data.size()), absl::MakeSpan(b)});
+  }
+  auto results = (*f)->ReadV(ranges);
+  for (size_t i = 0; i < ranges.size(); ++i) {
+    ASSERT_THAT(results[i], IsOk());
+    const size_t want =
+        std::min<size_t>(bufs[i].size(), data.size() - ranges[i].offset);
+    ASSERT_EQ(*results[i], want);
+    ASSERT_TRUE(bufs[i].substr(0, want) == data.substr(ranges[i].offset, want))
+        << "range " << i << " at " << ranges[i].offset;
+  }
+}
+
+uint64_t Sum(const ClientStats& s, uint64_t NodeStats::*field) {
+  uint64_t n = 0;
+  for (const NodeStats& x : s.nodes) n += x.*field;
+  return n;
+}
+
+TEST_F(ClientMountTest, RingAndWorkerPathsAreByteExact) {
+  const std::string data = ExtentFile("/f", 3 << 20, {0, 1});
+  for (int mode = 0; mode < 8; ++mode) {
+    ClientOptions o = Options();
+    o.io_uring = mode & 1;
+    o.o_direct = mode & 2;
+    o.verify = (mode & 4) ? VerifyMode::kFull : VerifyMode::kOff;
+    o.max_io_size = 64 << 10;
+    Client* client = OpenClient(o);
+    ASSERT_NE(client, nullptr);
+    ExpectReadsBack(client, "/f", data, gen_);
+    ClientStats s = client->Stats();
+    SCOPED_TRACE(absl::StrCat("mode ", mode));
+    EXPECT_GT(Sum(s, &NodeStats::mount_reads), 0u);
+    if (o.io_uring) {
+      EXPECT_EQ(Sum(s, &NodeStats::uring_reads),
+                Sum(s, &NodeStats::mount_reads));
+    } else {
+      EXPECT_EQ(Sum(s, &NodeStats::uring_reads), 0u);
+    }
+    EXPECT_EQ(s.retries, 0u);
+    EXPECT_EQ(s.checksum_failures, 0u);
+  }
+}
+
+TEST_F(ClientMountTest, FailedRingSetupFallsBackToWorkerThreads) {
+  const std::string data = ExtentFile("/f", 1 << 20, {0, 1});
+  ClientOptions o = Options();
+  o.io_uring_depth = 1 << 20;  // io_uring_queue_init refuses (EINVAL)
+  Client* client = OpenClient(o);
+  ASSERT_NE(client, nullptr);
+  ExpectReadsBack(client, "/f", data, gen_);
+  ClientStats s = client->Stats();
+  EXPECT_GT(Sum(s, &NodeStats::mount_reads), 0u);
+  EXPECT_EQ(Sum(s, &NodeStats::uring_reads), 0u);
+}
+
+TEST_F(ClientMountTest, HungRingReadBlocksOneSlotAndNoCallerBuffer) {
+  // n0's replica of /hung is a FIFO: a read of it waits until we write.
+  const std::string fifo = root_ + "/n0/hung";
+  ASSERT_EQ(mkfifo(fifo.c_str(), 0644), 0);
+  fifo_fd_ = open(fifo.c_str(), O_RDWR | O_NONBLOCK);  // the client's open
+  ASSERT_GE(fifo_fd_, 0);                              // won't block
+  OneExtentFile("/hung", 4096, {{0, "hung"}});
+  const std::string good = RandomBytes(4096);
+  PutObject(Node(1), "good", good);
+  OneExtentFile("/both", 4096, {{0, "hung"}, {1, "good"}});
+  const std::string other = ExtentFile("/other", 1 << 20, {0});
+
+  ClientOptions o = Options();
+  o.hedging = false;
+  o.attempt_timeout = absl::Seconds(2);
+  Client* client = OpenClient(o);
+  ASSERT_NE(client, nullptr);
+  auto hung = client->OpenFile("/hung");
+  ASSERT_THAT(hung, IsOk());
+  std::string buf(4096, '\x5C');
+  const absl::Time t0 = absl::Now();
+  auto n = (*hung)->Read(0, absl::MakeSpan(buf),
+                         {.deadline = absl::Milliseconds(300)});
+  EXPECT_THAT(n, StatusIs(absl::StatusCode::kDeadlineExceeded));
+  EXPECT_LT(absl::Now() - t0, absl::Seconds(2));
+  EXPECT_GE(FindNode(client->Stats(), "n0").uring_reads, 1u);
+
+  // n0's ring still reads its other objects while one slot hangs.
+  ExpectReadsBack(client, "/other", other, gen_);
+  // A piece sent to the hung replica is retried on the other one.
+  auto both = client->OpenFile("/both");
+  ASSERT_THAT(both, IsOk());
+  for (int i = 0; i < 3; ++i) {
+    std::string got(4096, '\0');
+    auto m = (*both)->Read(0, absl::MakeSpan(got));
+    ASSERT_THAT(m, IsOk());
+    EXPECT_EQ(*m, 4096u);
+    EXPECT_TRUE(got == good);
+  }
+
+  // Release the hung read: its bytes must land in the ring's buffer only.
+  std::string junk(1 << 16, 'j');
+  ASSERT_GT(write(fifo_fd_, junk.data(), junk.size()), 0);
+  bool drained = false;
+  for (int i = 0; i < 500 && !drained; ++i) {
+    drained = FindNode(client->Stats(), "n0").inflight == 0;
+    if (!drained) absl::SleepFor(absl::Milliseconds(10));
+  }
+  EXPECT_TRUE(drained);
+  EXPECT_EQ(buf, std::string(4096, '\x5C'));
+}
+
+TEST_F(ClientMountTest, MountdStatusGatesMountReads) {
+  const std::string data = ExtentFile("/f", 1 << 20, {0, 1});
+  WriteStatus({0}, absl::Now());  // n0's mount unhealthy
+  ClientOptions o = Options();
+  o.mount_recheck_interval = absl::Milliseconds(20);
+  Client* client = OpenClient(o);
+  ASSERT_NE(client, nullptr);
+  for (int i = 0; i < 5; ++i) ExpectReadsBack(client, "/f", data, gen_);
+  ClientStats s = client->Stats();
+  EXPECT_EQ(FindNode(s, "n0").mount_reads, 0u);
+  EXPECT_GT(FindNode(s, "n1").mount_reads, 0u);
+  EXPECT_TRUE(FindNode(s, "n0").mount_reported_down);
+  EXPECT_FALSE(FindNode(s, "n0").admissible);
+
+  // Healthy again: reads reach n0 once the file is re-read.
+  WriteStatus({}, absl::Now());
+  bool back = false;
+  for (int i = 0; i < 200 && !back; ++i) {
+    ExpectReadsBack(client, "/f", data, gen_);
+    back = FindNode(client->Stats(), "n0").mount_reads > 0;
+  }
+  EXPECT_TRUE(back);
+  EXPECT_FALSE(FindNode(client->Stats(), "n0").mount_reported_down);
+
+  // A stale file (mountd gone) is ignored.
+  WriteStatus({1}, absl::Now() - absl::Hours(1));
+  absl::SleepFor(absl::Milliseconds(30));  // past mount_recheck_interval
+  ExpectReadsBack(client, "/f", data, gen_);
+  EXPECT_FALSE(FindNode(client->Stats(), "n1").mount_reported_down);
+}
+
+TEST_F(ClientMountTest, MountdStatusSendsAutoReadsToTheAgent) {
+  const std::string data = ExtentFile("/f", 256 << 10, {0});
+  WriteStatus({0}, absl::Now());
+  ClientOptions o = Options();
+  o.data_path = DataPath::kAuto;
+  o.mount_recheck_interval = absl::Milliseconds(20);
+  o.default_deadline = absl::Seconds(2);
+  Client* client = OpenClient(o);
+  ASSERT_NE(client, nullptr);
+  auto f = client->OpenFile("/f");
+  ASSERT_THAT(f, IsOk());
+  std::string buf(data.size(), '\0');
+  // The only replica's mount is down and its agent does not listen.
+  EXPECT_FALSE((*f)->Read(0, absl::MakeSpan(buf)).ok());
+  ClientStats s = client->Stats();
+  EXPECT_EQ(FindNode(s, "n0").mount_reads, 0u);
+  EXPECT_GT(FindNode(s, "n0").agent_reads, 0u);
+
+  WriteStatus({}, absl::Now());
+  bool ok = false;
+  for (int i = 0; i < 200 && !ok; ++i) {
+    absl::SleepFor(absl::Milliseconds(10));
+    ok = (*f)->Read(0, absl::MakeSpan(buf)).ok();
+  }
+  ASSERT_TRUE(ok);
+  EXPECT_TRUE(buf == data);
+  EXPECT_GT(FindNode(client->Stats(), "n0").mount_reads, 0u);
+}
+
+}  // namespace
+}  // namespace rangefs
