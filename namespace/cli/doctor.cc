@@ -22,6 +22,7 @@
 #include "absl/time/clock.h"
 #include "client_lib/mountd/mount_status.h"
 #include "client_lib/mountd/mountinfo.h"
+#include "namespace/layout.h"
 #include "namespace/store.h"
 
 namespace rangefs {
@@ -244,19 +245,6 @@ void CheckClock(const DoctorOptions& o, Report& r) {
   }
 }
 
-absl::string_view StateName(v1::AdminState s) {
-  switch (s) {
-    case v1::ACTIVE:
-      return "active";
-    case v1::DRAINING:
-      return "draining";
-    case v1::DISABLED:
-      return "disabled";
-    default:
-      return "unspecified";
-  }
-}
-
 void CheckNodes(Context& ctx, const std::vector<ns::NodeEntry>& nodes,
                 Report& r) {
   auto live = ctx.store->ListLive();
@@ -282,7 +270,7 @@ void CheckNodes(Context& ctx, const std::vector<ns::NodeEntry>& nodes,
         rec.admin_state() == v1::ACTIVE || rec.admin_state() == v1::DRAINING;
     if (serving && it == by_id.end()) {
       r.Add(check, kFail,
-            absl::StrCat(StateName(rec.admin_state()),
+            absl::StrCat(ns::AdminStateName(rec.admin_state()),
                          " but no live record: the agent is down or cannot "
                          "reach etcd"),
             absl::StrCat("on ", rec.id(),
@@ -293,7 +281,7 @@ void CheckNodes(Context& ctx, const std::vector<ns::NodeEntry>& nodes,
     }
     if (!serving && it != by_id.end()) {
       r.Add(check, kWarn,
-            absl::StrCat(StateName(rec.admin_state()),
+            absl::StrCat(ns::AdminStateName(rec.admin_state()),
                          " but its agent is still running"),
             absl::StrCat("stop it (systemctl stop rangefs-node on ", rec.id(),
                          ") or `rangefs-admin node enable ", rec.id(), "`"));
@@ -301,7 +289,7 @@ void CheckNodes(Context& ctx, const std::vector<ns::NodeEntry>& nodes,
     }
     if (it == by_id.end()) {
       r.Add(check, kOk,
-            absl::StrCat(StateName(rec.admin_state()),
+            absl::StrCat(ns::AdminStateName(rec.admin_state()),
                          ", agent not running (as expected)"));
       continue;
     }
@@ -309,13 +297,14 @@ void CheckNodes(Context& ctx, const std::vector<ns::NodeEntry>& nodes,
     if (l.health() == v1::LiveRecord::UNHEALTHY ||
         l.health() == v1::LiveRecord::DEGRADED) {
       r.Add(check, kWarn,
-            absl::StrCat(StateName(rec.admin_state()), ", agent reports ",
+            absl::StrCat(ns::AdminStateName(rec.admin_state()),
+                         ", agent reports ",
                          v1::LiveRecord::Health_Name(l.health()), ": ",
                          l.health_reason()),
             absl::StrCat("journalctl -u rangefs-node on ", rec.id()));
     } else {
       r.Add(check, kOk,
-            absl::StrCat(StateName(rec.admin_state()), ", agent live",
+            absl::StrCat(ns::AdminStateName(rec.admin_state()), ", agent live",
                          l.version().empty() ? "" : " version " + l.version()));
     }
   }
