@@ -35,6 +35,13 @@ constexpr ConfigKey kKeys[] = {
     {"node_id", "", "node", "this storage node's id (as in `node add`)"},
     {"export_root", "", "node", "the directory this node serves"},
     {"listen", "0.0.0.0:7070", "node", "host:port of the agent's gRPC server"},
+    {"agent_tls_cert", "", "node",
+     "PEM server certificate of the agent's gRPC service; set (with "
+     "agent_tls_key) turns TLS on"},
+    {"agent_tls_key", "", "node", "PEM private key of agent_tls_cert"},
+    {"agent_tls_client_ca", "", "node",
+     "PEM CA bundle; set: clients must present a certificate it signed "
+     "(mTLS)"},
     {"shutdown_grace", "10s", "node",
      "on SIGTERM, how long in-flight reads may finish (drain)"},
     // Client mounts (rangefs-mountd, client library, doctor).

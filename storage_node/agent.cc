@@ -1,5 +1,7 @@
 #include "storage_node/agent.h"
 
+#include <malloc.h>
+
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "base/logging.h"
@@ -10,6 +12,14 @@
 
 namespace rangefs {
 namespace node {
+
+void TuneMallocForStreaming() {
+  // Each ReadRange chunk or WriteObject message is 1-4 MiB: above glibc's
+  // default mmap threshold, so every message cost an mmap, page faults that
+  // zero its pages, and an munmap (about a third of the CPU of a read).
+  mallopt(M_MMAP_THRESHOLD, 32 << 20);
+  mallopt(M_TRIM_THRESHOLD, 256 << 20);
+}
 
 absl::Status SplitHostPort(absl::string_view hostport, std::string* host,
                            int* port) {
@@ -33,6 +43,8 @@ absl::StatusOr<std::unique_ptr<Agent>> Agent::Start(AgentOptions options) {
   int requested_port = 0;
   RANGEFS_RETURN_IF_ERROR(
       SplitHostPort(options.listen, &host, &requested_port));
+  RANGEFS_ASSIGN_OR_RETURN(std::shared_ptr<grpc::ServerCredentials> creds,
+                           MakeAgentServerCredentials(options.tls));
   std::unique_ptr<Agent> agent(new Agent(std::move(options)));
   const AgentOptions& opts = agent->options_;
 
@@ -56,8 +68,7 @@ absl::StatusOr<std::unique_ptr<Agent>> Agent::Start(AgentOptions options) {
   agent->service_ =
       std::make_unique<AgentService>(agent->root_.get(), opts.service);
   grpc::ServerBuilder builder;
-  builder.AddListeningPort(opts.listen, grpc::InsecureServerCredentials(),
-                           &agent->port_);
+  builder.AddListeningPort(opts.listen, creds, &agent->port_);
   builder.SetMaxReceiveMessageSize(opts.max_receive_message_bytes);
   builder.RegisterService(agent->service_.get());
   agent->server_ = builder.BuildAndStart();

@@ -28,6 +28,7 @@
 #include "storage_node/agent_service.h"
 #include "storage_node/export_root.h"
 #include "storage_node/scrubber.h"
+#include "storage_node/tls.h"
 
 namespace rangefs {
 namespace node {
@@ -54,6 +55,7 @@ struct AgentOptions {
   std::string node_id;
   std::string export_root;             // Existing directory.
   std::string listen = "127.0.0.1:0";  // host:port; port 0 picks one.
+  AgentTlsOptions tls;                 // Default: plaintext.
   AgentServiceOptions service;         // read_only, caps, chunk size, ...
   // Max bytes of one incoming gRPC message (bounds a write's memory).
   int max_receive_message_bytes = 8 << 20;
@@ -67,7 +69,8 @@ class Agent {
  public:
   // Opens the export (removing temp files a crash left), starts the gRPC
   // server and the scrubber, then calls registrar->OnStart. UNAVAILABLE if
-  // it cannot listen; errors of ExportRoot::Open as they are.
+  // it cannot listen; INVALID_ARGUMENT for bad TLS options or unreadable
+  // PEM files (naming the file); errors of ExportRoot::Open as they are.
   static absl::StatusOr<std::unique_ptr<Agent>> Start(AgentOptions options);
 
   Agent(const Agent&) = delete;
@@ -104,6 +107,13 @@ class Agent {
   std::unique_ptr<BackgroundScrubber> scrubber_ ABSL_GUARDED_BY(mu_);
   bool shut_down_ ABSL_GUARDED_BY(mu_) = false;
 };
+
+// Tunes glibc malloc for a process that streams multi-MiB gRPC messages
+// (the agent; a job reading through NodeClient may call it too): keeps
+// freed buffers of up to 32 MiB in the heap instead of mmap/munmap (and
+// page-faulting) them for every message. Call once, early in main, before
+// threads start. Not thread-safe.
+void TuneMallocForStreaming();
 
 // Splits "host:port" / "[v6]:port". INVALID_ARGUMENT if malformed.
 absl::Status SplitHostPort(absl::string_view hostport, std::string* host,

@@ -45,6 +45,13 @@ ABSL_FLAG(double, etcd_timeout_s, 2, "Deadline of each etcd call.");
 ABSL_FLAG(std::string, etcd_ca, "", "PEM CA for etcd TLS.");
 ABSL_FLAG(std::string, etcd_cert, "", "PEM client certificate for etcd.");
 ABSL_FLAG(std::string, etcd_key, "", "PEM client key for etcd.");
+ABSL_FLAG(std::string, tls_cert, "",
+          "PEM server certificate of the gRPC service; set (with --tls_key) "
+          "turns TLS on. Empty: plaintext.");
+ABSL_FLAG(std::string, tls_key, "", "PEM private key of --tls_cert.");
+ABSL_FLAG(std::string, tls_client_ca, "",
+          "PEM CA bundle; when set, clients must present a certificate "
+          "signed by it (mTLS). Needs --tls_cert.");
 ABSL_FLAG(int, shutdown_grace_s, 10,
           "On SIGTERM, how long in-flight calls may finish.");
 
@@ -80,6 +87,9 @@ void ApplyConfigFile(int argc, char** argv) {
   str("etcd_ca", &FLAGS_etcd_ca);
   str("etcd_cert", &FLAGS_etcd_cert);
   str("etcd_key", &FLAGS_etcd_key);
+  str("agent_tls_cert", &FLAGS_tls_cert);
+  str("agent_tls_key", &FLAGS_tls_key);
+  str("agent_tls_client_ca", &FLAGS_tls_client_ca);
   auto secs = [&](const char* key) -> double {
     absl::StatusOr<absl::Duration> d = c->GetDuration(key);
     if (!d.ok()) {
@@ -106,6 +116,7 @@ void ApplyConfigFile(int argc, char** argv) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  rangefs::node::TuneMallocForStreaming();
   ApplyConfigFile(argc, argv);
   absl::ParseCommandLine(argc, argv);
   using rangefs::node::Agent;
@@ -123,6 +134,9 @@ int main(int argc, char** argv) {
   options.node_id = absl::GetFlag(FLAGS_node_id);
   options.export_root = absl::GetFlag(FLAGS_export_root);
   options.listen = absl::GetFlag(FLAGS_listen);
+  options.tls.cert_file = absl::GetFlag(FLAGS_tls_cert);
+  options.tls.key_file = absl::GetFlag(FLAGS_tls_key);
+  options.tls.client_ca_file = absl::GetFlag(FLAGS_tls_client_ca);
   options.service.read_only = absl::GetFlag(FLAGS_read_only);
   options.service.max_concurrent_reads =
       absl::GetFlag(FLAGS_max_concurrent_reads);
@@ -181,7 +195,10 @@ int main(int argc, char** argv) {
   fflush(stdout);
   RANGEFS_LOG(INFO) << "rangefs-node " << options.node_id << " serving "
                     << options.export_root << " on " << (*agent)->address()
-                    << (options.service.read_only ? " (read-only)" : "");
+                    << (options.service.read_only ? " (read-only)" : "")
+                    << (!options.tls.enabled()               ? " (plaintext)"
+                        : options.tls.client_ca_file.empty() ? " (TLS)"
+                                                             : " (mTLS)");
 
   int sig = 0;
   sigwait(&stop_signals, &sig);

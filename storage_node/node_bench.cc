@@ -6,9 +6,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <string>
 #include <thread>
 #include <vector>
@@ -22,6 +24,9 @@
 
 ABSL_FLAG(std::string, dir, "/tmp", "Directory on the disk to test.");
 ABSL_FLAG(int, mib, 1024, "MiB per measurement.");
+ABSL_FLAG(bool, default_malloc, false,
+          "Skip TuneMallocForStreaming (to measure its effect).");
+ABSL_FLAG(int, rounds, 3, "Rounds; the median of each measurement is shown.");
 
 namespace {
 
@@ -65,24 +70,32 @@ double TcpStream(uint64_t bytes) {
   return MiBps(got, d);
 }
 
+// CPU seconds (user + system) this process has used so far.
+double CpuSeconds() {
+  rusage ru;
+  getrusage(RUSAGE_SELF, &ru);
+  return ru.ru_utime.tv_sec + ru.ru_stime.tv_sec +
+         (ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) / 1e6;
+}
+
+double Median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return v[v.size() / 2];
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
   absl::ParseCommandLine(argc, argv);
   using namespace rangefs::node;  // NOLINT
+  // As rangefs-node's main does (the agent runs in this process).
+  if (!absl::GetFlag(FLAGS_default_malloc)) TuneMallocForStreaming();
   const uint64_t total = static_cast<uint64_t>(absl::GetFlag(FLAGS_mib)) << 20;
+  const int rounds = std::max(1, absl::GetFlag(FLAGS_rounds));
   const std::string base =
       absl::StrCat(absl::GetFlag(FLAGS_dir), "/node_bench.", getpid());
   const std::string exp = base + "/export";
   if (system(("mkdir -p " + exp).c_str()) != 0) return 1;
-
-  // dd to the same disk, with fsync like WriteObject.
-  std::string dd = absl::StrCat("dd if=/dev/zero of=", base,
-                                "/dd.bin bs=1M count=", total >> 20,
-                                " conv=fsync status=none");
-  absl::Time t0 = absl::Now();
-  if (system(dd.c_str()) != 0) return 1;
-  const double dd_mibps = MiBps(total, absl::Now() - t0);
 
   auto agent = Agent::Start({.node_id = "bench", .export_root = exp});
   if (!agent.ok()) {
@@ -92,45 +105,79 @@ int main(int argc, char** argv) {
   auto nc = NodeClient::Connect((*agent)->address());
   if (!nc.ok()) return 1;
   std::vector<char> pattern(1 << 20);
-  for (size_t i = 0; i < pattern.size(); ++i)
+  for (size_t i = 0; i < pattern.size(); ++i) {
     pattern[i] = static_cast<char>(i * 7);
-  uint64_t sent = 0;
-  t0 = absl::Now();
-  auto w = (*nc)->WriteObject(
-      "bench/obj",
-      [&](absl::Span<char> dst) -> absl::StatusOr<size_t> {
-        size_t n =
-            std::min<uint64_t>({dst.size(), pattern.size(), total - sent});
-        memcpy(dst.data(), pattern.data(), n);
-        sent += n;
-        return n;
-      },
-      {.expected_size = static_cast<int64_t>(total)});
-  const double write_mibps = MiBps(total, absl::Now() - t0);
-  if (!w.ok()) {
-    fprintf(stderr, "write: %s\n", w.status().ToString().c_str());
-    return 1;
   }
-
-  const double tcp_mibps = TcpStream(total);
   std::vector<char> buf(64 << 20);
-  uint64_t got = 0;
-  t0 = absl::Now();
-  while (got < total) {
-    auto n = (*nc)->ReadRange("bench/obj", got, absl::MakeSpan(buf));
-    if (!n.ok() || *n == 0) {
-      fprintf(stderr, "read: %s\n", n.status().ToString().c_str());
+
+  // Rounds alternate each measurement with its baseline, so that load from
+  // other processes hits both alike; the medians are reported.
+  std::vector<double> dd_v, write_v, tcp_v, read_v;
+  for (int round = 0; round < rounds; ++round) {
+    // dd to the same disk, with fsync like WriteObject.
+    const std::string dd = absl::StrCat("dd if=/dev/zero of=", base,
+                                        "/dd.bin bs=1M count=", total >> 20,
+                                        " conv=fsync status=none");
+    absl::Time t0 = absl::Now();
+    if (system(dd.c_str()) != 0) return 1;
+    dd_v.push_back(MiBps(total, absl::Now() - t0));
+    if (system(absl::StrCat("rm -f ", base, "/dd.bin").c_str()) != 0) return 1;
+
+    uint64_t sent = 0;
+    double cpu0 = CpuSeconds();
+    t0 = absl::Now();
+    auto w = (*nc)->WriteObject(
+        "bench/obj",
+        [&](absl::Span<char> dst) -> absl::StatusOr<size_t> {
+          size_t n =
+              std::min<uint64_t>({dst.size(), pattern.size(), total - sent});
+          // Fill the whole message from the 1 MiB pattern.
+          for (size_t done = 0; done < n;) {
+            const size_t k = std::min(n - done, pattern.size());
+            memcpy(dst.data() + done, pattern.data(), k);
+            done += k;
+          }
+          sent += n;
+          return n;
+        },
+        {.overwrite = true, .expected_size = static_cast<int64_t>(total)});
+    write_v.push_back(MiBps(total, absl::Now() - t0));
+    const double write_cpu = CpuSeconds() - cpu0;
+    if (!w.ok()) {
+      fprintf(stderr, "write: %s\n", w.status().ToString().c_str());
       return 1;
     }
-    got += *n;
+
+    tcp_v.push_back(TcpStream(total));
+    uint64_t got = 0;
+    cpu0 = CpuSeconds();
+    t0 = absl::Now();
+    while (got < total) {
+      auto n = (*nc)->ReadRange("bench/obj", got, absl::MakeSpan(buf));
+      if (!n.ok() || *n == 0) {
+        fprintf(stderr, "read: %s\n", n.status().ToString().c_str());
+        return 1;
+      }
+      got += *n;
+    }
+    read_v.push_back(MiBps(total, absl::Now() - t0));
+    const double read_cpu = CpuSeconds() - cpu0;
+    const double gib = static_cast<double>(total) / (1 << 30);
+    fprintf(stderr,
+            "round %d: ReadRange %.1f tcp %.1f (%.2f) cpu %.2f s/GiB  "
+            "WriteObject %.1f dd %.1f (%.2f) cpu %.2f s/GiB\n",
+            round + 1, read_v.back(), tcp_v.back(),
+            read_v.back() / tcp_v.back(), read_cpu / gib, write_v.back(),
+            dd_v.back(), write_v.back() / dd_v.back(), write_cpu / gib);
   }
-  const double read_mibps = MiBps(total, absl::Now() - t0);
   (*agent)->Shutdown(absl::Now() + absl::Seconds(5));
   agent->reset();
   if (system(("rm -rf " + base).c_str()) != 0) return 1;
 
-  printf("bytes per measurement: %llu MiB\n",
-         static_cast<unsigned long long>(total >> 20));
+  const double read_mibps = Median(read_v), tcp_mibps = Median(tcp_v);
+  const double write_mibps = Median(write_v), dd_mibps = Median(dd_v);
+  printf("bytes per measurement: %llu MiB, median of %d rounds\n",
+         static_cast<unsigned long long>(total >> 20), rounds);
   printf("ReadRange (1 stream, loopback): %8.1f MiB/s\n", read_mibps);
   printf("plain TCP stream (loopback):    %8.1f MiB/s  ratio %.2f\n", tcp_mibps,
          read_mibps / tcp_mibps);

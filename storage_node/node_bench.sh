@@ -1,6 +1,7 @@
 #!/bin/bash
 # Prints ReadRange vs plain-TCP and WriteObject vs dd throughput (MiB/s).
-# Usage: storage_node/node_bench.sh [--dir=/data] [--mib=1024]
+# Usage: storage_node/node_bench.sh [--dir=/data] [--mib=1024] [--rounds=3]
+# Each round alternates a measurement with its baseline; medians are shown.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bazel build -c opt //storage_node:node_bench

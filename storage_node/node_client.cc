@@ -6,6 +6,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "base/crc32c.h"
+#include "base/status_macros.h"
 #include "grpcpp/create_channel.h"
 #include "grpcpp/security/credentials.h"
 
@@ -62,7 +63,7 @@ void SetDeadline(grpc::ClientContext* ctx, absl::Time deadline) {
 }  // namespace
 
 absl::StatusOr<std::unique_ptr<NodeClient>> NodeClient::Connect(
-    const std::string& address) {
+    const std::string& address, const NodeClientTlsOptions& tls) {
   size_t colon = address.rfind(':');
   int port = 0;
   if (colon == std::string::npos || colon == 0 ||
@@ -71,14 +72,18 @@ absl::StatusOr<std::unique_ptr<NodeClient>> NodeClient::Connect(
     return absl::InvalidArgumentError(
         absl::StrCat("node address \"", address, "\" is not host:port"));
   }
+  RANGEFS_ASSIGN_OR_RETURN(std::shared_ptr<grpc::ChannelCredentials> creds,
+                           MakeNodeChannelCredentials(tls));
   grpc::ChannelArguments args;
+  if (!tls.server_name_override.empty()) {
+    args.SetSslTargetNameOverride(tls.server_name_override);
+  }
   args.SetMaxReceiveMessageSize(64 << 20);
   args.SetInt(GRPC_ARG_INITIAL_RECONNECT_BACKOFF_MS, 100);
   args.SetInt(GRPC_ARG_MIN_RECONNECT_BACKOFF_MS, 1000);
   args.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, 2000);
   args.SetInt(GRPC_ARG_USE_LOCAL_SUBCHANNEL_POOL, 1);
-  auto channel = grpc::CreateCustomChannel(
-      address, grpc::InsecureChannelCredentials(), args);
+  auto channel = grpc::CreateCustomChannel(address, creds, args);
   return std::unique_ptr<NodeClient>(
       new NodeClient(address, NodeAgent::NewStub(channel)));
 }
@@ -154,19 +159,29 @@ absl::StatusOr<WriteObjectResponse> NodeClient::WriteObject(
     h->set_expected_size(static_cast<uint64_t>(options.expected_size));
   }
   bool stream_ok = writer->Write(req);
-  std::vector<char> buf(options.chunk_bytes > 0 ? options.chunk_bytes
-                                                : size_t{1} << 20);
+  // One request message, reused: `read` fills its data field in place, so
+  // the bytes are copied once (by serialization) and no buffer is
+  // allocated per message.
+  const size_t chunk =
+      options.chunk_bytes > 0 ? options.chunk_bytes : size_t{4} << 20;
+  WriteObjectRequest data;
+  std::string* buf = data.mutable_data();
   absl::Status read_error;
   while (stream_ok) {
-    absl::StatusOr<size_t> n = read(absl::MakeSpan(buf));
+    buf->resize(chunk);
+    absl::StatusOr<size_t> n = read(absl::MakeSpan(&(*buf)[0], buf->size()));
+    if (n.ok() && *n > chunk) {
+      n = absl::InvalidArgumentError(absl::StrCat("read callback returned ", *n,
+                                                  " bytes for a ", chunk,
+                                                  "-byte buffer"));
+    }
     if (!n.ok()) {
       read_error = n.status();
       ctx.TryCancel();
       break;
     }
     if (*n == 0) break;
-    WriteObjectRequest data;
-    data.set_data(buf.data(), *n);
+    buf->resize(*n);
     stream_ok = writer->Write(data);
   }
   if (read_error.ok() && stream_ok) writer->WritesDone();

@@ -5,6 +5,9 @@
 // rangefs-admin.
 //
 //   RANGEFS_ASSIGN_OR_RETURN(auto nc, NodeClient::Connect("10.0.0.5:7070"));
+//   // Agents with TLS (rangefs-node --tls_cert ...; mTLS adds a client cert):
+//   RANGEFS_ASSIGN_OR_RETURN(auto nc, NodeClient::Connect("10.0.0.5:7070",
+//       {.ca_file = "ca.crt", .cert_file = "job.crt", .key_file = "job.key"}));
 //   RANGEFS_ASSIGN_OR_RETURN(size_t n, nc->ReadRange("seg/0001", 4096, buf,
 //                                                     {.deadline = d}));
 //
@@ -27,6 +30,7 @@
 #include "absl/types/span.h"
 #include "grpcpp/client_context.h"
 #include "proto/node_agent.grpc.pb.h"
+#include "storage_node/tls.h"
 
 namespace rangefs {
 namespace node {
@@ -60,17 +64,20 @@ struct ReadCallOptions {
 struct WriteCallOptions {
   absl::Time deadline = absl::InfiniteFuture();
   bool overwrite = false;
-  uint32_t block_size = 0;     // 0: agent default (1 MiB)
-  int64_t expected_size = -1;  // -1: unknown
-  size_t chunk_bytes = 1 << 20;
+  uint32_t block_size = 0;       // 0: agent default (1 MiB)
+  int64_t expected_size = -1;    // -1: unknown
+  size_t chunk_bytes = 4 << 20;  // Data bytes per message (<= 7 MiB).
 };
 
 class NodeClient {
  public:
-  // Creates the channel; does not connect yet. INVALID_ARGUMENT for an
-  // address that is not host:port.
+  // Creates the channel; does not connect yet. Plaintext unless `tls` is
+  // enabled (see tls.h); the TLS files are read here. INVALID_ARGUMENT for
+  // an address that is not host:port, or for unreadable/missing PEM files
+  // (naming the file). A TLS handshake failure (wrong CA, agent demanding a
+  // client certificate) shows later as UNAVAILABLE from the calls.
   static absl::StatusOr<std::unique_ptr<NodeClient>> Connect(
-      const std::string& address);
+      const std::string& address, const NodeClientTlsOptions& tls = {});
 
   const std::string& address() const { return address_; }
 
