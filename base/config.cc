@@ -42,6 +42,11 @@ constexpr ConfigKey kKeys[] = {
     {"agent_tls_client_ca", "", "node",
      "PEM CA bundle; set: clients must present a certificate it signed "
      "(mTLS)"},
+    {"agent_ca", "", "admin,client",
+     "PEM CA that signed the agents' certificates; set: talk TLS to agents"},
+    {"agent_cert", "", "admin,client",
+     "PEM client certificate for agents that demand mTLS"},
+    {"agent_key", "", "admin,client", "PEM private key of agent_cert"},
     {"shutdown_grace", "10s", "node",
      "on SIGTERM, how long in-flight reads may finish (drain)"},
     // Client mounts (rangefs-mountd, client library, doctor).

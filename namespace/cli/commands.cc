@@ -456,7 +456,9 @@ std::string Usage(const std::string& group) {
       "                     [--timeout=SECONDS] [--config=FILE] COMMAND ...\n"
       "Endpoints also come from $RANGEFS_ETCD, the cluster from "
       "$RANGEFS_CLUSTER,\nboth and the TLS files from --config or "
-      "$RANGEFS_CONFIG (see deploy/config/rangefs.conf.example).\n\n",
+      "$RANGEFS_CONFIG (see deploy/config/rangefs.conf.example).\n"
+      "--agent-ca=PEM [--agent-cert=PEM --agent-key=PEM]: TLS to the "
+      "agents.\n\n",
       node, "\n", file, "\n", other);
 }
 

@@ -14,6 +14,7 @@
 #include "namespace/cli/args.h"
 #include "namespace/cli/table.h"
 #include "namespace/store.h"
+#include "storage_node/node_client.h"
 
 namespace rangefs {
 namespace admin {
@@ -21,6 +22,9 @@ namespace admin {
 struct Context {
   ns::NamespaceStore* store = nullptr;  // not owned, never null
   std::string cluster;
+  // TLS towards the storage-node agents (file put/register, fsck);
+  // empty ca_file = plaintext.
+  node::NodeClientTlsOptions agent_tls;
   // Reports progress of long operations (done, total); may be empty.
   std::function<void(size_t, size_t)> progress;
 };

@@ -108,7 +108,9 @@ TEST_F(CommandsTest, FileCommandsAndDumpRestore) {
   ASSERT_THAT(Run({"dump", "--out=" + dump_path}), IsOk());
   ns::MemoryKv other_kv;
   auto other = ns::NewKvStore(&other_kv, {.cluster = "t"});
-  Context other_ctx{other.get(), "t", nullptr};
+  Context other_ctx;
+  other_ctx.store = other.get();
+  other_ctx.cluster = "t";
   auto a = Args::Parse({"restore", "--in=" + dump_path});
   ASSERT_THAT(a, IsOk());
   auto restored = RunCommand(other_ctx, *a);

@@ -57,7 +57,8 @@ void ParallelFor(size_t n, int threads, const std::function<void(size_t)>& fn) {
 // Thread-safe.
 class Agents {
  public:
-  explicit Agents(std::vector<ns::NodeEntry> nodes) {
+  Agents(std::vector<ns::NodeEntry> nodes, node::NodeClientTlsOptions tls)
+      : tls_(std::move(tls)) {
     for (ns::NodeEntry& n : nodes) {
       records_[n.record.id()] = std::move(n.record);
     }
@@ -96,12 +97,13 @@ class Agents {
     auto it = clients_.find(address);
     if (it != clients_.end()) return it->second.get();
     RANGEFS_ASSIGN_OR_RETURN(std::unique_ptr<NodeClient> c,
-                             NodeClient::Connect(address));
+                             NodeClient::Connect(address, tls_));
     NodeClient* raw = c.get();
     clients_[address] = std::move(c);
     return raw;
   }
 
+  const node::NodeClientTlsOptions tls_;
   std::map<std::string, v1::NodeRecord> records_;
   absl::Mutex mu_;
   std::map<std::string, std::unique_ptr<NodeClient>> clients_
@@ -305,7 +307,7 @@ absl::StatusOr<Table> RunFilePut(Context& ctx, Args& a) {
       tasks.push_back(std::move(w));
     }
   }
-  Agents agents(std::move(nodes));
+  Agents agents(std::move(nodes), ctx.agent_tls);
   std::atomic<bool> failed{false};
   std::atomic<uint64_t> done{0};
   const uint64_t total = size * static_cast<uint64_t>(replicas);
@@ -493,7 +495,7 @@ absl::StatusOr<Table> RunFileRegister(Context& ctx, Args& a) {
   }
   RANGEFS_ASSIGN_OR_RETURN(std::vector<ns::NodeEntry> nodes,
                            ctx.store->ListNodes());
-  Agents agents(std::move(nodes));
+  Agents agents(std::move(nodes), ctx.agent_tls);
   std::vector<absl::StatusOr<node::StatObjectResponse>> stats(
       replicas.size(), absl::InternalError("not asked"));
   ParallelFor(replicas.size(), 8, [&](size_t i) {
@@ -595,7 +597,7 @@ absl::StatusOr<FsckReport> CheckFiles(Context& ctx, const std::string& dir,
   }
   RANGEFS_ASSIGN_OR_RETURN(std::vector<ns::NodeEntry> nodes,
                            ctx.store->ListNodes());
-  Agents agents(std::move(nodes));
+  Agents agents(std::move(nodes), ctx.agent_tls);
   std::vector<std::string> problems(checks.size());
   ParallelFor(checks.size(), parallel, [&](size_t i) {
     const Check& c = checks[i];

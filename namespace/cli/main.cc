@@ -22,8 +22,9 @@
 namespace {
 
 const char* const kGlobalFlags[] = {
-    "etcd", "cluster",  "json",    "ca",   "cert",        "key",
-    "user", "password", "timeout", "help", "no-progress", "config"};
+    "etcd",        "cluster", "json",     "ca",         "cert",
+    "key",         "user",    "password", "timeout",    "help",
+    "no-progress", "config",  "agent-ca", "agent-cert", "agent-key"};
 
 int Fail(const absl::Status& s, bool json) {
   if (json) {
@@ -124,6 +125,9 @@ int main(int argc, char** argv) {
   auto store = rangefs::ns::NewKvStore(kv.get(), {.cluster = cluster});
   rangefs::admin::Context ctx;
   ctx.store = store.get();
+  ctx.agent_tls.ca_file = setting("agent-ca", nullptr, "agent_ca", "");
+  ctx.agent_tls.cert_file = setting("agent-cert", nullptr, "agent_cert", "");
+  ctx.agent_tls.key_file = setting("agent-key", nullptr, "agent_key", "");
   ctx.cluster = cluster;
   if (isatty(STDERR_FILENO) && !args.GetBool("no-progress")) {
     ctx.progress = [](size_t done, size_t total) {
