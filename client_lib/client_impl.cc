@@ -619,7 +619,7 @@ std::shared_ptr<node::NodeClient> NodeRuntime::Agent(absl::Status* error) {
       return nullptr;
     }
     absl::StatusOr<std::unique_ptr<node::NodeClient>> c =
-        node::NodeClient::Connect(address_);
+        node::NodeClient::Connect(address_, client_->options().agent_tls);
     if (!c.ok()) {
       *error = c.status();
       return nullptr;

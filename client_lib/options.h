@@ -18,6 +18,7 @@
 #include "absl/types/span.h"
 #include "base/clock.h"
 #include "client_lib/fs.h"
+#include "storage_node/node_client.h"
 
 namespace rangefs {
 
@@ -52,6 +53,8 @@ struct ClientOptions {
   // TLS / auth for etcd: PEM file paths; empty = plaintext.
   std::string etcd_ca_file, etcd_cert_file, etcd_key_file;
   std::string etcd_username, etcd_password;
+  // TLS towards the agents (agent data path); empty ca_file = plaintext.
+  node::NodeClientTlsOptions agent_tls;
   // Test or embedding hooks: not owned, must outlive the Client. `kv`
   // replaces the etcd connection; `layout_cache` (built over the same kv)
   // replaces the client's own cache.
