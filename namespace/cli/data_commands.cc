@@ -438,7 +438,9 @@ absl::StatusOr<Table> RunFilePut(Context& ctx, Args& a) {
       absl::Status s = agents.Call(w.node, [&](NodeClient& c) {
         return c.DeleteObject(w.object, absl::Now() + kSmallCallTimeout);
       });
-      if (!s.ok() && !absl::IsNotFound(s)) {
+      // A read-only node (FAILED_PRECONDITION) refuses every write, so it
+      // cannot hold an object of this put either.
+      if (!s.ok() && !absl::IsNotFound(s) && !absl::IsFailedPrecondition(s)) {
         absl::MutexLock l(&left_mu);
         leftovers.push_back(absl::StrCat(w.node, ":", w.object));
       }
