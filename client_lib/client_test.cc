@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -35,6 +36,12 @@ std::string RandomBytes(absl::BitGen& g, size_t n) {
   std::string s(n, '\0');
   for (char& c : s) c = static_cast<char>(absl::Uniform<uint8_t>(g));
   return s;
+}
+
+// The count of an OK read, or SIZE_MAX (after a failure) if it failed.
+size_t ReadOk(const absl::StatusOr<size_t>& n) {
+  EXPECT_THAT(n, IsOk());
+  return n.ok() ? *n : SIZE_MAX;
 }
 
 class ClientTest : public ::testing::Test {
@@ -163,6 +170,31 @@ class ClientTest : public ::testing::Test {
       auto* r = e->add_replicas();
       r->set_node_id(Node(n));
       r->set_object(obj);
+    }
+    EXPECT_THAT(store_->CreateFile(path, l), IsOk());
+    return data;
+  }
+
+  // A file of `size` bytes in extents of `extent` bytes; extent K is object
+  // "w<path without />/eK" on n0 and n1.
+  std::string WindowedFile(const std::string& path, size_t size,
+                           size_t extent) {
+    std::string data = RandomBytes(gen_, size);
+    v1::FileLayout l;
+    l.set_size(size);
+    l.set_state(v1::READY);
+    for (size_t pos = 0, k = 0; pos < size; pos += extent, ++k) {
+      const size_t len = std::min(extent, size - pos);
+      auto* e = l.add_extents();
+      e->set_offset(pos);
+      e->set_length(len);
+      const std::string obj = absl::StrCat("w", path.substr(1), "/e", k);
+      for (int n : {0, 1}) {
+        PutObject(Node(n), obj, data.substr(pos, len));
+        auto* r = e->add_replicas();
+        r->set_node_id(Node(n));
+        r->set_object(obj);
+      }
     }
     EXPECT_THAT(store_->CreateFile(path, l), IsOk());
     return data;
@@ -525,6 +557,138 @@ TEST_F(ClientTest, ReaderAndMultiFileReadV) {
   EXPECT_THAT(prom, HasSubstr("rangefs_client_node_bytes_total{node=\"n0\"}"));
   EXPECT_THAT(prom, HasSubstr("rangefs_client_hedges_total"));
   EXPECT_THAT(prom, HasSubstr("rangefs_client_read_latency_seconds_bucket"));
+}
+
+TEST_F(ClientTest, ReaderIsByteExactWithAndWithoutPrefetch) {
+  const std::string data = RandomBytes(gen_, 1000000 + 123);
+  CreateFile("/scan", data, /*striped=*/false, 0, 0);
+  ClientOptions o = Options();
+  o.max_io_size = 16384;
+  Client* client = OpenClient(o);
+  auto f = client->OpenFile("/scan");
+  ASSERT_THAT(f, IsOk());
+  for (bool prefetch : {false, true}) {
+    for (size_t chunk : {1000, 4096, 65536, 300000}) {
+      SCOPED_TRACE(absl::StrCat("prefetch=", prefetch, " chunk=", chunk));
+      Reader reader(f->get(), {.initial_readahead = 4096,
+                               .max_readahead = 65536,
+                               .prefetch = prefetch});
+      std::string got, buf(chunk, '\0');
+      for (int i = 0; i < 2000; ++i) {
+        auto n = reader.Read(absl::MakeSpan(buf));
+        ASSERT_THAT(n, IsOk());
+        if (*n == 0) break;
+        got.append(buf.data(), *n);
+      }
+      EXPECT_EQ(got.size(), data.size());
+      EXPECT_TRUE(got == data);
+      EXPECT_EQ(reader.position(), data.size());
+      ASSERT_EQ(ReadOk(reader.Read(absl::MakeSpan(buf))), 0u);
+
+      // Seek back into the middle (a prefetch may be in flight), then
+      // forward, then to exactly where the stream would continue.
+      for (uint64_t at : {uint64_t{500001}, uint64_t{12345}, uint64_t{900000},
+                          std::min<uint64_t>(900000 + chunk, data.size())}) {
+        ASSERT_THAT(reader.Seek(at), IsOk());
+        auto n = reader.Read(absl::MakeSpan(buf));
+        ASSERT_THAT(n, IsOk());
+        ASSERT_EQ(*n, std::min<uint64_t>(chunk, data.size() - at));
+        EXPECT_TRUE(std::string(buf.data(), *n) == data.substr(at, *n));
+      }
+      EXPECT_THAT(reader.Seek(data.size() + 1),
+                  StatusIs(absl::StatusCode::kOutOfRange));
+    }
+  }
+}
+
+TEST_F(ClientTest, ReaderPrefetchErrorComesWithTheReadThatNeedsIt) {
+  constexpr size_t kWindow = 65536;
+  for (bool prefetch : {false, true}) {
+    SCOPED_TRACE(absl::StrCat("prefetch=", prefetch));
+    const std::string path = prefetch ? "/pf1" : "/pf0";
+    const std::string data = WindowedFile(path, 6 * kWindow, kWindow);
+    faulty_.ClearRules();
+    // Window 2 (bytes [128K, 192K)) fails on both replicas.
+    faulty_.AddRule({.path_contains = absl::StrCat("w", path.substr(1), "/e2"),
+                     .error = absl::UnavailableError("window two is gone")});
+    Client* client = OpenClient(Options());
+    auto f = client->OpenFile(path);
+    ASSERT_THAT(f, IsOk());
+    Reader reader(f->get(), {.initial_readahead = kWindow,
+                             .max_readahead = kWindow,
+                             .prefetch = prefetch});
+    std::string got, buf(24576, '\0');
+    // 24K reads: the sixth one, at 120K, gets the 8K before the bad window.
+    for (int i = 0; i < 5; ++i) {
+      ASSERT_EQ(ReadOk(reader.Read(absl::MakeSpan(buf))), buf.size());
+      got.append(buf);
+    }
+    ASSERT_EQ(ReadOk(reader.Read(absl::MakeSpan(buf))), 8192u);
+    got.append(buf.data(), 8192);
+    EXPECT_EQ(reader.position(), 2 * kWindow);
+    auto bad = reader.Read(absl::MakeSpan(buf));
+    EXPECT_THAT(bad, StatusIs(absl::StatusCode::kUnavailable));
+    EXPECT_THAT(bad.status().message(), HasSubstr("window two is gone"));
+    EXPECT_EQ(reader.position(), 2 * kWindow);
+    // Once the node recovers the stream continues where it failed.
+    faulty_.ClearRules();
+    for (int i = 0; i < 100; ++i) {
+      auto n = reader.Read(absl::MakeSpan(buf));
+      ASSERT_THAT(n, IsOk());
+      if (*n == 0) break;
+      got.append(buf.data(), *n);
+    }
+    EXPECT_TRUE(got == data);
+  }
+}
+
+TEST_F(ClientTest, ReaderDestroyedMidStreamWaitsForItsPrefetch) {
+  const std::string data = RandomBytes(gen_, 2000000);
+  CreateFile("/mid", data, /*striped=*/false, 0, 0);
+  faulty_.AddRule({.action = FaultAction::kDelay,
+                   .delay = absl::Milliseconds(2),
+                   .jitter = absl::Milliseconds(3)});
+  Client* client = OpenClient(Options());
+  auto f = client->OpenFile("/mid");
+  ASSERT_THAT(f, IsOk());
+  const uint64_t reads_before = mem_.reads();
+  for (int round = 0; round < 20; ++round) {
+    auto reader = std::make_unique<Reader>(
+        f->get(),
+        ReaderOptions{.initial_readahead = 65536, .max_readahead = 262144});
+    char buf[5000];
+    for (int i = 0; i <= round; ++i) {
+      ASSERT_THAT(reader->Read(absl::MakeSpan(buf)), IsOk());
+    }
+    EXPECT_TRUE(
+        std::string(buf, sizeof(buf)) ==
+        data.substr((round + 1) * sizeof(buf) - sizeof(buf), sizeof(buf)));
+    const absl::Time t0 = absl::Now();
+    reader.reset();  // joins the in-flight prefetch
+    EXPECT_LT(absl::Now() - t0, absl::Seconds(5));
+  }
+  EXPECT_GT(mem_.reads(), reads_before);
+  // A blocked prefetch: destruction returns by the read deadline.
+  faulty_.ClearRules();
+  {
+    Reader reader(f->get(), {.initial_readahead = 65536,
+                             .max_readahead = 65536,
+                             .read = {.deadline = absl::Milliseconds(200)}});
+    char buf[1000];
+    ASSERT_THAT(reader.Read(absl::MakeSpan(buf)), IsOk());
+    faulty_.AddRule({.action = FaultAction::kBlock});
+    const absl::Time t0 = absl::Now();
+    // The prefetch may have finished already; either way this returns.
+    for (int i = 0; i < 200; ++i) {
+      auto n = reader.Read(absl::MakeSpan(buf));
+      if (!n.ok()) {
+        EXPECT_THAT(n, StatusIs(absl::StatusCode::kDeadlineExceeded));
+        break;
+      }
+    }
+    EXPECT_LT(absl::Now() - t0, absl::Seconds(5));
+  }
+  faulty_.Release();
 }
 
 TEST_F(ClientTest, BadOptionsAreInvalidArgument) {

@@ -21,6 +21,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "absl/status/statusor.h"
@@ -54,35 +55,66 @@ class File {
 struct ReaderOptions {
   size_t initial_readahead = 256 << 10;
   size_t max_readahead = 16 << 20;
+  // While the caller consumes one window of a sequential stream, read the
+  // next one in the background (one helper thread at a time per Reader).
+  bool prefetch = true;
   ReadOptions read;  // per underlying read
 };
 
 // A sequential scanner over a File with adaptive readahead: each read that
 // continues where the last one stopped doubles the readahead window (up to
 // max_readahead), a seek resets it. The window is fetched with one parallel
-// File::Read (its pieces spread over nodes and replicas).
+// File::Read (its pieces spread over nodes and replicas). With
+// options.prefetch, each fill of a sequential stream also starts reading the
+// following window (the next window size, at least the caller's last Read
+// size) on a background thread into the Reader's own buffer; it is used if
+// the stream continues there and discarded otherwise (e.g. after a Seek).
+// At most one such read is in flight; it never writes the caller's buffer.
 // Thread-compatible. `file` is not owned and must outlive the Reader.
+// Destruction waits for an in-flight prefetch (bounded by options.read's
+// deadline).
 class Reader {
  public:
   explicit Reader(File* file, ReaderOptions options = {});
+  ~Reader();
+  Reader(const Reader&) = delete;
+  Reader& operator=(const Reader&) = delete;
 
   // Copies up to dst.size() bytes from the current position into `dst` and
-  // advances; returns 0 at end of file. Errors as File::Read.
+  // advances; returns 0 at end of file. Errors as File::Read (a prefetched
+  // window's error is returned by the Read that needs its bytes). If an
+  // error occurs after some bytes were copied, those bytes are returned and
+  // the error comes with the next Read.
   absl::StatusOr<size_t> Read(absl::Span<char> dst);
-  // Moves the position; OUT_OF_RANGE past size().
+  // Moves the position; OUT_OF_RANGE past size(). Non-blocking.
   absl::Status Seek(uint64_t position);
   uint64_t position() const { return position_; }
   size_t readahead() const { return window_; }
 
  private:
+  // A background read of [offset, offset + want) into `buffer`. `result`
+  // and `buffer` belong to `thread` until it is joined.
+  struct Prefetch {
+    bool pending = false;
+    std::thread thread;
+    uint64_t offset = 0;
+    std::string buffer;
+    absl::StatusOr<size_t> result;
+  };
+  void StartPrefetch(uint64_t offset, size_t want);
+  void JoinPrefetch();  // waits for the thread, if any
+  void DiscardPrefetch();
+
   File* const file_;
   const ReaderOptions options_;
   uint64_t position_ = 0;
   size_t window_;
-  std::string buffer_;  // bytes [buffer_offset_, +buffer_len_)
+  bool filled_ = false;  // a fill happened since construction or last seek
+  std::string buffer_;   // bytes [buffer_offset_, +buffer_len_)
   uint64_t buffer_offset_ = 0;
   size_t buffer_len_ = 0;
   uint64_t next_expected_ = 0;
+  Prefetch prefetch_;
 };
 
 }  // namespace rangefs

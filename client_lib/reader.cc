@@ -1,5 +1,6 @@
 #include <algorithm>
 #include <cstring>
+#include <utility>
 
 #include "absl/strings/str_cat.h"
 #include "client_lib/file.h"
@@ -11,14 +12,38 @@ Reader::Reader(File* file, ReaderOptions options)
       options_(options),
       window_(std::max<size_t>(1, options.initial_readahead)) {}
 
+Reader::~Reader() { JoinPrefetch(); }
+
 absl::Status Reader::Seek(uint64_t position) {
   if (position > file_->size()) {
     return absl::OutOfRangeError(absl::StrCat("seek to ", position, " past ",
                                               file_->path(), " size ",
                                               file_->size()));
   }
+  // An in-flight prefetch is kept: it is used if reading continues at its
+  // offset, else discarded by the next refill.
   position_ = position;
   return absl::OkStatus();
+}
+
+void Reader::StartPrefetch(uint64_t offset, size_t want) {
+  prefetch_.pending = true;
+  prefetch_.offset = offset;
+  if (prefetch_.buffer.size() < want) prefetch_.buffer.resize(want);
+  prefetch_.result = size_t{0};
+  prefetch_.thread = std::thread([this, offset, want] {
+    prefetch_.result = file_->Read(
+        offset, absl::MakeSpan(&prefetch_.buffer[0], want), options_.read);
+  });
+}
+
+void Reader::JoinPrefetch() {
+  if (prefetch_.thread.joinable()) prefetch_.thread.join();
+}
+
+void Reader::DiscardPrefetch() {
+  JoinPrefetch();
+  prefetch_.pending = false;
 }
 
 absl::StatusOr<size_t> Reader::Read(absl::Span<char> dst) {
@@ -34,31 +59,71 @@ absl::StatusOr<size_t> Reader::Read(absl::Span<char> dst) {
       continue;
     }
     // Refill. Sequential continuation grows the window; a seek resets it.
-    if (position_ == next_expected_ && buffer_len_ > 0) {
+    const bool sequential = position_ == next_expected_;
+    if (sequential && filled_) {
       window_ = std::min(options_.max_readahead, window_ * 2);
-    } else if (position_ != next_expected_) {
+    } else if (!sequential) {
       window_ = std::max<size_t>(1, options_.initial_readahead);
     }
-    size_t want = std::max(window_, dst.size() - done);
+    // The next window of this stream, if it continues sequentially.
+    const size_t next_want =
+        std::max(std::min(options_.max_readahead, window_ * 2), dst.size());
+
+    if (prefetch_.pending && prefetch_.offset == position_) {
+      JoinPrefetch();
+      if (!prefetch_.result.ok()) {
+        if (done > 0) return done;  // the error comes with the next Read
+        absl::Status s = prefetch_.result.status();
+        prefetch_.pending = false;
+        return s;
+      }
+      prefetch_.pending = false;
+      std::swap(buffer_, prefetch_.buffer);
+      buffer_offset_ = position_;
+      buffer_len_ = *prefetch_.result;
+      next_expected_ = position_ + buffer_len_;
+      filled_ = true;
+      if (buffer_len_ == 0) break;
+      if (next_expected_ < file_->size()) {
+        StartPrefetch(next_expected_, next_want);
+      }
+      continue;
+    }
+    if (prefetch_.pending) DiscardPrefetch();
+
+    const size_t want = std::max(window_, dst.size() - done);
+    // A sequential stream reads its next window while this one is fetched
+    // and consumed.
+    if (options_.prefetch && sequential && position_ + want < file_->size()) {
+      StartPrefetch(position_ + want, next_want);
+    }
     // Big caller reads go straight to the caller's buffer.
     if (dst.size() - done >= window_) {
       absl::StatusOr<size_t> n =
           file_->Read(position_, dst.subspan(done), options_.read);
-      if (!n.ok()) return n.status();
+      if (!n.ok()) {
+        if (done > 0) return done;  // the next Read fails again
+        return n.status();
+      }
       done += *n;
       position_ += *n;
       next_expected_ = position_;
       buffer_len_ = 0;
+      filled_ = true;
       if (*n == 0) break;
       continue;
     }
     if (buffer_.size() < want) buffer_.resize(want);
     absl::StatusOr<size_t> n = file_->Read(
         position_, absl::MakeSpan(&buffer_[0], want), options_.read);
-    if (!n.ok()) return n.status();
+    if (!n.ok()) {
+      if (done > 0) return done;
+      return n.status();
+    }
     buffer_offset_ = position_;
     buffer_len_ = *n;
     next_expected_ = position_ + *n;
+    filled_ = true;
     if (*n == 0) break;
   }
   return done;
