@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cstring>
 #include <string>
 
 #include "absl/strings/str_cat.h"
@@ -13,7 +14,9 @@
 #include "base/errno_status.h"
 #include "base/logging.h"
 #include "base/status_macros.h"
+#include "grpcpp/support/method_handler.h"
 #include "storage_node/grpc_status.h"
+#include "storage_node/read_chunk_codec.h"
 #include "storage_node/scrubber.h"
 
 namespace rangefs {
@@ -104,7 +107,16 @@ absl::Status CancelledStatus(absl::string_view what, absl::string_view path) {
 AgentService::AgentService(const ExportRoot* root, AgentServiceOptions options)
     : root_(root),
       options_(std::move(options)),
-      clock_(options_.clock != nullptr ? options_.clock : Clock::Real()) {}
+      clock_(options_.clock != nullptr ? options_.clock : Clock::Real()) {
+  // Method 1 of NodeAgent (proto order) is ReadRange. A "streamed" handler
+  // is a bidi stream on the server side: one request read, then writes.
+  constexpr int kReadRangeMethodIndex = 1;
+  MarkMethodStreamed(
+      kReadRangeMethodIndex,
+      new grpc::internal::BidiStreamingHandler<AgentService, ReadRangeRequest,
+                                               grpc::ByteBuffer>(
+          &AgentService::ReadRangeRaw, this));
+}
 
 // ---------------------------------------------------------------- WriteObject
 
@@ -229,9 +241,17 @@ absl::Status AgentService::DoWriteObject(
 
 // ------------------------------------------------------------------ ReadRange
 
-grpc::Status AgentService::ReadRange(
-    grpc::ServerContext* context, const ReadRangeRequest* request,
-    grpc::ServerWriter<ReadRangeChunk>* writer) {
+grpc::Status AgentService::ReadRangeRaw(grpc::ServerContext* context,
+                                        RawReadStream* stream) {
+  ReadRangeRequest req;
+  if (!stream->Read(&req)) {
+    if (context->IsCancelled()) {
+      return ToGrpcStatus(CancelledStatus("read", "(no request)"));
+    }
+    return ToGrpcStatus(absl::InvalidArgumentError(
+        "ReadRange: missing or unparsable ReadRangeRequest"));
+  }
+  const ReadRangeRequest* request = &req;
   CountGuard inflight(&inflight_reads_);
   // The guard counts this call; past the cap it is refused at once.
   const int64_t now_inflight = inflight.value();
@@ -244,15 +264,15 @@ grpc::Status AgentService::ReadRange(
   }
   if (options_.read_started_hook) options_.read_started_hook(request->path());
   const absl::Time start = clock_->MonotonicNow();
-  absl::Status s = DoReadRange(context, *request, writer);
+  absl::Status s = DoReadRange(context, *request, stream);
   read_latency_.Record(clock_->MonotonicNow() - start);
   if (s.ok()) reads_.fetch_add(1);
   return ToGrpcStatus(s);
 }
 
-absl::Status AgentService::DoReadRange(
-    grpc::ServerContext* context, const ReadRangeRequest& request,
-    grpc::ServerWriter<ReadRangeChunk>* writer) {
+absl::Status AgentService::DoReadRange(grpc::ServerContext* context,
+                                       const ReadRangeRequest& request,
+                                       RawReadStream* stream) {
   const std::string& path = request.path();
   RANGEFS_ASSIGN_OR_RETURN(ScopedFd fd, root_->OpenForRead(path));
   struct stat st;
@@ -269,14 +289,18 @@ absl::Status AgentService::DoReadRange(
       request.offset() + std::min(request.length(), size - request.offset());
   const size_t chunk_size = std::max<size_t>(options_.chunk_size, 1);
 
-  ReadRangeChunk chunk;  // Reused: its data buffer is this call's buffer.
-  auto send = [&](uint64_t off) -> absl::Status {
-    chunk.set_offset(off);
-    chunk.set_crc32c(Crc32c(chunk.data()));
-    if (context->IsCancelled() || !writer->Write(chunk)) {
+  // Each chunk's data is a fresh slice (`p` points into it) that gRPC
+  // sends without copying; the slice is freed once it is on the wire.
+  auto send = [&](uint64_t off, const grpc::Slice& data,
+                  char* p) -> absl::Status {
+    const size_t n = data.size();
+    const uint32_t crc = Crc32cExtend(0, p, n);
+    if (options_.chunk_hook) options_.chunk_hook(off, absl::MakeSpan(p, n));
+    if (context->IsCancelled() ||
+        !stream->Write(EncodeReadRangeChunk(off, data, crc))) {
       return CancelledStatus("read", path);
     }
-    bytes_read_.fetch_add(chunk.data().size());
+    bytes_read_.fetch_add(n);
     return absl::OkStatus();
   };
 
@@ -284,10 +308,10 @@ absl::Status AgentService::DoReadRange(
     for (uint64_t off = request.offset(); off < end;) {
       const size_t n =
           static_cast<size_t>(std::min<uint64_t>(chunk_size, end - off));
-      std::string* data = chunk.mutable_data();
-      data->resize(n);
-      RANGEFS_RETURN_IF_ERROR(PreadFull(fd.get(), &(*data)[0], n, off, path));
-      RANGEFS_RETURN_IF_ERROR(send(off));
+      char* p;
+      grpc::Slice data = NewWritableSlice(n, &p);
+      RANGEFS_RETURN_IF_ERROR(PreadFull(fd.get(), p, n, off, path));
+      RANGEFS_RETURN_IF_ERROR(send(off, data, p));
       off += n;
     }
     return absl::OkStatus();
@@ -327,8 +351,10 @@ absl::Status AgentService::DoReadRange(
     while (off < stop) {
       const size_t n =
           static_cast<size_t>(std::min<uint64_t>(chunk_size, stop - off));
-      chunk.mutable_data()->assign(block.data() + (off - bstart), n);
-      RANGEFS_RETURN_IF_ERROR(send(off));
+      char* p;
+      grpc::Slice data = NewWritableSlice(n, &p);
+      memcpy(p, block.data() + (off - bstart), n);
+      RANGEFS_RETURN_IF_ERROR(send(off, data, p));
       off += n;
     }
   }

@@ -24,7 +24,10 @@
 
 #include "absl/status/status.h"
 #include "absl/strings/string_view.h"
+#include "absl/types/span.h"
 #include "base/clock.h"
+#include "grpcpp/support/byte_buffer.h"
+#include "grpcpp/support/sync_stream.h"
 #include "proto/node_agent.grpc.pb.h"
 #include "storage_node/export_root.h"
 #include "storage_node/sidecar.h"
@@ -43,6 +46,10 @@ struct AgentServiceOptions {
   // Test hook: called in ReadRange once the read slot is held, before any
   // I/O. Lets tests hold a read open deterministically. Empty in production.
   std::function<void(absl::string_view path)> read_started_hook;
+  // Test hook: called in ReadRange for each chunk after its CRC32C is
+  // computed and before it is sent; may alter the bytes (to inject
+  // corruption). Empty in production.
+  std::function<void(uint64_t offset, absl::Span<char> data)> chunk_hook;
 };
 
 class AgentService final : public NodeAgent::Service {
@@ -53,9 +60,10 @@ class AgentService final : public NodeAgent::Service {
   grpc::Status WriteObject(grpc::ServerContext* context,
                            grpc::ServerReader<WriteObjectRequest>* reader,
                            WriteObjectResponse* response) override;
-  grpc::Status ReadRange(grpc::ServerContext* context,
-                         const ReadRangeRequest* request,
-                         grpc::ServerWriter<ReadRangeChunk>* writer) override;
+  // ReadRange is served by ReadRangeRaw below (registered in the
+  // constructor in place of the generated handler): its chunks are
+  // serialized by hand around slices the file is read into, without a
+  // protobuf copy. Same wire format and semantics.
   grpc::Status StatObject(grpc::ServerContext* context,
                           const StatObjectRequest* request,
                           StatObjectResponse* response) override;
@@ -78,9 +86,13 @@ class AgentService final : public NodeAgent::Service {
   absl::Status DoWriteObject(grpc::ServerContext* context,
                              grpc::ServerReader<WriteObjectRequest>* reader,
                              WriteObjectResponse* response);
+  using RawReadStream =
+      grpc::ServerReaderWriter<grpc::ByteBuffer, ReadRangeRequest>;
+  grpc::Status ReadRangeRaw(grpc::ServerContext* context,
+                            RawReadStream* stream);
   absl::Status DoReadRange(grpc::ServerContext* context,
                            const ReadRangeRequest& request,
-                           grpc::ServerWriter<ReadRangeChunk>* writer);
+                           RawReadStream* stream);
   absl::Status DoStatObject(const StatObjectRequest& request,
                             StatObjectResponse* response);
   absl::Status DoChecksumObject(const ChecksumObjectRequest& request,

@@ -26,6 +26,8 @@ ABSL_FLAG(std::string, dir, "/tmp", "Directory on the disk to test.");
 ABSL_FLAG(int, mib, 1024, "MiB per measurement.");
 ABSL_FLAG(bool, default_malloc, false,
           "Skip TuneMallocForStreaming (to measure its effect).");
+ABSL_FLAG(int, chunk_kib, 0,
+          "ReadRange chunk size of the agent in KiB (0: the agent default).");
 ABSL_FLAG(int, rounds, 3, "Rounds; the median of each measurement is shown.");
 
 namespace {
@@ -97,7 +99,12 @@ int main(int argc, char** argv) {
   const std::string exp = base + "/export";
   if (system(("mkdir -p " + exp).c_str()) != 0) return 1;
 
-  auto agent = Agent::Start({.node_id = "bench", .export_root = exp});
+  AgentOptions agent_options{.node_id = "bench", .export_root = exp};
+  if (absl::GetFlag(FLAGS_chunk_kib) > 0) {
+    agent_options.service.chunk_size =
+        static_cast<size_t>(absl::GetFlag(FLAGS_chunk_kib)) << 10;
+  }
+  auto agent = Agent::Start(std::move(agent_options));
   if (!agent.ok()) {
     fprintf(stderr, "agent: %s\n", agent.status().ToString().c_str());
     return 1;

@@ -1,14 +1,17 @@
 #include "storage_node/node_client.h"
 
+#include <algorithm>
 #include <cstring>
 #include <vector>
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
-#include "base/crc32c.h"
 #include "base/status_macros.h"
 #include "grpcpp/create_channel.h"
 #include "grpcpp/security/credentials.h"
+#include "grpcpp/support/byte_buffer.h"
+#include "grpcpp/support/sync_stream.h"
+#include "storage_node/read_chunk_codec.h"
 
 namespace rangefs {
 namespace node {
@@ -79,14 +82,26 @@ absl::StatusOr<std::unique_ptr<NodeClient>> NodeClient::Connect(
     args.SetSslTargetNameOverride(tls.server_name_override);
   }
   args.SetMaxReceiveMessageSize(64 << 20);
+  // ReadRange throughput: let the agent send each chunk in few large
+  // HTTP/2 frames (the default is 16 KiB frames) and keep several chunks
+  // in flight. Measured with node_bench: ~-15% CPU per GiB read.
+  args.SetInt(GRPC_ARG_HTTP2_MAX_FRAME_SIZE, (16 << 20) - 1);  // RFC max.
+  args.SetInt(GRPC_ARG_HTTP2_STREAM_LOOKAHEAD_BYTES, 8 << 20);
   args.SetInt(GRPC_ARG_INITIAL_RECONNECT_BACKOFF_MS, 100);
   args.SetInt(GRPC_ARG_MIN_RECONNECT_BACKOFF_MS, 1000);
   args.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, 2000);
   args.SetInt(GRPC_ARG_USE_LOCAL_SUBCHANNEL_POOL, 1);
   auto channel = grpc::CreateCustomChannel(address, creds, args);
-  return std::unique_ptr<NodeClient>(
-      new NodeClient(address, NodeAgent::NewStub(channel)));
+  return std::unique_ptr<NodeClient>(new NodeClient(address, channel));
 }
+
+NodeClient::NodeClient(std::string address,
+                       std::shared_ptr<grpc::Channel> channel)
+    : address_(std::move(address)),
+      channel_(std::move(channel)),
+      stub_(NodeAgent::NewStub(channel_)),
+      raw_read_range_("/rangefs.node.NodeAgent/ReadRange",
+                      grpc::internal::RpcMethod::SERVER_STREAMING, channel_) {}
 
 absl::Status NodeClient::Error(const grpc::Status& s, absl::string_view what,
                                absl::string_view path) const {
@@ -112,29 +127,33 @@ absl::StatusOr<size_t> NodeClient::ReadRange(const std::string& path,
   req.set_offset(offset);
   req.set_length(dst.size());
   req.set_verify(options.verify_on_server);
-  auto reader = stub_->ReadRange(&ctx, req);
-  ReadRangeChunk chunk;
+  std::unique_ptr<grpc::ClientReader<grpc::ByteBuffer>> reader(
+      grpc::internal::ClientReaderFactory<grpc::ByteBuffer>::Create(
+          channel_.get(), raw_read_range_, &ctx, req));
+  grpc::ByteBuffer raw;
   size_t got = 0;
   absl::Status bad;
-  while (reader->Read(&chunk)) {
-    const std::string& data = chunk.data();
-    if (chunk.offset() != offset + got || got + data.size() > dst.size()) {
-      bad = absl::InternalError(
-          absl::StrCat("ReadRange ", path, " on node ", address_, ": chunk at ",
-                       chunk.offset(), " (+", data.size(),
+  while (reader->Read(&raw)) {
+    // Decodes into the free part of `dst`: one copy, one CRC pass.
+    absl::StatusOr<DecodedChunk> chunk =
+        DecodeReadRangeChunk(raw, dst.subspan(got), options.check_chunk_crc);
+    if (chunk.ok() && chunk->offset != offset + got) {
+      chunk = absl::InternalError(
+          absl::StrCat("chunk at ", chunk->offset, " (+", chunk->size,
                        ") does not follow byte ", offset + got));
+    } else if (absl::IsOutOfRange(chunk.status())) {
+      // More data than asked for: the agent broke the protocol.
+      chunk = absl::InternalError(chunk.status().message());
+    }
+    if (!chunk.ok()) {
+      bad = absl::Status(
+          chunk.status().code(),
+          absl::StrCat("ReadRange ", path, " on node ", address_, " at byte ",
+                       offset + got, ": ", chunk.status().message()));
       ctx.TryCancel();
       break;
     }
-    if (options.check_chunk_crc && Crc32c(data) != chunk.crc32c()) {
-      bad = absl::DataLossError(
-          absl::StrCat("ReadRange ", path, " on node ", address_,
-                       ": CRC32C mismatch in chunk at ", chunk.offset()));
-      ctx.TryCancel();
-      break;
-    }
-    memcpy(dst.data() + got, data.data(), data.size());
-    got += data.size();
+    got += chunk->size;
   }
   grpc::Status st = reader->Finish();
   if (!bad.ok()) return bad;
@@ -142,10 +161,20 @@ absl::StatusOr<size_t> NodeClient::ReadRange(const std::string& path,
   return got;
 }
 
+void NodeClient::AwaitConnection(absl::Time deadline) {
+  if (channel_->GetState(/*try_to_connect=*/true) == GRPC_CHANNEL_READY) return;
+  // Rides out a transient connect failure (the channel would fail the call
+  // at once while in its reconnect backoff) for at most 5 s or the
+  // deadline; a node that stays down still fails the call below.
+  channel_->WaitForConnected(
+      absl::ToChronoTime(std::min(deadline, absl::Now() + absl::Seconds(5))));
+}
+
 absl::StatusOr<WriteObjectResponse> NodeClient::WriteObject(
     const std::string& path,
     const std::function<absl::StatusOr<size_t>(absl::Span<char>)>& read,
     const WriteCallOptions& options) {
+  AwaitConnection(options.deadline);
   grpc::ClientContext ctx;
   SetDeadline(&ctx, options.deadline);
   WriteObjectResponse resp;
@@ -198,6 +227,7 @@ absl::StatusOr<WriteObjectResponse> NodeClient::WriteObject(
 
 absl::StatusOr<StatObjectResponse> NodeClient::StatObject(
     const std::string& path, absl::Time deadline) {
+  AwaitConnection(deadline);
   grpc::ClientContext ctx;
   SetDeadline(&ctx, deadline);
   StatObjectRequest req;
@@ -210,6 +240,7 @@ absl::StatusOr<StatObjectResponse> NodeClient::StatObject(
 
 absl::StatusOr<ChecksumObjectResponse> NodeClient::ChecksumObject(
     const std::string& path, bool recompute, absl::Time deadline) {
+  AwaitConnection(deadline);
   grpc::ClientContext ctx;
   SetDeadline(&ctx, deadline);
   ChecksumObjectRequest req;
@@ -223,6 +254,7 @@ absl::StatusOr<ChecksumObjectResponse> NodeClient::ChecksumObject(
 
 absl::Status NodeClient::DeleteObject(const std::string& path,
                                       absl::Time deadline) {
+  AwaitConnection(deadline);
   grpc::ClientContext ctx;
   SetDeadline(&ctx, deadline);
   DeleteObjectRequest req;

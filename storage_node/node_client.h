@@ -28,7 +28,9 @@
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
 #include "absl/types/span.h"
+#include "grpcpp/channel.h"
 #include "grpcpp/client_context.h"
+#include "grpcpp/impl/rpc_method.h"
 #include "proto/node_agent.grpc.pb.h"
 #include "storage_node/tls.h"
 
@@ -108,13 +110,21 @@ class NodeClient {
   absl::Status DeleteObject(const std::string& path, absl::Time deadline);
 
  private:
-  NodeClient(std::string address, std::unique_ptr<NodeAgent::Stub> stub)
-      : address_(std::move(address)), stub_(std::move(stub)) {}
+  NodeClient(std::string address, std::shared_ptr<grpc::Channel> channel);
   absl::Status Error(const grpc::Status& s, absl::string_view what,
                      absl::string_view path) const;
 
   const std::string address_;
+  // Admin calls (write, stat, checksum, delete) first wait, bounded, for
+  // the channel to connect; the read path stays fail-fast so the client
+  // library can move to another replica at once.
+  void AwaitConnection(absl::Time deadline);
+
+  const std::shared_ptr<grpc::Channel> channel_;
   std::unique_ptr<NodeAgent::Stub> stub_;
+  // ReadRange with raw (grpc::ByteBuffer) responses, decoded by
+  // read_chunk_codec.h straight into the caller's buffer.
+  const grpc::internal::RpcMethod raw_read_range_;
 };
 
 }  // namespace node

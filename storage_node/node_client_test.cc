@@ -5,6 +5,7 @@
 #include <fcntl.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <random>
 #include <thread>
 
@@ -19,6 +20,7 @@ namespace rangefs {
 namespace node {
 namespace {
 
+using ::testing::AllOf;
 using ::testing::HasSubstr;
 
 std::string Pattern(size_t n, uint32_t seed) {
@@ -42,6 +44,10 @@ class NodeClientTest : public ::testing::Test {
     o.service.read_started_hook = [this](absl::string_view path) {
       if (path == "slow")
         slow_started_.Notify(), release_.WaitForNotification();
+    };
+    o.service.chunk_hook = [this](uint64_t offset, absl::Span<char> data) {
+      // Corrupts the chunk at byte 2000 after the agent computed its CRC.
+      if (corrupt_in_flight_ && offset == 2000) data[10] ^= 1;
     };
     auto agent = Agent::Start(std::move(o));
     ASSERT_THAT(agent, IsOk());
@@ -75,6 +81,7 @@ class NodeClientTest : public ::testing::Test {
   std::unique_ptr<Agent> agent_;
   std::unique_ptr<NodeClient> client_;
   absl::Notification slow_started_, release_;
+  std::atomic<bool> corrupt_in_flight_{false};
 };
 
 TEST_F(NodeClientTest, WriteThenReadByteExact) {
@@ -127,6 +134,27 @@ TEST_F(NodeClientTest, ServerVerifyCatchesFlippedByte) {
   EXPECT_THAT(client_->ReadRange("c", 0, absl::MakeSpan(buf),
                                  {.verify_on_server = true}),
               StatusIs(absl::StatusCode::kDataLoss));
+}
+
+TEST_F(NodeClientTest, ChunkCorruptedInFlightIsDataLoss) {
+  const std::string data = Pattern(5000, 5);
+  ASSERT_THAT(Write("d", data), IsOk());
+  corrupt_in_flight_ = true;
+  std::string buf(5000, '\0');
+  EXPECT_THAT(client_->ReadRange("d", 0, absl::MakeSpan(buf)),
+              StatusIs(absl::StatusCode::kDataLoss,
+                       AllOf(HasSubstr("CRC32C mismatch in chunk at 2000"),
+                             HasSubstr("d on node 127.0.0.1:"))));
+  // Without the client-side check the (corrupt) bytes come through.
+  auto n = client_->ReadRange("d", 0, absl::MakeSpan(buf),
+                              {.check_chunk_crc = false});
+  ASSERT_THAT(n, IsOk());
+  EXPECT_EQ(*n, data.size());
+  EXPECT_EQ(buf[2010], static_cast<char>(data[2010] ^ 1));
+  EXPECT_EQ(buf.substr(0, 2000), data.substr(0, 2000));
+  corrupt_in_flight_ = false;
+  ASSERT_THAT(client_->ReadRange("d", 0, absl::MakeSpan(buf)), IsOk());
+  EXPECT_EQ(buf, data);
 }
 
 TEST_F(NodeClientTest, CancellerAbortsAHeldRead) {
