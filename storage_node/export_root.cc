@@ -339,16 +339,21 @@ absl::Status ExportRoot::RenameInto(const std::string& temp_name, int parent_fd,
       e, absl::StrCat("rename into ", Quote(path), " in ", root_dir_));
 }
 
-absl::Status ExportRoot::CommitTemp(const std::string& temp_name,
-                                    absl::string_view path,
-                                    bool overwrite) const {
+absl::StatusOr<ScopedFd> ExportRoot::PrepareCommit(absl::string_view path,
+                                                   std::string* name) const {
   RANGEFS_RETURN_IF_ERROR(ValidateObjectPath(path));
   if (!tmp_fd_.valid()) {
     return absl::FailedPreconditionError(
         absl::StrCat("export ", root_dir_, " is read-only"));
   }
+  return MakeParents(path, name);
+}
+
+absl::Status ExportRoot::CommitTemp(const std::string& temp_name,
+                                    absl::string_view path,
+                                    bool overwrite) const {
   std::string name;
-  RANGEFS_ASSIGN_OR_RETURN(ScopedFd parent, MakeParents(path, &name));
+  RANGEFS_ASSIGN_OR_RETURN(ScopedFd parent, PrepareCommit(path, &name));
   return RenameInto(temp_name, parent.get(), name, overwrite, path);
 }
 
@@ -356,13 +361,8 @@ absl::Status ExportRoot::CommitObject(const std::string& object_temp,
                                       const std::string& sidecar_temp,
                                       absl::string_view path,
                                       bool overwrite) const {
-  RANGEFS_RETURN_IF_ERROR(ValidateObjectPath(path));
-  if (!tmp_fd_.valid()) {
-    return absl::FailedPreconditionError(
-        absl::StrCat("export ", root_dir_, " is read-only"));
-  }
   std::string name;
-  RANGEFS_ASSIGN_OR_RETURN(ScopedFd parent, MakeParents(path, &name));
+  RANGEFS_ASSIGN_OR_RETURN(ScopedFd parent, PrepareCommit(path, &name));
   const std::string sidecar_name = SidecarPathFor(name);
   if (overwrite) {
     if (unlinkat(parent.get(), sidecar_name.c_str(), 0) != 0 &&

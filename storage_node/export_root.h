@@ -137,6 +137,9 @@ class ExportRoot {
                                        absl::string_view what) const;
   // Opens (creating as needed) the parent dir of valid `path`; returns an
   // O_PATH fd and sets *name to the last component.
+  // Checks `path` and that the export is writable, then MakeParents.
+  absl::StatusOr<ScopedFd> PrepareCommit(absl::string_view path,
+                                         std::string* name) const;
   absl::StatusOr<ScopedFd> MakeParents(absl::string_view path,
                                        std::string* name) const;
   absl::Status RenameInto(const std::string& temp_name, int parent_fd,
