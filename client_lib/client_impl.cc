@@ -68,6 +68,10 @@ namespace rangefs {
 namespace client_internal {
 namespace {
 
+// How often a call with attempts running re-reads its nodes' health (a
+// node another call marked dead).
+constexpr absl::Duration kHealthRecheck = absl::Milliseconds(20);
+
 namespace v1 = ::rangefs::v1;
 
 // A buffer owned by one worker thread, aligned for O_DIRECT; grows only.
@@ -116,6 +120,9 @@ struct Attempt {
   uint64_t length = 0;
   bool hedge = false;
   bool verify = false;
+  // Sent to a node that was not admissible (a probe, or the last replica
+  // left): its node's verdict does not cut it short.
+  bool forced = false;
   absl::Time dispatched;
   // Guarded by Batch::mu.
   // Set by the worker when the I/O begins (MonotonicNow in ns; 0 = queued).
@@ -166,7 +173,8 @@ struct Task {
 
 struct NodeCounters {
   std::atomic<uint64_t> bytes{0}, requests{0}, errors{0}, timeouts{0},
-      checksum_failures{0}, mount_reads{0}, agent_reads{0}, uring_reads{0};
+      stalls{0}, moved{0}, checksum_failures{0}, mount_reads{0}, agent_reads{0},
+      uring_reads{0};
   std::atomic<int64_t> inflight{0}, outstanding_bytes{0};
 };
 
@@ -375,6 +383,12 @@ class ClientImpl : public Client {
   void ApplyLive(const std::string& value);
   // Starts one attempt for piece `i` (a hedge if `hedge`). Returns false if
   // no replica is left to try.
+  // How long a started attempt on `n` may go unanswered before it counts
+  // as stalled (see ClientOptions::stall_factor); `cache` holds the values
+  // computed in this pass of the call's loop.
+  absl::Duration StallDelay(
+      NodeRuntime* n,
+      std::vector<std::pair<NodeRuntime*, absl::Duration>>& cache);
   bool Dispatch(const std::shared_ptr<Batch>& b, int i, bool hedge,
                 lb::Picker& picker) ABSL_EXCLUSIVE_LOCKS_REQUIRED(b->mu);
   void FailPiece(Batch& b, PieceState& p) ABSL_EXCLUSIVE_LOCKS_REQUIRED(b.mu);
@@ -798,8 +812,16 @@ void NodeRuntime::Finish(Attempt* a, Batch* b, const absl::StatusOr<size_t>& r,
   counters_.inflight.fetch_sub(1);
   counters_.outstanding_bytes.fetch_sub(static_cast<int64_t>(a->length));
   client_->global_inflight().fetch_sub(1);
+  bool abandoned;
+  {
+    absl::MutexLock l(&b->mu);
+    abandoned = a->abandoned;
+  }
   if (r.ok()) {
-    client_->latency().Record(id_, latency);
+    // A late answer after a stall or timeout still revives the node, but
+    // its latency would inflate the node's p99 (and so its stall and hedge
+    // delays) for a whole window: leave it out.
+    if (!abandoned) client_->latency().Record(id_, latency);
     client_->health().RecordSuccess(id_, latency);
     counters_.bytes.fetch_add(a->length);
   } else if (!absl::IsCancelled(r.status())) {
@@ -1356,10 +1378,12 @@ bool ClientImpl::Dispatch(const std::shared_ptr<Batch>& b, int i, bool hedge,
     }
   }
   int chosen;
+  bool forced = true;
   if (probe >= 0) {
     chosen = probe;
   } else if (!cands.empty()) {
     chosen = index[picker.Pick(cands, p.stream_key)];
+    forced = false;
   } else if (last_resort >= 0) {
     chosen = last_resort;  // every healthy replica failed: try a sick one
   } else {
@@ -1374,6 +1398,7 @@ bool ClientImpl::Dispatch(const std::shared_ptr<Batch>& b, int i, bool hedge,
   a->object_offset = p.piece.ObjectOffset(replicas[chosen]);
   a->length = p.piece.length;
   a->hedge = hedge;
+  a->forced = forced;
   a->verify = options_.verify == VerifyMode::kFull ||
               (options_.verify == VerifyMode::kSampled &&
                verify_counter_.fetch_add(1) %
@@ -1390,6 +1415,24 @@ bool ClientImpl::Dispatch(const std::shared_ptr<Batch>& b, int i, bool hedge,
   global_inflight_.fetch_add(1);
   n->Submit(Task{b, a});
   return true;
+}
+
+absl::Duration ClientImpl::StallDelay(
+    NodeRuntime* n,
+    std::vector<std::pair<NodeRuntime*, absl::Duration>>& cache) {
+  for (const auto& [node, d] : cache) {
+    if (node == n) return d;
+  }
+  constexpr uint64_t kMinSamples = 10;
+  lb::HistogramSnapshot s = latency_.NodeSnapshot(n->id());
+  if (s.count < kMinSamples) s = latency_.GlobalWindowSnapshot();
+  absl::Duration d = options_.attempt_timeout;
+  if (s.count >= kMinSamples) {
+    d = std::clamp(options_.stall_factor * s.Quantile(0.99),
+                   options_.stall_min_delay, options_.attempt_timeout);
+  }
+  cache.emplace_back(n, d);
+  return d;
 }
 
 void ClientImpl::FailPiece(Batch& b, PieceState& p) {
@@ -1471,6 +1514,7 @@ std::vector<absl::StatusOr<size_t>> ClientImpl::Execute(
     waiting.push_back(i);
   }
   std::vector<lb::NodeId> ids;
+  std::vector<std::pair<NodeRuntime*, absl::Duration>> stall_delays;
   while (b->remaining > 0) {
     // Dispatch what the global cap allows.
     while (!waiting.empty() &&
@@ -1499,11 +1543,12 @@ std::vector<absl::StatusOr<size_t>> ClientImpl::Execute(
       if (!Dispatch(b, a->piece, false, *picker)) FailPiece(*b, p);
     }
     if (b->remaining == 0) break;
-    // Timers: attempt timeouts, sick nodes, hedges.
+    // Timers: attempt timeouts, stalls, sick nodes, hedges.
     const absl::Time now = clock_->MonotonicNow();
     if (now >= b->deadline) break;
     absl::Time wake = b->deadline;
-    bool unstarted = false;
+    bool unstarted = false, running = false;
+    stall_delays.clear();
     for (int i = 0; i < static_cast<int>(b->pieces.size()); ++i) {
       PieceState& p = b->pieces[i];
       if (p.done || p.last == nullptr || p.last->finished ||
@@ -1513,29 +1558,52 @@ std::vector<absl::StatusOr<size_t>> ClientImpl::Execute(
       Attempt* a = p.last;
       const absl::Time timeout_at = a->dispatched + options_.attempt_timeout;
       const int64_t started_ns = a->started_ns.load(std::memory_order_acquire);
-      const bool sick = started_ns == 0 && !Admissible(a->node);
-      if (now >= timeout_at || sick) {
+      absl::Time stall_at = absl::InfiniteFuture();
+      if (started_ns != 0 && options_.stall_factor > 0) {
+        stall_at =
+            absl::FromUnixNanos(started_ns) + StallDelay(a->node, stall_delays);
+      }
+      const bool timed_out = now >= timeout_at;
+      const bool stalled = !timed_out && now >= stall_at;
+      // Its node went bad (here or in another call): move the piece now.
+      const bool sick = !timed_out && !stalled && !a->forced &&
+                        (started_ns == 0 || options_.stall_factor > 0) &&
+                        !Admissible(a->node);
+      if (timed_out || stalled || sick) {
         a->abandoned = true;
         p.active--;
         a->canceller.Cancel();
-        if (!sick) {
-          a->node->counters().timeouts.fetch_add(1);
-          a->node->counters().errors.fetch_add(1);
-          health_.RecordFailure(a->node->id(),
-                                absl::DeadlineExceededError("attempt timeout"));
+        NodeCounters& c = a->node->counters();
+        if (timed_out || stalled) {
+          (timed_out ? c.timeouts : c.stalls).fetch_add(1);
+          c.errors.fetch_add(1);
+          health_.RecordFailure(
+              a->node->id(),
+              absl::DeadlineExceededError(timed_out ? "attempt timeout"
+                                                    : "attempt stalled"));
+        } else {
+          c.moved.fetch_add(1);
         }
         p.reasons.push_back(absl::StrCat(
             "node ", a->node->id(), ": ",
-            sick ? "marked unhealthy while queued" : "attempt timed out after ",
-            sick ? "" : absl::FormatDuration(options_.attempt_timeout)));
+            timed_out
+                ? absl::StrCat("attempt timed out after ",
+                               absl::FormatDuration(options_.attempt_timeout))
+            : stalled         ? absl::StrCat("no answer ",
+                                             absl::FormatDuration(
+                                                 now - absl::FromUnixNanos(started_ns)),
+                                             " after it started (stall)")
+            : started_ns == 0 ? std::string("marked unhealthy while queued")
+                              : std::string("marked unhealthy while reading")));
         if (p.active == 0) {
           retries_.fetch_add(1);
           if (!Dispatch(b, i, false, *picker)) FailPiece(*b, p);
         }
         continue;
       }
-      wake = std::min(wake, timeout_at);
+      wake = std::min({wake, timeout_at, stall_at});
       if (started_ns == 0) unstarted = true;
+      running = true;
       if (options_.hedging && !p.hedged && started_ns != 0) {
         const absl::Time hedge_at =
             absl::FromUnixNanos(started_ns) +
@@ -1565,6 +1633,10 @@ std::vector<absl::StatusOr<size_t>> ClientImpl::Execute(
           wait, std::max(options_.hedge_min_delay, absl::Milliseconds(1)));
     }
     if (!waiting.empty()) wait = std::min(wait, absl::Milliseconds(1));
+    // Another call may mark one of our nodes dead: look again now and then.
+    if (running && options_.stall_factor > 0) {
+      wait = std::min(wait, kHealthRecheck);
+    }
     if (wait > absl::ZeroDuration()) b->cv.WaitWithTimeout(&b->mu, wait);
   }
   // Close: no worker may start a copy from now on; wait for started ones.
@@ -1618,6 +1690,8 @@ ClientStats ClientImpl::Stats() {
     ns.requests = c.requests.load();
     ns.errors = c.errors.load();
     ns.timeouts = c.timeouts.load();
+    ns.stalls = c.stalls.load();
+    ns.moved = c.moved.load();
     ns.checksum_failures = c.checksum_failures.load();
     ns.mount_reads = c.mount_reads.load();
     ns.agent_reads = c.agent_reads.load();

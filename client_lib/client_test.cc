@@ -6,6 +6,7 @@
 #include <cstring>
 #include <memory>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "absl/random/random.h"
@@ -435,6 +436,70 @@ TEST_F(ClientTest, TimedOutAttemptIsRetriedElsewhereWithoutHedging) {
   EXPECT_EQ(s.hedges, 0u);
   EXPECT_GE(FindNode(s, "n0")->timeouts, 1u);
   EXPECT_FALSE(FindNode(s, "n0")->admissible);  // dead on timeout
+  faulty_.Release();
+}
+
+TEST_F(ClientTest, StalledNodeIsMarkedDeadAndItsPiecesMoveWithoutHedges) {
+  const std::string data = WindowedFile("/st", 64 * 4096, 4096);
+  ClientOptions o = Options();
+  o.lb_policy = "round_robin";
+  o.hedging = false;
+  o.attempt_timeout = absl::Seconds(60);  // only stall detection can save it
+  o.stall_min_delay = absl::Milliseconds(30);
+  Client* client = OpenClient(o);
+  auto f = client->OpenFile("/st");
+  ASSERT_THAT(f, IsOk());
+  std::string buf(data.size(), '\0');
+  // Warm-up: latency samples of both nodes (the stall delay needs 10).
+  for (int i = 0; i < 3; ++i) {
+    ASSERT_THAT((*f)->Read(0, absl::MakeSpan(buf)), IsOk());
+  }
+  // n0 hangs: its 8 workers block, its other pieces queue behind them.
+  faulty_.AddRule({.path_contains = "/n0/", .action = FaultAction::kBlock});
+  std::fill(buf.begin(), buf.end(), '\0');
+  auto n = (*f)->Read(0, absl::MakeSpan(buf), {.deadline = absl::Seconds(10)});
+  ASSERT_THAT(n, IsOk());
+  EXPECT_TRUE(buf == data);
+  ClientStats s = client->Stats();
+  const NodeStats* n0 = FindNode(s, "n0");
+  EXPECT_GE(n0->stalls, 1u);
+  EXPECT_GE(n0->moved, 1u);  // queued behind the stalled ones: moved at once
+  EXPECT_EQ(n0->timeouts, 0u);
+  EXPECT_FALSE(n0->admissible);
+  EXPECT_EQ(s.hedges, 0u);
+  faulty_.Release();
+}
+
+TEST_F(ClientTest, ReadInFlightMovesWhenItsNodeIsDrained) {
+  const std::string data = SimpleFile("/mv", 4096);
+  faulty_.AddRule({.path_contains = "/n0/", .action = FaultAction::kBlock});
+  ClientOptions o = Options();
+  o.lb_policy = "round_robin";
+  o.hedging = false;
+  o.attempt_timeout = absl::Seconds(60);
+  o.stall_min_delay = absl::Seconds(60);  // no stall either: only the drain
+  Client* client = OpenClient(o);
+  auto f = client->OpenFile("/mv");
+  ASSERT_THAT(f, IsOk());
+  // Reads in the background until one is stuck on n0 (round robin sends
+  // one of the first two there).
+  std::vector<absl::Status> results;
+  std::thread reader([&] {
+    for (int i = 0; i < 4; ++i) {
+      std::string buf(4096, '\0');
+      auto r =
+          (*f)->Read(0, absl::MakeSpan(buf), {.deadline = absl::Seconds(10)});
+      results.push_back(r.status());
+      if (r.ok() && buf != data)
+        results.push_back(absl::DataLossError("bytes"));
+    }
+  });
+  const bool blocked = faulty_.WaitForBlocked(1, absl::Seconds(5));
+  ASSERT_THAT(store_->SetNodeState("n0", v1::DRAINING), IsOk());
+  reader.join();
+  ASSERT_TRUE(blocked);
+  for (const absl::Status& st : results) EXPECT_THAT(st, IsOk());
+  EXPECT_GE(FindNode(client->Stats(), "n0")->moved, 1u);
   faulty_.Release();
 }
 

@@ -108,6 +108,15 @@ struct ClientOptions {
   // is marked dead and the piece goes to another replica (the attempt keeps
   // running on its worker and its result is discarded).
   absl::Duration attempt_timeout = absl::Seconds(5);
+  // Stall detection ("The Tail at Scale"'s probation): an attempt that has
+  // started and not answered after stall_factor x its node's windowed p99
+  // latency (at least stall_min_delay, at most attempt_timeout; needs 10
+  // samples of that node or of the process) marks its node dead: the piece
+  // moves to another replica, and so does every other attempt on that node,
+  // in any call, started or queued, without waiting for attempt_timeout or
+  // a hedge token. The node is re-admitted by probing. 0 = off.
+  double stall_factor = 4;
+  absl::Duration stall_min_delay = absl::Milliseconds(200);
 
   // --- replica choice ---
   std::string lb_policy = "least_loaded";  // loadbalancer/registry.h

@@ -61,6 +61,8 @@ std::string FormatPrometheus(const ClientStats& s) {
       {"node_requests_total", &NodeStats::requests},
       {"node_errors_total", &NodeStats::errors},
       {"node_timeouts_total", &NodeStats::timeouts},
+      {"node_stalls_total", &NodeStats::stalls},
+      {"node_moved_total", &NodeStats::moved},
       {"node_checksum_failures_total", &NodeStats::checksum_failures},
   };
   for (const NodeMetric& m : metrics) {

@@ -19,6 +19,8 @@ struct NodeStats {
   uint64_t requests = 0;  // attempts started (primaries, retries, hedges)
   uint64_t errors = 0;    // attempts that failed (timeouts included)
   uint64_t timeouts = 0;  // attempts past attempt_timeout
+  uint64_t stalls = 0;    // attempts past their stall delay (node marked dead)
+  uint64_t moved = 0;     // attempts moved away after the node went bad
   uint64_t checksum_failures = 0;
   uint64_t mount_reads = 0;  // attempts over the mount path
   uint64_t agent_reads = 0;  // attempts over the agent path
