@@ -189,6 +189,11 @@ class NodeRuntime {
 
   const std::string& id() const { return id_; }
   NodeCounters& counters() { return counters_; }
+  // MonotonicNow (ns) when an attempt on this node last finished, with any
+  // outcome: the node still answers. 0 = never.
+  int64_t last_answer_ns() const {
+    return last_answer_ns_.load(std::memory_order_relaxed);
+  }
 
   void SetRecord(const v1::NodeRecord& r, const std::string& mount_root) {
     absl::MutexLock l(&mu_);
@@ -282,6 +287,7 @@ class NodeRuntime {
   std::shared_ptr<node::NodeClient> agent_ ABSL_GUARDED_BY(mu_);
   absl::flat_hash_map<std::string, std::shared_ptr<const node::Checksums>>
       sidecars_ ABSL_GUARDED_BY(mu_);
+  std::atomic<int64_t> last_answer_ns_{0};
   std::atomic<int> mount_state_{0};  // 0 unknown, 1 ok, -1 bad
   std::atomic<int64_t> mount_checked_ns_{0};
   std::atomic<bool> mount_down_{false};
@@ -389,6 +395,8 @@ class ClientImpl : public Client {
   absl::Duration StallDelay(
       NodeRuntime* n,
       std::vector<std::pair<NodeRuntime*, absl::Duration>>& cache);
+  // Whether a replica of `p` has not been tried yet in this call.
+  bool HasUntriedReplica(const PieceState& p);
   bool Dispatch(const std::shared_ptr<Batch>& b, int i, bool hedge,
                 lb::Picker& picker) ABSL_EXCLUSIVE_LOCKS_REQUIRED(b->mu);
   void FailPiece(Batch& b, PieceState& p) ABSL_EXCLUSIVE_LOCKS_REQUIRED(b.mu);
@@ -808,7 +816,9 @@ void NodeRuntime::Execute(Attempt* a, Batch* b, WorkerBuffer& buf) {
 void NodeRuntime::Finish(Attempt* a, Batch* b, const absl::StatusOr<size_t>& r,
                          const char* out, bool checksum_failure,
                          absl::Time t0) {
-  const absl::Duration latency = client_->clock()->MonotonicNow() - t0;
+  const absl::Time now = client_->clock()->MonotonicNow();
+  const absl::Duration latency = now - t0;
+  last_answer_ns_.store(absl::ToUnixNanos(now), std::memory_order_relaxed);
   counters_.inflight.fetch_sub(1);
   counters_.outstanding_bytes.fetch_sub(static_cast<int64_t>(a->length));
   client_->global_inflight().fetch_sub(1);
@@ -1435,6 +1445,17 @@ absl::Duration ClientImpl::StallDelay(
   return d;
 }
 
+bool ClientImpl::HasUntriedReplica(const PieceState& p) {
+  for (const v1::Replica& r : *p.piece.replicas) {
+    NodeRuntime* n = Node(r.node_id());
+    if (std::find(p.excluded.begin(), p.excluded.end(), n) ==
+        p.excluded.end()) {
+      return true;
+    }
+  }
+  return false;
+}
+
 void ClientImpl::FailPiece(Batch& b, PieceState& p) {
   p.done = true;
   b.remaining--;
@@ -1560,15 +1581,28 @@ std::vector<absl::StatusOr<size_t>> ClientImpl::Execute(
       const int64_t started_ns = a->started_ns.load(std::memory_order_acquire);
       absl::Time stall_at = absl::InfiniteFuture();
       if (started_ns != 0 && options_.stall_factor > 0) {
-        stall_at =
-            absl::FromUnixNanos(started_ns) + StallDelay(a->node, stall_delays);
+        const absl::Duration delay = StallDelay(a->node, stall_delays);
+        stall_at = absl::FromUnixNanos(started_ns) + delay;
+        // A node that answered other attempts meanwhile is slow, not
+        // hung: this attempt is a straggler, left to hedging.
+        const absl::Time answered =
+            absl::FromUnixNanos(a->node->last_answer_ns());
+        if (answered > absl::FromUnixNanos(started_ns)) {
+          stall_at = std::max(stall_at, answered + delay);
+        }
       }
       const bool timed_out = now >= timeout_at;
-      const bool stalled = !timed_out && now >= stall_at;
+      bool stalled = !timed_out && now >= stall_at;
       // Its node went bad (here or in another call): move the piece now.
-      const bool sick = !timed_out && !stalled && !a->forced &&
-                        (started_ns == 0 || options_.stall_factor > 0) &&
-                        !Admissible(a->node);
+      bool sick = !timed_out && !stalled && !a->forced &&
+                  (started_ns == 0 || options_.stall_factor > 0) &&
+                  !Admissible(a->node);
+      // Stalls and sickness only move a piece that has somewhere to go;
+      // the last replica left is waited for up to attempt_timeout.
+      if ((stalled || sick) && !HasUntriedReplica(p)) {
+        stalled = sick = false;
+        stall_at = absl::InfiniteFuture();
+      }
       if (timed_out || stalled || sick) {
         a->abandoned = true;
         p.active--;

@@ -470,6 +470,39 @@ TEST_F(ClientTest, StalledNodeIsMarkedDeadAndItsPiecesMoveWithoutHedges) {
   faulty_.Release();
 }
 
+TEST_F(ClientTest, StallOnTheOnlyReplicaIsWaitedFor) {
+  // One replica (on n0): a slow answer past the stall delay must still be
+  // taken, not turned into UNAVAILABLE.
+  const std::string data = RandomBytes(gen_, 4096);
+  PutObject(Node(0), "one", data);
+  v1::FileLayout l;
+  l.set_size(data.size());
+  l.set_state(v1::READY);
+  auto* e = l.add_extents();
+  e->set_length(data.size());
+  e->add_replicas()->set_node_id(Node(0));
+  e->mutable_replicas(0)->set_object("one");
+  ASSERT_THAT(store_->CreateFile("/one", l), IsOk());
+  ClientOptions o = Options();
+  o.stall_min_delay = absl::Milliseconds(20);
+  Client* client = OpenClient(o);
+  auto f = client->OpenFile("/one");
+  ASSERT_THAT(f, IsOk());
+  std::string buf(4096, '\0');
+  for (int i = 0; i < 12; ++i) {  // latency samples: the stall delay is known
+    ASSERT_THAT((*f)->Read(0, absl::MakeSpan(buf)), IsOk());
+  }
+  faulty_.AddRule({.path_contains = "/n0/",
+                   .action = FaultAction::kDelay,
+                   .delay = absl::Milliseconds(200)});
+  std::fill(buf.begin(), buf.end(), '\0');
+  ASSERT_THAT((*f)->Read(0, absl::MakeSpan(buf)), IsOk());
+  EXPECT_EQ(buf, data);
+  ClientStats s = client->Stats();
+  EXPECT_EQ(FindNode(s, "n0")->stalls, 0u);
+  EXPECT_EQ(s.unavailable, 0u);
+}
+
 TEST_F(ClientTest, ReadInFlightMovesWhenItsNodeIsDrained) {
   const std::string data = SimpleFile("/mv", 4096);
   faulty_.AddRule({.path_contains = "/n0/", .action = FaultAction::kBlock});

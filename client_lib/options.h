@@ -111,10 +111,13 @@ struct ClientOptions {
   // Stall detection ("The Tail at Scale"'s probation): an attempt that has
   // started and not answered after stall_factor x its node's windowed p99
   // latency (at least stall_min_delay, at most attempt_timeout; needs 10
-  // samples of that node or of the process) marks its node dead: the piece
-  // moves to another replica, and so does every other attempt on that node,
-  // in any call, started or queued, without waiting for attempt_timeout or
-  // a hedge token. The node is re-admitted by probing. 0 = off.
+  // samples of that node or of the process), on a node that has answered
+  // nothing else meanwhile (a hung node, not a slow one: stragglers are for
+  // hedging), marks its node dead: the piece moves to another replica, and
+  // so does every other attempt on that node, in any call, started or
+  // queued, without waiting for attempt_timeout or a hedge token. A piece
+  // with no untried replica left keeps waiting (up to attempt_timeout). The
+  // node is re-admitted by probing. 0 = off.
   double stall_factor = 4;
   absl::Duration stall_min_delay = absl::Milliseconds(200);
 
