@@ -78,6 +78,37 @@ absl::StatusOr<std::unique_ptr<Agent>> Agent::Start(AgentOptions options) {
         "node ", opts.node_id, ": cannot listen on ", opts.listen));
   }
   agent->address_ = absl::StrCat(host, ":", agent->port_);
+  if (!opts.data_listen.empty() && opts.data_listen != "off") {
+    if (opts.tls.enabled()) {
+      RANGEFS_LOG(INFO) << "node " << opts.node_id
+                        << ": data port disabled (the agent runs TLS and "
+                           "the data port is plaintext); reads use gRPC";
+    } else {
+      DataPortOptions dpo = opts.data_port;
+      dpo.host = host;
+      dpo.port = 0;
+      if (opts.data_listen != "auto") {
+        absl::Status s = SplitHostPort(opts.data_listen, &dpo.host, &dpo.port);
+        if (!s.ok()) {
+          agent->Shutdown(absl::Now());
+          return absl::InvalidArgumentError(absl::StrCat(
+              "node ", opts.node_id, ": data_listen: ", s.message()));
+        }
+      }
+      absl::StatusOr<std::unique_ptr<DataPortServer>> dp =
+          DataPortServer::Start(agent->root_.get(), agent->service_.get(), dpo);
+      if (!dp.ok()) {
+        agent->Shutdown(absl::Now());
+        return absl::Status(
+            dp.status().code(),
+            absl::StrCat("node ", opts.node_id, ": ", dp.status().message()));
+      }
+      agent->data_port_ = *std::move(dp);
+      agent->service_->set_data_port(agent->data_port_->port());
+      RANGEFS_LOG(INFO) << "node " << opts.node_id << ": data port on "
+                        << dpo.host << ":" << agent->data_port_->port();
+    }
+  }
   if (opts.scrub_interval > absl::ZeroDuration()) {
     absl::MutexLock l(&agent->mu_);
     agent->scrubber_ = std::make_unique<BackgroundScrubber>(
@@ -106,6 +137,10 @@ void Agent::Shutdown(absl::Time deadline) {
     shut_down_ = true;
   }
   if (options_.registrar != nullptr) options_.registrar->OnDrain();
+  if (data_port_ != nullptr) {
+    service_->set_data_port(0);
+    data_port_->Shutdown(deadline);
+  }
   if (server_ != nullptr) {
     server_->Shutdown(absl::ToChronoTime(deadline));
     server_->Wait();

@@ -1,7 +1,8 @@
 // File: agent.h
 //
 // The storage-node agent: one export directory served over gRPC/TCP
-// (AgentService), an optional background scrubber, and a Registrar hook
+// (AgentService) and, for reads, an optional raw-TCP data port
+// (DataPortServer), an optional background scrubber, and a Registrar hook
 // through which etcd registration (lease, live record) plugs in later
 // without touching the service.
 //
@@ -26,6 +27,7 @@
 #include "absl/time/time.h"
 #include "grpcpp/server.h"
 #include "storage_node/agent_service.h"
+#include "storage_node/data_port.h"
 #include "storage_node/export_root.h"
 #include "storage_node/scrubber.h"
 #include "storage_node/tls.h"
@@ -55,8 +57,14 @@ struct AgentOptions {
   std::string node_id;
   std::string export_root;             // Existing directory.
   std::string listen = "127.0.0.1:0";  // host:port; port 0 picks one.
-  AgentTlsOptions tls;                 // Default: plaintext.
-  AgentServiceOptions service;         // read_only, caps, chunk size, ...
+  // Raw-TCP data port for ReadRange (data_port.h): "host:port" (port 0
+  // picks one), "auto" (the host of `listen`, port 0), or "" / "off"
+  // (none; the default here, while rangefs-node defaults to "auto"). Not
+  // started when `tls` is enabled (the data port is plaintext).
+  std::string data_listen;
+  DataPortOptions data_port;    // Caps; host and port come from data_listen.
+  AgentTlsOptions tls;          // Default: plaintext.
+  AgentServiceOptions service;  // read_only, caps, chunk size, ...
   // Max bytes of one incoming gRPC message (bounds a write's memory).
   int max_receive_message_bytes = 8 << 20;
   // Background scrub every scrub_interval; zero (default) disables it.
@@ -85,6 +93,12 @@ class Agent {
 
   const std::string& node_id() const { return options_.node_id; }
   int port() const { return port_; }
+  // The data port's port; 0 when it is not running.
+  int data_port() const {
+    return data_port_ != nullptr ? data_port_->port() : 0;
+  }
+  // The data port server; null when it is not running.
+  const DataPortServer* data_port_server() const { return data_port_.get(); }
   // "host:port" with the real port.
   const std::string& address() const { return address_; }
   const AgentOptions& options() const { return options_; }
@@ -101,6 +115,7 @@ class Agent {
   std::unique_ptr<ExportRoot> root_;
   std::unique_ptr<AgentService> service_;
   std::unique_ptr<grpc::Server> server_;
+  std::unique_ptr<DataPortServer> data_port_;
   int port_ = 0;
   std::string address_;
   mutable absl::Mutex mu_;

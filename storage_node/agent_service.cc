@@ -97,6 +97,12 @@ absl::Status PreadFull(int fd, char* p, size_t n, uint64_t off,
   return absl::OkStatus();
 }
 
+absl::Status BusyStatus(int64_t now_inflight, int max) {
+  return absl::ResourceExhaustedError(
+      absl::StrCat("node busy: ", now_inflight - 1, " reads in flight (max ",
+                   max, "); retry on another replica or later"));
+}
+
 absl::Status CancelledStatus(absl::string_view what, absl::string_view path) {
   return absl::CancelledError(
       absl::StrCat(what, " of ", path, " cancelled by the client"));
@@ -257,10 +263,8 @@ grpc::Status AgentService::ReadRangeRaw(grpc::ServerContext* context,
   const int64_t now_inflight = inflight.value();
   if (now_inflight > options_.max_concurrent_reads) {
     reads_rejected_.fetch_add(1);
-    return ToGrpcStatus(absl::ResourceExhaustedError(
-        absl::StrCat("node busy: ", now_inflight - 1, " reads in flight (max ",
-                     options_.max_concurrent_reads,
-                     "); retry on another replica or later")));
+    return ToGrpcStatus(
+        BusyStatus(now_inflight, options_.max_concurrent_reads));
   }
   if (options_.read_started_hook) options_.read_started_hook(request->path());
   const absl::Time start = clock_->MonotonicNow();
@@ -463,6 +467,22 @@ grpc::Status AgentService::DeleteObject(grpc::ServerContext* /*context*/,
   return ToGrpcStatus(s);
 }
 
+absl::Status AgentService::BeginRead() {
+  const int64_t now_inflight = inflight_reads_.fetch_add(1) + 1;
+  if (now_inflight > options_.max_concurrent_reads) {
+    inflight_reads_.fetch_sub(1);
+    reads_rejected_.fetch_add(1);
+    return BusyStatus(now_inflight, options_.max_concurrent_reads);
+  }
+  return absl::OkStatus();
+}
+
+void AgentService::EndRead(bool ok, absl::Duration latency) {
+  read_latency_.Record(latency);
+  if (ok) reads_.fetch_add(1);
+  inflight_reads_.fetch_sub(1);
+}
+
 GetStatsResponse AgentService::Stats() const {
   GetStatsResponse r;
   r.set_bytes_read(bytes_read_.load());
@@ -479,6 +499,7 @@ GetStatsResponse AgentService::Stats() const {
   r.set_free_bytes(free_bytes.ok() ? *free_bytes : 0);
   r.set_export_healthy(root_->CheckHealth().ok() && free_bytes.ok());
   r.set_reads_rejected(reads_rejected_.load());
+  r.set_data_port(static_cast<uint32_t>(data_port_.load()));
   return r;
 }
 

@@ -82,6 +82,20 @@ class AgentService final : public NodeAgent::Service {
   // The same numbers as the GetStats RPC, in-process.
   GetStatsResponse Stats() const;
 
+  // Read accounting shared with other read transports (data_port.h), so
+  // that GetStats and the live record count every read. BeginRead counts
+  // one read in flight; past max_concurrent_reads it counts a rejection,
+  // leaves nothing in flight and returns RESOURCE_EXHAUSTED (same message
+  // as ReadRange). Each OK BeginRead must be paired with one EndRead.
+  absl::Status BeginRead();
+  void EndRead(bool ok, absl::Duration latency);
+  void AddBytesRead(uint64_t n) { bytes_read_.fetch_add(n); }
+  // The port of the agent's data port (0: none), reported by GetStats.
+  void set_data_port(int port) { data_port_.store(port); }
+
+  const AgentServiceOptions& options() const { return options_; }
+  Clock* clock() const { return clock_; }
+
  private:
   absl::Status DoWriteObject(grpc::ServerContext* context,
                              grpc::ServerReader<WriteObjectRequest>* reader,
@@ -109,6 +123,7 @@ class AgentService final : public NodeAgent::Service {
   std::atomic<int64_t> inflight_reads_{0};
   std::atomic<int64_t> inflight_writes_{0};
   std::atomic<uint64_t> reads_rejected_{0};
+  std::atomic<int> data_port_{0};
   LatencyWindow read_latency_;
 };
 

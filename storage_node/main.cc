@@ -22,6 +22,11 @@ ABSL_FLAG(std::string, node_id, "", "This node's id (required).");
 ABSL_FLAG(std::string, export_root, "", "Directory to serve (required).");
 ABSL_FLAG(std::string, listen, "0.0.0.0:7070",
           "host:port to serve gRPC on; port 0 picks a free one.");
+ABSL_FLAG(std::string, data_listen, "off",
+          "host:port of the experimental raw-TCP data port for ReadRange "
+          "(storage_node/data_port.h); \"auto\": the host of --listen, a "
+          "free port (advertised through GetStats); \"off\" or empty: "
+          "none (default). Always off with --tls_cert (it is plaintext).");
 ABSL_FLAG(bool, read_only, false, "Refuse all writes.");
 ABSL_FLAG(int, max_concurrent_reads, 64,
           "ReadRange calls past this are refused with RESOURCE_EXHAUSTED.");
@@ -82,6 +87,7 @@ void ApplyConfigFile(int argc, char** argv) {
   str("node_id", &FLAGS_node_id);
   str("export_root", &FLAGS_export_root);
   str("listen", &FLAGS_listen);
+  str("data_listen", &FLAGS_data_listen);
   str("etcd_endpoints", &FLAGS_etcd_endpoints);
   str("cluster", &FLAGS_cluster);
   str("etcd_ca", &FLAGS_etcd_ca);
@@ -134,6 +140,7 @@ int main(int argc, char** argv) {
   options.node_id = absl::GetFlag(FLAGS_node_id);
   options.export_root = absl::GetFlag(FLAGS_export_root);
   options.listen = absl::GetFlag(FLAGS_listen);
+  options.data_listen = absl::GetFlag(FLAGS_data_listen);
   options.tls.cert_file = absl::GetFlag(FLAGS_tls_cert);
   options.tls.key_file = absl::GetFlag(FLAGS_tls_key);
   options.tls.client_ca_file = absl::GetFlag(FLAGS_tls_client_ca);
@@ -192,6 +199,10 @@ int main(int argc, char** argv) {
   }
   printf("rangefs-node %s serving on %s\n", options.node_id.c_str(),
          (*agent)->address().c_str());
+  if ((*agent)->data_port() != 0) {
+    printf("rangefs-node %s data port %d\n", options.node_id.c_str(),
+           (*agent)->data_port());
+  }
   fflush(stdout);
   RANGEFS_LOG(INFO) << "rangefs-node " << options.node_id << " serving "
                     << options.export_root << " on " << (*agent)->address()

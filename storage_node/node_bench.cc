@@ -1,4 +1,5 @@
-// node_bench: ReadRange throughput over loopback against a plain TCP stream
+// node_bench: ReadRange throughput over loopback, over gRPC and over the
+// agent's raw-TCP data port (data_port.h), against a plain TCP stream
 // measured in the same run, and WriteObject throughput against `dd` to the
 // same disk. Not a test; run via storage_node/node_bench.sh.
 #include <arpa/inet.h>
@@ -99,7 +100,8 @@ int main(int argc, char** argv) {
   const std::string exp = base + "/export";
   if (system(("mkdir -p " + exp).c_str()) != 0) return 1;
 
-  AgentOptions agent_options{.node_id = "bench", .export_root = exp};
+  AgentOptions agent_options{
+      .node_id = "bench", .export_root = exp, .data_listen = "auto"};
   if (absl::GetFlag(FLAGS_chunk_kib) > 0) {
     agent_options.service.chunk_size =
         static_cast<size_t>(absl::GetFlag(FLAGS_chunk_kib)) << 10;
@@ -109,8 +111,13 @@ int main(int argc, char** argv) {
     fprintf(stderr, "agent: %s\n", agent.status().ToString().c_str());
     return 1;
   }
-  auto nc = NodeClient::Connect((*agent)->address());
+  // gRPC only (writes and "ReadRange over gRPC"), and the default client,
+  // which reads over the agent's data port.
+  auto nc =
+      NodeClient::Connect((*agent)->address(), {}, {.use_data_port = false});
   if (!nc.ok()) return 1;
+  auto dpc = NodeClient::Connect((*agent)->address());
+  if (!dpc.ok()) return 1;
   std::vector<char> pattern(1 << 20);
   for (size_t i = 0; i < pattern.size(); ++i) {
     pattern[i] = static_cast<char>(i * 7);
@@ -119,7 +126,7 @@ int main(int argc, char** argv) {
 
   // Rounds alternate each measurement with its baseline, so that load from
   // other processes hits both alike; the medians are reported.
-  std::vector<double> dd_v, write_v, tcp_v, read_v;
+  std::vector<double> dd_v, write_v, tcp_v, read_v, dp_v;
   for (int round = 0; round < rounds; ++round) {
     // dd to the same disk, with fsync like WriteObject.
     const std::string dd = absl::StrCat("dd if=/dev/zero of=", base,
@@ -155,39 +162,56 @@ int main(int argc, char** argv) {
       return 1;
     }
 
-    tcp_v.push_back(TcpStream(total));
-    uint64_t got = 0;
-    cpu0 = CpuSeconds();
-    t0 = absl::Now();
-    while (got < total) {
-      auto n = (*nc)->ReadRange("bench/obj", got, absl::MakeSpan(buf));
-      if (!n.ok() || *n == 0) {
-        fprintf(stderr, "read: %s\n", n.status().ToString().c_str());
-        return 1;
+    // Reads the whole object with `client`; returns MiB/s and CPU s/GiB.
+    auto read_all = [&](NodeClient* client, double* cpu_per_gib) -> double {
+      uint64_t got = 0;
+      const double c0 = CpuSeconds();
+      const absl::Time start = absl::Now();
+      while (got < total) {
+        auto n = client->ReadRange("bench/obj", got, absl::MakeSpan(buf));
+        if (!n.ok() || *n == 0) {
+          fprintf(stderr, "read: %s\n", n.status().ToString().c_str());
+          exit(1);
+        }
+        got += *n;
       }
-      got += *n;
+      const double mibps = MiBps(total, absl::Now() - start);
+      *cpu_per_gib =
+          (CpuSeconds() - c0) / (static_cast<double>(total) / (1 << 30));
+      return mibps;
+    };
+    tcp_v.push_back(TcpStream(total));
+    double read_cpu = 0, dp_cpu = 0;
+    read_v.push_back(read_all(nc->get(), &read_cpu));
+    dp_v.push_back(read_all(dpc->get(), &dp_cpu));
+    if ((*dpc)->data_port() == 0) {
+      fprintf(stderr, "the data port was not used\n");
+      return 1;
     }
-    read_v.push_back(MiBps(total, absl::Now() - t0));
-    const double read_cpu = CpuSeconds() - cpu0;
     const double gib = static_cast<double>(total) / (1 << 30);
     fprintf(stderr,
-            "round %d: ReadRange %.1f tcp %.1f (%.2f) cpu %.2f s/GiB  "
+            "round %d: tcp %.1f  gRPC ReadRange %.1f (%.2f) cpu %.2f s/GiB  "
+            "data port %.1f (%.2f) cpu %.2f s/GiB  "
             "WriteObject %.1f dd %.1f (%.2f) cpu %.2f s/GiB\n",
-            round + 1, read_v.back(), tcp_v.back(),
-            read_v.back() / tcp_v.back(), read_cpu / gib, write_v.back(),
-            dd_v.back(), write_v.back() / dd_v.back(), write_cpu / gib);
+            round + 1, tcp_v.back(), read_v.back(),
+            read_v.back() / tcp_v.back(), read_cpu, dp_v.back(),
+            dp_v.back() / tcp_v.back(), dp_cpu, write_v.back(), dd_v.back(),
+            write_v.back() / dd_v.back(), write_cpu / gib);
   }
   (*agent)->Shutdown(absl::Now() + absl::Seconds(5));
   agent->reset();
   if (system(("rm -rf " + base).c_str()) != 0) return 1;
 
   const double read_mibps = Median(read_v), tcp_mibps = Median(tcp_v);
+  const double dp_mibps = Median(dp_v);
   const double write_mibps = Median(write_v), dd_mibps = Median(dd_v);
   printf("bytes per measurement: %llu MiB, median of %d rounds\n",
          static_cast<unsigned long long>(total >> 20), rounds);
-  printf("ReadRange (1 stream, loopback): %8.1f MiB/s\n", read_mibps);
-  printf("plain TCP stream (loopback):    %8.1f MiB/s  ratio %.2f\n", tcp_mibps,
-         read_mibps / tcp_mibps);
+  printf("plain TCP stream (loopback):    %8.1f MiB/s\n", tcp_mibps);
+  printf("ReadRange over gRPC:            %8.1f MiB/s  ratio %.2f\n",
+         read_mibps, read_mibps / tcp_mibps);
+  printf("ReadRange over data port:       %8.1f MiB/s  ratio %.2f\n", dp_mibps,
+         dp_mibps / tcp_mibps);
   printf("WriteObject (fsync):            %8.1f MiB/s\n", write_mibps);
   printf("dd bs=1M conv=fsync:            %8.1f MiB/s  ratio %.2f\n", dd_mibps,
          write_mibps / dd_mibps);

@@ -16,29 +16,6 @@
 namespace rangefs {
 namespace node {
 
-void CallCanceller::Cancel() {
-  absl::MutexLock l(&mu_);
-  cancelled_ = true;
-  if (ctx_ != nullptr) ctx_->TryCancel();
-}
-
-bool CallCanceller::cancelled() {
-  absl::MutexLock l(&mu_);
-  return cancelled_;
-}
-
-bool CallCanceller::Attach(grpc::ClientContext* ctx) {
-  absl::MutexLock l(&mu_);
-  if (cancelled_) return false;
-  ctx_ = ctx;
-  return true;
-}
-
-void CallCanceller::Detach() {
-  absl::MutexLock l(&mu_);
-  ctx_ = nullptr;
-}
-
 namespace {
 
 // Attaches a context to an optional canceller for one scope.
@@ -66,7 +43,8 @@ void SetDeadline(grpc::ClientContext* ctx, absl::Time deadline) {
 }  // namespace
 
 absl::StatusOr<std::unique_ptr<NodeClient>> NodeClient::Connect(
-    const std::string& address, const NodeClientTlsOptions& tls) {
+    const std::string& address, const NodeClientTlsOptions& tls,
+    const NodeClientOptions& options) {
   size_t colon = address.rfind(':');
   int port = 0;
   if (colon == std::string::npos || colon == 0 ||
@@ -92,16 +70,59 @@ absl::StatusOr<std::unique_ptr<NodeClient>> NodeClient::Connect(
   args.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, 2000);
   args.SetInt(GRPC_ARG_USE_LOCAL_SUBCHANNEL_POOL, 1);
   auto channel = grpc::CreateCustomChannel(address, creds, args);
-  return std::unique_ptr<NodeClient>(new NodeClient(address, channel));
+  return std::unique_ptr<NodeClient>(new NodeClient(
+      address, channel, options, options.use_data_port && !tls.enabled()));
 }
 
 NodeClient::NodeClient(std::string address,
-                       std::shared_ptr<grpc::Channel> channel)
+                       std::shared_ptr<grpc::Channel> channel,
+                       const NodeClientOptions& options, bool use_data_port)
     : address_(std::move(address)),
       channel_(std::move(channel)),
       stub_(NodeAgent::NewStub(channel_)),
       raw_read_range_("/rangefs.node.NodeAgent/ReadRange",
-                      grpc::internal::RpcMethod::SERVER_STREAMING, channel_) {}
+                      grpc::internal::RpcMethod::SERVER_STREAMING, channel_),
+      options_(options),
+      use_data_port_(use_data_port) {}
+
+int NodeClient::data_port() const {
+  absl::MutexLock l(&dp_mu_);
+  return data_port_ != nullptr ? data_port_->port() : 0;
+}
+
+std::shared_ptr<DataPortClient> NodeClient::DataPort(absl::Time deadline) {
+  {
+    absl::MutexLock l(&dp_mu_);
+    if (data_port_ != nullptr) return data_port_;
+    // Concurrent reads use gRPC while one of them asks.
+    if (discovering_ || absl::Now() < next_discovery_) return nullptr;
+    discovering_ = true;
+  }
+  absl::StatusOr<GetStatsResponse> stats =
+      GetStats(std::min(deadline, absl::Now() + absl::Seconds(1)));
+  absl::MutexLock l(&dp_mu_);
+  discovering_ = false;
+  if (!stats.ok() || stats->data_port() == 0 || stats->data_port() > 65535) {
+    // An agent that answered "no data port" (the default) is asked again
+    // only now and then; one that did not answer, sooner.
+    next_discovery_ = absl::Now() + (stats.ok() ? 12 * options_.data_port_retry
+                                                : options_.data_port_retry);
+    return nullptr;
+  }
+  const std::string host = address_.substr(0, address_.rfind(':'));
+  data_port_ = std::make_shared<DataPortClient>(
+      address_, host, static_cast<int>(stats->data_port()),
+      options_.max_idle_data_connections);
+  return data_port_;
+}
+
+void NodeClient::ForgetDataPort(const std::shared_ptr<DataPortClient>& dp) {
+  absl::MutexLock l(&dp_mu_);
+  if (data_port_ == dp) {
+    data_port_ = nullptr;
+    next_discovery_ = absl::Now() + options_.data_port_retry;
+  }
+}
 
 absl::Status NodeClient::Error(const grpc::Status& s, absl::string_view what,
                                absl::string_view path) const {
@@ -115,6 +136,33 @@ absl::StatusOr<size_t> NodeClient::ReadRange(const std::string& path,
                                              uint64_t offset,
                                              absl::Span<char> dst,
                                              const ReadCallOptions& options) {
+  if (use_data_port_ &&
+      !(options.canceller != nullptr && options.canceller->cancelled())) {
+    std::shared_ptr<DataPortClient> dp = DataPort(options.deadline);
+    if (dp != nullptr) {
+      bool not_sent = false;
+      absl::StatusOr<size_t> r =
+          dp->ReadRange(path, offset, dst,
+                        {.deadline = options.deadline,
+                         .verify_on_server = options.verify_on_server,
+                         .check_crc = options.check_chunk_crc,
+                         .canceller = options.canceller},
+                        &not_sent);
+      if (!not_sent || absl::IsCancelled(r.status()) ||
+          absl::IsDeadlineExceeded(r.status())) {
+        return r;
+      }
+      // The data port is gone (agent restarted without it, firewall):
+      // this read and the next ones use gRPC until rediscovery.
+      ForgetDataPort(dp);
+    }
+  }
+  return GrpcReadRange(path, offset, dst, options);
+}
+
+absl::StatusOr<size_t> NodeClient::GrpcReadRange(
+    const std::string& path, uint64_t offset, absl::Span<char> dst,
+    const ReadCallOptions& options) {
   grpc::ClientContext ctx;
   SetDeadline(&ctx, options.deadline);
   Attachment attach(options.canceller, &ctx);

@@ -11,6 +11,13 @@
 //   RANGEFS_ASSIGN_OR_RETURN(size_t n, nc->ReadRange("seg/0001", 4096, buf,
 //                                                     {.deadline = d}));
 //
+// ReadRange goes over the agent's raw-TCP data port (data_port.h) when the
+// agent advertises one (GetStatsResponse.data_port, asked once, lazily,
+// cached; asked again data_port_retry after a failure, 12 x that after an
+// agent answered it has none) and the client is
+// plaintext with use_data_port; otherwise, or when the data port cannot be
+// reached, over gRPC. Both honour ReadCallOptions alike.
+//
 // Every call has a deadline; chunk CRC32Cs are checked as data arrives
 // (DATA_LOSS on mismatch). Error codes are the agent's (NOT_FOUND,
 // OUT_OF_RANGE, RESOURCE_EXHAUSTED, ...) or UNAVAILABLE / DEADLINE_EXCEEDED
@@ -32,35 +39,30 @@
 #include "grpcpp/client_context.h"
 #include "grpcpp/impl/rpc_method.h"
 #include "proto/node_agent.grpc.pb.h"
+#include "storage_node/call_canceller.h"
+#include "storage_node/data_port_client.h"
 #include "storage_node/tls.h"
 
 namespace rangefs {
 namespace node {
-
-// Lets another thread abort an in-flight call (a hedge that lost, a
-// deadline enforced by the caller). Thread-safe. Cancel() before the call
-// starts makes the call return CANCELLED at once.
-class CallCanceller {
- public:
-  void Cancel();
-  bool cancelled();
-
-  // Used by the calls: registers `ctx` while the call runs; returns false
-  // if already cancelled.
-  bool Attach(grpc::ClientContext* ctx);
-  void Detach();
-
- private:
-  absl::Mutex mu_;
-  grpc::ClientContext* ctx_ ABSL_GUARDED_BY(mu_) = nullptr;
-  bool cancelled_ ABSL_GUARDED_BY(mu_) = false;
-};
 
 struct ReadCallOptions {
   absl::Time deadline = absl::InfiniteFuture();
   bool verify_on_server = false;       // agent checks its sidecar (DATA_LOSS)
   bool check_chunk_crc = true;         // check each chunk's CRC32C here
   CallCanceller* canceller = nullptr;  // not owned; may be null
+};
+
+// Transport choices of a NodeClient (TLS aside).
+struct NodeClientOptions {
+  // Read over the agent's data port when it has one. Always off with TLS
+  // (the data port is plaintext).
+  bool use_data_port = true;
+  // After a failed discovery or data-port connect, reads use gRPC and the
+  // agent is asked again after this.
+  absl::Duration data_port_retry = absl::Seconds(5);
+  // Idle data-port connections kept open for the next reads.
+  size_t max_idle_data_connections = 4;
 };
 
 struct WriteCallOptions {
@@ -79,9 +81,13 @@ class NodeClient {
   // (naming the file). A TLS handshake failure (wrong CA, agent demanding a
   // client certificate) shows later as UNAVAILABLE from the calls.
   static absl::StatusOr<std::unique_ptr<NodeClient>> Connect(
-      const std::string& address, const NodeClientTlsOptions& tls = {});
+      const std::string& address, const NodeClientTlsOptions& tls = {},
+      const NodeClientOptions& options = {});
 
   const std::string& address() const { return address_; }
+  // The agent's data port in use for reads now; 0 while reads go over gRPC
+  // (not discovered yet, disabled, or unreachable).
+  int data_port() const;
 
   // Reads up to dst.size() bytes of object `path` at `offset` into `dst`
   // and returns how many (short only at end of object). Never touches
@@ -110,7 +116,16 @@ class NodeClient {
   absl::Status DeleteObject(const std::string& path, absl::Time deadline);
 
  private:
-  NodeClient(std::string address, std::shared_ptr<grpc::Channel> channel);
+  NodeClient(std::string address, std::shared_ptr<grpc::Channel> channel,
+             const NodeClientOptions& options, bool use_data_port);
+  // The data port client to read with, discovering it if due (bounded by
+  // `deadline` and 1 s); null: use gRPC.
+  std::shared_ptr<DataPortClient> DataPort(absl::Time deadline);
+  // Drops the data port after a connect failure; rediscovered later.
+  void ForgetDataPort(const std::shared_ptr<DataPortClient>& dp);
+  absl::StatusOr<size_t> GrpcReadRange(const std::string& path, uint64_t offset,
+                                       absl::Span<char> dst,
+                                       const ReadCallOptions& options);
   absl::Status Error(const grpc::Status& s, absl::string_view what,
                      absl::string_view path) const;
 
@@ -125,6 +140,13 @@ class NodeClient {
   // ReadRange with raw (grpc::ByteBuffer) responses, decoded by
   // read_chunk_codec.h straight into the caller's buffer.
   const grpc::internal::RpcMethod raw_read_range_;
+
+  const NodeClientOptions options_;
+  const bool use_data_port_;
+  mutable absl::Mutex dp_mu_;
+  std::shared_ptr<DataPortClient> data_port_ ABSL_GUARDED_BY(dp_mu_);
+  bool discovering_ ABSL_GUARDED_BY(dp_mu_) = false;
+  absl::Time next_discovery_ ABSL_GUARDED_BY(dp_mu_) = absl::InfinitePast();
 };
 
 }  // namespace node

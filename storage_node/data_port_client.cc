@@ -1,0 +1,364 @@
+#include "storage_node/data_port_client.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <poll.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "base/crc32c.h"
+#include "base/errno_status.h"
+#include "base/status_macros.h"
+#include "storage_node/data_port_wire.h"
+
+namespace rangefs {
+namespace node {
+namespace {
+
+// Connecting gives up after this even with a later deadline: a node that
+// does not answer a SYN is better tried elsewhere.
+constexpr absl::Duration kMaxConnectTime = absl::Seconds(5);
+
+bool Cancelled(CallCanceller* c) { return c != nullptr && c->cancelled(); }
+
+// Sets the socket's receive/send timeouts to what is left until
+// `deadline`. DEADLINE_EXCEEDED if nothing is left.
+absl::Status ArmTimeouts(int fd, absl::Time deadline) {
+  timeval tv{};  // Zero: no timeout.
+  if (deadline != absl::InfiniteFuture()) {
+    const absl::Duration left = deadline - absl::Now();
+    if (left <= absl::ZeroDuration()) {
+      return absl::DeadlineExceededError("deadline passed");
+    }
+    tv = absl::ToTimeval(std::max(left, absl::Milliseconds(1)));
+  }
+  if (setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv)) != 0 ||
+      setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv)) != 0) {
+    return ErrnoStatus(errno, "setsockopt SO_RCVTIMEO");
+  }
+  return absl::OkStatus();
+}
+
+// The status for a socket call that failed with `err` (0: EOF).
+absl::Status TransportError(int err, const DataPortReadOptions& options,
+                            absl::string_view what) {
+  if (Cancelled(options.canceller)) return absl::CancelledError("cancelled");
+  if ((err == EAGAIN || err == EWOULDBLOCK) &&
+      absl::Now() >= options.deadline) {
+    return absl::DeadlineExceededError(
+        absl::StrCat("deadline exceeded while ", what));
+  }
+  if (err == 0) {
+    return absl::UnavailableError(
+        absl::StrCat("connection closed by the agent while ", what));
+  }
+  return absl::UnavailableError(ErrnoStatus(err, what).message());
+}
+
+// Receives exactly `n` bytes, re-arming the timeout until the deadline.
+absl::Status RecvExact(int fd, char* p, size_t n,
+                       const DataPortReadOptions& options,
+                       absl::string_view what) {
+  size_t got = 0;
+  while (got < n) {
+    ssize_t r = recv(fd, p + got, n - got, MSG_WAITALL);
+    if (r > 0) {
+      got += static_cast<size_t>(r);
+      continue;
+    }
+    const int err = r == 0 ? 0 : errno;
+    if (err == EINTR) continue;
+    if ((err == EAGAIN || err == EWOULDBLOCK) &&
+        !Cancelled(options.canceller) && absl::Now() < options.deadline) {
+      // The kernel timer fired a little early: wait for the rest.
+      absl::Status s = ArmTimeouts(fd, options.deadline);
+      if (s.ok()) continue;
+    }
+    return TransportError(err, options, what);
+  }
+  return absl::OkStatus();
+}
+
+absl::Status SendExact(int fd, const char* p, size_t n,
+                       const DataPortReadOptions& options) {
+  while (n > 0) {
+    ssize_t w = send(fd, p, n, MSG_NOSIGNAL);
+    if (w < 0) {
+      if (errno == EINTR) continue;
+      return TransportError(errno, options, "sending the request");
+    }
+    p += w;
+    n -= static_cast<size_t>(w);
+  }
+  return absl::OkStatus();
+}
+
+// Detaches the canceller on scope exit.
+class FdAttachment {
+ public:
+  FdAttachment(CallCanceller* c, int fd) : c_(c) {
+    ok_ = c_ == nullptr || c_->AttachFd(fd);
+  }
+  ~FdAttachment() {
+    if (c_ != nullptr && ok_) c_->Detach();
+  }
+  bool ok() const { return ok_; }
+
+ private:
+  CallCanceller* c_;
+  bool ok_;
+};
+
+}  // namespace
+
+DataPortClient::DataPortClient(std::string node_address, std::string host,
+                               int port, size_t max_idle)
+    : node_address_(std::move(node_address)),
+      host_(std::move(host)),
+      port_(port),
+      max_idle_(max_idle) {}
+
+size_t DataPortClient::idle_connections() const {
+  absl::MutexLock l(&mu_);
+  return idle_.size();
+}
+
+absl::StatusOr<ScopedFd> DataPortClient::Open(
+    const DataPortReadOptions& options) {
+  std::string host = host_;
+  if (host.size() >= 2 && host.front() == '[' && host.back() == ']') {
+    host = host.substr(1, host.size() - 2);
+  }
+  addrinfo hints{};
+  hints.ai_family = AF_UNSPEC;
+  hints.ai_socktype = SOCK_STREAM;
+  hints.ai_flags = AI_NUMERICSERV;
+  addrinfo* res = nullptr;
+  const std::string port = std::to_string(port_);
+  int rc = getaddrinfo(host.c_str(), port.c_str(), &hints, &res);
+  if (rc != 0) {
+    return absl::UnavailableError(
+        absl::StrCat("cannot resolve ", host_, ": ", gai_strerror(rc)));
+  }
+  const absl::Time give_up =
+      std::min(options.deadline, absl::Now() + kMaxConnectTime);
+  absl::Status last = absl::UnavailableError("no address");
+  for (addrinfo* a = res; a != nullptr; a = a->ai_next) {
+    ScopedFd fd(
+        socket(a->ai_family, a->ai_socktype | SOCK_CLOEXEC | SOCK_NONBLOCK, 0));
+    if (!fd.valid()) {
+      last = ErrnoStatus(errno, "socket");
+      continue;
+    }
+    int err = 0;
+    if (connect(fd.get(), a->ai_addr, a->ai_addrlen) != 0) {
+      err = errno;
+      while (err == EINPROGRESS || err == EINTR) {
+        if (Cancelled(options.canceller)) {
+          freeaddrinfo(res);
+          return absl::CancelledError("cancelled while connecting");
+        }
+        const absl::Duration left = give_up - absl::Now();
+        if (left <= absl::ZeroDuration()) {
+          err = ETIMEDOUT;
+          break;
+        }
+        // Short slices so that Cancel() is seen while connecting.
+        pollfd p{fd.get(), POLLOUT, 0};
+        const int ms = static_cast<int>(
+            std::clamp<int64_t>(absl::ToInt64Milliseconds(left), 1, 50));
+        int n = poll(&p, 1, ms);
+        if (n < 0 && errno != EINTR) {
+          err = errno;
+          break;
+        }
+        if (n > 0) {
+          socklen_t len = sizeof(err);
+          getsockopt(fd.get(), SOL_SOCKET, SO_ERROR, &err, &len);
+          break;
+        }
+      }
+    }
+    if (err != 0) {
+      last = ErrnoStatus(
+          err, absl::StrCat("connect to data port ", host_, ":", port_));
+      continue;
+    }
+    const int flags = fcntl(fd.get(), F_GETFL);
+    fcntl(fd.get(), F_SETFL, flags & ~O_NONBLOCK);
+    int one = 1;
+    setsockopt(fd.get(), IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+    freeaddrinfo(res);
+    opened_.fetch_add(1);
+    return fd;
+  }
+  freeaddrinfo(res);
+  if (absl::IsDeadlineExceeded(last) || absl::Now() >= options.deadline) {
+    return absl::DeadlineExceededError(last.message());
+  }
+  return absl::UnavailableError(last.message());
+}
+
+absl::StatusOr<size_t> DataPortClient::ReadRange(
+    const std::string& path, uint64_t offset, absl::Span<char> dst,
+    const DataPortReadOptions& options, bool* not_sent) {
+  if (not_sent != nullptr) *not_sent = false;
+  auto prefix = [&](uint64_t at) {
+    return absl::StrCat("ReadRange ", path, " on node ", node_address_,
+                        " (data port ", port_, ") at byte ", at, ": ");
+  };
+  if (path.size() > kDataPortMaxPathBytes) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        prefix(offset), "path longer than ", kDataPortMaxPathBytes, " bytes"));
+  }
+  // A pooled connection may have been closed by the agent meanwhile (idle
+  // timeout, restart): then the read is retried once on a new connection.
+  for (int attempt = 0;; ++attempt) {
+    if (Cancelled(options.canceller)) {
+      return absl::CancelledError(absl::StrCat(prefix(offset), "cancelled"));
+    }
+    ScopedFd fd;
+    {
+      absl::MutexLock l(&mu_);
+      if (!idle_.empty()) {
+        fd = std::move(idle_.back());
+        idle_.pop_back();
+      }
+    }
+    const bool pooled = fd.valid();
+    if (!pooled) {
+      absl::StatusOr<ScopedFd> opened = Open(options);
+      if (!opened.ok()) {
+        if (not_sent != nullptr) *not_sent = true;
+        return absl::Status(
+            opened.status().code(),
+            absl::StrCat(prefix(offset), opened.status().message()));
+      }
+      fd = *std::move(opened);
+    }
+    bool reusable = false, no_reply = false;
+    absl::StatusOr<size_t> r =
+        ReadOnce(fd.get(), path, offset, dst, options, &reusable, &no_reply);
+    if (reusable) {
+      absl::MutexLock l(&mu_);
+      if (idle_.size() < max_idle_) idle_.push_back(std::move(fd));
+    }
+    if (!r.ok() && pooled && no_reply && attempt == 0 &&
+        absl::IsUnavailable(r.status())) {
+      continue;
+    }
+    return r;
+  }
+}
+
+absl::StatusOr<size_t> DataPortClient::ReadOnce(
+    int fd, const std::string& path, uint64_t offset, absl::Span<char> dst,
+    const DataPortReadOptions& options, bool* reusable, bool* no_reply) {
+  *reusable = false;
+  *no_reply = true;
+  size_t got = 0;
+  auto err = [&](const absl::Status& s) {
+    return absl::Status(
+        s.code(), absl::StrCat("ReadRange ", path, " on node ", node_address_,
+                               " (data port ", port_, ") at byte ",
+                               offset + got, ": ", s.message()));
+  };
+  FdAttachment attach(options.canceller, fd);
+  if (!attach.ok()) return err(absl::CancelledError("cancelled"));
+  absl::Status s = ArmTimeouts(fd, options.deadline);
+  if (!s.ok()) return err(s);
+  const uint8_t flags = options.verify_on_server ? kDataPortFlagVerify : 0;
+  const std::string req =
+      EncodeDataPortRequest(path, offset, dst.size(), flags);
+  s = SendExact(fd, req.data(), req.size(), options);
+  if (!s.ok()) return err(s);
+
+  char hdr[kDataPortReplyHeaderBytes];
+  s = RecvExact(fd, hdr, sizeof(hdr), options, "waiting for the reply");
+  if (!s.ok()) return err(s);
+  *no_reply = false;
+  // Reads the message after code u32, message_len u32 (in `body`). The
+  // outer status is a transport or protocol failure, the inner one the
+  // agent's answer.
+  auto read_status = [&](const char* body) -> absl::StatusOr<absl::Status> {
+    const uint32_t code = GetLe32(body);
+    const uint32_t len = GetLe32(body + 4);
+    if (len > kDataPortMaxMessageBytes) {
+      return absl::InternalError(
+          absl::StrCat("protocol error: status message of ", len, " bytes"));
+    }
+    std::string msg(len, '\0');
+    RANGEFS_RETURN_IF_ERROR(
+        RecvExact(fd, &msg[0], len, options, "reading the status"));
+    return absl::Status(static_cast<absl::StatusCode>(code), msg);
+  };
+  if (GetLe32(hdr) != kDataPortReplyMagic) {
+    return err(absl::InternalError(
+        "protocol error: bad reply magic (not a rangefs data port?)"));
+  }
+  absl::StatusOr<absl::Status> reply = read_status(hdr + 4);
+  if (!reply.ok()) return err(reply.status());
+  if (!reply->ok()) {
+    // The agent's answer to a well-formed request leaves the connection
+    // usable (it closes it after malformed requests and when over its
+    // connection cap).
+    *reusable = !absl::IsResourceExhausted(*reply) &&
+                !absl::IsInvalidArgument(*reply) && !absl::IsInternal(*reply);
+    return absl::Status(reply->code(),
+                        absl::StrCat("ReadRange ", path, " on node ",
+                                     node_address_, ": ", reply->message()));
+  }
+  const bool check = options.check_crc || options.verify_on_server;
+  for (;;) {
+    char fh[kDataPortFrameHeaderBytes];
+    s = RecvExact(fd, fh, sizeof(fh), options, "reading a frame header");
+    if (!s.ok()) return err(s);
+    const uint32_t len = GetLe32(fh);
+    const uint32_t crc = GetLe32(fh + 4);
+    if (len == 0) break;
+    if (len == kDataPortErrorFrame) {
+      char full[8];
+      PutLe32(full, crc);  // The code.
+      s = RecvExact(fd, full + 4, 4, options, "reading an error trailer");
+      if (!s.ok()) return err(s);
+      absl::StatusOr<absl::Status> trailer = read_status(full);
+      if (!trailer.ok()) return err(trailer.status());
+      s = *trailer;
+      *reusable = !s.ok();
+      if (s.ok()) s = absl::InternalError("protocol error: OK error trailer");
+      return err(s);
+    }
+    if (len > dst.size() - got || len > kDataPortMaxFrameBytes) {
+      return err(absl::InternalError(
+          absl::StrCat("protocol error: frame of ", len, " bytes with ",
+                       dst.size() - got, " bytes of the request left")));
+    }
+    char* p = dst.data() + got;
+    s = RecvExact(fd, p, len, options, "reading frame data");
+    if (!s.ok()) return err(s);
+    if (check) {
+      const uint32_t actual = Crc32cExtend(0, p, len);
+      if (actual != crc) {
+        return err(absl::DataLossError(absl::StrCat(
+            "CRC32C mismatch in frame at ", offset + got, " (+", len,
+            "): data has ", absl::Hex(actual), ", the agent sent ",
+            absl::Hex(crc),
+            " (for whole blocks the checksum stored at ingest: the object "
+            "may be corrupt on the node's disk)")));
+      }
+    }
+    got += len;
+  }
+  *reusable = true;
+  return got;
+}
+
+}  // namespace node
+}  // namespace rangefs

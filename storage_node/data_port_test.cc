@@ -1,0 +1,524 @@
+// The raw-TCP data port (data_port.h) against an in-process Agent on
+// 127.0.0.1 with a real export directory: DataPortClient directly, and
+// NodeClient choosing it transparently.
+#include "storage_node/data_port.h"
+
+#include <arpa/inet.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <random>
+#include <thread>
+
+#include "absl/synchronization/notification.h"
+#include "base/testing/status_matchers.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "storage_node/agent.h"
+#include "storage_node/data_port_client.h"
+#include "storage_node/data_port_wire.h"
+#include "storage_node/node_client.h"
+#include "tests/testing/subprocess.h"
+
+namespace rangefs {
+namespace node {
+namespace {
+
+using ::testing::AllOf;
+using ::testing::HasSubstr;
+
+constexpr uint32_t kBlock = 4096;
+
+std::string Pattern(size_t n, uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::string s(n, '\0');
+  for (char& c : s) c = static_cast<char>(rng());
+  return s;
+}
+
+absl::Time Soon() { return absl::Now() + absl::Seconds(10); }
+
+// A TCP socket connected to 127.0.0.1:port, or -1.
+int Dial(int port) {
+  int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  a.sin_port = htons(static_cast<uint16_t>(port));
+  if (connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof(a)) != 0) {
+    close(fd);
+    return -1;
+  }
+  timeval tv{10, 0};  // Bounds every recv of the test.
+  setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+  return fd;
+}
+
+// Reads a reply header and its message from `fd`; returns the status.
+absl::Status ReadReply(int fd) {
+  char h[kDataPortReplyHeaderBytes];
+  if (recv(fd, h, sizeof(h), MSG_WAITALL) != sizeof(h)) {
+    return absl::UnknownError("no reply");
+  }
+  if (GetLe32(h) != kDataPortReplyMagic) return absl::UnknownError("magic");
+  std::string msg(GetLe32(h + 8), '\0');
+  if (!msg.empty() && recv(fd, &msg[0], msg.size(), MSG_WAITALL) !=
+                          static_cast<ssize_t>(msg.size())) {
+    return absl::UnknownError("short message");
+  }
+  return absl::Status(static_cast<absl::StatusCode>(GetLe32(h + 4)), msg);
+}
+
+// Accepts connections and never answers. Thread-safe.
+class SilentServer {
+ public:
+  SilentServer() {
+    listen_fd_ = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    socklen_t len = sizeof(a);
+    if (bind(listen_fd_, reinterpret_cast<sockaddr*>(&a), sizeof(a)) == 0 &&
+        listen(listen_fd_, 8) == 0 &&
+        getsockname(listen_fd_, reinterpret_cast<sockaddr*>(&a), &len) == 0) {
+      port_ = ntohs(a.sin_port);
+    }
+    thread_ = std::thread([this] {
+      for (;;) {
+        int fd = accept(listen_fd_, nullptr, nullptr);
+        if (fd < 0) return;
+        absl::MutexLock l(&mu_);
+        fds_.push_back(fd);
+      }
+    });
+  }
+  ~SilentServer() {
+    shutdown(listen_fd_, SHUT_RDWR);
+    thread_.join();
+    close(listen_fd_);
+    for (int fd : fds_) close(fd);
+  }
+  int port() const { return port_; }
+  // Waits (bounded) until `n` connections were accepted.
+  bool AwaitAccepted(size_t n) {
+    absl::MutexLock l(&mu_);
+    auto enough = [this, n]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+      return fds_.size() >= n;
+    };
+    return mu_.AwaitWithTimeout(absl::Condition(&enough), absl::Seconds(10));
+  }
+
+ private:
+  int listen_fd_ = -1;
+  int port_ = 0;
+  std::thread thread_;
+  absl::Mutex mu_;
+  std::vector<int> fds_ ABSL_GUARDED_BY(mu_);
+};
+
+class DataPortTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    auto dir = testing::MakeTempDir("export-");
+    ASSERT_THAT(dir, IsOk());
+    dir_ = *dir;
+    StartAgent(/*max_concurrent_reads=*/64);
+  }
+  void StartAgent(int max_concurrent_reads) {
+    AgentOptions o;
+    o.node_id = "n1";
+    o.export_root = dir_;
+    o.data_listen = "127.0.0.1:0";
+    o.service.chunk_size = 1000;
+    o.service.default_block_size = kBlock;
+    o.service.max_concurrent_reads = max_concurrent_reads;
+    o.service.read_started_hook = [this](absl::string_view path) {
+      if (path == "slow") {
+        slow_started_.Notify();
+        release_.WaitForNotification();
+      }
+    };
+    auto agent = Agent::Start(std::move(o));
+    ASSERT_THAT(agent, IsOk());
+    agent_ = std::move(*agent);
+    ASSERT_NE(agent_->data_port(), 0);
+    auto c = NodeClient::Connect(agent_->address());
+    ASSERT_THAT(c, IsOk());
+    client_ = std::move(*c);
+    dp_ = std::make_unique<DataPortClient>(agent_->address(), "127.0.0.1",
+                                           agent_->data_port());
+  }
+  void Release() {
+    if (!release_.HasBeenNotified()) release_.Notify();
+  }
+  void TearDown() override {
+    Release();
+    client_.reset();
+    agent_.reset();
+    testing::RemoveTree(dir_);
+  }
+  // Ingests `data` (so it has a sidecar with 4 KiB blocks).
+  void Write(const std::string& path, const std::string& data) {
+    size_t pos = 0;
+    auto w = client_->WriteObject(
+        path,
+        [&](absl::Span<char> buf) -> absl::StatusOr<size_t> {
+          size_t n = std::min(buf.size(), data.size() - pos);
+          memcpy(buf.data(), data.data() + pos, n);
+          pos += n;
+          return n;
+        },
+        {.deadline = Soon()});
+    ASSERT_THAT(w, IsOk());
+  }
+  // Writes a file into the export directly (no sidecar).
+  void WriteRaw(const std::string& name, const std::string& data) {
+    int fd = open((dir_ + "/" + name).c_str(), O_WRONLY | O_CREAT, 0644);
+    ASSERT_GE(fd, 0);
+    ASSERT_EQ(write(fd, data.data(), data.size()),
+              static_cast<ssize_t>(data.size()));
+    close(fd);
+  }
+  absl::StatusOr<size_t> DpRead(
+      const std::string& path, uint64_t off, std::string* buf,
+      DataPortReadOptions o = {.deadline = absl::Now() + absl::Seconds(10)}) {
+    return dp_->ReadRange(path, off, absl::MakeSpan(*buf), o);
+  }
+
+  std::string dir_;
+  std::unique_ptr<Agent> agent_;
+  std::unique_ptr<NodeClient> client_;
+  std::unique_ptr<DataPortClient> dp_;
+  absl::Notification slow_started_, release_;
+};
+
+TEST_F(DataPortTest, ByteExactAcrossBlocksWithAndWithoutSidecar) {
+  const std::string data = Pattern(10 * kBlock + 123, 1);
+  Write("a/obj", data);
+  WriteRaw("raw", data);
+  std::mt19937 rng(7);
+  for (int i = 0; i < 200; ++i) {
+    const uint64_t off = rng() % (data.size() + 1);
+    const size_t len = rng() % (3 * kBlock + 5000);
+    const bool verify = i % 3 == 0;
+    for (const std::string path : {"a/obj", "raw"}) {
+      if (verify && path == "raw") continue;
+      std::string buf(len, 'x');
+      auto n = client_->ReadRange(path, off, absl::MakeSpan(buf),
+                                  {.deadline = Soon(),
+                                   .verify_on_server = verify,
+                                   .check_chunk_crc = i % 2 == 0});
+      ASSERT_THAT(n, IsOk()) << path << " " << off << "+" << len;
+      const size_t want = std::min<size_t>(len, data.size() - off);
+      ASSERT_EQ(*n, want) << path << " " << off << "+" << len;
+      ASSERT_EQ(buf.substr(0, want), data.substr(off, want))
+          << path << " " << off << "+" << len;
+      ASSERT_EQ(buf.substr(want), std::string(len - want, 'x'));
+    }
+  }
+  // Went over the data port, on one pooled connection, and was counted.
+  EXPECT_EQ(client_->data_port(), agent_->data_port());
+  EXPECT_EQ(agent_->data_port_server()->accepted_connections(), 1u);
+  GetStatsResponse stats = agent_->service().Stats();
+  EXPECT_GE(stats.reads(), 200u);
+  EXPECT_GT(stats.bytes_read(), 0u);
+  EXPECT_EQ(stats.data_port(), static_cast<uint32_t>(agent_->data_port()));
+}
+
+TEST_F(DataPortTest, ShortReadAtEofOutOfRangeNotFound) {
+  const std::string data = Pattern(kBlock + 10, 2);
+  Write("o", data);
+  std::string buf(100, '\0');
+  auto n = DpRead("o", kBlock, &buf);
+  ASSERT_THAT(n, IsOk());
+  EXPECT_EQ(*n, 10u);
+  EXPECT_EQ(buf.substr(0, 10), data.substr(kBlock));
+  n = DpRead("o", data.size(), &buf);
+  ASSERT_THAT(n, IsOk());
+  EXPECT_EQ(*n, 0u);
+  EXPECT_THAT(DpRead("o", data.size() + 1, &buf),
+              StatusIs(absl::StatusCode::kOutOfRange,
+                       AllOf(HasSubstr("o on node 127.0.0.1:"),
+                             HasSubstr("past its end"))));
+  EXPECT_THAT(DpRead("missing", 0, &buf),
+              StatusIs(absl::StatusCode::kNotFound,
+                       HasSubstr("missing on node 127.0.0.1:")));
+  // Verify needs a sidecar.
+  WriteRaw("raw", data);
+  EXPECT_THAT(
+      DpRead("raw", 0, &buf, {.deadline = Soon(), .verify_on_server = true}),
+      StatusIs(absl::StatusCode::kFailedPrecondition));
+  // Errors keep the connection.
+  EXPECT_EQ(agent_->data_port_server()->accepted_connections(), 1u);
+}
+
+TEST_F(DataPortTest, ConfinementRefused) {
+  Write("in", "inside");
+  ASSERT_EQ(symlink("/etc", (dir_ + "/out").c_str()), 0);
+  std::string buf(10, '\0');
+  EXPECT_THAT(DpRead("../x", 0, &buf),
+              StatusIs(absl::StatusCode::kInvalidArgument));
+  EXPECT_THAT(DpRead("/etc/passwd", 0, &buf),
+              StatusIs(absl::StatusCode::kInvalidArgument));
+  EXPECT_THAT(DpRead("out/passwd", 0, &buf),
+              StatusIs(absl::StatusCode::kPermissionDenied));
+  EXPECT_THAT(DpRead(".in.rangefs-crc", 0, &buf),
+              StatusIs(absl::StatusCode::kPermissionDenied));
+  EXPECT_THAT(DpRead("in", 0, &buf), IsOk());
+}
+
+TEST_F(DataPortTest, MalformedRequestsGetAnErrorAndServerKeepsServing) {
+  Write("o", "hello");
+  {
+    int fd = Dial(agent_->data_port());
+    ASSERT_GE(fd, 0);
+    const std::string garbage(kDataPortRequestHeaderBytes, 'G');
+    ASSERT_EQ(send(fd, garbage.data(), garbage.size(), MSG_NOSIGNAL),
+              static_cast<ssize_t>(garbage.size()));
+    EXPECT_THAT(ReadReply(fd), StatusIs(absl::StatusCode::kInvalidArgument,
+                                        HasSubstr("magic")));
+    char c;
+    EXPECT_EQ(recv(fd, &c, 1, 0), 0);  // Closed.
+    close(fd);
+  }
+  {
+    int fd = Dial(agent_->data_port());
+    ASSERT_GE(fd, 0);
+    std::string req = EncodeDataPortRequest("o", 0, 5, 0);
+    PutLe16(&req[6], 60000);  // path_len far over the cap.
+    req.resize(kDataPortRequestHeaderBytes);
+    ASSERT_EQ(send(fd, req.data(), req.size(), MSG_NOSIGNAL),
+              static_cast<ssize_t>(req.size()));
+    EXPECT_THAT(ReadReply(fd), StatusIs(absl::StatusCode::kInvalidArgument,
+                                        HasSubstr("path_len")));
+    close(fd);
+  }
+  {
+    int fd = Dial(agent_->data_port());
+    ASSERT_GE(fd, 0);
+    std::string req = EncodeDataPortRequest("o", 0, 5, 0);
+    req[4] = 9;  // Version.
+    ASSERT_EQ(send(fd, req.data(), req.size(), MSG_NOSIGNAL),
+              static_cast<ssize_t>(req.size()));
+    EXPECT_THAT(ReadReply(fd), StatusIs(absl::StatusCode::kInvalidArgument,
+                                        HasSubstr("version")));
+    close(fd);
+  }
+  {
+    // A client that hangs up mid-request.
+    int fd = Dial(agent_->data_port());
+    ASSERT_GE(fd, 0);
+    ASSERT_EQ(send(fd, "RFDP", 4, MSG_NOSIGNAL), 4);
+    close(fd);
+  }
+  std::string buf(5, '\0');
+  auto n = DpRead("o", 0, &buf);
+  ASSERT_THAT(n, IsOk());
+  EXPECT_EQ(buf, "hello");
+}
+
+TEST_F(DataPortTest, FlippedByteOnDiskIsDataLoss) {
+  const std::string data = Pattern(4 * kBlock, 3);
+  Write("c", data);
+  int fd = open((dir_ + "/c").c_str(), O_WRONLY);
+  ASSERT_GE(fd, 0);
+  const char flipped = static_cast<char>(data[kBlock + 5] ^ 1);
+  ASSERT_EQ(pwrite(fd, &flipped, 1, kBlock + 5), 1);
+  close(fd);
+  std::string buf(data.size(), '\0');
+  // Whole block 1 carries its stored CRC: the client catches it.
+  EXPECT_THAT(
+      client_->ReadRange("c", 0, absl::MakeSpan(buf), {.deadline = Soon()}),
+      StatusIs(absl::StatusCode::kDataLoss,
+               AllOf(HasSubstr("c on node 127.0.0.1:"),
+                     HasSubstr("frame at 4096"))));
+  // A partial block with verify: the agent catches it.
+  std::string part(100, '\0');
+  EXPECT_THAT(DpRead("c", kBlock + 1, &part,
+                     {.deadline = Soon(), .verify_on_server = true}),
+              StatusIs(absl::StatusCode::kDataLoss, HasSubstr("sidecar")));
+  // Verify forces the client check even with check_crc off.
+  EXPECT_THAT(
+      DpRead(
+          "c", 0, &buf,
+          {.deadline = Soon(), .verify_on_server = true, .check_crc = false}),
+      StatusIs(absl::StatusCode::kDataLoss));
+  // Untouched blocks still read fine, on a healthy connection.
+  std::string b0(kBlock, '\0');
+  ASSERT_THAT(DpRead("c", 0, &b0), IsOk());
+  EXPECT_EQ(b0, data.substr(0, kBlock));
+}
+
+TEST_F(DataPortTest, ConcurrencyCapIsResourceExhausted) {
+  agent_.reset();
+  StartAgent(/*max_concurrent_reads=*/1);
+  Write("slow", "s");
+  Write("o", "o");
+  absl::StatusOr<size_t> held;
+  std::thread reader([&] {
+    std::string buf(1, '\0');
+    held = DpRead("slow", 0, &buf);
+  });
+  slow_started_.WaitForNotification();
+  std::string buf(1, '\0');
+  const uint64_t rejected = agent_->service().Stats().reads_rejected();
+  EXPECT_THAT(DpRead("o", 0, &buf),
+              StatusIs(absl::StatusCode::kResourceExhausted));
+  EXPECT_EQ(agent_->service().Stats().reads_rejected(), rejected + 1);
+  Release();
+  reader.join();
+  EXPECT_THAT(held, IsOk());
+  EXPECT_THAT(DpRead("o", 0, &buf), IsOk());
+}
+
+TEST_F(DataPortTest, CancelUnblocksReadAgainstSilentServer) {
+  SilentServer silent;
+  ASSERT_NE(silent.port(), 0);
+  DataPortClient dp("silent:1", "127.0.0.1", silent.port());
+  CallCanceller canceller;
+  absl::StatusOr<size_t> result;
+  std::string buf(100, '\0');
+  std::thread reader([&] {
+    result =
+        dp.ReadRange("x", 0, absl::MakeSpan(buf), {.canceller = &canceller});
+  });
+  ASSERT_TRUE(silent.AwaitAccepted(1));
+  const absl::Time start = absl::Now();
+  canceller.Cancel();
+  reader.join();
+  EXPECT_LT(absl::Now() - start, absl::Seconds(2));
+  EXPECT_THAT(result, StatusIs(absl::StatusCode::kCancelled,
+                               HasSubstr("x on node silent:1")));
+  EXPECT_EQ(dp.idle_connections(), 0u);  // Never pooled.
+}
+
+TEST_F(DataPortTest, CancelUnblocksNodeClientReadOnHeldAgent) {
+  Write("slow", Pattern(100, 4));
+  Write("o", "o");
+  std::string warm(1, '\0');
+  ASSERT_THAT(client_->ReadRange("o", 0, absl::MakeSpan(warm)), IsOk());
+  ASSERT_NE(client_->data_port(), 0);
+  CallCanceller canceller;
+  absl::StatusOr<size_t> result;
+  std::string buf(100, '\0');
+  std::thread reader([&] {
+    result = client_->ReadRange("slow", 0, absl::MakeSpan(buf),
+                                {.canceller = &canceller});
+  });
+  slow_started_.WaitForNotification();
+  canceller.Cancel();
+  reader.join();
+  EXPECT_THAT(result, StatusIs(absl::StatusCode::kCancelled));
+  EXPECT_THAT(client_->ReadRange("o", 0, absl::MakeSpan(buf),
+                                 {.canceller = &canceller}),
+              StatusIs(absl::StatusCode::kCancelled));
+  Release();
+}
+
+TEST_F(DataPortTest, DeadlineHonoured) {
+  SilentServer silent;
+  DataPortClient dp("silent:1", "127.0.0.1", silent.port());
+  std::string buf(100, '\0');
+  const absl::Time start = absl::Now();
+  EXPECT_THAT(dp.ReadRange("x", 0, absl::MakeSpan(buf),
+                           {.deadline = start + absl::Milliseconds(200)}),
+              StatusIs(absl::StatusCode::kDeadlineExceeded));
+  EXPECT_GE(absl::Now() - start, absl::Milliseconds(190));
+  EXPECT_LT(absl::Now() - start, absl::Seconds(5));
+  // Through NodeClient against the held agent.
+  Write("slow", "s");
+  std::string one(1, '\0');
+  EXPECT_THAT(
+      client_->ReadRange("slow", 0, absl::MakeSpan(one),
+                         {.deadline = absl::Now() + absl::Milliseconds(300)}),
+      StatusIs(absl::StatusCode::kDeadlineExceeded));
+  Release();
+}
+
+TEST_F(DataPortTest, PooledConnectionsAreReused) {
+  Write("o", Pattern(3 * kBlock, 5));
+  std::string buf(kBlock, '\0');
+  for (int i = 0; i < 20; ++i) {
+    ASSERT_THAT(DpRead("o", static_cast<uint64_t>(i) * 100, &buf), IsOk());
+  }
+  EXPECT_EQ(dp_->connections_opened(), 1u);
+  EXPECT_EQ(dp_->idle_connections(), 1u);
+  // Two concurrent readers need two connections; both are pooled after.
+  Write("slow", "s");
+  std::thread held([&] {
+    std::string one(1, '\0');
+    EXPECT_THAT(DpRead("slow", 0, &one), IsOk());
+  });
+  slow_started_.WaitForNotification();
+  ASSERT_THAT(DpRead("o", 0, &buf), IsOk());
+  Release();
+  held.join();
+  EXPECT_EQ(dp_->connections_opened(), 2u);
+  EXPECT_EQ(dp_->idle_connections(), 2u);
+  EXPECT_EQ(agent_->data_port_server()->accepted_connections(), 2u);
+}
+
+TEST_F(DataPortTest, PooledConnectionClosedByAgentIsReplaced) {
+  Write("o", "hello");
+  std::string buf(5, '\0');
+  ASSERT_THAT(client_->ReadRange("o", 0, absl::MakeSpan(buf)), IsOk());
+  const int old_port = agent_->data_port();
+  // Restart the agent on the same data port: the pooled connection dies.
+  const std::string address = agent_->address();
+  agent_.reset();
+  AgentOptions o;
+  o.node_id = "n1";
+  o.export_root = dir_;
+  o.listen = address;
+  o.data_listen = absl::StrCat("127.0.0.1:", old_port);
+  auto agent = Agent::Start(std::move(o));
+  ASSERT_THAT(agent, IsOk());
+  agent_ = std::move(*agent);
+  auto n =
+      client_->ReadRange("o", 0, absl::MakeSpan(buf), {.deadline = Soon()});
+  ASSERT_THAT(n, IsOk());
+  EXPECT_EQ(buf, "hello");
+  EXPECT_EQ(agent_->data_port_server()->accepted_connections(), 1u);
+}
+
+TEST_F(DataPortTest, FallsBackToGrpc) {
+  Write("o", "hello");
+  std::string buf(5, '\0');
+  // Told not to use it.
+  auto off =
+      NodeClient::Connect(agent_->address(), {}, {.use_data_port = false});
+  ASSERT_THAT(off, IsOk());
+  ASSERT_THAT((*off)->ReadRange("o", 0, absl::MakeSpan(buf)), IsOk());
+  EXPECT_EQ(buf, "hello");
+  EXPECT_EQ((*off)->data_port(), 0);
+  EXPECT_EQ(agent_->data_port_server()->accepted_connections(), 0u);
+  // An agent without a data port.
+  const std::string address = agent_->address();
+  client_.reset();
+  agent_.reset();
+  AgentOptions o;
+  o.node_id = "n1";
+  o.export_root = dir_;
+  o.listen = address;
+  auto agent = Agent::Start(std::move(o));
+  ASSERT_THAT(agent, IsOk());
+  agent_ = std::move(*agent);
+  EXPECT_EQ(agent_->data_port(), 0);
+  EXPECT_EQ(agent_->data_port_server(), nullptr);
+  auto c = NodeClient::Connect(agent_->address());
+  ASSERT_THAT(c, IsOk());
+  buf.assign(5, '\0');
+  ASSERT_THAT(
+      (*c)->ReadRange("o", 0, absl::MakeSpan(buf), {.deadline = Soon()}),
+      IsOk());
+  EXPECT_EQ(buf, "hello");
+  EXPECT_EQ((*c)->data_port(), 0);
+  EXPECT_EQ(agent_->service().Stats().data_port(), 0u);
+}
+
+}  // namespace
+}  // namespace node
+}  // namespace rangefs

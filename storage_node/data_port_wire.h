@@ -1,0 +1,91 @@
+// File: data_port_wire.h
+//
+// Wire format of the storage node's raw-TCP data port (server: data_port.h,
+// client: data_port_client.h). Shared constants and little-endian helpers;
+// the protocol itself is documented in data_port.h. Header-only; no I/O.
+#ifndef RANGEFS_STORAGE_NODE_DATA_PORT_WIRE_H_
+#define RANGEFS_STORAGE_NODE_DATA_PORT_WIRE_H_
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+
+#include "absl/status/status.h"
+#include "absl/strings/string_view.h"
+
+namespace rangefs {
+namespace node {
+
+inline constexpr uint32_t kDataPortRequestMagic = 0x50444652;  // "RFDP"
+inline constexpr uint32_t kDataPortReplyMagic = 0x52444652;    // "RFDR"
+inline constexpr uint8_t kDataPortVersion = 1;
+inline constexpr uint8_t kDataPortFlagVerify = 1;  // bit 0
+inline constexpr uint8_t kDataPortKnownFlags = kDataPortFlagVerify;
+// magic u32, version u8, flags u8, path_len u16, offset u64, length u64.
+inline constexpr size_t kDataPortRequestHeaderBytes = 24;
+inline constexpr size_t kDataPortMaxPathBytes = 4096;
+// magic u32, code u32, message_len u32, then the message.
+inline constexpr size_t kDataPortReplyHeaderBytes = 12;
+inline constexpr size_t kDataPortMaxMessageBytes = 4096;
+// len u32, crc32c u32, then len bytes.
+inline constexpr size_t kDataPortFrameHeaderBytes = 8;
+// A frame header with this len is an error trailer: the crc field holds the
+// absl status code, then message_len u32 and the message follow.
+inline constexpr uint32_t kDataPortErrorFrame = 0xFFFFFFFFu;
+inline constexpr uint32_t kDataPortMaxFrameBytes = 16u << 20;
+
+inline void PutLe16(char* p, uint16_t v) {
+  for (int i = 0; i < 2; ++i) p[i] = static_cast<char>(v >> (8 * i));
+}
+inline void PutLe32(char* p, uint32_t v) {
+  for (int i = 0; i < 4; ++i) p[i] = static_cast<char>(v >> (8 * i));
+}
+inline void PutLe64(char* p, uint64_t v) {
+  for (int i = 0; i < 8; ++i) p[i] = static_cast<char>(v >> (8 * i));
+}
+inline uint16_t GetLe16(const char* p) {
+  return static_cast<uint16_t>(static_cast<uint8_t>(p[0]) |
+                               static_cast<uint8_t>(p[1]) << 8);
+}
+inline uint32_t GetLe32(const char* p) {
+  uint32_t v = 0;
+  for (int i = 3; i >= 0; --i) v = (v << 8) | static_cast<uint8_t>(p[i]);
+  return v;
+}
+inline uint64_t GetLe64(const char* p) {
+  uint64_t v = 0;
+  for (int i = 7; i >= 0; --i) v = (v << 8) | static_cast<uint8_t>(p[i]);
+  return v;
+}
+
+// Returns the request header followed by `path` (which the caller keeps
+// within kDataPortMaxPathBytes).
+inline std::string EncodeDataPortRequest(absl::string_view path,
+                                         uint64_t offset, uint64_t length,
+                                         uint8_t flags) {
+  std::string out(kDataPortRequestHeaderBytes, '\0');
+  PutLe32(&out[0], kDataPortRequestMagic);
+  out[4] = static_cast<char>(kDataPortVersion);
+  out[5] = static_cast<char>(flags);
+  PutLe16(&out[6], static_cast<uint16_t>(path.size()));
+  PutLe64(&out[8], offset);
+  PutLe64(&out[16], length);
+  out.append(path.data(), path.size());
+  return out;
+}
+
+// Returns code u32, message_len u32 and the message (cut at
+// kDataPortMaxMessageBytes): the tail of a reply header or error trailer.
+inline std::string EncodeDataPortStatusBody(const absl::Status& s) {
+  absl::string_view msg = s.message().substr(0, kDataPortMaxMessageBytes);
+  std::string out(8, '\0');
+  PutLe32(&out[0], static_cast<uint32_t>(s.code()));
+  PutLe32(&out[4], static_cast<uint32_t>(msg.size()));
+  out.append(msg.data(), msg.size());
+  return out;
+}
+
+}  // namespace node
+}  // namespace rangefs
+
+#endif  // RANGEFS_STORAGE_NODE_DATA_PORT_WIRE_H_
