@@ -16,7 +16,7 @@ for row in "mount-path sequential, O_DIRECT" "mount-path sequential, cached" \
   grep -q "$row" "$OUT/report.md" || { echo "FAIL: no row '$row'"; cat "$OUT/report.md"; exit 1; }
 done
 if ! grep -q "part B skipped" "$OUT/report.md"; then
-  for row in "agent path balanced" "1/10 cap vs capacity" "1/10 cap vs round_robin" \
+  for row in "agent path balanced" "1/10 cap vs capacity" "1/10 cap vs naive round_robin" \
              "host hung" "host killed"; do
     grep -q "$row" "$OUT/report.md" || { echo "FAIL: no row '$row'"; cat "$OUT/report.md"; exit 1; }
   done

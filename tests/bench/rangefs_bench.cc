@@ -52,6 +52,8 @@ ABSL_FLAG(std::string, verify_against, "", "compare bytes with DIR/<path>");
 ABSL_FLAG(std::string, timeline, "", "write MB/s per 100 ms to this file");
 ABSL_FLAG(bool, json, false, "print JSON");
 ABSL_FLAG(bool, hedging, true, "hedged reads");
+ABSL_FLAG(double, stall_factor, 4,
+          "stall detection: x node p99 (ClientOptions::stall_factor; 0 off)");
 ABSL_FLAG(bool, o_direct, false, "mount path: O_DIRECT");
 ABSL_FLAG(std::string, agent_ca, "", "agent path: CA of the agents (TLS)");
 ABSL_FLAG(std::string, agent_cert, "", "agent path: client cert (mTLS)");
@@ -135,6 +137,7 @@ int main(int argc, char** argv) {
   o.mount_root = absl::GetFlag(FLAGS_mount_root);
   o.lb_policy = absl::GetFlag(FLAGS_policy);
   o.hedging = absl::GetFlag(FLAGS_hedging);
+  o.stall_factor = absl::GetFlag(FLAGS_stall_factor);
   o.o_direct = absl::GetFlag(FLAGS_o_direct);
   o.agent_tls.ca_file = absl::GetFlag(FLAGS_agent_ca);
   o.agent_tls.cert_file = absl::GetFlag(FLAGS_agent_cert);

@@ -6,7 +6,8 @@
 # Part A (mount path, one machine): a local cluster whose export directories
 # are the clients' mounts. fio on the very same object files (numjobs x
 # iodepth swept, O_DIRECT and cached) is the ceiling; a naive single-stream
-# reader and the round_robin policy are the baselines; 4 KiB random ReadV vs
+# reader and the round_robin policy are the baselines (on the agent path the
+# naive client: round_robin, no hedging, no stall detection); 4 KiB random ReadV vs
 # fio io_uring qd32.
 # Part B (agent path, simulated cluster): 4 storage hosts in network
 # namespaces, each host's egress capped with tc tbf; iperf3 through the
@@ -31,7 +32,7 @@ for a in "$@"; do
     --repeat=*) REPEAT=${a#*=} ;;
     --out=*) OUT=${a#*=} ;;
     --bin=*) BIN=${a#*=} ;;
-    -h|--help) sed -n '2,23p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,24p' "$0"; exit 0 ;;
     *) echo "bench: unknown argument $a" >&2; exit 2 ;;
   esac
 done
@@ -226,9 +227,10 @@ pid_of() { cat "$CB/run/node-n$1.pid"; }
 agent_pid() {  # the rangefs-node process inside the setsid/ip-netns wrapper
   pgrep -f "rangefs-node --node_id=n$1 " | head -n 1
 }
-scenario() {  # scenario NAME POLICY FAULT
-  local name=$1 policy=$2 fault=$3 r
-  inc "${BB[@]}" --workload=scan --duration_s="$DUR" --policy="$policy" \
+scenario() {  # scenario NAME POLICY FAULT [BENCH FLAGS...]
+  local name=$1 policy=$2 fault=$3
+  shift 3
+  inc "${BB[@]}" --workload=scan --duration_s="$DUR" --policy="$policy" "$@" \
       --timeline="$OUT/b_$name.timeline" --json >"$OUT/b_$name.json" &
   local job=$!
   case "$fault" in
@@ -273,18 +275,20 @@ brounds() {  # brounds NAME FIELD BASELINE SCALE UNIT: one rounds.md line per ru
   done
 }
 repeated balanced least_loaded none
-scenario balanced_rr round_robin none
+# The naive client: round_robin without hedging or stall detection.
+NAIVE=(--hedging=false --stall_factor=0)
+scenario balanced_rr round_robin none "${NAIVE[@]}"
 bal=$(python3 -c "print($(bmedian balanced gbps)*1000)")
 brounds balanced gbps "$ceiling" 1000 MB/s
 row "agent path balanced (MB/s) vs iperf3 through the caps" "$(printf %.0f "$bal")" "$(printf %.0f "$ceiling")" "$(ratio "$bal" "$ceiling")" ">= 0.95"
 avail=$(python3 -c "print($ceiling*(3+0.1)/4)")
 repeated slow least_loaded slow
-scenario slow_rr round_robin none   # the slow cap is still in place
+scenario slow_rr round_robin none "${NAIVE[@]}"  # the slow cap is still in place
 slow=$(python3 -c "print($(bmedian slow gbps)*1000)")
 slow_rr=$(python3 -c "print($(jget "$OUT/b_slow_rr.json" gbps)*1000)")
 brounds slow gbps "$avail" 1000 MB/s
 row "one host at 1/10 cap vs capacity available" "$(printf %.0f "$slow")" "$(printf %.0f "$avail")" "$(ratio "$slow" "$avail")" ">= 0.90"
-row "one host at 1/10 cap vs round_robin" "$(printf %.0f "$slow")" "$(printf %.0f "$slow_rr")" "$(ratio "$slow" "$slow_rr")" ">= 2"
+row "one host at 1/10 cap vs naive round_robin" "$(printf %.0f "$slow")" "$(printf %.0f "$slow_rr")" "$(ratio "$slow" "$slow_rr")" ">= 2"
 ip netns exec "rfs${TAG}-1" tc qdisc change dev "r${TAG}v1" root tbf rate "$RATE" burst 1mb latency 50ms
 repeated hung least_loaded hang
 p99h=$(bmedian balanced p99_us); p99x=$(bmedian hung p99_us)
