@@ -1748,6 +1748,9 @@ ClientStats ClientImpl::Stats() {
 
 absl::StatusOr<std::unique_ptr<Client>> Client::Open(
     const ClientOptions& options) {
+  if (!options.abseil_deadlock_detection) {
+    absl::SetMutexDeadlockDetectionMode(absl::OnDeadlockCycle::kIgnore);
+  }
   auto c = std::make_unique<client_internal::ClientImpl>(options);
   RANGEFS_RETURN_IF_ERROR(c->Init());
   return std::unique_ptr<Client>(std::move(c));

@@ -135,6 +135,12 @@ struct ClientOptions {
   VerifyMode verify = VerifyMode::kOff;
   int verify_sample_every = 64;
 
+  // Debian's Abseil is built in debug mode, so every absl::Mutex lock runs
+  // deadlock detection (a global graph behind a spin lock: ~5% of the CPU
+  // of small reads here). false turns it off process-wide at Open, as
+  // Abseil's release builds have it; true leaves the process's setting.
+  bool abseil_deadlock_detection = false;
+
   // Not owned, must outlive the Client; nullptr = Clock::Real(). With a
   // non-real clock the engine re-reads it at least every 2 ms of real time.
   Clock* clock = nullptr;

@@ -8,6 +8,7 @@
 #include "absl/flags/flag.h"
 #include "absl/flags/parse.h"
 #include "absl/strings/match.h"
+#include "absl/synchronization/mutex.h"
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
 #include "base/config.h"
@@ -123,6 +124,9 @@ void ApplyConfigFile(int argc, char** argv) {
 
 int main(int argc, char** argv) {
   rangefs::node::TuneMallocForStreaming();
+  // Debian's Abseil is a debug build: skip its per-lock deadlock detection
+  // (as release builds do); it costs CPU on every ReadRange.
+  absl::SetMutexDeadlockDetectionMode(absl::OnDeadlockCycle::kIgnore);
   ApplyConfigFile(argc, argv);
   absl::ParseCommandLine(argc, argv);
   using rangefs::node::Agent;
