@@ -128,8 +128,9 @@ struct Attempt {
   // Set by the worker when the I/O begins (MonotonicNow in ns; 0 = queued).
   std::atomic<int64_t> started_ns{0};
   bool finished = false;
-  bool abandoned = false;  // timed out or its node went bad: result ignored
-                           // unless it still wins the piece
+  // Timed out or its node went bad: result ignored unless it still wins the
+  // piece. Written under Batch::mu; atomic so that Finish may peek without it.
+  std::atomic<bool> abandoned{false};
   absl::Status status;
   node::CallCanceller canceller;
 };
@@ -822,11 +823,7 @@ void NodeRuntime::Finish(Attempt* a, Batch* b, const absl::StatusOr<size_t>& r,
   counters_.inflight.fetch_sub(1);
   counters_.outstanding_bytes.fetch_sub(static_cast<int64_t>(a->length));
   client_->global_inflight().fetch_sub(1);
-  bool abandoned;
-  {
-    absl::MutexLock l(&b->mu);
-    abandoned = a->abandoned;
-  }
+  const bool abandoned = a->abandoned.load(std::memory_order_relaxed);
   if (r.ok()) {
     // A late answer after a stall or timeout still revives the node, but
     // its latency would inflate the node's p99 (and so its stall and hedge
