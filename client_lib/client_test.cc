@@ -699,6 +699,72 @@ TEST_F(ClientTest, ReaderIsByteExactWithAndWithoutPrefetch) {
   }
 }
 
+TEST_F(ClientTest, ReaderNextViewsAreByteExact) {
+  const std::string data = RandomBytes(gen_, 1000000 + 77);
+  CreateFile("/views", data, /*striped=*/false, 0, 0);
+  ClientOptions o = Options();
+  o.max_io_size = 16384;
+  Client* client = OpenClient(o);
+  auto f = client->OpenFile("/views");
+  ASSERT_THAT(f, IsOk());
+  for (bool prefetch : {false, true}) {
+    for (size_t max : {size_t{1000}, size_t{65536}, size_t{300000}}) {
+      SCOPED_TRACE(absl::StrCat("prefetch=", prefetch, " max=", max));
+      Reader reader(f->get(), {.initial_readahead = 4096,
+                               .max_readahead = 65536,
+                               .prefetch = prefetch});
+      std::string got;
+      for (int i = 0; i < 5000; ++i) {
+        auto view = reader.Next(max);
+        ASSERT_THAT(view, IsOk());
+        if (view->empty()) break;
+        ASSERT_LE(view->size(), std::min<size_t>(max, 65536));
+        got.append(view->data(), view->size());
+      }
+      EXPECT_TRUE(got == data);
+      EXPECT_EQ(reader.position(), data.size());
+      // Mixed with Read and Seek: views continue at the position.
+      ASSERT_THAT(reader.Seek(12345), IsOk());
+      std::string buf(1000, '\0');
+      ASSERT_EQ(ReadOk(reader.Read(absl::MakeSpan(buf))), 1000u);
+      auto view = reader.Next(500);
+      ASSERT_THAT(view, IsOk());
+      EXPECT_TRUE(std::string(view->data(), view->size()) ==
+                  data.substr(13345, view->size()));
+      EXPECT_EQ(view->size(), 500u);
+    }
+  }
+}
+
+TEST_F(ClientTest, ReaderNextReportsAFailedWindowOnce) {
+  constexpr size_t kWindow = 65536;
+  const std::string data = WindowedFile("/nx", 4 * kWindow, kWindow);
+  faulty_.ClearRules();
+  faulty_.AddRule({.path_contains = "wnx/e1",
+                   .error = absl::UnavailableError("window one is gone")});
+  Client* client = OpenClient(Options());
+  auto f = client->OpenFile("/nx");
+  ASSERT_THAT(f, IsOk());
+  Reader reader(f->get(), {.initial_readahead = kWindow,
+                           .max_readahead = kWindow,
+                           .prefetch = true});
+  auto first = reader.Next();
+  ASSERT_THAT(first, IsOk());
+  ASSERT_EQ(first->size(), kWindow);
+  std::string got(first->data(), first->size());
+  auto bad = reader.Next();
+  EXPECT_THAT(bad, StatusIs(absl::StatusCode::kUnavailable));
+  EXPECT_EQ(reader.position(), kWindow);
+  faulty_.ClearRules();
+  for (int i = 0; i < 100; ++i) {
+    auto view = reader.Next();
+    ASSERT_THAT(view, IsOk());
+    if (view->empty()) break;
+    got.append(view->data(), view->size());
+  }
+  EXPECT_TRUE(got == data);
+}
+
 TEST_F(ClientTest, ReaderPrefetchErrorComesWithTheReadThatNeedsIt) {
   constexpr size_t kWindow = 65536;
   for (bool prefetch : {false, true}) {

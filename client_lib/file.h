@@ -86,6 +86,13 @@ class Reader {
   // error occurs after some bytes were copied, those bytes are returned and
   // the error comes with the next Read.
   absl::StatusOr<size_t> Read(absl::Span<char> dst);
+  // Zero-copy Read: returns a view of up to `max` bytes at the current
+  // position, inside the Reader's own window buffer, and advances past them;
+  // empty at end of file. The view is valid until the next call on this
+  // Reader (Read, Next, Seek) or its destruction. A window is at most
+  // max_readahead bytes, so a view may be shorter than `max` before the end.
+  // Saves the copy that Read makes out of a prefetched window.
+  absl::StatusOr<absl::Span<const char>> Next(size_t max = SIZE_MAX);
   // Moves the position; OUT_OF_RANGE past size(). Non-blocking.
   absl::Status Seek(uint64_t position);
   uint64_t position() const { return position_; }
@@ -101,6 +108,13 @@ class Reader {
     std::string buffer;
     absl::StatusOr<size_t> result;
   };
+  // Fetches the window at position_ into buffer_ (or, if `direct` is at
+  // least a window, straight into `direct`: *direct_n bytes, position_
+  // advanced). `need`: the bytes the caller still wants. `report`: a failed
+  // prefetch's error is consumed (else the next call sees it again).
+  absl::Status Refill(size_t need, absl::Span<char> direct, bool report,
+                      size_t* direct_n);
+  bool Buffered() const;  // position_ is inside buffer_
   void StartPrefetch(uint64_t offset, size_t want);
   void JoinPrefetch();  // waits for the thread, if any
   void DiscardPrefetch();

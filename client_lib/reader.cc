@@ -3,6 +3,7 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "base/status_macros.h"
 #include "client_lib/file.h"
 
 namespace rangefs {
@@ -46,11 +47,76 @@ void Reader::DiscardPrefetch() {
   prefetch_.pending = false;
 }
 
+absl::Status Reader::Refill(size_t need, absl::Span<char> direct, bool report,
+                            size_t* direct_n) {
+  *direct_n = 0;
+  // Sequential continuation grows the window; a seek resets it.
+  const bool sequential = position_ == next_expected_;
+  if (sequential && filled_) {
+    window_ = std::min(options_.max_readahead, window_ * 2);
+  } else if (!sequential) {
+    window_ = std::max<size_t>(1, options_.initial_readahead);
+  }
+  // The next window of this stream, if it continues sequentially.
+  const size_t next_want =
+      std::max(std::min(options_.max_readahead, window_ * 2), need);
+
+  if (prefetch_.pending && prefetch_.offset == position_) {
+    JoinPrefetch();
+    if (!prefetch_.result.ok()) {
+      // Reported by the call that returns no bytes, else by the next one.
+      if (report) prefetch_.pending = false;
+      return prefetch_.result.status();
+    }
+    prefetch_.pending = false;
+    std::swap(buffer_, prefetch_.buffer);
+    buffer_offset_ = position_;
+    buffer_len_ = *prefetch_.result;
+    next_expected_ = position_ + buffer_len_;
+    filled_ = true;
+    if (buffer_len_ > 0 && next_expected_ < file_->size()) {
+      StartPrefetch(next_expected_, next_want);
+    }
+    return absl::OkStatus();
+  }
+  if (prefetch_.pending) DiscardPrefetch();
+
+  const size_t want = std::max(window_, need);
+  // A sequential stream reads its next window while this one is fetched
+  // and consumed.
+  if (options_.prefetch && sequential && position_ + want < file_->size()) {
+    StartPrefetch(position_ + want, next_want);
+  }
+  // Big caller reads go straight to the caller's buffer.
+  if (!direct.empty() && direct.size() >= window_) {
+    RANGEFS_ASSIGN_OR_RETURN(*direct_n,
+                             file_->Read(position_, direct, options_.read));
+    position_ += *direct_n;
+    next_expected_ = position_;
+    buffer_len_ = 0;
+    filled_ = true;
+    return absl::OkStatus();
+  }
+  if (buffer_.size() < want) buffer_.resize(want);
+  RANGEFS_ASSIGN_OR_RETURN(
+      size_t n,
+      file_->Read(position_, absl::MakeSpan(&buffer_[0], want), options_.read));
+  buffer_offset_ = position_;
+  buffer_len_ = n;
+  next_expected_ = position_ + n;
+  filled_ = true;
+  return absl::OkStatus();
+}
+
+bool Reader::Buffered() const {
+  return position_ >= buffer_offset_ &&
+         position_ < buffer_offset_ + buffer_len_;
+}
+
 absl::StatusOr<size_t> Reader::Read(absl::Span<char> dst) {
   size_t done = 0;
   while (done < dst.size() && position_ < file_->size()) {
-    if (position_ >= buffer_offset_ &&
-        position_ < buffer_offset_ + buffer_len_) {
+    if (Buffered()) {
       size_t at = static_cast<size_t>(position_ - buffer_offset_);
       size_t n = std::min(dst.size() - done, buffer_len_ - at);
       memcpy(dst.data() + done, buffer_.data() + at, n);
@@ -58,75 +124,30 @@ absl::StatusOr<size_t> Reader::Read(absl::Span<char> dst) {
       position_ += n;
       continue;
     }
-    // Refill. Sequential continuation grows the window; a seek resets it.
-    const bool sequential = position_ == next_expected_;
-    if (sequential && filled_) {
-      window_ = std::min(options_.max_readahead, window_ * 2);
-    } else if (!sequential) {
-      window_ = std::max<size_t>(1, options_.initial_readahead);
+    size_t direct_n = 0;
+    absl::Status s =
+        Refill(dst.size() - done, dst.subspan(done), done == 0, &direct_n);
+    if (!s.ok()) {
+      if (done > 0) return done;  // the error comes with the next Read
+      return s;
     }
-    // The next window of this stream, if it continues sequentially.
-    const size_t next_want =
-        std::max(std::min(options_.max_readahead, window_ * 2), dst.size());
-
-    if (prefetch_.pending && prefetch_.offset == position_) {
-      JoinPrefetch();
-      if (!prefetch_.result.ok()) {
-        if (done > 0) return done;  // the error comes with the next Read
-        absl::Status s = prefetch_.result.status();
-        prefetch_.pending = false;
-        return s;
-      }
-      prefetch_.pending = false;
-      std::swap(buffer_, prefetch_.buffer);
-      buffer_offset_ = position_;
-      buffer_len_ = *prefetch_.result;
-      next_expected_ = position_ + buffer_len_;
-      filled_ = true;
-      if (buffer_len_ == 0) break;
-      if (next_expected_ < file_->size()) {
-        StartPrefetch(next_expected_, next_want);
-      }
-      continue;
-    }
-    if (prefetch_.pending) DiscardPrefetch();
-
-    const size_t want = std::max(window_, dst.size() - done);
-    // A sequential stream reads its next window while this one is fetched
-    // and consumed.
-    if (options_.prefetch && sequential && position_ + want < file_->size()) {
-      StartPrefetch(position_ + want, next_want);
-    }
-    // Big caller reads go straight to the caller's buffer.
-    if (dst.size() - done >= window_) {
-      absl::StatusOr<size_t> n =
-          file_->Read(position_, dst.subspan(done), options_.read);
-      if (!n.ok()) {
-        if (done > 0) return done;  // the next Read fails again
-        return n.status();
-      }
-      done += *n;
-      position_ += *n;
-      next_expected_ = position_;
-      buffer_len_ = 0;
-      filled_ = true;
-      if (*n == 0) break;
-      continue;
-    }
-    if (buffer_.size() < want) buffer_.resize(want);
-    absl::StatusOr<size_t> n = file_->Read(
-        position_, absl::MakeSpan(&buffer_[0], want), options_.read);
-    if (!n.ok()) {
-      if (done > 0) return done;
-      return n.status();
-    }
-    buffer_offset_ = position_;
-    buffer_len_ = *n;
-    next_expected_ = position_ + *n;
-    filled_ = true;
-    if (*n == 0) break;
+    done += direct_n;
+    if (direct_n == 0 && !Buffered()) break;  // end of file
   }
   return done;
+}
+
+absl::StatusOr<absl::Span<const char>> Reader::Next(size_t max) {
+  if (max == 0 || position_ >= file_->size()) return absl::Span<const char>();
+  if (!Buffered()) {
+    size_t unused = 0;
+    RANGEFS_RETURN_IF_ERROR(Refill(0, absl::Span<char>(), true, &unused));
+    if (!Buffered()) return absl::Span<const char>();  // end of file
+  }
+  const size_t at = static_cast<size_t>(position_ - buffer_offset_);
+  const size_t n = std::min(max, buffer_len_ - at);
+  position_ += n;
+  return absl::Span<const char>(buffer_.data() + at, n);
 }
 
 }  // namespace rangefs

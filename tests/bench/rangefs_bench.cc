@@ -6,6 +6,7 @@
 //                 [--io_size=4M] [--lookup_size=4096] [--batch=32]
 //                 [--verify_against=LOCAL_DIR] [--timeline=FILE] [--json]
 //                 [--io_uring=true] [--io_uring_depth=32] [--max_io_size=1M]
+//                 [--prefetch=true] [--zero_copy=false]
 //
 // scan: each thread reads whole files sequentially (Reader with adaptive
 // readahead), files handed out round-robin; with --once every file is read
@@ -46,6 +47,11 @@ ABSL_FLAG(int, threads, 8, "worker threads");
 ABSL_FLAG(double, duration_s, 10, "run time (unless --once)");
 ABSL_FLAG(bool, once, false, "scan: read every file exactly once, then stop");
 ABSL_FLAG(std::string, io_size, "4M", "scan read size per call");
+ABSL_FLAG(bool, prefetch, true,
+          "scan: the Reader fetches the next window in the background");
+ABSL_FLAG(bool, zero_copy, false,
+          "scan: Reader::Next (views of the Reader's window) instead of "
+          "Reader::Read into our own buffer");
 ABSL_FLAG(int, lookup_size, 4096, "lookup read size");
 ABSL_FLAG(int, batch, 32, "lookup ranges per ReadV");
 ABSL_FLAG(std::string, verify_against, "", "compare bytes with DIR/<path>");
@@ -210,6 +216,7 @@ int main(int argc, char** argv) {
     if (first_errors.size() < 5) first_errors.push_back(s.ToString());
   };
 
+  const bool zero_copy = absl::GetFlag(FLAGS_zero_copy);
   auto scan = [&](int) {
     Samples local;
     std::string buf(io_size, '\0');
@@ -217,19 +224,32 @@ int main(int argc, char** argv) {
       size_t i = next_file.fetch_add(1);
       if (once && i >= files.size()) break;
       File* f = files[i % files.size()].get();
-      rangefs::Reader reader(f);
+      rangefs::ReaderOptions ro;
+      ro.prefetch = absl::GetFlag(FLAGS_prefetch);
+      rangefs::Reader reader(f, ro);
       uint64_t pos = 0;
       while (!stop.load()) {
         absl::Time t0 = absl::Now();
-        auto n = reader.Read(absl::MakeSpan(buf));
+        const char* data = buf.data();
+        absl::StatusOr<size_t> n;
+        if (zero_copy) {
+          auto view = reader.Next(buf.size());
+          if (view.ok()) {
+            data = view->data();
+            n = view->size();
+          } else {
+            n = view.status();
+          }
+        } else {
+          n = reader.Read(absl::MakeSpan(buf));
+        }
         local.Add(absl::Now() - t0);
         if (!n.ok()) {
           record_error(n.status());
           break;
         }
         if (*n == 0) break;
-        if (verifier.enabled() &&
-            !verifier.Check(f->path(), pos, buf.data(), *n)) {
+        if (verifier.enabled() && !verifier.Check(f->path(), pos, data, *n)) {
           ++mismatches;
         }
         pos += *n;
@@ -332,9 +352,11 @@ int main(int argc, char** argv) {
                     "\": ", n.bytes);
     absl::StrAppend(
         &nodes_text,
-        absl::StrFormat("  %-8s %10.1f MB  %6d req  %3d err\n", n.node,
-                        n.bytes / 1e6, static_cast<int>(n.requests),
-                        static_cast<int>(n.errors)));
+        absl::StrFormat(
+            "  %-8s %10.1f MB  %6d req  %3d err  (mount %d, agent %d)\n",
+            n.node, n.bytes / 1e6, static_cast<int>(n.requests),
+            static_cast<int>(n.errors), static_cast<int>(n.mount_reads),
+            static_cast<int>(n.agent_reads)));
   }
   if (absl::GetFlag(FLAGS_json)) {
     printf(

@@ -49,12 +49,12 @@ trap cleanup EXIT
 
 if [ "$QUICK" = 1 ]; then
   FILES=2; FILE_MB=32; DUR=2; FIO_RUNTIME=1; RATE=400mbit
-  SWEEP_JOBS="2"; SWEEP_QD="16"; SWEEP_THREADS="4"; SWEEP_MAXIO="1M"
+  SWEEP_JOBS="2"; SWEEP_QD="16"; SWEEP_THREADS="4"; SWEEP_MAXIO="1M"; SWEEP_PREFETCH="true"
   REPEAT=${REPEAT:-1}
 else
   REPEAT=${REPEAT:-3}
   FILES=4; FILE_MB=512; DUR=10; FIO_RUNTIME=5; RATE=800mbit
-  SWEEP_JOBS="1 2 4"; SWEEP_QD="1 16"; SWEEP_THREADS="4 8"; SWEEP_MAXIO="1M 4M"
+  SWEEP_JOBS="1 2 4"; SWEEP_QD="1 16"; SWEEP_THREADS="4 8"; SWEEP_MAXIO="1M 4M"; SWEEP_PREFETCH="true false"
   bash deploy/install-deps.sh
 fi
 if [ -z "$BIN" ]; then
@@ -119,12 +119,12 @@ fio_seq() {  # fio_seq DIRECT NUMJOBS IODEPTH: MB/s of sequential 1 MiB reads
     --ioengine=io_uring --iodepth="$3" --numjobs="$2" --group_reporting \
     --size="$((TOTAL / 1048576))M" --runtime="$FIO_RUNTIME" --time_based=0 || echo 0
 }
-ours_seq() {  # ours_seq DIRECT THREADS MAX_IO JSON: MB/s of a rangefs scan
+ours_seq() {  # ours_seq DIRECT THREADS MAX_IO PREFETCH JSON: MB/s of a rangefs scan
   prime "$1"
   "${BENCH[@]}" --workload=scan --once --threads="$2" --data_path=mount --io_size=16M \
      --max_io_size="$3" --o_direct=$([ "$1" = 1 ] && echo true || echo false) \
-     --json >"$4"
-  python3 -c "print($(jget "$4" gbps)*1000)"
+     --prefetch="$4" --json >"$5"
+  python3 -c "print($(jget "$5" gbps)*1000)"
 }
 best_fio() {  # best_fio DIRECT: sweep numjobs x iodepth; prints "NJ QD"
   local direct=$1 best=0 cfg="1 1" nj qd bw
@@ -141,20 +141,22 @@ for direct in 1 0; do
   read -r fio_nj fio_qd <<<"$(best_fio "$direct")"
   # Our side of the sweep: scan threads x largest physical read (fio's
   # numjobs x iodepth); the best configuration is kept, like fio's.
-  best=0; our_t=4; our_mio=1M
+  best=0; our_t=4; our_mio=1M; our_pf=true
   for t in $SWEEP_THREADS; do
     for mio in $SWEEP_MAXIO; do
-      bw=$(ours_seq "$direct" "$t" "$mio" "$WORK/scan.json")
-      if python3 -c "import sys; sys.exit(0 if $bw > $best else 1)"; then best=$bw; our_t=$t; our_mio=$mio; fi
+      for pf in $SWEEP_PREFETCH; do
+        bw=$(ours_seq "$direct" "$t" "$mio" "$pf" "$WORK/scan.json")
+        if python3 -c "import sys; sys.exit(0 if $bw > $best else 1)"; then best=$bw; our_t=$t; our_mio=$mio; our_pf=$pf; fi
+      done
     done
   done
-  echo "threads=$our_t max_io_size=$our_mio" >"$OUT/a_scan_$name.config"
+  echo "threads=$our_t max_io_size=$our_mio prefetch=$our_pf" >"$OUT/a_scan_$name.config"
   echo "numjobs=$fio_nj iodepth=$fio_qd" >"$OUT/a_fio_$name.config"
   # The measurement: both best configurations, alternating, REPEAT rounds.
   fio_v=(); ours_v=()
   for r in $(seq 1 "$REPEAT"); do
     fio_v+=("$(fio_seq "$direct" "$fio_nj" "$fio_qd")")
-    ours_v+=("$(ours_seq "$direct" "$our_t" "$our_mio" "$WORK/scan.json")")
+    ours_v+=("$(ours_seq "$direct" "$our_t" "$our_mio" "$our_pf" "$WORK/scan.json")")
     cp "$WORK/scan.json" "$OUT/a_scan_${name}_$r.json"
     round_line "sequential $name $r (MB/s)" "${ours_v[-1]}" "${fio_v[-1]}"
   done
@@ -171,7 +173,7 @@ naive=$(python3 -c "print($TOTAL/1e6/($t1-$t0))")
 row "mount-path sequential O_DIRECT vs naive single stream" "$(printf %.0f "${R[scan_O_DIRECT]}")" "$(printf %.0f "$naive")" "$(ratio "${R[scan_O_DIRECT]}" "$naive")" "> 1"
 # round_robin policy on the same data.
 sync; echo 3 >/proc/sys/vm/drop_caches 2>/dev/null || true
-"${BENCH[@]}" --workload=scan --once $(sed 's/threads=/--threads=/; s/ max_io_size=/ --max_io_size=/' "$OUT/a_scan_O_DIRECT.config") \
+"${BENCH[@]}" --workload=scan --once $(sed 's/threads=/--threads=/; s/ max_io_size=/ --max_io_size=/; s/ prefetch=/ --prefetch=/' "$OUT/a_scan_O_DIRECT.config") \
    --data_path=mount --io_size=16M --o_direct=true --policy=round_robin --json >"$OUT/a_scan_rr.json"
 rr=$(python3 -c "print($(jget "$OUT/a_scan_rr.json" gbps)*1000)")
 row "mount-path O_DIRECT least_loaded vs round_robin" "$(printf %.0f "${R[scan_O_DIRECT]}")" "$(printf %.0f "$rr")" "$(ratio "${R[scan_O_DIRECT]}" "$rr")" "~1 (healthy)"
