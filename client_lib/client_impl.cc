@@ -170,6 +170,9 @@ struct Batch {
 struct Task {
   std::shared_ptr<Batch> batch;
   Attempt* attempt;
+  // A retry, a hedge or a piece moved off a bad node: its call is already
+  // late, so it goes to the front of its node's queue.
+  bool urgent = false;
 };
 
 struct NodeCounters {
@@ -549,7 +552,11 @@ void NodeRuntime::Submit(Task t) {
       SubmitPoolLocked(std::move(t));
       return;
     }
-    ring_queue_.push_back(std::move(t));
+    if (t.urgent) {
+      ring_queue_.push_front(std::move(t));
+    } else {
+      ring_queue_.push_back(std::move(t));
+    }
     if (ring_sleeping_) {
       ring_sleeping_ = false;
       wake = true;
@@ -565,7 +572,11 @@ void NodeRuntime::SubmitPoolLocked(Task t) {
       workers_.emplace_back([this] { WorkerLoop(); });
     }
   }
-  queue_.push_back(std::move(t));
+  if (t.urgent) {
+    queue_.push_front(std::move(t));
+  } else {
+    queue_.push_back(std::move(t));
+  }
 }
 
 void NodeRuntime::Wake() {
@@ -1397,6 +1408,7 @@ bool ClientImpl::Dispatch(const std::shared_ptr<Batch>& b, int i, bool hedge,
     return false;
   }
   NodeRuntime* n = Node(replicas[chosen].node_id());
+  const bool urgent = !p.excluded.empty();  // not the piece's first attempt
   b->attempts.push_back(std::make_unique<Attempt>());
   Attempt* a = b->attempts.back().get();
   a->piece = i;
@@ -1420,7 +1432,7 @@ bool ClientImpl::Dispatch(const std::shared_ptr<Batch>& b, int i, bool hedge,
   c.inflight.fetch_add(1);
   c.outstanding_bytes.fetch_add(static_cast<int64_t>(a->length));
   global_inflight_.fetch_add(1);
-  n->Submit(Task{b, a});
+  n->Submit(Task{b, a, urgent});
   return true;
 }
 

@@ -536,6 +536,103 @@ TEST_F(ClientTest, ReadInFlightMovesWhenItsNodeIsDrained) {
   faulty_.Release();
 }
 
+// Records the order of the reads it passes on (paths only).
+class OrderFs : public ReadOnlyFs {
+ public:
+  explicit OrderFs(ReadOnlyFs* base) : base_(base) {}
+  absl::StatusOr<size_t> PRead(const std::string& path, uint64_t offset,
+                               absl::Span<char> dst,
+                               const FsReadOptions& options) override {
+    {
+      absl::MutexLock l(&mu_);
+      order_.push_back(path);
+    }
+    return base_->PRead(path, offset, dst, options);
+  }
+  absl::StatusOr<std::string> ReadFile(const std::string& path) override {
+    return base_->ReadFile(path);
+  }
+  absl::Status CheckDir(const std::string& path) override {
+    return base_->CheckDir(path);
+  }
+  std::vector<std::string> order() {
+    absl::MutexLock l(&mu_);
+    return order_;
+  }
+
+ private:
+  ReadOnlyFs* const base_;
+  absl::Mutex mu_;
+  std::vector<std::string> order_ ABSL_GUARDED_BY(mu_);
+};
+
+TEST_F(ClientTest, RetryGoesToTheFrontOfItsNodesQueue) {
+  // Eight one-replica extents on n0, then one extent on n1 and n0. n0 has
+  // one worker, blocked on the first extent, so seven wait in its queue.
+  // The last extent goes to n1 (least loaded), fails there and is retried
+  // on n0: a late piece, it must be read before the seven.
+  constexpr size_t kExtent = 4096;
+  const std::string data = RandomBytes(gen_, 9 * kExtent);
+  v1::FileLayout l;
+  l.set_size(data.size());
+  l.set_state(v1::READY);
+  for (int k = 0; k < 9; ++k) {
+    auto* e = l.add_extents();
+    e->set_offset(k * kExtent);
+    e->set_length(kExtent);
+    const std::string obj = absl::StrCat("fq/e", k);
+    for (int n : k < 8 ? std::vector<int>{0} : std::vector<int>{1, 0}) {
+      PutObject(Node(n), obj, data.substr(k * kExtent, kExtent));
+      auto* r = e->add_replicas();
+      r->set_node_id(Node(n));
+      r->set_object(obj);
+    }
+  }
+  ASSERT_THAT(store_->CreateFile("/fq", l), IsOk());
+  faulty_.AddRule({.path_contains = absl::StrCat("/", Node(0), "/fq/e0"),
+                   .action = FaultAction::kBlock});
+  faulty_.AddRule({.path_contains = absl::StrCat("/", Node(1), "/fq/e8"),
+                   .error = absl::UnavailableError("n1 lost e8")});
+  OrderFs order(&faulty_);
+  ClientOptions o = Options();
+  o.fs = &order;
+  o.max_inflight_per_node = 1;
+  o.hedging = false;
+  o.stall_factor = 0;
+  o.attempt_timeout = absl::Seconds(60);
+  auto client = Client::Open(o);  // destroyed before `order`
+  ASSERT_THAT(client, IsOk());
+  auto f = (*client)->OpenFile("/fq");
+  ASSERT_THAT(f, IsOk());
+  std::string got(data.size(), '\0');
+  absl::StatusOr<size_t> n;
+  std::thread reader([&] { n = (*f)->Read(0, absl::MakeSpan(got)); });
+  ASSERT_TRUE(faulty_.WaitForBlocked(1, absl::Seconds(10)));
+  // Wait (bounded) until the retry is queued on n0: 8 + 1 requests there.
+  const absl::Time limit = absl::Now() + absl::Seconds(10);
+  while (FindNode((*client)->Stats(), Node(0))->requests < 9 &&
+         absl::Now() < limit) {
+    absl::SleepFor(absl::Milliseconds(1));
+  }
+  EXPECT_EQ(FindNode((*client)->Stats(), Node(0))->requests, 9u);
+  faulty_.Release();
+  reader.join();
+  ASSERT_THAT(n, IsOk());
+  EXPECT_TRUE(got == data);
+  std::vector<std::string> on_n0;
+  for (const std::string& p : order.order()) {
+    if (absl::StrContains(p, absl::StrCat("/", Node(0), "/"))) {
+      on_n0.push_back(p.substr(p.rfind('/') + 1));
+    }
+  }
+  ASSERT_EQ(on_n0.size(), 9u);
+  // e0 was taken first (or, if n0's worker had not started yet, the retry
+  // was): the retry must come before e1..e7 either way.
+  const size_t at = std::find(on_n0.begin(), on_n0.end(), "e8") - on_n0.begin();
+  EXPECT_LE(at, 1u) << "the retry waited behind first attempts";
+  EXPECT_TRUE(on_n0[0] == "e0" || on_n0[0] == "e8");
+}
+
 TEST_F(ClientTest, HedgeBudgetHolds) {
   SimpleFile("/b", 4096);
   // Reads take 2-20 ms and the hedge delay is the 1st percentile, so nearly
