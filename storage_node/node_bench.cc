@@ -1,13 +1,20 @@
 // node_bench: ReadRange throughput over loopback, over gRPC and over the
-// agent's raw-TCP data port (data_port.h), against a plain TCP stream
+// agent's raw-TCP data port (data_port.h), against plain TCP streams
 // measured in the same run, and WriteObject throughput against `dd` to the
 // same disk. Not a test; run via storage_node/node_bench.sh.
+//
+// Two TCP baselines: a memory-to-memory stream (iperf3-like: it never
+// touches a file) and the best of two plain streams of the same object file
+// (pread + write, and sendfile), unframed and unchecked: what serving those
+// bytes over one TCP connection costs at the least.
 #include <arpa/inet.h>
+#include <fcntl.h>
 #include <netinet/in.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
+#include <sys/sendfile.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -30,6 +37,8 @@ ABSL_FLAG(bool, default_malloc, false,
 ABSL_FLAG(int, chunk_kib, 0,
           "ReadRange chunk size of the agent in KiB (0: the agent default).");
 ABSL_FLAG(int, rounds, 3, "Rounds; the median of each measurement is shown.");
+ABSL_FLAG(int, read_mib, 64,
+          "MiB per ReadRange call (the destination buffer's size).");
 
 namespace {
 
@@ -37,8 +46,17 @@ double MiBps(uint64_t bytes, absl::Duration d) {
   return static_cast<double>(bytes) / (1 << 20) / absl::ToDoubleSeconds(d);
 }
 
-// One TCP stream over 127.0.0.1, 1 MiB writes; returns MiB/s (or -1).
-double TcpStream(uint64_t bytes) {
+// Where a plain TCP stream's bytes come from.
+enum class Source {
+  kMemory,    // one hot 1 MiB buffer, written again and again (iperf3-like)
+  kPread,     // the object's file: pread 1 MiB, write it (cat | nc)
+  kSendfile,  // the object's file: sendfile 1 MiB at a time
+};
+
+// One TCP stream over 127.0.0.1 of `bytes` bytes, received 1 MiB at a time
+// into one hot buffer, no framing, no checksums: the ceiling for a data
+// path. Returns MiB/s (or -1).
+double TcpStream(uint64_t bytes, Source source, const std::string& file) {
   int ls = socket(AF_INET, SOCK_STREAM, 0);
   sockaddr_in a{};
   a.sin_family = AF_INET;
@@ -49,11 +67,32 @@ double TcpStream(uint64_t bytes) {
       getsockname(ls, reinterpret_cast<sockaddr*>(&a), &len) != 0) {
     return -1;
   }
-  std::thread server([ls, bytes] {
+  const int fd = source == Source::kMemory ? -1 : open(file.c_str(), O_RDONLY);
+  if (source != Source::kMemory && fd < 0) return -1;
+  std::thread server([ls, bytes, source, fd] {
     int s = accept(ls, nullptr, nullptr);
     std::vector<char> buf(1 << 20, 'x');
     for (uint64_t sent = 0; sent < bytes;) {
-      ssize_t n = write(s, buf.data(), buf.size());
+      const size_t want =
+          static_cast<size_t>(std::min<uint64_t>(buf.size(), bytes - sent));
+      ssize_t n;
+      if (source == Source::kSendfile) {
+        off_t pos = static_cast<off_t>(sent);
+        n = sendfile(s, fd, &pos, want);
+      } else {
+        if (source == Source::kPread &&
+            pread(fd, buf.data(), want, static_cast<off_t>(sent)) !=
+                static_cast<ssize_t>(want)) {
+          break;
+        }
+        n = 0;
+        for (size_t done = 0; done < want;) {
+          ssize_t w = write(s, buf.data() + done, want - done);
+          if (w <= 0) break;
+          done += static_cast<size_t>(w);
+          n = static_cast<ssize_t>(done);
+        }
+      }
       if (n <= 0) break;
       sent += static_cast<uint64_t>(n);
     }
@@ -70,7 +109,8 @@ double TcpStream(uint64_t bytes) {
   close(c);
   server.join();
   close(ls);
-  return MiBps(got, d);
+  if (fd >= 0) close(fd);
+  return got == bytes ? MiBps(got, d) : -1;
 }
 
 // CPU seconds (user + system) this process has used so far.
@@ -122,11 +162,12 @@ int main(int argc, char** argv) {
   for (size_t i = 0; i < pattern.size(); ++i) {
     pattern[i] = static_cast<char>(i * 7);
   }
-  std::vector<char> buf(64 << 20);
+  std::vector<char> buf(
+      static_cast<size_t>(std::max(1, absl::GetFlag(FLAGS_read_mib))) << 20);
 
   // Rounds alternate each measurement with its baseline, so that load from
   // other processes hits both alike; the medians are reported.
-  std::vector<double> dd_v, write_v, tcp_v, read_v, dp_v;
+  std::vector<double> dd_v, write_v, tcp_v, file_v, read_v, dp_v;
   for (int round = 0; round < rounds; ++round) {
     // dd to the same disk, with fsync like WriteObject.
     const std::string dd = absl::StrCat("dd if=/dev/zero of=", base,
@@ -180,7 +221,17 @@ int main(int argc, char** argv) {
           (CpuSeconds() - c0) / (static_cast<double>(total) / (1 << 30));
       return mibps;
     };
-    tcp_v.push_back(TcpStream(total));
+    tcp_v.push_back(TcpStream(total, Source::kMemory, ""));
+    const std::string obj = exp + "/bench/obj";
+    const double by_pread = TcpStream(total, Source::kPread, obj);
+    const double by_sendfile = TcpStream(total, Source::kSendfile, obj);
+    file_v.push_back(std::max(by_pread, by_sendfile));
+    fprintf(stderr, "round %d: file tcp by pread %.1f, by sendfile %.1f\n",
+            round + 1, by_pread, by_sendfile);
+    if (tcp_v.back() <= 0 || file_v.back() <= 0) {
+      fprintf(stderr, "a TCP baseline failed\n");
+      return 1;
+    }
     double read_cpu = 0, dp_cpu = 0;
     read_v.push_back(read_all(nc->get(), &read_cpu));
     dp_v.push_back(read_all(dpc->get(), &dp_cpu));
@@ -190,12 +241,13 @@ int main(int argc, char** argv) {
     }
     const double gib = static_cast<double>(total) / (1 << 30);
     fprintf(stderr,
-            "round %d: tcp %.1f  gRPC ReadRange %.1f (%.2f) cpu %.2f s/GiB  "
-            "data port %.1f (%.2f) cpu %.2f s/GiB  "
+            "round %d: tcp %.1f  file tcp %.1f  gRPC ReadRange %.1f (%.2f, "
+            "%.2f) cpu %.2f s/GiB  data port %.1f (%.2f, %.2f) cpu %.2f s/GiB  "
             "WriteObject %.1f dd %.1f (%.2f) cpu %.2f s/GiB\n",
-            round + 1, tcp_v.back(), read_v.back(),
-            read_v.back() / tcp_v.back(), read_cpu, dp_v.back(),
-            dp_v.back() / tcp_v.back(), dp_cpu, write_v.back(), dd_v.back(),
+            round + 1, tcp_v.back(), file_v.back(), read_v.back(),
+            read_v.back() / tcp_v.back(), read_v.back() / file_v.back(),
+            read_cpu, dp_v.back(), dp_v.back() / tcp_v.back(),
+            dp_v.back() / file_v.back(), dp_cpu, write_v.back(), dd_v.back(),
             write_v.back() / dd_v.back(), write_cpu / gib);
   }
   (*agent)->Shutdown(absl::Now() + absl::Seconds(5));
@@ -203,17 +255,22 @@ int main(int argc, char** argv) {
   if (system(("rm -rf " + base).c_str()) != 0) return 1;
 
   const double read_mibps = Median(read_v), tcp_mibps = Median(tcp_v);
-  const double dp_mibps = Median(dp_v);
+  const double file_mibps = Median(file_v), dp_mibps = Median(dp_v);
   const double write_mibps = Median(write_v), dd_mibps = Median(dd_v);
   printf("bytes per measurement: %llu MiB, median of %d rounds\n",
          static_cast<unsigned long long>(total >> 20), rounds);
-  printf("plain TCP stream (loopback):    %8.1f MiB/s\n", tcp_mibps);
-  printf("ReadRange over gRPC:            %8.1f MiB/s  ratio %.2f\n",
-         read_mibps, read_mibps / tcp_mibps);
-  printf("ReadRange over data port:       %8.1f MiB/s  ratio %.2f\n", dp_mibps,
-         dp_mibps / tcp_mibps);
-  printf("WriteObject (fsync):            %8.1f MiB/s\n", write_mibps);
-  printf("dd bs=1M conv=fsync:            %8.1f MiB/s  ratio %.2f\n", dd_mibps,
-         write_mibps / dd_mibps);
+  printf("plain TCP stream, memory to memory:   %8.1f MiB/s\n", tcp_mibps);
+  printf("plain TCP stream of the object file:  %8.1f MiB/s\n", file_mibps);
+  printf(
+      "ReadRange over gRPC:                  %8.1f MiB/s  ratio %.2f "
+      "(vs memory %.2f)\n",
+      read_mibps, read_mibps / file_mibps, read_mibps / tcp_mibps);
+  printf(
+      "ReadRange over data port:             %8.1f MiB/s  ratio %.2f "
+      "(vs memory %.2f)\n",
+      dp_mibps, dp_mibps / file_mibps, dp_mibps / tcp_mibps);
+  printf("WriteObject (fsync):                  %8.1f MiB/s\n", write_mibps);
+  printf("dd bs=1M conv=fsync:                  %8.1f MiB/s  ratio %.2f\n",
+         dd_mibps, write_mibps / dd_mibps);
   return 0;
 }

@@ -4,6 +4,7 @@
 #
 #   deploy/local/cluster.sh up [--nodes=4] [--etcd=1|3] [--hosts=local|netns]
 #                              [--rate=800mbit] [--dir=DIR] [--cluster=NAME]
+#                              [--node-flags="--data_listen=auto ..."]
 #   deploy/local/cluster.sh status [--dir=DIR]
 #   deploy/local/cluster.sh down   [--dir=DIR] [--purge]
 #   deploy/local/cluster.sh exec [--dir=DIR] -- CMD...   (in the client's network)
@@ -31,6 +32,7 @@ RATE=800mbit
 CLUSTER=local
 PURGE=0
 BIN=""
+NODE_FLAGS=()
 EXEC_ARGS=()
 while [ $# -gt 0 ]; do
   case "$1" in
@@ -41,6 +43,7 @@ while [ $# -gt 0 ]; do
     --rate=*) RATE=${1#*=} ;;
     --cluster=*) CLUSTER=${1#*=} ;;
     --bin=*) BIN=${1#*=} ;;
+    --node-flags=*) read -r -a NODE_FLAGS <<<"${1#*=}" ;;
     --purge) PURGE=1 ;;
     --) shift; EXEC_ARGS=("$@"); break ;;
     -h|--help) sed -n '2,20p' "$0"; exit 0 ;;
@@ -235,7 +238,7 @@ cmd_up() {
     fi
     start_bg "$DIR/logs/node-$id.log" "$DIR/run/node-$id.pid" "$ns" \
       "$BIN/rangefs-node" --node_id="$id" --export_root="$export" --listen="$addr" \
-      --etcd_endpoints="$ETCD_ENDPOINTS" --cluster="$CLUSTER"
+      --etcd_endpoints="$ETCD_ENDPOINTS" --cluster="$CLUSTER" ${NODE_FLAGS[@]+"${NODE_FLAGS[@]}"}
   done
   for i in $(seq 1 "$NODES"); do
     wait_for "node n$i serving" 30 grep -q "serving on" "$DIR/logs/node-n$i.log"
