@@ -39,12 +39,17 @@ HedgeBudget::Stats HedgeBudget::stats() const {
 absl::Duration HedgeDelay(const LatencyTracker& tracker, absl::string_view node,
                           double quantile, absl::Duration min,
                           uint64_t min_samples) {
-  HistogramSnapshot s = tracker.NodeSnapshot(node);
+  const HistogramSnapshot global = tracker.GlobalWindowSnapshot();
+  const HistogramSnapshot s = tracker.NodeSnapshot(node);
   if (s.count < std::max<uint64_t>(1, min_samples)) {
-    s = tracker.GlobalWindowSnapshot();
-    if (s.count == 0) return min;
+    if (global.count == 0) return min;
+    return std::max(global.Quantile(quantile), min);
   }
-  return std::max(s.Quantile(quantile), min);
+  absl::Duration d = s.Quantile(quantile);
+  if (global.count >= std::max<uint64_t>(1, min_samples)) {
+    d = std::min(d, global.Quantile(quantile));
+  }
+  return std::max(d, min);
 }
 
 bool HedgingAllowed(const LatencyTracker& tracker,

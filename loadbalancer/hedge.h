@@ -64,7 +64,10 @@ class HedgeBudget {
 // Returns how long to wait for `node` before hedging: its windowed
 // `quantile` latency, or the process-wide one if the node has fewer than
 // `min_samples` samples, and never less than `min`. Returns `min` when
-// nothing is known.
+// nothing is known. Never more than the process-wide windowed quantile
+// either: a node that is slow all the time has a high quantile of its own,
+// and waiting for it would leave exactly the stragglers that hedging is for
+// ("later than 95% of reads", The Tail at Scale) unhedged.
 absl::Duration HedgeDelay(const LatencyTracker& tracker, absl::string_view node,
                           double quantile = 0.95,
                           absl::Duration min = absl::Milliseconds(1),

@@ -72,6 +72,19 @@ TEST(HedgeDelayTest, UsesNodeQuantileThenGlobalThenMin) {
             t.Quantile("c", 0.95));
 }
 
+TEST(HedgeDelayTest, ASlowNodeIsHedgedAtTheProcessWideQuantile) {
+  FakeClock clock;
+  LatencyTracker t(&clock);
+  for (int i = 0; i < 1000; ++i) t.Record("fast", absl::Milliseconds(20));
+  for (int i = 0; i < 30; ++i) t.Record("slow", absl::Milliseconds(400));
+  // The slow node's own p95 is 400 ms; 97% of all reads took 20 ms.
+  EXPECT_NEAR(absl::ToDoubleMilliseconds(t.Quantile("slow", 0.95)), 400, 55);
+  // The process-wide p95 (histogram buckets: within ~25%), not 400 ms.
+  EXPECT_GE(HedgeDelay(t, "slow"), absl::Milliseconds(18));
+  EXPECT_LE(HedgeDelay(t, "slow"), absl::Milliseconds(30));
+  EXPECT_LE(HedgeDelay(t, "fast"), absl::Milliseconds(30));
+}
+
 TEST(HedgingAllowedTest, Rule) {
   FakeClock clock;
   LatencyTracker t(&clock);

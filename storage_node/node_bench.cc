@@ -37,8 +37,9 @@ ABSL_FLAG(bool, default_malloc, false,
 ABSL_FLAG(int, chunk_kib, 0,
           "ReadRange chunk size of the agent in KiB (0: the agent default).");
 ABSL_FLAG(int, rounds, 3, "Rounds; the median of each measurement is shown.");
-ABSL_FLAG(int, read_mib, 64,
-          "MiB per ReadRange call (the destination buffer's size).");
+ABSL_FLAG(int, read_mib, 1,
+          "MiB per ReadRange call, into one reused buffer (1: like the "
+          "TCP baselines, and the client's 1 MiB pieces).");
 
 namespace {
 

@@ -66,6 +66,8 @@ ABSL_FLAG(std::string, agent_cert, "", "agent path: client cert (mTLS)");
 ABSL_FLAG(std::string, agent_key, "", "agent path: client key (mTLS)");
 ABSL_FLAG(std::string, verify, "off", "checksums: off | sampled | full");
 ABSL_FLAG(double, deadline_s, 30, "per-call deadline");
+ABSL_FLAG(double, attempt_timeout_s, 5,
+          "an attempt pending this long is timed out (its node marked dead)");
 ABSL_FLAG(int, inflight_per_node, 8, "physical reads in flight per node");
 ABSL_FLAG(uint64_t, min_file_size, 0, "only use files at least this big");
 ABSL_FLAG(uint64_t, max_file_size, UINT64_MAX, "only files at most this big");
@@ -153,6 +155,7 @@ int main(int argc, char** argv) {
   o.io_uring_depth = absl::GetFlag(FLAGS_io_uring_depth);
   o.max_io_size = ParseSize(absl::GetFlag(FLAGS_max_io_size));
   o.default_deadline = absl::Seconds(absl::GetFlag(FLAGS_deadline_s));
+  o.attempt_timeout = absl::Seconds(absl::GetFlag(FLAGS_attempt_timeout_s));
   std::string dp = absl::GetFlag(FLAGS_data_path);
   o.data_path = dp == "mount"   ? rangefs::DataPath::kMount
                 : dp == "agent" ? rangefs::DataPath::kAgent
