@@ -6,7 +6,8 @@
 //                 [--io_size=4M] [--lookup_size=4096] [--batch=32]
 //                 [--verify_against=LOCAL_DIR] [--timeline=FILE] [--json]
 //                 [--io_uring=true] [--io_uring_depth=32] [--max_io_size=1M]
-//                 [--prefetch=true] [--zero_copy=false]
+//                 [--prefetch=true] [--zero_copy=false] [--hedging=true]
+//                 [--stall_factor=4] [--attempt_timeout_s=5] [--deadline_s=30]
 //
 // scan: each thread reads whole files sequentially (Reader with adaptive
 // readahead), files handed out round-robin; with --once every file is read
