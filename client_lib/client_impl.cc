@@ -153,6 +153,14 @@ struct PieceState {
   absl::Status status;
 };
 
+struct Task {
+  std::shared_ptr<Batch> batch;
+  Attempt* attempt;
+  // A retry, a hedge or a piece moved off a bad node: its call is already
+  // late, so it goes to the front of its node's queue.
+  bool urgent = false;
+};
+
 struct Batch {
   absl::Mutex mu;
   absl::CondVar cv;
@@ -165,14 +173,8 @@ struct Batch {
   std::vector<std::unique_ptr<Attempt>> attempts ABSL_GUARDED_BY(mu);
   std::vector<std::shared_ptr<const ns::CachedLayout>> layouts;
   absl::Time deadline;
-};
-
-struct Task {
-  std::shared_ptr<Batch> batch;
-  Attempt* attempt;
-  // A retry, a hedge or a piece moved off a bad node: its call is already
-  // late, so it goes to the front of its node's queue.
-  bool urgent = false;
+  // Attempts dispatched and not yet handed to their nodes (Flush).
+  std::vector<Task> outbox ABSL_GUARDED_BY(mu);
 };
 
 struct NodeCounters {
@@ -220,7 +222,8 @@ class NodeRuntime {
   }
   void set_mount_down(bool down) { mount_down_.store(down); }
 
-  void Submit(Task t);
+  // Queues `tasks` (moved from) with one lock and at most one wake-up.
+  void Submit(absl::Span<Task> tasks);
   void Stop();
 
  private:
@@ -401,6 +404,8 @@ class ClientImpl : public Client {
       std::vector<std::pair<NodeRuntime*, absl::Duration>>& cache);
   // Whether a replica of `p` has not been tried yet in this call.
   bool HasUntriedReplica(const PieceState& p);
+  // Hands the attempts Dispatch queued in b.outbox to their nodes.
+  void Flush(Batch& b) ABSL_EXCLUSIVE_LOCKS_REQUIRED(b.mu);
   bool Dispatch(const std::shared_ptr<Batch>& b, int i, bool hedge,
                 lb::Picker& picker) ABSL_EXCLUSIVE_LOCKS_REQUIRED(b->mu);
   void FailPiece(Batch& b, PieceState& p) ABSL_EXCLUSIVE_LOCKS_REQUIRED(b.mu);
@@ -540,7 +545,7 @@ class FileImpl : public File {
 
 // ---------------------------------------------------------------- nodes
 
-void NodeRuntime::Submit(Task t) {
+void NodeRuntime::Submit(absl::Span<Task> tasks) {
   bool wake = false;
   {
     absl::MutexLock l(&qmu_);
@@ -548,21 +553,21 @@ void NodeRuntime::Submit(Task t) {
       started_ = true;
       use_ring_ = client_->RingWanted() && StartRingLocked();
     }
-    if (!use_ring_) {
-      SubmitPoolLocked(std::move(t));
-      return;
+    for (Task& t : tasks) {
+      if (!use_ring_) {
+        SubmitPoolLocked(std::move(t));
+      } else if (t.urgent) {
+        ring_queue_.push_front(std::move(t));
+      } else {
+        ring_queue_.push_back(std::move(t));
+      }
     }
-    if (t.urgent) {
-      ring_queue_.push_front(std::move(t));
-    } else {
-      ring_queue_.push_back(std::move(t));
-    }
-    if (ring_sleeping_) {
+    if (use_ring_ && ring_sleeping_) {
       ring_sleeping_ = false;
       wake = true;
     }
   }
-  if (wake) Wake();
+  if (wake) Wake();  // once per batch of tasks, not per task
 }
 
 void NodeRuntime::SubmitPoolLocked(Task t) {
@@ -1366,6 +1371,24 @@ std::vector<absl::StatusOr<size_t>> ClientImpl::ReadV(
   return Execute(reqs, options);
 }
 
+void ClientImpl::Flush(Batch& b) {
+  // Grouped by node, in order of first appearance: one Submit per node.
+  std::vector<Task>& out = b.outbox;
+  for (size_t i = 0; i < out.size();) {
+    NodeRuntime* n = out[i].attempt->node;
+    size_t j = i + 1;
+    for (size_t k = i + 1; k < out.size(); ++k) {
+      if (out[k].attempt->node == n) {
+        if (k != j) std::swap(out[k], out[j]);
+        ++j;
+      }
+    }
+    n->Submit(absl::MakeSpan(&out[i], j - i));
+    i = j;
+  }
+  out.clear();
+}
+
 bool ClientImpl::Dispatch(const std::shared_ptr<Batch>& b, int i, bool hedge,
                           lb::Picker& picker) {
   PieceState& p = b->pieces[i];
@@ -1432,7 +1455,7 @@ bool ClientImpl::Dispatch(const std::shared_ptr<Batch>& b, int i, bool hedge,
   c.inflight.fetch_add(1);
   c.outstanding_bytes.fetch_add(static_cast<int64_t>(a->length));
   global_inflight_.fetch_add(1);
-  n->Submit(Task{b, a, urgent});
+  b->outbox.push_back(Task{b, a, urgent});
   return true;
 }
 
@@ -1559,6 +1582,7 @@ std::vector<absl::StatusOr<size_t>> ClientImpl::Execute(
         FailPiece(*b, p);
       }
     }
+    Flush(*b);
     // Failed attempts: retry elsewhere.
     std::vector<Attempt*> failed;
     failed.swap(b->failed);
@@ -1572,6 +1596,7 @@ std::vector<absl::StatusOr<size_t>> ClientImpl::Execute(
       retries_.fetch_add(1);
       if (!Dispatch(b, a->piece, false, *picker)) FailPiece(*b, p);
     }
+    Flush(*b);
     if (b->remaining == 0) break;
     // Timers: attempt timeouts, stalls, sick nodes, hedges.
     const absl::Time now = clock_->MonotonicNow();
@@ -1666,6 +1691,7 @@ std::vector<absl::StatusOr<size_t>> ClientImpl::Execute(
         }
       }
     }
+    Flush(*b);  // moved pieces and hedges
     if (b->remaining == 0) break;
     if (!b->failed.empty()) continue;
     absl::Duration wait = std::min(wake - now, slice);
@@ -1683,8 +1709,11 @@ std::vector<absl::StatusOr<size_t>> ClientImpl::Execute(
     if (wait > absl::ZeroDuration()) b->cv.WaitWithTimeout(&b->mu, wait);
   }
   // Close: no worker may start a copy from now on; wait for started ones.
+  // Anything still in the outbox (a deadline broke the loop) is handed over
+  // all the same: its node ends it as not needed and settles its counters.
   b->closed = true;
   b->closed_hint.store(true, std::memory_order_release);
+  Flush(*b);
   for (auto& a : b->attempts) {
     if (!a->finished) a->canceller.Cancel();
   }
