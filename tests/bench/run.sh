@@ -19,6 +19,8 @@
 # qd32, the scenarios) run --repeat=N rounds (default 3), each alternating
 # ours with its baseline; the table shows medians, OUT/rounds.md each round.
 # --quick: small data and short runs, one round (the test suite's smoke test).
+# --only=A|B: one part. NODE_FLAGS="..." (environment): extra rangefs-node
+# flags for part B's agents, e.g. --data_listen=auto.
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 cd "$ROOT"
@@ -212,7 +214,7 @@ fi
 ip netns del rfs-bench-probe
 echo "bench: part B (agent path, 4 hosts in netns, egress capped at $RATE each)"
 CB="$WORK/clusterB"; CLUSTERS+=("$CB")
-eval "$(deploy/local/cluster.sh up --dir="$CB" --nodes=4 --hosts=netns --rate="$RATE" --bin="$BIN" --cluster=bench | tail -n 1)"
+eval "$(deploy/local/cluster.sh up --dir="$CB" --nodes=4 --hosts=netns --rate="$RATE" --bin="$BIN" --cluster=bench --node-flags="${NODE_FLAGS:-}" | tail -n 1)"
 # shellcheck disable=SC1090
 source "$CB/cluster.env"
 NS_C="rfs${TAG}-c"
