@@ -177,6 +177,25 @@ struct Batch {
   std::vector<Task> outbox ABSL_GUARDED_BY(mu);
 };
 
+// A node's queue of tasks: urgent ones (retries, hedges, moved pieces)
+// first, each kind first in, first out.
+class TaskQueue {
+ public:
+  void Push(Task t) { (t.urgent ? urgent_ : normal_).push_back(std::move(t)); }
+  bool empty() const { return urgent_.empty() && normal_.empty(); }
+  // Precondition: !empty().
+  Task Pop() {
+    std::deque<Task>& q = urgent_.empty() ? normal_ : urgent_;
+    Task t = std::move(q.front());
+    q.pop_front();
+    return t;
+  }
+
+ private:
+  std::deque<Task> urgent_;
+  std::deque<Task> normal_;
+};
+
 struct NodeCounters {
   std::atomic<uint64_t> bytes{0}, requests{0}, errors{0}, timeouts{0},
       stalls{0}, moved{0}, checksum_failures{0}, mount_reads{0}, agent_reads{0},
@@ -300,12 +319,12 @@ class NodeRuntime {
   std::atomic<bool> mount_down_{false};
 
   absl::Mutex qmu_;
-  std::deque<Task> queue_ ABSL_GUARDED_BY(qmu_);  // worker threads' queue
+  TaskQueue queue_ ABSL_GUARDED_BY(qmu_);  // worker threads' queue
   bool stop_ ABSL_GUARDED_BY(qmu_) = false;
   std::vector<std::thread> workers_ ABSL_GUARDED_BY(qmu_);
   bool started_ ABSL_GUARDED_BY(qmu_) = false;
   bool use_ring_ ABSL_GUARDED_BY(qmu_) = false;
-  std::deque<Task> ring_queue_ ABSL_GUARDED_BY(qmu_);
+  TaskQueue ring_queue_ ABSL_GUARDED_BY(qmu_);
   bool ring_sleeping_ ABSL_GUARDED_BY(qmu_) = false;
   std::thread ring_thread_ ABSL_GUARDED_BY(qmu_);
   // Set before the ring thread starts, then owned by it.
@@ -556,10 +575,8 @@ void NodeRuntime::Submit(absl::Span<Task> tasks) {
     for (Task& t : tasks) {
       if (!use_ring_) {
         SubmitPoolLocked(std::move(t));
-      } else if (t.urgent) {
-        ring_queue_.push_front(std::move(t));
       } else {
-        ring_queue_.push_back(std::move(t));
+        ring_queue_.Push(std::move(t));
       }
     }
     if (use_ring_ && ring_sleeping_) {
@@ -577,11 +594,7 @@ void NodeRuntime::SubmitPoolLocked(Task t) {
       workers_.emplace_back([this] { WorkerLoop(); });
     }
   }
-  if (t.urgent) {
-    queue_.push_front(std::move(t));
-  } else {
-    queue_.push_back(std::move(t));
-  }
+  queue_.Push(std::move(t));
 }
 
 void NodeRuntime::Wake() {
@@ -624,8 +637,7 @@ void NodeRuntime::WorkerLoop() {
           },
           this));
       if (queue_.empty()) return;  // stopping
-      t = std::move(queue_.front());
-      queue_.pop_front();
+      t = queue_.Pop();
     }
     Execute(t.attempt, t.batch.get(), buf);
   }
@@ -934,8 +946,7 @@ void NodeRuntime::RingLoop() {
     {
       absl::MutexLock l(&qmu_);
       while (!ring_queue_.empty() && take.size() < ring_free_.size()) {
-        take.push_back(std::move(ring_queue_.front()));
-        ring_queue_.pop_front();
+        take.push_back(ring_queue_.Pop());
       }
       if (take.empty() && ring_inflight_ == 0 && stop_) break;
       block = take.empty();
@@ -1372,19 +1383,23 @@ std::vector<absl::StatusOr<size_t>> ClientImpl::ReadV(
 }
 
 void ClientImpl::Flush(Batch& b) {
-  // Grouped by node, in order of first appearance: one Submit per node.
+  // One Submit per node, nodes in order of first appearance, each node's
+  // tasks in dispatch order.
   std::vector<Task>& out = b.outbox;
-  for (size_t i = 0; i < out.size();) {
-    NodeRuntime* n = out[i].attempt->node;
-    size_t j = i + 1;
-    for (size_t k = i + 1; k < out.size(); ++k) {
-      if (out[k].attempt->node == n) {
-        if (k != j) std::swap(out[k], out[j]);
-        ++j;
-      }
+  if (out.empty()) return;
+  absl::InlinedVector<NodeRuntime*, 8> nodes;
+  for (const Task& t : out) {
+    if (std::find(nodes.begin(), nodes.end(), t.attempt->node) == nodes.end()) {
+      nodes.push_back(t.attempt->node);
     }
-    n->Submit(absl::MakeSpan(&out[i], j - i));
-    i = j;
+  }
+  std::vector<Task> mine;
+  for (NodeRuntime* n : nodes) {
+    mine.clear();
+    for (Task& t : out) {
+      if (t.attempt->node == n) mine.push_back(std::move(t));
+    }
+    n->Submit(absl::MakeSpan(mine));
   }
   out.clear();
 }

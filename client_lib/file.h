@@ -110,10 +110,11 @@ class Reader {
   };
   // Fetches the window at position_ into buffer_ (or, if `direct` is at
   // least a window, straight into `direct`: *direct_n bytes, position_
-  // advanced). `need`: the bytes the caller still wants. `report`: a failed
-  // prefetch's error is consumed (else the next call sees it again).
-  absl::Status Refill(size_t need, absl::Span<char> direct, bool report,
-                      size_t* direct_n);
+  // advanced). `need`: the bytes the caller still wants; `hint`: the
+  // caller's whole read size (a prefetch is at least that). `report`: a
+  // failed prefetch's error is consumed (else the next call sees it again).
+  absl::Status Refill(size_t need, size_t hint, absl::Span<char> direct,
+                      bool report, size_t* direct_n);
   bool Buffered() const;  // position_ is inside buffer_
   void StartPrefetch(uint64_t offset, size_t want);
   void JoinPrefetch();  // waits for the thread, if any

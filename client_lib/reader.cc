@@ -47,8 +47,8 @@ void Reader::DiscardPrefetch() {
   prefetch_.pending = false;
 }
 
-absl::Status Reader::Refill(size_t need, absl::Span<char> direct, bool report,
-                            size_t* direct_n) {
+absl::Status Reader::Refill(size_t need, size_t hint, absl::Span<char> direct,
+                            bool report, size_t* direct_n) {
   *direct_n = 0;
   // Sequential continuation grows the window; a seek resets it.
   const bool sequential = position_ == next_expected_;
@@ -59,7 +59,7 @@ absl::Status Reader::Refill(size_t need, absl::Span<char> direct, bool report,
   }
   // The next window of this stream, if it continues sequentially.
   const size_t next_want =
-      std::max(std::min(options_.max_readahead, window_ * 2), need);
+      std::max(std::min(options_.max_readahead, window_ * 2), hint);
 
   if (prefetch_.pending && prefetch_.offset == position_) {
     JoinPrefetch();
@@ -125,8 +125,8 @@ absl::StatusOr<size_t> Reader::Read(absl::Span<char> dst) {
       continue;
     }
     size_t direct_n = 0;
-    absl::Status s =
-        Refill(dst.size() - done, dst.subspan(done), done == 0, &direct_n);
+    absl::Status s = Refill(dst.size() - done, dst.size(), dst.subspan(done),
+                            done == 0, &direct_n);
     if (!s.ok()) {
       if (done > 0) return done;  // the error comes with the next Read
       return s;
@@ -141,7 +141,7 @@ absl::StatusOr<absl::Span<const char>> Reader::Next(size_t max) {
   if (max == 0 || position_ >= file_->size()) return absl::Span<const char>();
   if (!Buffered()) {
     size_t unused = 0;
-    RANGEFS_RETURN_IF_ERROR(Refill(0, absl::Span<char>(), true, &unused));
+    RANGEFS_RETURN_IF_ERROR(Refill(0, 0, absl::Span<char>(), true, &unused));
     if (!Buffered()) return absl::Span<const char>();  // end of file
   }
   const size_t at = static_cast<size_t>(position_ - buffer_offset_);
