@@ -123,6 +123,12 @@ struct ClientOptions {
 
   // --- replica choice ---
   std::string lb_policy = "least_loaded";  // loadbalancer/registry.h
+  // Hedged reads: a piece still pending after its node's windowed
+  // `hedge_quantile` latency (never more than the process-wide one, never
+  // less than hedge_min_delay) is sent to another replica too, if the hedge
+  // budget has a token; the first answer wins. Retries, hedges and moved
+  // pieces go to the front of their node's queue (first in, first out among
+  // themselves): their call is already late.
   bool hedging = true;
   double hedge_quantile = 0.95;
   double hedge_max_ratio = 0.05;  // hedges per primary read (token bucket)
