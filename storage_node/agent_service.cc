@@ -77,26 +77,6 @@ absl::Status WriteFull(int fd, const char* p, size_t n,
   return absl::OkStatus();
 }
 
-// Reads exactly `n` bytes at `off`; DATA_LOSS if the file ends first.
-absl::Status PreadFull(int fd, char* p, size_t n, uint64_t off,
-                       absl::string_view path) {
-  size_t done = 0;
-  while (done < n) {
-    ssize_t r = pread(fd, p + done, n - done, static_cast<off_t>(off + done));
-    if (r < 0) {
-      if (errno == EINTR) continue;
-      return ErrnoStatus(
-          errno, absl::StrCat("pread object ", path, " at ", off + done));
-    }
-    if (r == 0) {
-      return absl::DataLossError(absl::StrCat("object ", path, " ended at ",
-                                              off + done, " while reading"));
-    }
-    done += static_cast<size_t>(r);
-  }
-  return absl::OkStatus();
-}
-
 absl::Status BusyStatus(int64_t now_inflight, int max) {
   return absl::ResourceExhaustedError(
       absl::StrCat("node busy: ", now_inflight - 1, " reads in flight (max ",

@@ -83,25 +83,6 @@ std::string ReplyHeader(const absl::Status& s) {
   return out;
 }
 
-absl::Status PreadFull(int fd, char* p, size_t n, uint64_t off,
-                       absl::string_view path) {
-  size_t done = 0;
-  while (done < n) {
-    ssize_t r = pread(fd, p + done, n - done, static_cast<off_t>(off + done));
-    if (r < 0) {
-      if (errno == EINTR) continue;
-      return ErrnoStatus(
-          errno, absl::StrCat("pread object ", path, " at ", off + done));
-    }
-    if (r == 0) {
-      return absl::DataLossError(absl::StrCat("object ", path, " ended at ",
-                                              off + done, " while reading"));
-    }
-    done += static_cast<size_t>(r);
-  }
-  return absl::OkStatus();
-}
-
 // Why a request ended: `status` for the stats; `keep` false when the
 // connection cannot carry another request.
 struct ReadOutcome {

@@ -550,5 +550,24 @@ absl::Status ExportRoot::CheckHealth() const {
   return absl::OkStatus();
 }
 
+absl::Status PreadFull(int fd, char* p, size_t n, uint64_t off,
+                       absl::string_view path) {
+  size_t done = 0;
+  while (done < n) {
+    ssize_t r = pread(fd, p + done, n - done, static_cast<off_t>(off + done));
+    if (r < 0) {
+      if (errno == EINTR) continue;
+      return ErrnoStatus(
+          errno, absl::StrCat("pread object ", path, " at ", off + done));
+    }
+    if (r == 0) {
+      return absl::DataLossError(absl::StrCat("object ", path, " ended at ",
+                                              off + done, " while reading"));
+    }
+    done += static_cast<size_t>(r);
+  }
+  return absl::OkStatus();
+}
+
 }  // namespace node
 }  // namespace rangefs

@@ -50,6 +50,12 @@ inline constexpr size_t kMaxComponentBytes = 255;
 // `object_path` must be valid (ValidateObjectPath).
 std::string SidecarPathFor(absl::string_view object_path);
 
+// Reads exactly `n` bytes of the object `path` (for messages) open as `fd`
+// at `off` into `p`; DATA_LOSS if the file ends first, errno errors as
+// ErrnoStatus.
+absl::Status PreadFull(int fd, char* p, size_t n, uint64_t off,
+                       absl::string_view path);
+
 // A file being written in the temp dir. Remove or commit it; it is not
 // removed automatically.
 struct TempFile {
