@@ -1583,6 +1583,17 @@ std::vector<absl::StatusOr<size_t>> ClientImpl::Execute(
   }
   std::vector<lb::NodeId> ids;
   std::vector<std::pair<NodeRuntime*, absl::Duration>> stall_delays;
+  // Per pass and node: HedgeDelay takes two histogram snapshots.
+  std::vector<std::pair<NodeRuntime*, absl::Duration>> hedge_delays;
+  auto hedge_delay = [&](NodeRuntime* n) {
+    for (const auto& [node, d] : hedge_delays) {
+      if (node == n) return d;
+    }
+    const absl::Duration d = lb::HedgeDelay(
+        latency_, n->id(), options_.hedge_quantile, options_.hedge_min_delay);
+    hedge_delays.emplace_back(n, d);
+    return d;
+  };
   while (b->remaining > 0) {
     // Dispatch what the global cap allows.
     while (!waiting.empty() &&
@@ -1619,6 +1630,7 @@ std::vector<absl::StatusOr<size_t>> ClientImpl::Execute(
     absl::Time wake = b->deadline;
     bool unstarted = false, running = false;
     stall_delays.clear();
+    hedge_delays.clear();
     for (int i = 0; i < static_cast<int>(b->pieces.size()); ++i) {
       PieceState& p = b->pieces[i];
       if (p.done || p.last == nullptr || p.last->finished ||
@@ -1689,9 +1701,7 @@ std::vector<absl::StatusOr<size_t>> ClientImpl::Execute(
       running = true;
       if (options_.hedging && !p.hedged && started_ns != 0) {
         const absl::Time hedge_at =
-            absl::FromUnixNanos(started_ns) +
-            lb::HedgeDelay(latency_, a->node->id(), options_.hedge_quantile,
-                           options_.hedge_min_delay);
+            absl::FromUnixNanos(started_ns) + hedge_delay(a->node);
         if (now >= hedge_at) {
           p.hedged = true;
           ids.clear();
