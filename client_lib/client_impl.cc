@@ -38,6 +38,7 @@
 #include <vector>
 
 #include "absl/base/thread_annotations.h"
+#include "absl/cleanup/cleanup.h"
 #include "absl/container/flat_hash_map.h"
 #include "absl/hash/hash.h"
 #include "absl/random/random.h"
@@ -161,6 +162,73 @@ struct Task {
   bool urgent = false;
 };
 
+// One mount read: the aligned span to read and how to check it.
+struct MountPlan {
+  std::string path;
+  bool direct = false;
+  uint64_t start = 0;
+  uint64_t end = 0;
+  size_t span = 0;   // end - start
+  size_t alloc = 0;  // span rounded up to kDirectIoAlignment
+  size_t lead = 0;   // object_offset - start
+  std::shared_ptr<const node::Checksums> sums;  // set when verifying
+};
+
+// Up to `depth` mount reads in flight (IORING_OP_READ into buffers the ring
+// owns), plus an eventfd read kept armed so that another thread can end a
+// wait (Wake). Used by one thread at a time: a node's ring thread, or a
+// calling thread that borrowed it for one call (ClientImpl::BorrowRing).
+class ReadRing {
+ public:
+  struct Slot {
+    Task task;
+    MountPlan plan;
+    std::shared_ptr<RingFile> file;
+    char* buf = nullptr;  // aligned, owned; grows only
+    size_t cap = 0;
+    size_t want = 0;  // bytes to read from plan.start
+    size_t done = 0;
+    absl::Time t0;
+  };
+
+  // Null, with the reason in `*error`, when the kernel refuses a ring.
+  static std::unique_ptr<ReadRing> Create(int depth, std::string* error);
+  ~ReadRing();
+  ReadRing(const ReadRing&) = delete;
+  ReadRing& operator=(const ReadRing&) = delete;
+
+  size_t free_slots() const { return free_.size(); }
+  int inflight() const { return inflight_; }
+  // Prepares the read of `plan` into a free slot (precondition:
+  // free_slots() > 0); the kernel sees it at the next SubmitAndWait.
+  void Start(Task t, MountPlan plan, std::shared_ptr<RingFile> file,
+             absl::Time t0);
+  // Submits what was prepared, then waits up to `timeout` (zero: not at
+  // all; InfiniteDuration: without limit) for a completion or a Wake.
+  void SubmitAndWait(absl::Duration timeout);
+  // For each read that ended (every byte wanted, end of file or an error):
+  // done(slot, res) with res < 0 a -errno, then the slot is free again.
+  // Short reads are issued again for the rest.
+  template <typename F>
+  void Reap(F&& done);
+  // Ends a SubmitAndWait of the ring's user. Any thread.
+  void Wake();
+
+ private:
+  ReadRing() = default;
+  void Issue(int slot);
+
+  io_uring ring_{};
+  bool ring_ok_ = false;  // io_uring_queue_init succeeded
+  int wake_fd_ = -1;
+  uint64_t wake_buf_ = 0;
+  bool wake_armed_ = false;
+  std::vector<Slot> slots_;
+  std::vector<int> free_;
+  int inflight_ = 0;
+  std::vector<std::pair<int, int>> ended_;  // Reap's scratch
+};
+
 struct Batch {
   absl::Mutex mu;
   absl::CondVar cv;
@@ -175,6 +243,19 @@ struct Batch {
   absl::Time deadline;
   // Attempts dispatched and not yet handed to their nodes (Flush).
   std::vector<Task> outbox ABSL_GUARDED_BY(mu);
+  // The ring the calling thread borrowed for this call (null: none). Its
+  // small mount reads are submitted and reaped by the caller itself.
+  ReadRing* ring = nullptr;
+  // The caller waits on `ring` rather than on `cv`.
+  bool ring_waiting ABSL_GUARDED_BY(mu) = false;
+  // Wakes the caller, wherever it waits.
+  void Notify() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu) {
+    cv.Signal();
+    if (ring_waiting) {
+      ring_waiting = false;
+      ring->Wake();
+    }
+  }
 };
 
 // A node's queue of tasks: urgent ones (retries, hedges, moved pieces)
@@ -199,7 +280,7 @@ class TaskQueue {
 struct NodeCounters {
   std::atomic<uint64_t> bytes{0}, requests{0}, errors{0}, timeouts{0},
       stalls{0}, moved{0}, checksum_failures{0}, mount_reads{0}, agent_reads{0},
-      uring_reads{0};
+      uring_reads{0}, caller_reads{0};
   std::atomic<int64_t> inflight{0}, outstanding_bytes{0};
 };
 
@@ -243,32 +324,16 @@ class NodeRuntime {
 
   // Queues `tasks` (moved from) with one lock and at most one wake-up.
   void Submit(absl::Span<Task> tasks);
+  // Starts `t`'s read on the calling thread's ring when that needs no
+  // blocking call here (a mount known good, its file already open, no
+  // sidecar to load, at most kCallerReadMax bytes); false, with `t` left
+  // as it was, otherwise.
+  bool StartOnCaller(Task& t, ReadRing& ring);
+  // A read started by StartOnCaller ended (ReadRing::Reap).
+  void CallerDone(ReadRing::Slot& s, int res);
   void Stop();
 
  private:
-  // One mount read: the aligned span to read and how to check it.
-  struct MountPlan {
-    std::string path;
-    bool direct = false;
-    uint64_t start = 0;
-    uint64_t end = 0;
-    size_t span = 0;   // end - start
-    size_t alloc = 0;  // span rounded up to kDirectIoAlignment
-    size_t lead = 0;   // object_offset - start
-    std::shared_ptr<const node::Checksums> sums;  // set when verifying
-  };
-  // One in-flight read of the ring (ring thread only).
-  struct RingSlot {
-    Task task;
-    MountPlan plan;
-    std::shared_ptr<RingFile> file;
-    char* buf = nullptr;  // aligned, owned; grows only
-    size_t cap = 0;
-    size_t want = 0;  // bytes to read from plan.start
-    size_t done = 0;
-    absl::Time t0;
-  };
-
   void WorkerLoop();
   void Execute(Attempt* a, Batch* b, WorkerBuffer& buf);
   // Ends an attempt whose batch closed before it started.
@@ -288,14 +353,18 @@ class NodeRuntime {
   void Wake();
   void RingLoop();
   void RingStart(Task t);
-  void RingIssue(int slot);
-  void RingComplete(int slot, int res);
+  // A read of the node's ring ended.
+  void RingDone(ReadRing::Slot& s, int res);
   // A mount read failed: falls back to the agent (kAuto, mount gone) or
   // finishes the attempt with `error`.
   void RingFailed(Task t, const absl::Status& error, absl::Time t0,
                   bool checksum_failure);
+  // The ring reads' file of `path`, opened (which blocks on a hung mount:
+  // ring thread only) and kept when not yet open.
   absl::StatusOr<std::shared_ptr<RingFile>> RingFd(const std::string& path,
                                                    bool direct);
+  // The same if already open, else null. Never blocks on the mount.
+  std::shared_ptr<RingFile> OpenRingFd(const std::string& path, bool direct);
   void RingDropFd(const std::string& path, bool direct);
   absl::StatusOr<size_t> ReadAgent(Attempt* a, Batch* b, char* out);
   absl::StatusOr<std::shared_ptr<const node::Checksums>> Sidecar(
@@ -327,14 +396,12 @@ class NodeRuntime {
   TaskQueue ring_queue_ ABSL_GUARDED_BY(qmu_);
   bool ring_sleeping_ ABSL_GUARDED_BY(qmu_) = false;
   std::thread ring_thread_ ABSL_GUARDED_BY(qmu_);
-  // Set before the ring thread starts, then owned by it.
-  std::unique_ptr<io_uring> ring_;
-  int ring_wake_fd_ = -1;
-  uint64_t ring_wake_buf_ = 0;
-  std::vector<RingSlot> ring_slots_;
-  std::vector<int> ring_free_;
-  int ring_inflight_ = 0;
-  absl::flat_hash_map<std::string, std::shared_ptr<RingFile>> ring_fds_;
+  // Set before the ring thread starts, then used by it only (Wake aside).
+  std::unique_ptr<ReadRing> ring_;
+  // Files the ring thread opened, shared with callers' rings.
+  absl::Mutex fd_mu_;
+  absl::flat_hash_map<std::string, std::shared_ptr<RingFile>> ring_fds_
+      ABSL_GUARDED_BY(fd_mu_);
 };
 
 class FileImpl;
@@ -423,8 +490,15 @@ class ClientImpl : public Client {
       std::vector<std::pair<NodeRuntime*, absl::Duration>>& cache);
   // Whether a replica of `p` has not been tried yet in this call.
   bool HasUntriedReplica(const PieceState& p);
-  // Hands the attempts Dispatch queued in b.outbox to their nodes.
+  // Hands the attempts Dispatch queued in b.outbox to their nodes, or
+  // starts them on the caller's ring (NodeRuntime::StartOnCaller).
   void Flush(Batch& b) ABSL_EXCLUSIVE_LOCKS_REQUIRED(b.mu);
+  // A ring for the calling thread's small mount reads, while its call
+  // runs; null when io_uring is off or refused, or kMaxCallerRings are out.
+  ReadRing* BorrowRing();
+  void ReturnRing(ReadRing* ring);
+  // Ends the reads a borrowed ring reports (any thread that holds it).
+  static void ReapCallerRing(ReadRing& ring);
   bool Dispatch(const std::shared_ptr<Batch>& b, int i, bool hedge,
                 lb::Picker& picker) ABSL_EXCLUSIVE_LOCKS_REQUIRED(b->mu);
   void FailPiece(Batch& b, PieceState& p) ABSL_EXCLUSIVE_LOCKS_REQUIRED(b.mu);
@@ -458,6 +532,12 @@ class ClientImpl : public Client {
   mountd::MountStatusFile status_ ABSL_GUARDED_BY(status_mu_);
 
   std::unique_ptr<ns::KvWatch> node_watch_, live_watch_;
+
+  // Rings that calling threads borrow (BorrowRing).
+  absl::Mutex rings_mu_;
+  std::vector<std::unique_ptr<ReadRing>> rings_ ABSL_GUARDED_BY(rings_mu_);
+  std::vector<ReadRing*> idle_rings_ ABSL_GUARDED_BY(rings_mu_);
+  bool rings_refused_ ABSL_GUARDED_BY(rings_mu_) = false;
 
   std::atomic<int> global_inflight_{0};
   std::atomic<uint64_t> seed_counter_{0};
@@ -597,13 +677,7 @@ void NodeRuntime::SubmitPoolLocked(Task t) {
   queue_.Push(std::move(t));
 }
 
-void NodeRuntime::Wake() {
-  const uint64_t one = 1;
-  if (write(ring_wake_fd_, &one, sizeof(one)) < 0) {
-    RANGEFS_LOG(ERROR) << "node " << id_
-                       << ": eventfd write: " << strerror(errno);
-  }
-}
+void NodeRuntime::Wake() { ring_->Wake(); }
 
 void NodeRuntime::Stop() {
   std::thread ring;
@@ -888,14 +962,14 @@ void NodeRuntime::Finish(Attempt* a, Batch* b, const absl::StatusOr<size_t>& r,
       p.done = true;
       a->status = absl::OkStatus();
       if (a->hedge) client_->CountHedgeWin();
-      if (--b->remaining == 0 || b->closed) b->cv.Signal();
+      if (--b->remaining == 0 || b->closed) b->Notify();
     }
     return;
   }
   a->status = r.status();
   if (!a->abandoned && !b->closed && !p.done) {
     b->failed.push_back(a);
-    b->cv.Signal();
+    b->Notify();
   }
 }
 
@@ -903,87 +977,186 @@ void NodeRuntime::Finish(Attempt* a, Batch* b, const absl::StatusOr<size_t>& r,
 
 constexpr uint64_t kWakeTag = ~uint64_t{0};
 constexpr size_t kMaxRingFds = 1024;
+// The largest read a calling thread submits itself: lookups and other small
+// reads skip two thread hand-offs. Larger pieces go to their node's ring
+// thread, which overlaps their copies with the next reads, and a borrowed
+// ring's buffers stay small (depth x 64 KiB).
+constexpr size_t kCallerReadMax = size_t{64} << 10;
+// At most this many borrowed rings per client; calls beyond it use the
+// nodes' ring threads.
+constexpr size_t kMaxCallerRings = 64;
+
+std::unique_ptr<ReadRing> ReadRing::Create(int depth, std::string* error) {
+  std::unique_ptr<ReadRing> r(new ReadRing());
+  // One entry more than the slots: the armed eventfd read.
+  int rc = io_uring_queue_init(static_cast<unsigned>(depth) + 1, &r->ring_, 0);
+  if (rc < 0) {
+    *error = absl::StrCat("io_uring_queue_init(", depth, "): ", strerror(-rc));
+    return nullptr;
+  }
+  r->ring_ok_ = true;  // from here on the destructor tears the ring down
+  r->wake_fd_ = eventfd(0, EFD_CLOEXEC);
+  if (r->wake_fd_ < 0) {
+    *error = absl::StrCat("eventfd: ", strerror(errno));
+    return nullptr;
+  }
+  r->slots_.resize(static_cast<size_t>(depth));
+  for (int i = depth - 1; i >= 0; --i) r->free_.push_back(i);
+  return r;
+}
+
+ReadRing::~ReadRing() {
+  // Not io_uring_queue_exit on a ring that never was: it would close fd 0.
+  if (ring_ok_) io_uring_queue_exit(&ring_);  // cancels the armed read
+  if (wake_fd_ >= 0) close(wake_fd_);
+  for (Slot& s : slots_) free(s.buf);
+}
+
+void ReadRing::Start(Task t, MountPlan plan, std::shared_ptr<RingFile> file,
+                     absl::Time t0) {
+  const int i = free_.back();
+  free_.pop_back();
+  ++inflight_;
+  Slot& slot = slots_[i];
+  if (slot.cap < plan.alloc) {
+    free(slot.buf);
+    slot.cap = std::max(plan.alloc, size_t{64} << 10);
+    slot.buf = static_cast<char*>(aligned_alloc(kDirectIoAlignment, slot.cap));
+  }
+  slot.task = std::move(t);
+  slot.want = plan.direct ? plan.alloc : plan.span;
+  slot.plan = std::move(plan);
+  slot.file = std::move(file);
+  slot.done = 0;
+  slot.t0 = t0;
+  Issue(i);
+}
+
+void ReadRing::Issue(int i) {
+  Slot& s = slots_[i];
+  io_uring_sqe* sqe = io_uring_get_sqe(&ring_);
+  if (sqe == nullptr) {  // cannot happen: entries > slots; be safe anyway
+    io_uring_submit(&ring_);
+    sqe = io_uring_get_sqe(&ring_);
+  }
+  io_uring_prep_read(sqe, s.file->fd(), s.buf + s.done,
+                     static_cast<unsigned>(s.want - s.done),
+                     s.plan.start + s.done);
+  io_uring_sqe_set_data64(sqe, static_cast<uint64_t>(i));
+}
+
+void ReadRing::SubmitAndWait(absl::Duration timeout) {
+  int rc;
+  if (timeout <= absl::ZeroDuration()) {
+    rc = io_uring_submit(&ring_);
+  } else {
+    if (!wake_armed_) {
+      io_uring_sqe* sqe = io_uring_get_sqe(&ring_);
+      if (sqe == nullptr) {
+        io_uring_submit(&ring_);
+        sqe = io_uring_get_sqe(&ring_);
+      }
+      io_uring_prep_read(sqe, wake_fd_, &wake_buf_, sizeof(wake_buf_), 0);
+      io_uring_sqe_set_data64(sqe, kWakeTag);
+      wake_armed_ = true;
+    }
+    if (timeout == absl::InfiniteDuration()) {
+      rc = io_uring_submit_and_wait(&ring_, 1);
+    } else {
+      const int64_t ns = absl::ToInt64Nanoseconds(timeout);
+      __kernel_timespec ts{.tv_sec = ns / 1000000000,
+                           .tv_nsec = ns % 1000000000};
+      io_uring_cqe* cqe = nullptr;
+      rc = io_uring_submit_and_wait_timeout(&ring_, &cqe, 1, &ts, nullptr);
+      if (rc == -ETIME) rc = 0;
+    }
+  }
+  if (rc < 0 && rc != -EINTR && rc != -EAGAIN && rc != -EBUSY) {
+    RANGEFS_LOG(ERROR) << "io_uring_submit: " << strerror(-rc);
+  }
+}
+
+template <typename F>
+void ReadRing::Reap(F&& done) {
+  unsigned head;
+  unsigned n = 0;
+  io_uring_cqe* cqe;
+  io_uring_for_each_cqe(&ring_, head, cqe) {
+    ++n;
+    const uint64_t tag = io_uring_cqe_get_data64(cqe);
+    if (tag == kWakeTag) {
+      wake_armed_ = false;
+    } else {
+      ended_.emplace_back(static_cast<int>(tag), cqe->res);
+    }
+  }
+  io_uring_cq_advance(&ring_, n);
+  for (const auto& [i, res] : ended_) {
+    Slot& s = slots_[i];
+    if (res == -EINTR || res == -EAGAIN) {
+      Issue(i);
+      continue;
+    }
+    if (res > 0) {
+      s.done += static_cast<size_t>(res);
+      // Short reads are retried for the rest; O_DIRECT: a short read that
+      // is not a multiple of the alignment can only be EOF.
+      const bool eof = s.plan.direct && res % kDirectIoAlignment != 0;
+      if (s.done < s.want && !eof) {
+        Issue(i);
+        continue;
+      }
+    }
+    done(s, res);
+    // Released only now: `done` copied out of s.buf.
+    s.task = Task{};
+    s.file.reset();
+    --inflight_;
+    free_.push_back(i);
+  }
+  ended_.clear();
+}
+
+void ReadRing::Wake() {
+  const uint64_t one = 1;
+  if (write(wake_fd_, &one, sizeof(one)) < 0) {
+    RANGEFS_LOG(ERROR) << "io_uring wake: eventfd write: " << strerror(errno);
+  }
+}
 
 bool NodeRuntime::StartRingLocked() {
-  const int depth = client_->options().io_uring_depth;
-  auto ring = std::make_unique<io_uring>();
-  // One entry more than the slots: the eventfd read that wakes the thread.
-  int rc = io_uring_queue_init(static_cast<unsigned>(depth) + 1, ring.get(), 0);
-  if (rc < 0) {
-    RANGEFS_LOG(WARNING) << "node " << id_ << ": io_uring_queue_init(" << depth
-                         << "): " << strerror(-rc) << "; using worker threads";
-    return false;
-  }
-  int efd = eventfd(0, EFD_CLOEXEC);
-  if (efd < 0) {
-    RANGEFS_LOG(WARNING) << "node " << id_ << ": eventfd: " << strerror(errno)
+  std::string error;
+  ring_ = ReadRing::Create(client_->options().io_uring_depth, &error);
+  if (ring_ == nullptr) {
+    RANGEFS_LOG(WARNING) << "node " << id_ << ": " << error
                          << "; using worker threads";
-    io_uring_queue_exit(ring.get());
     return false;
   }
-  ring_ = std::move(ring);
-  ring_wake_fd_ = efd;
-  ring_slots_.resize(static_cast<size_t>(depth));
-  for (int i = depth - 1; i >= 0; --i) ring_free_.push_back(i);
   ring_thread_ = std::thread([this] { RingLoop(); });
   return true;
 }
 
 void NodeRuntime::RingLoop() {
-  io_uring* ring = ring_.get();
-  bool wake_armed = false;
+  ReadRing& ring = *ring_;
   std::vector<Task> take;
-  std::vector<std::pair<uint64_t, int>> done;
   for (;;) {
-    if (!wake_armed) {
-      io_uring_sqe* sqe = io_uring_get_sqe(ring);
-      io_uring_prep_read(sqe, ring_wake_fd_, &ring_wake_buf_,
-                         sizeof(ring_wake_buf_), 0);
-      io_uring_sqe_set_data64(sqe, kWakeTag);
-      wake_armed = true;
-    }
     bool block;
     {
       absl::MutexLock l(&qmu_);
-      while (!ring_queue_.empty() && take.size() < ring_free_.size()) {
+      while (!ring_queue_.empty() && take.size() < ring.free_slots()) {
         take.push_back(ring_queue_.Pop());
       }
-      if (take.empty() && ring_inflight_ == 0 && stop_) break;
+      if (take.empty() && ring.inflight() == 0 && stop_) break;
       block = take.empty();
       ring_sleeping_ = block;
     }
     for (Task& t : take) RingStart(std::move(t));
     take.clear();
-    int rc = block ? io_uring_submit_and_wait(ring, 1) : io_uring_submit(ring);
-    if (rc < 0 && rc != -EINTR && rc != -EAGAIN && rc != -EBUSY) {
-      RANGEFS_LOG(ERROR) << "node " << id_
-                         << ": io_uring_submit: " << strerror(-rc);
-    }
-    unsigned head;
-    unsigned n = 0;
-    io_uring_cqe* cqe;
-    io_uring_for_each_cqe(ring, head, cqe) {
-      ++n;
-      const uint64_t tag = io_uring_cqe_get_data64(cqe);
-      if (tag == kWakeTag) {
-        wake_armed = false;
-      } else {
-        done.emplace_back(tag, cqe->res);
-      }
-    }
-    io_uring_cq_advance(ring, n);
-    for (const auto& [slot, res] : done) {
-      RingComplete(static_cast<int>(slot), res);
-    }
-    done.clear();
+    ring.SubmitAndWait(block ? absl::InfiniteDuration() : absl::ZeroDuration());
+    ring.Reap([this](ReadRing::Slot& s, int res) { RingDone(s, res); });
   }
+  absl::MutexLock l(&fd_mu_);
   ring_fds_.clear();
-  for (RingSlot& s : ring_slots_) {
-    s.file.reset();
-    free(s.buf);
-  }
-  io_uring_queue_exit(ring);  // cancels the armed eventfd read
-  close(ring_wake_fd_);
 }
 
 void NodeRuntime::RingStart(Task t) {
@@ -1013,75 +1186,77 @@ void NodeRuntime::RingStart(Task t) {
     RingFailed(std::move(t), file.status(), t0, false);
     return;
   }
-  const int i = ring_free_.back();
-  ring_free_.pop_back();
-  ++ring_inflight_;
-  RingSlot& slot = ring_slots_[i];
-  if (slot.cap < plan.alloc) {
-    free(slot.buf);
-    slot.cap = std::max(plan.alloc, size_t{64} << 10);
-    slot.buf = static_cast<char*>(aligned_alloc(kDirectIoAlignment, slot.cap));
-  }
-  slot.task = std::move(t);
-  slot.want = plan.direct ? plan.alloc : plan.span;
-  slot.plan = std::move(plan);
-  slot.file = std::move(*file);
-  slot.done = 0;
-  slot.t0 = t0;
-  RingIssue(i);
+  ring_->Start(std::move(t), std::move(plan), std::move(*file), t0);
 }
 
-void NodeRuntime::RingIssue(int i) {
-  RingSlot& s = ring_slots_[i];
-  io_uring_sqe* sqe = io_uring_get_sqe(ring_.get());
-  if (sqe == nullptr) {  // cannot happen: entries > slots; be safe anyway
-    io_uring_submit(ring_.get());
-    sqe = io_uring_get_sqe(ring_.get());
-  }
-  io_uring_prep_read(sqe, s.file->fd(), s.buf + s.done,
-                     static_cast<unsigned>(s.want - s.done),
-                     s.plan.start + s.done);
-  io_uring_sqe_set_data64(sqe, static_cast<uint64_t>(i));
-}
-
-void NodeRuntime::RingComplete(int i, int res) {
-  RingSlot& s = ring_slots_[i];
-  if (res == -EINTR || res == -EAGAIN) {
-    RingIssue(i);
-    return;
-  }
-  if (res > 0) {
-    s.done += static_cast<size_t>(res);
-    // Short reads are retried for the rest; O_DIRECT: a short read that is
-    // not a multiple of the alignment can only be EOF.
-    const bool eof = s.plan.direct && res % kDirectIoAlignment != 0;
-    if (s.done < s.want && !eof) {
-      RingIssue(i);
-      return;
-    }
-  }
-  Task t = std::move(s.task);
-  s.task = Task{};
-  s.file.reset();
+void NodeRuntime::RingDone(ReadRing::Slot& s, int res) {
   if (res < 0) {
     RingDropFd(s.plan.path, s.plan.direct);  // a stale handle must not stay
-    RingFailed(std::move(t),
+    RingFailed(std::move(s.task),
                ErrnoStatus(-res, absl::StrCat("io_uring read ", s.plan.path,
                                               " at ", s.plan.start + s.done)),
                s.t0, false);
+    return;
+  }
+  Attempt* a = s.task.attempt;
+  bool checksum_failure = false;
+  absl::StatusOr<size_t> r =
+      CheckMount(a, s.plan, s.buf, s.done, &checksum_failure);
+  if (r.ok()) {
+    Finish(a, s.task.batch.get(), r, s.buf + s.plan.lead, false, s.t0);
   } else {
+    RingFailed(std::move(s.task), r.status(), s.t0, checksum_failure);
+  }
+}
+
+bool NodeRuntime::StartOnCaller(Task& t, ReadRing& ring) {
+  if (ring.free_slots() == 0) return false;
+  const DataPath mode = client_->options().data_path;
+  if (mode == DataPath::kAgent ||
+      (mode == DataPath::kAuto &&
+       (mount_down() || mount_state_.load(std::memory_order_relaxed) != 1))) {
+    return false;
+  }
+  Attempt* a = t.attempt;
+  if (a->length > kCallerReadMax) return false;
+  if (a->verify) {
+    absl::MutexLock l(&mu_);
+    if (!sidecars_.contains(*a->object)) return false;  // would read it
+  }
+  MountPlan plan;
+  if (!PlanMount(a, mount_dir(), &plan).ok() || plan.alloc > kCallerReadMax) {
+    return false;  // the ring thread reports the error
+  }
+  std::shared_ptr<RingFile> file = OpenRingFd(plan.path, plan.direct);
+  if (file == nullptr) return false;  // the ring thread opens it
+  const absl::Time t0 = client_->clock()->MonotonicNow();
+  a->started_ns.store(std::max<int64_t>(1, absl::ToUnixNanos(t0)),
+                      std::memory_order_release);
+  counters_.mount_reads.fetch_add(1);
+  counters_.uring_reads.fetch_add(1);
+  counters_.caller_reads.fetch_add(1);
+  ring.Start(std::move(t), std::move(plan), std::move(file), t0);
+  return true;
+}
+
+void NodeRuntime::CallerDone(ReadRing::Slot& s, int res) {
+  if (res >= 0) {
+    Attempt* a = s.task.attempt;
     bool checksum_failure = false;
     absl::StatusOr<size_t> r =
-        CheckMount(t.attempt, s.plan, s.buf, s.done, &checksum_failure);
-    if (r.ok()) {
-      Finish(t.attempt, t.batch.get(), r, s.buf + s.plan.lead, false, s.t0);
-    } else {
-      RingFailed(std::move(t), r.status(), s.t0, checksum_failure);
+        CheckMount(a, s.plan, s.buf, s.done, &checksum_failure);
+    if (r.ok() || absl::IsDataLoss(r.status())) {
+      Finish(a, s.task.batch.get(), r, s.buf + s.plan.lead, checksum_failure,
+             s.t0);
+      return;
     }
   }
-  // Released only now: Finish copied out of s.buf.
-  --ring_inflight_;
-  ring_free_.push_back(i);
+  // An error: the node's ring thread reads the attempt again, and may fall
+  // back to the agent (checking the mount may block: not on this thread).
+  RingDropFd(s.plan.path, s.plan.direct);
+  s.task.attempt->started_ns.store(0, std::memory_order_release);
+  s.task.urgent = true;
+  Submit(absl::MakeSpan(&s.task, 1));
 }
 
 void NodeRuntime::RingFailed(Task t, const absl::Status& error, absl::Time t0,
@@ -1101,19 +1276,27 @@ void NodeRuntime::RingFailed(Task t, const absl::Status& error, absl::Time t0,
 
 absl::StatusOr<std::shared_ptr<RingFile>> NodeRuntime::RingFd(
     const std::string& path, bool direct) {
-  std::string key = absl::StrCat(direct ? "D" : "B", path);
-  auto it = ring_fds_.find(key);
-  if (it != ring_fds_.end()) return it->second;
+  if (std::shared_ptr<RingFile> f = OpenRingFd(path, direct)) return f;
   // Blocks on a hung mount: only this node's ring waits.
   int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC | (direct ? O_DIRECT : 0));
   if (fd < 0) return ErrnoStatus(errno, absl::StrCat("open ", path));
-  if (ring_fds_.size() >= kMaxRingFds) ring_fds_.clear();
   auto file = std::make_shared<RingFile>(fd);
-  ring_fds_.emplace(std::move(key), file);
+  absl::MutexLock l(&fd_mu_);
+  if (ring_fds_.size() >= kMaxRingFds) ring_fds_.clear();
+  ring_fds_.emplace(absl::StrCat(direct ? "D" : "B", path), file);
   return file;
 }
 
+std::shared_ptr<RingFile> NodeRuntime::OpenRingFd(const std::string& path,
+                                                  bool direct) {
+  std::string key = absl::StrCat(direct ? "D" : "B", path);
+  absl::MutexLock l(&fd_mu_);
+  auto it = ring_fds_.find(key);
+  return it == ring_fds_.end() ? nullptr : it->second;
+}
+
 void NodeRuntime::RingDropFd(const std::string& path, bool direct) {
+  absl::MutexLock l(&fd_mu_);
   ring_fds_.erase(absl::StrCat(direct ? "D" : "B", path));
 }
 
@@ -1122,6 +1305,25 @@ void NodeRuntime::RingDropFd(const std::string& path, bool direct) {
 ClientImpl::~ClientImpl() {
   node_watch_.reset();
   live_watch_.reset();
+  {
+    // No call runs any more; end the reads the borrowed rings still have
+    // in flight (abandoned ones: a hung mount). A ring whose reads do not
+    // end is leaked, as the kernel may still write into its buffers.
+    absl::MutexLock l(&rings_mu_);
+    const absl::Time give_up = absl::Now() + absl::Seconds(10);
+    for (std::unique_ptr<ReadRing>& r : rings_) {
+      while (r->inflight() > 0 && absl::Now() < give_up) {
+        r->SubmitAndWait(absl::Milliseconds(100));
+        ReapCallerRing(*r);
+      }
+      if (r->inflight() > 0) {
+        RANGEFS_LOG(WARNING) << "client: " << r->inflight()
+                             << " mount read(s) still in flight at close; "
+                                "their ring is left open";
+        r.release();  // NOLINT: deliberately leaked
+      }
+    }
+  }
   std::vector<NodeRuntime*> nodes;
   {
     absl::MutexLock l(&nodes_mu_);
@@ -1382,11 +1584,64 @@ std::vector<absl::StatusOr<size_t>> ClientImpl::ReadV(
   return Execute(reqs, options);
 }
 
+ReadRing* ClientImpl::BorrowRing() {
+  if (!RingWanted() || !real_clock_) return nullptr;
+  absl::MutexLock l(&rings_mu_);
+  if (!idle_rings_.empty()) {
+    // A ring with reads still in flight (abandoned by an earlier call)
+    // first: this call reaps them.
+    auto it = std::find_if(idle_rings_.begin(), idle_rings_.end(),
+                           [](ReadRing* r) { return r->inflight() > 0; });
+    if (it == idle_rings_.end()) it = idle_rings_.end() - 1;
+    ReadRing* r = *it;
+    idle_rings_.erase(it);
+    return r;
+  }
+  if (rings_refused_ || rings_.size() >= kMaxCallerRings) return nullptr;
+  std::string error;
+  std::unique_ptr<ReadRing> r =
+      ReadRing::Create(options_.io_uring_depth, &error);
+  if (r == nullptr) {
+    RANGEFS_LOG(WARNING) << "client: " << error
+                         << "; calls hand every read to the nodes";
+    rings_refused_ = true;
+    return nullptr;
+  }
+  rings_.push_back(std::move(r));
+  return rings_.back().get();
+}
+
+void ClientImpl::ReturnRing(ReadRing* ring) {
+  if (ring == nullptr) return;
+  ReapCallerRing(*ring);  // frees the slots of reads that already ended
+  absl::MutexLock l(&rings_mu_);
+  idle_rings_.push_back(ring);
+}
+
+void ClientImpl::ReapCallerRing(ReadRing& ring) {
+  ring.Reap([](ReadRing::Slot& s, int res) {
+    s.task.attempt->node->CallerDone(s, res);
+  });
+}
+
 void ClientImpl::Flush(Batch& b) {
-  // One Submit per node, nodes in order of first appearance, each node's
-  // tasks in dispatch order.
   std::vector<Task>& out = b.outbox;
   if (out.empty()) return;
+  // Small mount reads: started here, on the caller's ring.
+  if (b.ring != nullptr && !b.closed) {
+    size_t kept = 0;
+    for (size_t i = 0; i < out.size(); ++i) {
+      if (out[i].attempt->node->StartOnCaller(out[i], *b.ring)) continue;
+      if (kept != i) out[kept] = std::move(out[i]);
+      ++kept;
+    }
+    const bool started = kept < out.size();
+    out.resize(kept);
+    if (started) b.ring->SubmitAndWait(absl::ZeroDuration());
+    if (out.empty()) return;
+  }
+  // The rest: one Submit per node, nodes in order of first appearance, each
+  // node's tasks in dispatch order.
   absl::InlinedVector<NodeRuntime*, 8> nodes;
   for (const Task& t : out) {
     if (std::find(nodes.begin(), nodes.end(), t.attempt->node) == nodes.end()) {
@@ -1568,6 +1823,10 @@ std::vector<absl::StatusOr<size_t>> ClientImpl::Execute(
   }
   pieces_.fetch_add(b->pieces.size());
   if (b->pieces.empty()) return results;
+  b->ring = BorrowRing();
+  // Declared before the lock below: runs after it is released, since
+  // reaping may end attempts of this very batch (Finish locks b->mu).
+  absl::Cleanup give_back = [this, &b] { ReturnRing(b->ring); };
 
   absl::InsecureBitGen bitgen(std::seed_seq{
       options_.seed == 0 ? absl::Uniform<uint64_t>(absl::InsecureBitGen())
@@ -1731,7 +1990,19 @@ std::vector<absl::StatusOr<size_t>> ClientImpl::Execute(
     if (running && options_.stall_factor > 0) {
       wait = std::min(wait, kHealthRecheck);
     }
-    if (wait > absl::ZeroDuration()) b->cv.WaitWithTimeout(&b->mu, wait);
+    if (wait <= absl::ZeroDuration()) continue;
+    if (b->ring != nullptr && b->ring->inflight() > 0) {
+      // Reads of ours are on the caller's ring: wait there; other threads
+      // end the wait with Batch::Notify.
+      b->ring_waiting = true;
+      b->mu.Unlock();
+      b->ring->SubmitAndWait(wait);
+      ReapCallerRing(*b->ring);
+      b->mu.Lock();
+      b->ring_waiting = false;
+    } else {
+      b->cv.WaitWithTimeout(&b->mu, wait);
+    }
   }
   // Close: no worker may start a copy from now on; wait for started ones.
   // Anything still in the outbox (a deadline broke the loop) is handed over
@@ -1764,6 +2035,13 @@ std::vector<absl::StatusOr<size_t>> ClientImpl::Execute(
 }
 
 ClientStats ClientImpl::Stats() {
+  {
+    // Reads that ended on idle borrowed rings: settle them first.
+    absl::MutexLock l(&rings_mu_);
+    for (ReadRing* r : idle_rings_) {
+      if (r->inflight() > 0) ReapCallerRing(*r);
+    }
+  }
   ClientStats s;
   s.reads = reads_.load();
   s.pieces = pieces_.load();
@@ -1793,6 +2071,7 @@ ClientStats ClientImpl::Stats() {
     ns.mount_reads = c.mount_reads.load();
     ns.agent_reads = c.agent_reads.load();
     ns.uring_reads = c.uring_reads.load();
+    ns.caller_reads = c.caller_reads.load();
     ns.mount_reported_down = n->mount_down();
     ns.inflight = c.inflight.load();
     ns.outstanding_bytes = c.outstanding_bytes.load();

@@ -1,7 +1,8 @@
 // Unit tests of the client's mount path over the real file system (temp
 // directories as the nodes' mounts, MemoryKv as the namespace): the
-// io_uring ring threads, their fallback to worker threads, a read hung in a
-// ring, and rangefs-mountd's status file feeding the dead-node table.
+// io_uring ring threads, the callers' own rings for small reads, their
+// fallback to worker threads, a read hung in a ring, and rangefs-mountd's
+// status file feeding the dead-node table.
 #include <fcntl.h>
 #include <stdlib.h>
 #include <sys/stat.h>
@@ -252,7 +253,18 @@ TEST_F(ClientMountTest, FailedRingSetupFallsBackToWorkerThreads) {
   const std::string data = ExtentFile("/f", 1 << 20, {0, 1});
   ClientOptions o = Options();
   o.io_uring_depth = 1 << 20;  // io_uring_queue_init refuses (EINVAL)
+  // A refused ring must not touch descriptors that are not its own: the
+  // teardown of a ring that never was closes fd 0, which a later open then
+  // reuses under another file's cached handle.
+  if (fcntl(0, F_GETFD) < 0) {
+    ASSERT_EQ(open("/dev/null", O_RDONLY), 0);  // the lowest free: fd 0
+  }
   Client* client = OpenClient(o);
+  ASSERT_NE(client, nullptr);
+  ExpectReadsBack(client, "/f", data, gen_);
+  clients_.clear();  // every ring attempt, client's and nodes', is over
+  EXPECT_GE(fcntl(0, F_GETFD), 0) << "fd 0 was closed";
+  client = OpenClient(o);
   ASSERT_NE(client, nullptr);
   ExpectReadsBack(client, "/f", data, gen_);
   ClientStats s = client->Stats();
@@ -310,6 +322,88 @@ TEST_F(ClientMountTest, HungRingReadBlocksOneSlotAndNoCallerBuffer) {
   }
   EXPECT_TRUE(drained);
   EXPECT_EQ(buf, std::string(4096, '\x5C'));
+}
+
+TEST_F(ClientMountTest, SmallReadsRunOnTheCallersRingAndLargeOnesDoNot) {
+  const std::string data = ExtentFile("/f", 1 << 20, {0, 1});
+  const std::string one = RandomBytes(1 << 20);
+  PutObject(Node(2), "one", one);
+  OneExtentFile("/one", one.size(), {{2, "one"}});
+  ClientOptions o = Options();
+  o.max_io_size = 256 << 10;
+  Client* client = OpenClient(o);
+  ASSERT_NE(client, nullptr);
+  // The first reads open the objects on the nodes' ring threads; the
+  // small ranges of the ReadV then go on the caller's ring.
+  ExpectReadsBack(client, "/f", data, gen_);
+  EXPECT_GT(Sum(client->Stats(), &NodeStats::caller_reads), 0u);
+
+  auto f = client->OpenFile("/one");
+  ASSERT_THAT(f, IsOk());
+  std::string got(4096, '\0');
+  ASSERT_THAT((*f)->Read(0, absl::MakeSpan(got)), IsOk());  // opens "one"
+  ClientStats s = client->Stats();
+  // 256 KiB pieces go to the node's ring thread.
+  std::string big(768 << 10, '\0');
+  ASSERT_THAT((*f)->Read(4096, absl::MakeSpan(big)), IsOk());
+  EXPECT_TRUE(big == one.substr(4096, big.size()));
+  ClientStats s2 = client->Stats();
+  EXPECT_EQ(FindNode(s2, "n2").caller_reads, FindNode(s, "n2").caller_reads);
+  EXPECT_EQ(FindNode(s2, "n2").uring_reads, FindNode(s, "n2").uring_reads + 3);
+  // A 4 KiB read: on the caller's ring.
+  ASSERT_THAT((*f)->Read(8192, absl::MakeSpan(got)), IsOk());
+  EXPECT_TRUE(got == one.substr(8192, got.size()));
+  EXPECT_EQ(FindNode(client->Stats(), "n2").caller_reads,
+            FindNode(s2, "n2").caller_reads + 1);
+}
+
+TEST_F(ClientMountTest, HungReadOnTheCallersRingEndsAtTheDeadline) {
+  const std::string fifo = root_ + "/n0/hung";
+  ASSERT_EQ(mkfifo(fifo.c_str(), 0644), 0);
+  fifo_fd_ = open(fifo.c_str(), O_RDWR | O_NONBLOCK);
+  ASSERT_GE(fifo_fd_, 0);
+  OneExtentFile("/hung", 4096, {{0, "hung"}});
+  ClientOptions o = Options();
+  o.hedging = false;
+  Client* client = OpenClient(o);
+  ASSERT_NE(client, nullptr);
+  auto hung = client->OpenFile("/hung");
+  ASSERT_THAT(hung, IsOk());
+  // A first read, fed at once, opens the FIFO on n0's ring thread.
+  const std::string first = RandomBytes(4096);
+  ASSERT_EQ(write(fifo_fd_, first.data(), first.size()), 4096);
+  std::string got(4096, '\0');
+  ASSERT_THAT((*hung)->Read(0, absl::MakeSpan(got)), IsOk());
+  EXPECT_TRUE(got == first);
+  EXPECT_EQ(FindNode(client->Stats(), "n0").caller_reads, 0u);
+
+  // The second read goes on the caller's ring and hangs there.
+  std::string buf(4096, '\x5C');
+  const absl::Time t0 = absl::Now();
+  auto n = (*hung)->Read(0, absl::MakeSpan(buf),
+                         {.deadline = absl::Milliseconds(300)});
+  EXPECT_THAT(n, StatusIs(absl::StatusCode::kDeadlineExceeded));
+  EXPECT_LT(absl::Now() - t0, absl::Seconds(2));
+  ClientStats s = client->Stats();
+  EXPECT_EQ(FindNode(s, "n0").caller_reads, 1u);
+  EXPECT_EQ(FindNode(s, "n0").inflight, 1);
+
+  // Released, the read ends in the ring's buffer, never in `buf`, and the
+  // idle ring's completion is settled (Stats reaps idle rings).
+  std::string junk(4096, 'j');
+  ASSERT_EQ(write(fifo_fd_, junk.data(), junk.size()), 4096);
+  bool drained = false;
+  for (int i = 0; i < 500 && !drained; ++i) {
+    drained = FindNode(client->Stats(), "n0").inflight == 0;
+    if (!drained) absl::SleepFor(absl::Milliseconds(10));
+  }
+  EXPECT_TRUE(drained);
+  EXPECT_EQ(buf, std::string(4096, '\x5C'));
+  // The ring serves the next call.
+  ASSERT_EQ(write(fifo_fd_, first.data(), first.size()), 4096);
+  ASSERT_THAT((*hung)->Read(0, absl::MakeSpan(got)), IsOk());
+  EXPECT_TRUE(got == first);
+  EXPECT_EQ(FindNode(client->Stats(), "n0").caller_reads, 2u);
 }
 
 TEST_F(ClientMountTest, MountdStatusGatesMountReads) {

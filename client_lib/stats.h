@@ -25,6 +25,9 @@ struct NodeStats {
   uint64_t mount_reads = 0;  // attempts over the mount path
   uint64_t agent_reads = 0;  // attempts over the agent path
   uint64_t uring_reads = 0;  // mount attempts that went through io_uring
+  // Of those, small reads the calling thread submitted and reaped on a ring
+  // of its own (no hand-off to the node's ring thread).
+  uint64_t caller_reads = 0;
   bool mount_reported_down = false;  // rangefs-mountd: mount not healthy
   int64_t inflight = 0;              // now
   int64_t outstanding_bytes = 0;
