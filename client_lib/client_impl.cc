@@ -22,6 +22,16 @@
 // memory only through that claim. The ring thread sleeps in the kernel on
 // its ring; Submit wakes it through an eventfd read kept armed in the ring.
 // A hung read occupies one slot (and one io-wq kernel worker) of its node.
+//
+// Small reads skip that hand-off (a thread wake-up each way): a call
+// borrows a ReadRing of its own (BorrowRing), Flush starts its small pieces
+// there when nothing can block the caller (file already open by the node's
+// ring thread, mount known good, no sidecar to load), and the call's loop
+// waits on that ring instead of its condition variable, reaping its own
+// completions (Batch::Notify wakes it through the ring's eventfd when
+// another thread ends an attempt). The claim-and-copy rule is the same.
+// Reads a call abandoned stay in its ring's slots; the next borrower, or
+// Stats(), settles them.
 #include <fcntl.h>
 #include <liburing.h>
 #include <sys/eventfd.h>

@@ -80,8 +80,16 @@ struct ClientOptions {
   // refuses) falls back to `max_inflight_per_node` worker threads. Agent
   // reads (kAuto with a bad mount) still run on worker threads. A hung read
   // occupies one ring slot of its node only.
+  // Small reads (pieces of at most 64 KiB: index lookups) skip the ring
+  // thread: the calling thread submits and reaps them itself on a ring it
+  // borrows for the call (one per concurrent call, at most 64 per client),
+  // once the node's ring thread has opened the object and found the mount
+  // good; anything that could block (an open, a sidecar to load, a mount
+  // check after an error) stays with the node's ring thread. A hung small
+  // read occupies one slot of the borrowed ring until it ends.
   bool io_uring = true;
-  // Reads in flight per node on the io_uring path (the per-node cap there).
+  // Reads in flight per node on the node's ring (the per-node cap there),
+  // and per call on a borrowed ring.
   int io_uring_depth = 32;
   // The mount health file written by rangefs-mountd (client_lib/mountd/
   // mount_status.h); "" = <mount_root>/.rangefs-mounts, "-" = not read. It
