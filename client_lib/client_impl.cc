@@ -202,12 +202,18 @@ class ReadRing {
   };
 
   // Null, with the reason in `*error`, when the kernel refuses a ring.
-  static std::unique_ptr<ReadRing> Create(int depth, std::string* error);
+  // `nowait`: every read is RWF_NOWAIT, and one that would block ends with
+  // -EAGAIN (or -EOPNOTSUPP where the file system cannot say) instead of
+  // waiting in an io-wq worker of the submitting thread: a calling thread
+  // must never own a read that a hung mount holds (its exit would wait).
+  static std::unique_ptr<ReadRing> Create(int depth, bool nowait,
+                                          std::string* error);
   ~ReadRing();
   ReadRing(const ReadRing&) = delete;
   ReadRing& operator=(const ReadRing&) = delete;
 
   size_t free_slots() const { return free_.size(); }
+  bool wake_armed() const { return wake_armed_; }
   int inflight() const { return inflight_; }
   // Prepares the read of `plan` into a free slot (precondition:
   // free_slots() > 0); the kernel sees it at the next SubmitAndWait.
@@ -229,6 +235,7 @@ class ReadRing {
   void Issue(int slot);
 
   io_uring ring_{};
+  bool nowait_ = false;
   bool ring_ok_ = false;  // io_uring_queue_init succeeded
   int wake_fd_ = -1;
   uint64_t wake_buf_ = 0;
@@ -396,6 +403,8 @@ class NodeRuntime {
   std::atomic<int> mount_state_{0};  // 0 unknown, 1 ok, -1 bad
   std::atomic<int64_t> mount_checked_ns_{0};
   std::atomic<bool> mount_down_{false};
+  // Callers may read this node on their rings (no RWF_NOWAIT refusal yet).
+  std::atomic<bool> caller_ok_{true};
 
   absl::Mutex qmu_;
   TaskQueue queue_ ABSL_GUARDED_BY(qmu_);  // worker threads' queue
@@ -996,8 +1005,10 @@ constexpr size_t kCallerReadMax = size_t{64} << 10;
 // nodes' ring threads.
 constexpr size_t kMaxCallerRings = 64;
 
-std::unique_ptr<ReadRing> ReadRing::Create(int depth, std::string* error) {
+std::unique_ptr<ReadRing> ReadRing::Create(int depth, bool nowait,
+                                           std::string* error) {
   std::unique_ptr<ReadRing> r(new ReadRing());
+  r->nowait_ = nowait;
   // One entry more than the slots: the armed eventfd read.
   int rc = io_uring_queue_init(static_cast<unsigned>(depth) + 1, &r->ring_, 0);
   if (rc < 0) {
@@ -1052,6 +1063,7 @@ void ReadRing::Issue(int i) {
   io_uring_prep_read(sqe, s.file->fd(), s.buf + s.done,
                      static_cast<unsigned>(s.want - s.done),
                      s.plan.start + s.done);
+  if (nowait_) sqe->rw_flags = RWF_NOWAIT;
   io_uring_sqe_set_data64(sqe, static_cast<uint64_t>(i));
 }
 
@@ -1103,7 +1115,7 @@ void ReadRing::Reap(F&& done) {
   io_uring_cq_advance(&ring_, n);
   for (const auto& [i, res] : ended_) {
     Slot& s = slots_[i];
-    if (res == -EINTR || res == -EAGAIN) {
+    if (res == -EINTR || (res == -EAGAIN && !nowait_)) {
       Issue(i);
       continue;
     }
@@ -1136,7 +1148,7 @@ void ReadRing::Wake() {
 
 bool NodeRuntime::StartRingLocked() {
   std::string error;
-  ring_ = ReadRing::Create(client_->options().io_uring_depth, &error);
+  ring_ = ReadRing::Create(client_->options().io_uring_depth, false, &error);
   if (ring_ == nullptr) {
     RANGEFS_LOG(WARNING) << "node " << id_ << ": " << error
                          << "; using worker threads";
@@ -1222,9 +1234,10 @@ void NodeRuntime::RingDone(ReadRing::Slot& s, int res) {
 bool NodeRuntime::StartOnCaller(Task& t, ReadRing& ring) {
   if (ring.free_slots() == 0) return false;
   const DataPath mode = client_->options().data_path;
-  if (mode == DataPath::kAgent ||
+  if (mode == DataPath::kAgent || mount_down() ||
+      !caller_ok_.load(std::memory_order_relaxed) ||
       (mode == DataPath::kAuto &&
-       (mount_down() || mount_state_.load(std::memory_order_relaxed) != 1))) {
+       mount_state_.load(std::memory_order_relaxed) != 1)) {
     return false;
   }
   Attempt* a = t.attempt;
@@ -1261,9 +1274,16 @@ void NodeRuntime::CallerDone(ReadRing::Slot& s, int res) {
       return;
     }
   }
-  // An error: the node's ring thread reads the attempt again, and may fall
-  // back to the agent (checking the mount may block: not on this thread).
-  RingDropFd(s.plan.path, s.plan.direct);
+  // It would block (-EAGAIN: not in the page cache, a busy device, a mount
+  // that does not answer), the file system cannot tell (-EOPNOTSUPP: this
+  // node's reads stay with its ring thread from now on), or an error: the
+  // node's ring thread reads the attempt (again), and may fall back to the
+  // agent (checking the mount may block: not on this thread).
+  if (res == -EOPNOTSUPP) {
+    caller_ok_.store(false, std::memory_order_relaxed);
+  } else if (res != -EAGAIN) {
+    RingDropFd(s.plan.path, s.plan.direct);
+  }
   s.task.attempt->started_ns.store(0, std::memory_order_release);
   s.task.urgent = true;
   Submit(absl::MakeSpan(&s.task, 1));
@@ -1610,7 +1630,7 @@ ReadRing* ClientImpl::BorrowRing() {
   if (rings_refused_ || rings_.size() >= kMaxCallerRings) return nullptr;
   std::string error;
   std::unique_ptr<ReadRing> r =
-      ReadRing::Create(options_.io_uring_depth, &error);
+      ReadRing::Create(options_.io_uring_depth, true, &error);
   if (r == nullptr) {
     RANGEFS_LOG(WARNING) << "client: " << error
                          << "; calls hand every read to the nodes";
@@ -1623,7 +1643,15 @@ ReadRing* ClientImpl::BorrowRing() {
 
 void ClientImpl::ReturnRing(ReadRing* ring) {
   if (ring == nullptr) return;
+  // The armed wake-up read belongs to this thread (its completion runs as
+  // task work here): end it, so that each borrower arms its own.
+  for (int i = 0; i < 1000 && ring->wake_armed(); ++i) {
+    if (i == 0) ring->Wake();
+    ring->SubmitAndWait(absl::Milliseconds(10));
+    ReapCallerRing(*ring);
+  }
   ReapCallerRing(*ring);  // frees the slots of reads that already ended
+  ring->SubmitAndWait(absl::ZeroDuration());  // reads Reap issued again
   absl::MutexLock l(&rings_mu_);
   idle_rings_.push_back(ring);
 }
@@ -2007,9 +2035,11 @@ std::vector<absl::StatusOr<size_t>> ClientImpl::Execute(
       b->ring_waiting = true;
       b->mu.Unlock();
       b->ring->SubmitAndWait(wait);
+      b->mu.Lock();
+      b->ring_waiting = false;  // our own completions need not wake us
+      b->mu.Unlock();
       ReapCallerRing(*b->ring);
       b->mu.Lock();
-      b->ring_waiting = false;
     } else {
       b->cv.WaitWithTimeout(&b->mu, wait);
     }
@@ -2049,7 +2079,10 @@ ClientStats ClientImpl::Stats() {
     // Reads that ended on idle borrowed rings: settle them first.
     absl::MutexLock l(&rings_mu_);
     for (ReadRing* r : idle_rings_) {
-      if (r->inflight() > 0) ReapCallerRing(*r);
+      if (r->inflight() > 0) {
+        ReapCallerRing(*r);
+        r->SubmitAndWait(absl::ZeroDuration());
+      }
     }
   }
   ClientStats s;

@@ -357,10 +357,11 @@ int main(int argc, char** argv) {
     absl::StrAppend(
         &nodes_text,
         absl::StrFormat(
-            "  %-8s %10.1f MB  %6d req  %3d err  (mount %d, agent %d)\n",
+            "  %-8s %10.1f MB  %6d req  %3d err  (mount %d of which on "
+            "callers' rings %d, agent %d)\n",
             n.node, n.bytes / 1e6, static_cast<int>(n.requests),
             static_cast<int>(n.errors), static_cast<int>(n.mount_reads),
-            static_cast<int>(n.agent_reads)));
+            static_cast<int>(n.caller_reads), static_cast<int>(n.agent_reads)));
   }
   if (absl::GetFlag(FLAGS_json)) {
     printf(
