@@ -30,6 +30,10 @@
 // waits on that ring instead of its condition variable, reaping its own
 // completions (Batch::Notify wakes it through the ring's eventfd when
 // another thread ends an attempt). The claim-and-copy rule is the same.
+// Those reads are RWF_NOWAIT: one that would block (a hung NFS server, a
+// FUSE mount) ends with -EAGAIN and moves to the node's ring thread, since
+// io_uring would park it in an io-wq worker of the calling thread, whose
+// exit then waits for it.
 // Reads a call abandoned stay in its ring's slots; the next borrower, or
 // Stats(), settles them.
 #include <fcntl.h>

@@ -85,8 +85,11 @@ struct ClientOptions {
   // borrows for the call (one per concurrent call, at most 64 per client),
   // once the node's ring thread has opened the object and found the mount
   // good; anything that could block (an open, a sidecar to load, a mount
-  // check after an error) stays with the node's ring thread. A hung small
-  // read occupies one slot of the borrowed ring until it ends.
+  // check after an error) stays with the node's ring thread. These reads
+  // are RWF_NOWAIT: one that would block (data not cached, a mount that
+  // does not answer) moves to the node's ring thread, so a calling thread
+  // never owns a read that a hung mount holds; a file system that refuses
+  // RWF_NOWAIT turns the caller path off for that node.
   bool io_uring = true;
   // Reads in flight per node on the node's ring (the per-node cap there),
   // and per call on a borrowed ring.
