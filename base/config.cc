@@ -35,9 +35,9 @@ constexpr ConfigKey kKeys[] = {
     {"node_id", "", "node", "this storage node's id (as in `node add`)"},
     {"export_root", "", "node", "the directory this node serves"},
     {"listen", "0.0.0.0:7070", "node", "host:port of the agent's gRPC server"},
-    {"data_listen", "off", "node",
-     "host:port of the agent's experimental raw-TCP ReadRange data port; "
-     "auto: the host of listen, a free port; off: none (always off with "
+    {"data_listen", "auto", "node",
+     "host:port of the agent's raw-TCP ReadRange data port; auto: the host "
+     "of listen, a free port; off: none, reads use gRPC (always off with "
      "TLS)"},
     {"agent_tls_cert", "", "node",
      "PEM server certificate of the agent's gRPC service; set (with "

@@ -12,6 +12,7 @@
 #include <algorithm>
 #include <utility>
 
+#include "absl/cleanup/cleanup.h"
 #include "absl/strings/str_cat.h"
 #include "base/crc32c.h"
 #include "base/errno_status.h"
@@ -119,11 +120,17 @@ class FdAttachment {
 }  // namespace
 
 DataPortClient::DataPortClient(std::string node_address, std::string host,
-                               int port, size_t max_idle)
+                               int port, size_t max_idle, int max_active)
     : node_address_(std::move(node_address)),
       host_(std::move(host)),
       port_(port),
-      max_idle_(max_idle) {}
+      max_idle_(max_idle),
+      max_active_(std::max(1, max_active)) {}
+
+size_t DataPortClient::waiting() const {
+  absl::MutexLock l(&mu_);
+  return waiting_.size();
+}
 
 size_t DataPortClient::idle_connections() const {
   absl::MutexLock l(&mu_);
@@ -218,6 +225,46 @@ absl::StatusOr<size_t> DataPortClient::ReadRange(
     return absl::InvalidArgumentError(absl::StrCat(
         prefix(offset), "path longer than ", kDataPortMaxPathBytes, " bytes"));
   }
+  {
+    // Our turn: at most max_active_ reads at once. The canceller cannot
+    // wake this wait, so it is looked at every kTurnPoll.
+    constexpr absl::Duration kTurnPoll = absl::Milliseconds(5);
+    absl::MutexLock l(&mu_);
+    if (active_ < max_active_ && waiting_.empty()) {
+      ++active_;
+    } else {
+      Waiter me;
+      waiting_.push_back(&me);
+      while (!me.granted) {
+        absl::Status gone;
+        const absl::Time now = absl::Now();
+        if (Cancelled(options.canceller)) {
+          gone = absl::CancelledError(
+              absl::StrCat(prefix(offset), "cancelled while queued"));
+        } else if (now >= options.deadline) {
+          gone = absl::DeadlineExceededError(absl::StrCat(
+              prefix(offset), "deadline passed while queued behind ", active_,
+              " reads"));
+        }
+        if (!gone.ok()) {
+          waiting_.erase(std::find(waiting_.begin(), waiting_.end(), &me));
+          return gone;
+        }
+        turn_.WaitWithTimeout(&mu_,
+                              std::min(options.deadline - now, kTurnPoll));
+      }
+    }
+  }
+  absl::Cleanup done = [this] {
+    absl::MutexLock l(&mu_);
+    if (waiting_.empty()) {
+      --active_;
+    } else {  // our turn goes to the first in line
+      waiting_.front()->granted = true;
+      waiting_.pop_front();
+      turn_.SignalAll();
+    }
+  };
   // A pooled connection may have been closed by the agent meanwhile (idle
   // timeout, restart): then the read is retried once on a new connection.
   for (int attempt = 0;; ++attempt) {

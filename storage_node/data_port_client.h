@@ -10,13 +10,19 @@
 //
 // Keeps up to max_idle connections open between reads (a connection that
 // failed or was abandoned mid-reply is closed, never pooled). Thread-safe;
-// each read uses its own connection.
+// each read uses its own connection, and at most max_active reads run at
+// once (later ones wait their turn, first come first served, within their
+// deadline and canceller):
+// many TCP flows into one link share its queue unfairly (some starve in
+// loss recovery and their reads take many times longer), where gRPC
+// multiplexes one connection.
 #ifndef RANGEFS_STORAGE_NODE_DATA_PORT_CLIENT_H_
 #define RANGEFS_STORAGE_NODE_DATA_PORT_CLIENT_H_
 
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
+#include <deque>
 #include <string>
 #include <vector>
 
@@ -43,7 +49,7 @@ class DataPortClient {
   // `node_address` ("host:port" of the gRPC service) names the node in
   // errors; reads go to `host`:`port`. Does not connect yet.
   DataPortClient(std::string node_address, std::string host, int port,
-                 size_t max_idle = 4);
+                 size_t max_idle = 4, int max_active = 2);
   DataPortClient(const DataPortClient&) = delete;
   DataPortClient& operator=(const DataPortClient&) = delete;
 
@@ -63,6 +69,8 @@ class DataPortClient {
                                    bool* not_sent = nullptr);
 
   int port() const { return port_; }
+  // Reads waiting for their turn now (tests).
+  size_t waiting() const;
   // Connections opened so far, and now idle in the pool (tests).
   uint64_t connections_opened() const { return opened_.load(); }
   size_t idle_connections() const;
@@ -80,9 +88,18 @@ class DataPortClient {
   const std::string host_;
   const int port_;
   const size_t max_idle_;
+  const int max_active_;
   std::atomic<uint64_t> opened_{0};
   mutable absl::Mutex mu_;
   std::vector<ScopedFd> idle_ ABSL_GUARDED_BY(mu_);
+  // Reads running, and those waiting for their turn (in arrival order;
+  // an ending read hands its turn to the first one).
+  struct Waiter {
+    bool granted = false;
+  };
+  int active_ ABSL_GUARDED_BY(mu_) = 0;
+  std::deque<Waiter*> waiting_ ABSL_GUARDED_BY(mu_);
+  absl::CondVar turn_;  // a turn was handed over
 };
 
 }  // namespace node

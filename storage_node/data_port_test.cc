@@ -395,6 +395,61 @@ TEST_F(DataPortTest, CancelUnblocksReadAgainstSilentServer) {
   EXPECT_EQ(dp.idle_connections(), 0u);  // Never pooled.
 }
 
+TEST_F(DataPortTest, ReadsPastMaxActiveWaitTheirTurnInArrivalOrder) {
+  SilentServer silent;
+  ASSERT_NE(silent.port(), 0);
+  DataPortClient dp("silent:1", "127.0.0.1", silent.port(), /*max_idle=*/4,
+                    /*max_active=*/1);
+  auto await_waiting = [&](size_t n) {
+    for (int i = 0; i < 1000 && dp.waiting() != n; ++i) {
+      absl::SleepFor(absl::Milliseconds(5));
+    }
+    return dp.waiting() == n;
+  };
+  std::string b1(100, '\0'), b2(100, '\0'), b3(100, '\0'), b4(100, '\0');
+  CallCanceller c1, c2, c3;
+  absl::StatusOr<size_t> r1, r2, r3;
+  std::thread first([&] {
+    r1 = dp.ReadRange("a", 0, absl::MakeSpan(b1), {.canceller = &c1});
+  });
+  ASSERT_TRUE(silent.AwaitAccepted(1));
+  // Queued reads wait for a turn, not for the server, within their deadline
+  // and canceller; no connection is opened for them.
+  const absl::Time start = absl::Now();
+  EXPECT_THAT(
+      dp.ReadRange("q", 0, absl::MakeSpan(b4),
+                   {.deadline = start + absl::Milliseconds(200)}),
+      StatusIs(absl::StatusCode::kDeadlineExceeded, HasSubstr("while queued")));
+  EXPECT_LT(absl::Now() - start, absl::Seconds(2));
+  CallCanceller gone;
+  gone.Cancel();
+  EXPECT_THAT(dp.ReadRange("q", 0, absl::MakeSpan(b4), {.canceller = &gone}),
+              StatusIs(absl::StatusCode::kCancelled, HasSubstr("queued")));
+  EXPECT_EQ(dp.connections_opened(), 1u);
+  // Two queued reads: the first to come gets the turn the held one ends.
+  std::thread second([&] {
+    r2 = dp.ReadRange("b", 0, absl::MakeSpan(b2), {.canceller = &c2});
+  });
+  ASSERT_TRUE(await_waiting(1));
+  std::thread third([&] {
+    r3 = dp.ReadRange("c", 0, absl::MakeSpan(b3), {.canceller = &c3});
+  });
+  ASSERT_TRUE(await_waiting(2));
+  c1.Cancel();
+  first.join();
+  EXPECT_THAT(r1, StatusIs(absl::StatusCode::kCancelled));
+  ASSERT_TRUE(silent.AwaitAccepted(2));  // the second read's connection
+  ASSERT_TRUE(await_waiting(1));
+  c3.Cancel();  // the third is still queued
+  third.join();
+  EXPECT_THAT(r3, StatusIs(absl::StatusCode::kCancelled, HasSubstr("queued")));
+  c2.Cancel();
+  second.join();
+  EXPECT_THAT(r2, StatusIs(absl::StatusCode::kCancelled,
+                           ::testing::Not(HasSubstr("queued"))));
+  EXPECT_EQ(dp.waiting(), 0u);
+}
+
 TEST_F(DataPortTest, CancelUnblocksNodeClientReadOnHeldAgent) {
   Write("slow", Pattern(100, 4));
   Write("o", "o");

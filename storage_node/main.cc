@@ -23,11 +23,12 @@ ABSL_FLAG(std::string, node_id, "", "This node's id (required).");
 ABSL_FLAG(std::string, export_root, "", "Directory to serve (required).");
 ABSL_FLAG(std::string, listen, "0.0.0.0:7070",
           "host:port to serve gRPC on; port 0 picks a free one.");
-ABSL_FLAG(std::string, data_listen, "off",
-          "host:port of the experimental raw-TCP data port for ReadRange "
-          "(storage_node/data_port.h); \"auto\": the host of --listen, a "
-          "free port (advertised through GetStats); \"off\" or empty: "
-          "none (default). Always off with --tls_cert (it is plaintext).");
+ABSL_FLAG(std::string, data_listen, "auto",
+          "host:port of the raw-TCP data port for ReadRange "
+          "(storage_node/data_port.h); \"auto\" (default): the host of "
+          "--listen, a free port (advertised through GetStats); \"off\" or "
+          "empty: none, reads use gRPC. Always off with --tls_cert (it is "
+          "plaintext).");
 ABSL_FLAG(bool, read_only, false, "Refuse all writes.");
 ABSL_FLAG(int, max_concurrent_reads, 64,
           "ReadRange calls past this are refused with RESOURCE_EXHAUSTED.");

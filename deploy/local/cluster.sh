@@ -4,7 +4,7 @@
 #
 #   deploy/local/cluster.sh up [--nodes=4] [--etcd=1|3] [--hosts=local|netns]
 #                              [--rate=800mbit] [--dir=DIR] [--cluster=NAME]
-#                              [--node-flags="--data_listen=auto ..."]
+#                              [--node-flags="--data_listen=off ..."]
 #   deploy/local/cluster.sh status [--dir=DIR]
 #   deploy/local/cluster.sh down   [--dir=DIR] [--purge]
 #   deploy/local/cluster.sh exec [--dir=DIR] -- CMD...   (in the client's network)

@@ -20,7 +20,7 @@
 # ours with its baseline; the table shows medians, OUT/rounds.md each round.
 # --quick: small data and short runs, one round (the test suite's smoke test).
 # --only=A|B: one part. NODE_FLAGS="..." (environment): extra rangefs-node
-# flags for part B's agents, e.g. --data_listen=auto.
+# flags for part B's agents, e.g. --data_listen=off (gRPC reads only).
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 cd "$ROOT"
