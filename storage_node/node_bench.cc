@@ -3,19 +3,23 @@
 // measured in the same run, and WriteObject throughput against `dd` to the
 // same disk. Not a test; run via storage_node/node_bench.sh.
 //
-// Two TCP baselines: a memory-to-memory stream (iperf3-like: it never
-// touches a file) and the best of two plain streams of the same object file
-// (pread + write, and sendfile), unframed and unchecked: what serving those
-// bytes over one TCP connection costs at the least.
+// TCP baselines: iperf3 itself on loopback when it is installed (one
+// stream, memory to memory), our own memory-to-memory stream (iperf3-like:
+// it never touches a file), and the best of two plain streams of the same
+// object file (pread + write, and sendfile), unframed and unchecked: what
+// serving those bytes over one TCP connection costs at the least.
 #include <arpa/inet.h>
 #include <fcntl.h>
 #include <netinet/in.h>
+#include <signal.h>
+#include <spawn.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
 #include <sys/sendfile.h>
 #include <sys/socket.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -114,6 +118,75 @@ double TcpStream(uint64_t bytes, Source source, const std::string& file) {
   return got == bytes ? MiBps(got, d) : -1;
 }
 
+// A free loopback TCP port (0 if none).
+int FreePort() {
+  int s = socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  socklen_t len = sizeof(a);
+  int port = 0;
+  if (bind(s, reinterpret_cast<sockaddr*>(&a), sizeof(a)) == 0 &&
+      getsockname(s, reinterpret_cast<sockaddr*>(&a), &len) == 0) {
+    port = ntohs(a.sin_port);
+  }
+  close(s);
+  return port;
+}
+
+// iperf3 on loopback: one stream of `bytes`, memory to memory. Returns
+// MiB/s (receiver side), or -1 when iperf3 is missing or fails.
+double Iperf3(uint64_t bytes) {
+  if (system("command -v iperf3 >/dev/null 2>&1") != 0) return -1;
+  const int port = FreePort();
+  if (port == 0) return -1;
+  const std::string p = std::to_string(port);
+  const char* argv[] = {"iperf3", "-s",        "-p",   p.c_str(),
+                        "-B",     "127.0.0.1", nullptr};
+  pid_t server;
+  posix_spawn_file_actions_t fa;
+  posix_spawn_file_actions_init(&fa);
+  posix_spawn_file_actions_addopen(&fa, 1, "/dev/null", O_WRONLY, 0);
+  posix_spawn_file_actions_addopen(&fa, 2, "/dev/null", O_WRONLY, 0);
+  const int rc = posix_spawnp(&server, "iperf3", &fa, nullptr,
+                              const_cast<char* const*>(argv), environ);
+  posix_spawn_file_actions_destroy(&fa);
+  if (rc != 0) return -1;
+  // Listening yet? (The server shrugs off a connection that closes.)
+  bool up = false;
+  for (int i = 0; i < 200 && !up; ++i) {
+    int c = socket(AF_INET, SOCK_STREAM, 0);
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    a.sin_port = htons(static_cast<uint16_t>(port));
+    up = connect(c, reinterpret_cast<sockaddr*>(&a), sizeof(a)) == 0;
+    close(c);
+    if (!up) absl::SleepFor(absl::Milliseconds(10));
+  }
+  double mibps = -1;
+  if (up) {
+    const std::string cmd = absl::StrCat("iperf3 -c 127.0.0.1 -p ", port,
+                                         " -n ", bytes, " -J 2>/dev/null");
+    FILE* f = popen(cmd.c_str(), "r");
+    std::string out;
+    char buf[4096];
+    size_t n;
+    while (f != nullptr && (n = fread(buf, 1, sizeof(buf), f)) > 0) {
+      out.append(buf, n);
+    }
+    if (f != nullptr) pclose(f);
+    const size_t at = out.find("\"sum_received\"");
+    const size_t bps = out.find("\"bits_per_second\":", at);
+    if (at != std::string::npos && bps != std::string::npos) {
+      mibps = strtod(out.c_str() + bps + 18, nullptr) / 8 / (1 << 20);
+    }
+  }
+  kill(server, SIGTERM);
+  waitpid(server, nullptr, 0);
+  return mibps > 0 ? mibps : -1;
+}
+
 // CPU seconds (user + system) this process has used so far.
 double CpuSeconds() {
   rusage ru;
@@ -168,7 +241,7 @@ int main(int argc, char** argv) {
 
   // Rounds alternate each measurement with its baseline, so that load from
   // other processes hits both alike; the medians are reported.
-  std::vector<double> dd_v, write_v, tcp_v, file_v, read_v, dp_v;
+  std::vector<double> dd_v, write_v, tcp_v, file_v, read_v, dp_v, iperf_v;
   for (int round = 0; round < rounds; ++round) {
     // dd to the same disk, with fsync like WriteObject.
     const std::string dd = absl::StrCat("dd if=/dev/zero of=", base,
@@ -223,6 +296,7 @@ int main(int argc, char** argv) {
       return mibps;
     };
     tcp_v.push_back(TcpStream(total, Source::kMemory, ""));
+    iperf_v.push_back(Iperf3(total));
     const std::string obj = exp + "/bench/obj";
     const double by_pread = TcpStream(total, Source::kPread, obj);
     const double by_sendfile = TcpStream(total, Source::kSendfile, obj);
@@ -242,14 +316,16 @@ int main(int argc, char** argv) {
     }
     const double gib = static_cast<double>(total) / (1 << 30);
     fprintf(stderr,
-            "round %d: tcp %.1f  file tcp %.1f  gRPC ReadRange %.1f (%.2f, "
+            "round %d: iperf3 %.1f  tcp %.1f  file tcp %.1f  gRPC ReadRange "
+            "%.1f (%.2f, "
             "%.2f) cpu %.2f s/GiB  data port %.1f (%.2f, %.2f) cpu %.2f s/GiB  "
             "WriteObject %.1f dd %.1f (%.2f) cpu %.2f s/GiB\n",
-            round + 1, tcp_v.back(), file_v.back(), read_v.back(),
-            read_v.back() / tcp_v.back(), read_v.back() / file_v.back(),
-            read_cpu, dp_v.back(), dp_v.back() / tcp_v.back(),
-            dp_v.back() / file_v.back(), dp_cpu, write_v.back(), dd_v.back(),
-            write_v.back() / dd_v.back(), write_cpu / gib);
+            round + 1, iperf_v.back(), tcp_v.back(), file_v.back(),
+            read_v.back(), read_v.back() / tcp_v.back(),
+            read_v.back() / file_v.back(), read_cpu, dp_v.back(),
+            dp_v.back() / tcp_v.back(), dp_v.back() / file_v.back(), dp_cpu,
+            write_v.back(), dd_v.back(), write_v.back() / dd_v.back(),
+            write_cpu / gib);
   }
   (*agent)->Shutdown(absl::Now() + absl::Seconds(5));
   agent->reset();
@@ -260,6 +336,12 @@ int main(int argc, char** argv) {
   const double write_mibps = Median(write_v), dd_mibps = Median(dd_v);
   printf("bytes per measurement: %llu MiB, median of %d rounds\n",
          static_cast<unsigned long long>(total >> 20), rounds);
+  const double iperf_mibps = Median(iperf_v);
+  if (iperf_mibps > 0) {
+    printf("iperf3, loopback, one stream:         %8.1f MiB/s\n", iperf_mibps);
+  } else {
+    printf("iperf3: not installed or failed\n");
+  }
   printf("plain TCP stream, memory to memory:   %8.1f MiB/s\n", tcp_mibps);
   printf("plain TCP stream of the object file:  %8.1f MiB/s\n", file_mibps);
   printf(
@@ -270,6 +352,10 @@ int main(int argc, char** argv) {
       "ReadRange over data port:             %8.1f MiB/s  ratio %.2f "
       "(vs memory %.2f)\n",
       dp_mibps, dp_mibps / file_mibps, dp_mibps / tcp_mibps);
+  if (iperf_mibps > 0) {
+    printf("vs iperf3: data port %.2f, gRPC %.2f (ratios of medians)\n",
+           dp_mibps / iperf_mibps, read_mibps / iperf_mibps);
+  }
   printf("WriteObject (fsync):                  %8.1f MiB/s\n", write_mibps);
   printf("dd bs=1M conv=fsync:                  %8.1f MiB/s  ratio %.2f\n",
          dd_mibps, write_mibps / dd_mibps);
