@@ -236,6 +236,8 @@ class ReadRing {
 
  private:
   ReadRing() = default;
+  // A free submission entry (the ring has one more than its slots).
+  io_uring_sqe* GetSqe();
   void Issue(int slot);
 
   io_uring ring_{};
@@ -1057,13 +1059,18 @@ void ReadRing::Start(Task t, MountPlan plan, std::shared_ptr<RingFile> file,
   Issue(i);
 }
 
-void ReadRing::Issue(int i) {
-  Slot& s = slots_[i];
+io_uring_sqe* ReadRing::GetSqe() {
   io_uring_sqe* sqe = io_uring_get_sqe(&ring_);
   if (sqe == nullptr) {  // cannot happen: entries > slots; be safe anyway
     io_uring_submit(&ring_);
     sqe = io_uring_get_sqe(&ring_);
   }
+  return sqe;
+}
+
+void ReadRing::Issue(int i) {
+  Slot& s = slots_[i];
+  io_uring_sqe* sqe = GetSqe();
   io_uring_prep_read(sqe, s.file->fd(), s.buf + s.done,
                      static_cast<unsigned>(s.want - s.done),
                      s.plan.start + s.done);
@@ -1077,11 +1084,7 @@ void ReadRing::SubmitAndWait(absl::Duration timeout) {
     rc = io_uring_submit(&ring_);
   } else {
     if (!wake_armed_) {
-      io_uring_sqe* sqe = io_uring_get_sqe(&ring_);
-      if (sqe == nullptr) {
-        io_uring_submit(&ring_);
-        sqe = io_uring_get_sqe(&ring_);
-      }
+      io_uring_sqe* sqe = GetSqe();
       io_uring_prep_read(sqe, wake_fd_, &wake_buf_, sizeof(wake_buf_), 0);
       io_uring_sqe_set_data64(sqe, kWakeTag);
       wake_armed_ = true;

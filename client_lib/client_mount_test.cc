@@ -162,6 +162,15 @@ class ClientMountTest : public ::testing::Test {
     return kNone;
   }
 
+  // Polls (up to 5 s) until node `id` has no attempt in flight.
+  static bool AwaitNoneInflight(Client* client, const std::string& id) {
+    for (int i = 0; i < 500; ++i) {
+      if (FindNode(client->Stats(), id).inflight == 0) return true;
+      absl::SleepFor(absl::Milliseconds(10));
+    }
+    return false;
+  }
+
   // Writes <root>/.rangefs-mounts: every node healthy except `down`.
   void WriteStatus(const std::vector<int>& down, absl::Time updated) {
     mountd::MountStatusFile f;
@@ -315,12 +324,7 @@ TEST_F(ClientMountTest, HungRingReadBlocksOneSlotAndNoCallerBuffer) {
   // Release the hung read: its bytes must land in the ring's buffer only.
   std::string junk(1 << 16, 'j');
   ASSERT_GT(write(fifo_fd_, junk.data(), junk.size()), 0);
-  bool drained = false;
-  for (int i = 0; i < 500 && !drained; ++i) {
-    drained = FindNode(client->Stats(), "n0").inflight == 0;
-    if (!drained) absl::SleepFor(absl::Milliseconds(10));
-  }
-  EXPECT_TRUE(drained);
+  EXPECT_TRUE(AwaitNoneInflight(client, "n0"));
   EXPECT_EQ(buf, std::string(4096, '\x5C'));
 }
 
@@ -394,12 +398,7 @@ TEST_F(ClientMountTest, ReadThatWouldBlockLeavesTheCallersRing) {
   // Released, the read ends in the ring's buffer, never in `buf`.
   std::string junk(4096, 'j');
   ASSERT_EQ(write(fifo_fd_, junk.data(), junk.size()), 4096);
-  bool drained = false;
-  for (int i = 0; i < 500 && !drained; ++i) {
-    drained = FindNode(client->Stats(), "n0").inflight == 0;
-    if (!drained) absl::SleepFor(absl::Milliseconds(10));
-  }
-  EXPECT_TRUE(drained);
+  EXPECT_TRUE(AwaitNoneInflight(client, "n0"));
   EXPECT_EQ(buf, std::string(4096, '\x5C'));
   // The borrowed ring goes on serving small reads (of a regular file).
   const std::string good = RandomBytes(8192);

@@ -51,6 +51,15 @@ double MiBps(uint64_t bytes, absl::Duration d) {
   return static_cast<double>(bytes) / (1 << 20) / absl::ToDoubleSeconds(d);
 }
 
+// 127.0.0.1:`port` (0: any free port, for bind).
+sockaddr_in Loopback(int port) {
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  a.sin_port = htons(static_cast<uint16_t>(port));
+  return a;
+}
+
 // Where a plain TCP stream's bytes come from.
 enum class Source {
   kMemory,    // one hot 1 MiB buffer, written again and again (iperf3-like)
@@ -63,9 +72,7 @@ enum class Source {
 // path. Returns MiB/s (or -1).
 double TcpStream(uint64_t bytes, Source source, const std::string& file) {
   int ls = socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  sockaddr_in a = Loopback(0);
   socklen_t len = sizeof(a);
   if (bind(ls, reinterpret_cast<sockaddr*>(&a), sizeof(a)) != 0 ||
       listen(ls, 1) != 0 ||
@@ -121,9 +128,7 @@ double TcpStream(uint64_t bytes, Source source, const std::string& file) {
 // A free loopback TCP port (0 if none).
 int FreePort() {
   int s = socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  sockaddr_in a = Loopback(0);
   socklen_t len = sizeof(a);
   int port = 0;
   if (bind(s, reinterpret_cast<sockaddr*>(&a), sizeof(a)) == 0 &&
@@ -156,10 +161,7 @@ double Iperf3(uint64_t bytes) {
   bool up = false;
   for (int i = 0; i < 200 && !up; ++i) {
     int c = socket(AF_INET, SOCK_STREAM, 0);
-    sockaddr_in a{};
-    a.sin_family = AF_INET;
-    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    a.sin_port = htons(static_cast<uint16_t>(port));
+    sockaddr_in a = Loopback(port);
     up = connect(c, reinterpret_cast<sockaddr*>(&a), sizeof(a)) == 0;
     close(c);
     if (!up) absl::SleepFor(absl::Milliseconds(10));
