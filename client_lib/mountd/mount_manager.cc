@@ -121,7 +121,13 @@ absl::StatusOr<std::vector<Action>> MountManager::PlanOnce(
   RANGEFS_ASSIGN_OR_RETURN(std::vector<MountInfo> mi,
                            ReadMountInfo(options.mountinfo_path));
   std::vector<v1::NodeRecord> records;
-  for (const ns::NodeEntry& n : nodes) records.push_back(n.record);
+  for (const ns::NodeEntry& n : nodes) {
+    if (n.invalid.empty()) {
+      records.push_back(n.record);
+    } else if (notes != nullptr) {
+      notes->push_back(absl::StrCat(n.invalid, " (not mounted)"));
+    }
+  }
   auto desired = DesiredMounts(
       records, root,
       [&](const v1::NodeRecord& r) { return mounter.SourceFor(r); }, notes);
@@ -376,7 +382,13 @@ void MountManager::Pass() {
     last_list_ = now;
     if (nodes.ok()) {
       nodes_.clear();
-      for (const ns::NodeEntry& n : *nodes) nodes_.push_back(n.record);
+      for (const ns::NodeEntry& n : *nodes) {
+        if (n.invalid.empty()) {
+          nodes_.push_back(n.record);
+        } else {
+          RANGEFS_LOG(WARNING) << n.invalid << " (node not mounted)";
+        }
+      }
     } else {
       // Keep the mounts as they are: an etcd outage unmounts nothing.
       RANGEFS_LOG(WARNING) << "list nodes: " << nodes.status()

@@ -255,7 +255,15 @@ void CheckNodes(Context& ctx, const std::vector<ns::NodeEntry>& nodes,
     return;
   }
   std::map<std::string, const v1::LiveRecord*> by_id;
-  for (const ns::LiveEntry& l : *live) by_id[l.record.node_id()] = &l.record;
+  for (const ns::LiveEntry& l : *live) {
+    if (l.invalid.empty()) {
+      by_id[l.record.node_id()] = &l.record;
+    } else {
+      r.Add("live " + l.record.node_id(), kFail, l.invalid,
+            "the agent rewrites its live record within seconds; if this "
+            "persists, find who writes that key (etcd auth)");
+    }
+  }
   std::set<std::string> known;
   if (nodes.empty()) {
     r.Add("nodes", kWarn, "no storage nodes registered",
@@ -265,6 +273,12 @@ void CheckNodes(Context& ctx, const std::vector<ns::NodeEntry>& nodes,
     const v1::NodeRecord& rec = n.record;
     known.insert(rec.id());
     const std::string check = "node " + rec.id();
+    if (!n.invalid.empty()) {
+      r.Add(check, kFail, n.invalid,
+            absl::StrCat("rewrite it: rangefs-admin node rm ", rec.id(),
+                         " then node add (clients and mountd ignore it)"));
+      continue;
+    }
     auto it = by_id.find(rec.id());
     const bool serving =
         rec.admin_state() == v1::ACTIVE || rec.admin_state() == v1::DRAINING;
