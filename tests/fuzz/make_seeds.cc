@@ -6,7 +6,8 @@
 // of the size, size 2^64-1, 10^6 extents, garbage bytes. Deterministic:
 // running it again rewrites the same files.
 //
-//   bazel run --symlink_prefix=/ //tests/fuzz:make_seeds -- "$PWD/tests/fuzz/corpus"
+//   bazel run --symlink_prefix=/ //tests/fuzz:make_seeds --
+//   "$PWD/tests/fuzz/corpus"
 #include <cstdint>
 #include <cstdio>
 #include <filesystem>
@@ -194,7 +195,7 @@ v1::FileLayout Extents(uint64_t size, const std::vector<uint64_t>& cuts,
   l.set_size(size);
   l.set_state(v1::READY);
   uint64_t at = 0;
-  for (size_t i = 0; i <= cuts.size(); ++i) {
+  for (size_t i = 0; size > 0 && i <= cuts.size(); ++i) {
     const uint64_t end = i < cuts.size() ? cuts[i] : size;
     v1::Extent* e = l.add_extents();
     e->set_offset(at);
@@ -242,6 +243,9 @@ bool LayoutSeeds(const fs::path& dir) {
   v1::FileLayout many;  // 10^6 extents, each as small as the wire allows.
   many.set_size(1000000);
   for (int i = 0; i < 1000000; ++i) many.add_extents();
+  v1::FileLayout over_cap;  // Fits in kMaxLayoutBytes, over kMaxExtents.
+  over_cap.set_size(100001);
+  for (int i = 0; i < 100001; ++i) over_cap.add_extents();
   v1::NodeRecord node;
   node.set_id("n1");
   node.add_addresses("127.0.0.1:7070");
@@ -284,9 +288,10 @@ bool LayoutSeeds(const fs::path& dir) {
       {"poison-extents-and-striped", Layout(both)},
       {"poison-object-offset-overflow", Layout(overflow)},
       {"poison-million-extents", Layout(many)},
+      {"poison-100001-extents", Layout(over_cap)},
       {"poison-garbage", Record(0, kFileKey, garbage)},
       {"poison-truncated", Record(0, kFileKey, valid.substr(0, 25))},
-      {"poison-bad-key", Record(0, "/rangefs/v1/default/files/../x", valid)},
+      {"odd-key", Record(0, "/rangefs/v1/default/files/../x\n\x01", valid)},
       {"node-valid",
        Record(1, "/rangefs/v1/default/nodes/n1", node.SerializeAsString())},
       {"node-poisoned",
