@@ -24,6 +24,7 @@
 #include "absl/strings/escaping.h"
 #include "absl/strings/match.h"
 #include "absl/strings/string_view.h"
+#include "google/protobuf/stubs/logging.h"
 #include "namespace/keys.h"
 #include "namespace/layout.h"
 #include "namespace/record_gate.h"
@@ -36,6 +37,13 @@ namespace fuzz {
 namespace {
 
 namespace v1 = ::rangefs::v1;
+
+// Keeps protobuf's parse-error log lines (e.g. invalid UTF-8 in a string
+// field) off stderr: one per rejected input would swamp the fuzzer.
+const bool kProtobufQuiet = [] {
+  google::protobuf::SetLogHandler(nullptr);
+  return true;
+}();
 
 // Bounds the pieces one range may produce (MapRange returns one per piece;
 // a caller's range is bounded by its buffer).
