@@ -3,21 +3,32 @@
 # (offline), runs `bazel test //...`, and prints one closing line
 #   N passed, N failed
 # counting test cases (gtest cases, one per shell test). Exits non-zero if
-# anything failed or did not build. Extra arguments go to `bazel test`
-# (e.g. tests/run.sh //namespace/...).
+# anything failed or did not build. Extra arguments go to `bazel test`:
+# target patterns (e.g. tests/run.sh //namespace/...) and flags (e.g.
+# --symlink_prefix=/). Without a target pattern it runs //... and then the
+# fuzz corpus replay again under --config=asan.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 
 bash deploy/install-deps.sh || { echo "install-deps failed"; echo "0 passed, 1 failed"; exit 1; }
 
-targets=("$@")
-[ "${#targets[@]}" -eq 0 ] && targets=(//...)
+flags=()
+targets=()
+for a in "$@"; do
+  case "$a" in
+    -//*) targets+=("$a") ;;  # A negative target pattern.
+    -*) flags+=("$a") ;;
+    *) targets+=("$a") ;;
+  esac
+done
+full=0
+[ "${#targets[@]}" -eq 0 ] && { targets=(//...); full=1; }
 
 log=$(mktemp /tmp/rangefs-test-XXXXXX.log)
 asan_log=$(mktemp /tmp/rangefs-test-asan-XXXXXX.log)
 trap 'rm -f "$log" "$asan_log"' EXIT
 filter='^(INFO: (From|Analyzed|Found|Build|Elapsed|Invocation|Streaming)|Loading|Analyzing|\[[0-9,]+ / )'
-bazel test --noshow_progress "${targets[@]}" 2>&1 | tee "$log" | grep -v -E "$filter"
+bazel test --noshow_progress "${flags[@]}" "${targets[@]}" 2>&1 | tee "$log" | grep -v -E "$filter"
 rc=${PIPESTATUS[0]}
 testlogs=$(bazel info bazel-testlogs 2>/dev/null)
 
@@ -25,8 +36,8 @@ testlogs=$(bazel info bazel-testlogs 2>/dev/null)
 # output directory, so nothing else is rebuilt), on full runs only.
 asan_rc=0
 asan_testlogs=
-if [ "$#" -eq 0 ]; then
-  bazel test --noshow_progress --config=asan --build_tests_only //tests/fuzz:all 2>&1 \
+if [ "$full" -eq 1 ]; then
+  bazel test --noshow_progress "${flags[@]}" --config=asan --build_tests_only //tests/fuzz:all 2>&1 \
     | sed -E 's#^(//[^ ]+)#\1[asan]#' | tee "$asan_log" | grep -v -E "$filter"
   asan_rc=${PIPESTATUS[0]}
   asan_testlogs=$(bazel info --config=asan bazel-testlogs 2>/dev/null)
