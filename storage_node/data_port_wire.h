@@ -1,11 +1,11 @@
 // File: data_port_wire.h
 //
 // Wire format of the storage node's raw-TCP data port (server: data_port.h,
-// client: data_port_client.h). Shared constants and little-endian helpers;
-// the protocol itself is documented in data_port.h, and the pure parsing
-// both ends use (the request header on the server, the reply stream on the
-// client). No I/O: the reply parser reads through a callback, so tests and
-// the fuzzer (tests/fuzz/data_port_fuzzer.cc) feed it from memory.
+// client: data_port_client.h): shared constants, little-endian helpers and
+// the pure parsing both ends use (the request header on the server, the
+// reply stream on the client); the protocol itself is documented in
+// data_port.h. No I/O: the reply parser reads through a callback, so tests
+// and the fuzzer (tests/fuzz/data_port_fuzzer.cc) feed it from memory.
 #ifndef RANGEFS_STORAGE_NODE_DATA_PORT_WIRE_H_
 #define RANGEFS_STORAGE_NODE_DATA_PORT_WIRE_H_
 
