@@ -89,7 +89,7 @@ for i in "${!names[@]}"; do
   elif [ "$merge" -eq 1 ]; then
     "$bin/tests/fuzz/${n}_fuzzer" -merge=1 -max_len=65536 \
       "tests/fuzz/corpus/$n" "$out/corpus" >"$out/merge.log" 2>&1 &&
-      echo "$n: merged: $(grep -o 'added [0-9]* new units' "$out/merge.log" | tail -1 || true)"
+      echo "$n: merged into tests/fuzz/corpus/$n: $(grep -o '[0-9]* new files with [0-9]* new features' "$out/merge.log" | tail -1)"
   fi
 done
 [ "$findings" -eq 0 ]
