@@ -40,10 +40,10 @@ struct AgentProcess {
 class AgentCluster {
  public:
   static absl::StatusOr<std::unique_ptr<AgentCluster>> Start(
-      const std::string& name) {
+      const std::string& name, const EtcdClusterOptions& etcd = {}) {
     std::unique_ptr<AgentCluster> c(new AgentCluster);
     RANGEFS_ASSIGN_OR_RETURN(c->dir_, MakeTempDir(name));
-    RANGEFS_ASSIGN_OR_RETURN(c->etcd_, EtcdCluster::Start({}));
+    RANGEFS_ASSIGN_OR_RETURN(c->etcd_, EtcdCluster::Start(etcd));
     RANGEFS_ASSIGN_OR_RETURN(
         c->client_, etcd::EtcdClient::Open({.endpoints = c->etcd_->endpoints(),
                                             .call_timeout = absl::Seconds(2)}));
