@@ -332,9 +332,10 @@ void CheckHungMounts(const mountd::MountStatusFile& status, absl::Time now,
               absl::FormatTime("%Y-%m-%d %H:%M:%S UTC", since,
                                absl::UTCTimeZone()),
               "): ", e.error),
-          absl::StrCat("clients read ", e.node_id,
-                       " through its agent meanwhile; check its NFS server "
-                       "and the fabric; if it never answers: rangefs-admin "
+          absl::StrCat("clients avoid this mount meanwhile (agent or other "
+                       "replicas); check the NFS server on ",
+                       e.node_id,
+                       " and the fabric; if it never answers: rangefs-admin "
                        "node disable ",
                        e.node_id, " (mountd then detaches the mount)"));
   }
