@@ -476,7 +476,7 @@ std::string Usage(const std::string& group) {
 )";
   std::string other = R"(other commands:
   status                    nodes, live state, capacity
-  doctor [--mount-root=DIR] [--mounts=no]
+  doctor [--mount-root=DIR] [--mount-status=FILE] [--mounts=no]
                             checks etcd, TLS, clock skew, node/live records,
                             mounts and RDMA; prints each finding with its fix
   dump [--out=FILE]         whole namespace as JSON (stdout by default)

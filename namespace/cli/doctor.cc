@@ -331,6 +331,30 @@ void CheckNodes(Context& ctx, const std::vector<ns::NodeEntry>& nodes,
   }
 }
 
+// One row per mount that rangefs-mountd reports hung: which call, since
+// when and for how long (MountStatusEntry::hung_since_unix_ms).
+void CheckHungMounts(const mountd::MountStatusFile& status, absl::Time now,
+                     Report& r) {
+  for (const mountd::MountStatusEntry& e : status.mounts) {
+    if (!e.hung()) continue;
+    const absl::Time since = absl::FromUnixMillis(e.hung_since_unix_ms);
+    r.Add("hung " + e.node_id, kFail,
+          absl::StrCat(
+              e.path, " hung for ",
+              absl::FormatDuration(absl::Trunc(now - since, absl::Seconds(1))),
+              " (since ",
+              absl::FormatTime("%Y-%m-%d %H:%M:%S UTC", since,
+                               absl::UTCTimeZone()),
+              "): ", e.error),
+          absl::StrCat("clients avoid this mount meanwhile (agent or other "
+                       "replicas); check the NFS server on ",
+                       e.node_id,
+                       " and the fabric; if it never answers: rangefs-admin "
+                       "node disable ",
+                       e.node_id, " (mountd then detaches the mount)"));
+  }
+}
+
 void CheckMounts(const DoctorOptions& o,
                  const std::vector<ns::NodeEntry>& nodes, Report& r) {
   std::string root = o.mount_root;
@@ -357,6 +381,7 @@ void CheckMounts(const DoctorOptions& o,
                   absl::Now() - absl::FromUnixMillis(status->updated_unix_ms),
                   absl::Seconds(1))),
               " ago, ", status->mounts.size(), " mount(s)"));
+    CheckHungMounts(*status, absl::Now(), r);
   }
   std::set<std::string> wanted;
   for (const ns::NodeEntry& n : nodes) {
@@ -508,12 +533,13 @@ absl::StatusOr<Table> RunDoctorWith(Context& ctx, const DoctorOptions& o) {
 absl::StatusOr<Table> RunDoctor(Context& ctx, Args& args) {
   absl::Status s = args.CheckAllowed(
       {"etcd", "ca", "cert", "key", "user", "password", "timeout", "mount-root",
-       "mounts", "mountinfo", "sysfs-root", "json", "cluster", "no-progress"});
+       "mounts", "mountinfo", "sysfs-root", "mount-status", "json", "cluster",
+       "no-progress"});
   if (!s.ok()) return s;
   if (args.positional().size() > 1 ||
       (args.positional().size() == 1 && args.positional()[0] != "doctor")) {
     return absl::InvalidArgumentError(
-        "usage: doctor [--mount-root=DIR] "
+        "usage: doctor [--mount-root=DIR] [--mount-status=FILE] "
         "[--mounts=no]");
   }
   DoctorOptions o;
@@ -539,6 +565,7 @@ absl::StatusOr<Table> RunDoctor(Context& ctx, Args& args) {
   o.check_mounts = mounts == "yes";
   o.mountinfo_path = args.Get("mountinfo", o.mountinfo_path);
   o.sysfs_root = args.Get("sysfs-root", o.sysfs_root);
+  o.mount_status_file = args.Get("mount-status", o.mount_status_file);
   return RunDoctorWith(ctx, o);
 }
 

@@ -10,11 +10,14 @@
 #include <string>
 
 #include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
 #include "base/testing/status_matchers.h"
+#include "client_lib/mountd/mount_status.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "namespace/etcd/etcd_client.h"
 #include "namespace/etcd_kv.h"
+#include "namespace/memory_kv.h"
 #include "namespace/store.h"
 #include "tests/testing/etcd_cluster.h"
 #include "tests/testing/subprocess.h"
@@ -151,6 +154,54 @@ TEST(DoctorTest, ReportsABrokenSetup) {
   ASSERT_THAT(bad.status(), IsOk());
   EXPECT_THAT(RunDoctor(ctx, *bad).status(),
               StatusIs(absl::StatusCode::kInvalidArgument));
+  testing::RemoveTree(*dir);
+}
+
+TEST(DoctorTest, ShowsHungMountsWithTheirDuration) {
+  auto dir = MakeTempDir("doctor-hung-");
+  ASSERT_THAT(dir.status(), IsOk());
+  ns::MemoryKv kv;
+  auto store = ns::NewKvStore(&kv, {.cluster = "doc"});
+  ASSERT_THAT(store->AddNode(Node("sn-1", v1::ACTIVE)), IsOk());
+  ASSERT_THAT(store->AddNode(Node("sn-2", v1::ACTIVE)), IsOk());
+  const std::string root = *dir + "/mnt";
+  std::ofstream(*dir + "/mountinfo")
+      << "90 22 0:51 / " << root
+      << "/sn-1 ro,relatime - nfs4 10.0.0.1:/srv/sn-1 "
+         "ro,vers=4.2,rsize=1048576,hard,proto=rdma,port=20049\n";
+  // sn-1's stat has hung for 95 s; sn-2 is healthy (and not hung).
+  const absl::Time since = absl::Now() - absl::Seconds(95);
+  mountd::MountStatusFile f;
+  f.updated_unix_ms = absl::ToUnixMillis(absl::Now());
+  f.mounts.push_back({"sn-1", mountd::MountHealth::kUnhealthy, root + "/sn-1",
+                      absl::ToUnixMillis(since), "",
+                      "stat of " + root + "/sn-1 did not return within 5s",
+                      absl::ToUnixMillis(since)});
+  f.mounts.push_back({"sn-2", mountd::MountHealth::kHealthy, root + "/sn-2"});
+  const std::string status_file = *dir + "/mounts-status";
+  ASSERT_THAT(mountd::WriteMountStatus(status_file, f), IsOk());
+
+  Context ctx;
+  ctx.store = store.get();
+  ctx.cluster = "doc";
+  auto args = Args::Parse(
+      {"doctor", "--etcd=127.0.0.1:1", "--timeout=0.2", "--mount-root=" + root,
+       "--mountinfo=" + *dir + "/mountinfo", "--sysfs-root=" + *dir + "/sys",
+       "--mount-status=" + status_file});
+  ASSERT_THAT(args.status(), IsOk());
+  auto t = RunDoctor(ctx, *args);
+  ASSERT_THAT(t.status(), IsOk());
+  SCOPED_TRACE(FormatHuman(*t));
+
+  EXPECT_EQ(Row(*t, "mountd")[1], "OK");  // read from --mount-status
+  auto hung = Row(*t, "hung sn-1");
+  EXPECT_EQ(hung[1], "FAIL");
+  EXPECT_THAT(hung[2], HasSubstr(root + "/sn-1 hung for 1m3"));  // 1m35s+
+  EXPECT_THAT(hung[2], HasSubstr(absl::FormatTime("(since %Y-%m-%d %H:%M:%S",
+                                                  since, absl::UTCTimeZone())));
+  EXPECT_THAT(hung[2], HasSubstr("did not return within 5s"));
+  EXPECT_THAT(hung[3], HasSubstr("node disable sn-1"));
+  for (const auto& row : t->rows) EXPECT_NE(row[0], "hung sn-2");
   testing::RemoveTree(*dir);
 }
 
