@@ -26,7 +26,7 @@ TEST(AgentTlsTest, FilePutAndFsckSpeakMtlsToAgents) {
   const std::string certs = *dir + "/certs";
   auto mk = Subprocess::Start(
       {.argv = {"/bin/bash", RunfilePath("deploy/etcd/make-certs.sh"), certs,
-                "--members=agent", "--clients=admin"},
+                "--members=", "--agents=agent", "--clients=admin,job"},
        .log_path = *dir + "/mk.log"});
   ASSERT_THAT(mk, IsOk());
   auto st = (*mk)->Wait(absl::Seconds(60));
@@ -39,7 +39,8 @@ TEST(AgentTlsTest, FilePutAndFsckSpeakMtlsToAgents) {
                           .export_root = exp,
                           .tls = {.cert_file = certs + "/agent.crt",
                                   .key_file = certs + "/agent.key",
-                                  .client_ca_file = certs + "/ca.crt"}});
+                                  .client_ca_file = certs + "/ca.crt"},
+                          .writers = {"admin"}});
   ASSERT_THAT(agent, IsOk());
 
   ns::MemoryKv kv;
@@ -70,7 +71,15 @@ TEST(AgentTlsTest, FilePutAndFsckSpeakMtlsToAgents) {
   EXPECT_THAT(run({"file", "put", local, "/f", "--replicas=1"}),
               ::testing::Not(IsOk()));
   EXPECT_THAT(store->GetFile("/f"), StatusIs(absl::StatusCode::kNotFound));
-  // With the admin's certificate: put and fsck work.
+  // A certificate of the CA that is not on the agent's --writers: refused
+  // (PERMISSION_DENIED), nothing is committed.
+  ctx.agent_tls = {.ca_file = certs + "/ca.crt",
+                   .cert_file = certs + "/job.crt",
+                   .key_file = certs + "/job.key"};
+  EXPECT_THAT(run({"file", "put", local, "/f", "--replicas=1"}),
+              StatusIs(absl::StatusCode::kPermissionDenied));
+  EXPECT_THAT(store->GetFile("/f"), StatusIs(absl::StatusCode::kNotFound));
+  // With the admin's certificate (a writer): put and fsck work.
   ctx.agent_tls = {.ca_file = certs + "/ca.crt",
                    .cert_file = certs + "/admin.crt",
                    .key_file = certs + "/admin.key"};
