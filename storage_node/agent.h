@@ -6,11 +6,12 @@
 // through which etcd registration (lease, live record) plugs in later
 // without touching the service.
 //
+//   // Off loopback an agent needs mTLS (or .insecure): transport_security.h.
 //   RANGEFS_ASSIGN_OR_RETURN(auto agent, Agent::Start({
 //       .node_id = "n1", .export_root = "/export", .listen = "0.0.0.0:7070",
 //       .tls = {.cert_file = "n1.crt", .key_file = "n1.key",
-//               .client_ca_file = "ca.crt"},         // mTLS: required off
-//       .writers = {"rangefs-admin"}}));              // loopback
+//               .client_ca_file = "ca.crt"},
+//       .writers = {"rangefs-admin"}}));  // may write; other certs read
 //   ... wait for SIGTERM ...
 //   agent->Shutdown(absl::Now() + absl::Seconds(10));
 //
@@ -79,7 +80,9 @@ struct AgentOptions {
   // (WriteObject, DeleteObject) under mTLS; the other clients may only
   // read. Empty under mTLS: nobody may write. Requires tls.client_ca_file.
   std::vector<std::string> writers;
-  AgentServiceOptions service;  // read_only, caps, chunk size, ...
+  // read_only, caps, chunk size, ...; its write_access is set from `tls`
+  // and `writers`.
+  AgentServiceOptions service;
   // Max bytes of one incoming gRPC message (bounds a write's memory).
   int max_receive_message_bytes = 8 << 20;
   // Background scrub every scrub_interval; zero (default) disables it.

@@ -26,6 +26,11 @@ run_mode() {
   local writer=() reader=()
   if [ "$security" = --tls ]; then
     [ -s "$AGENT_TLS_DIR/ca.crt" ] || fail "$hosts: no AGENT_TLS_DIR from up: $env"
+    local i
+    for ((i = 0; i < 100; i++)); do  # the line follows "serving on" closely
+      grep -q "(mTLS)" "$DIR/logs/node-n1.log" && break
+      sleep 0.1
+    done
     grep -q "(mTLS)" "$DIR/logs/node-n1.log" || fail "$hosts: agent n1 is not serving mTLS"
     local t=$AGENT_TLS_DIR
     writer=(--agent-ca="$t/ca.crt" --agent-cert="$t/rangefs-admin.crt" --agent-key="$t/rangefs-admin.key")

@@ -173,7 +173,7 @@ TEST_F(AgentSecurityTest, MtlsAgentLetsOnlyWritersChangeTheExport) {
   ASSERT_THAT(a, IsOk());
   const std::string addr = (*a)->address;
   ASSERT_TRUE(WaitSecurity("sec", v1::LiveRecord::MTLS));
-  EXPECT_THAT((*a)->process->Log(), HasSubstr("(mTLS)"));
+  EXPECT_THAT((*a)->process->WaitForLog("(mTLS)", absl::Seconds(20)), IsOk());
 
   auto writer = node::NodeClient::Connect(addr, Client("good", "writer"));
   auto reader = node::NodeClient::Connect(addr, Client("good", "reader"));
