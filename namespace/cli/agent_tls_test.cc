@@ -34,13 +34,12 @@ TEST(AgentTlsTest, FilePutAndFsckSpeakMtlsToAgents) {
   ASSERT_EQ(WEXITSTATUS(*st), 0) << (*mk)->Log();
   const std::string exp = *dir + "/export";
   ASSERT_EQ(mkdir(exp.c_str(), 0755), 0);
-  auto agent =
-      node::Agent::Start({.node_id = "n1",
-                          .export_root = exp,
-                          .tls = {.cert_file = certs + "/agent.crt",
-                                  .key_file = certs + "/agent.key",
-                                  .client_ca_file = certs + "/ca.crt"},
-                          .writers = {"admin"}});
+  auto agent = node::Agent::Start({.node_id = "n1",
+                                   .export_root = exp,
+                                   .tls = {.cert_file = certs + "/agent.crt",
+                                           .key_file = certs + "/agent.key",
+                                           .client_ca_file = certs + "/ca.crt"},
+                                   .writers = {"admin"}});
   ASSERT_THAT(agent, IsOk());
 
   ns::MemoryKv kv;
