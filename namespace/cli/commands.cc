@@ -494,7 +494,8 @@ std::string Usage(const std::string& group) {
       "$RANGEFS_CLUSTER,\nboth and the TLS files from --config or "
       "$RANGEFS_CONFIG (see deploy/config/rangefs.conf.example).\n"
       "--agent-ca=PEM [--agent-cert=PEM --agent-key=PEM]: TLS to the "
-      "agents.\n\n",
+      "agents (file put\nneeds a certificate on the agents' --writers, "
+      "e.g. rangefs-admin.crt).\n\n",
       node, "\n", file, "\n", other);
 }
 

@@ -245,6 +245,60 @@ void CheckClock(const DoctorOptions& o, Report& r) {
   }
 }
 
+// One WARN row per agent whose live record says it runs insecure, or does
+// not say (an older agent), or says something unknown; an OK summary when
+// none does.
+void CheckAgentSecurity(const std::vector<ns::LiveEntry>& live, Report& r) {
+  int mtls = 0, loopback = 0, bad = 0;
+  for (const ns::LiveEntry& l : live) {
+    const std::string& id = l.record.node_id();
+    const std::string check = "security " + id;
+    switch (l.record.transport_security()) {
+      case v1::LiveRecord::MTLS:
+        ++mtls;
+        break;
+      case v1::LiveRecord::PLAINTEXT_LOOPBACK:
+      case v1::LiveRecord::TLS_LOOPBACK:
+        ++loopback;
+        break;
+      case v1::LiveRecord::INSECURE:
+        ++bad;
+        r.Add(check, kWarn,
+              "agent runs INSECURE (--insecure): no client certificates on "
+              "a network address, so anyone who can reach it can read, "
+              "write, overwrite and delete its objects",
+              absl::StrCat(
+                  "serve mTLS: make-certs.sh DIR --agents=", id,
+                  "@HOST, then TLS_CERT, TLS_KEY, TLS_CLIENT_CA (--tls_cert, "
+                  "--tls_key, --tls_client_ca) and WRITERS=rangefs-admin in "
+                  "the node's env file, INSECURE=false, restart "
+                  "rangefs-node@",
+                  id, " (deploy/README.md, \"Agent security\")"));
+        break;
+      case v1::LiveRecord::TRANSPORT_SECURITY_UNSPECIFIED:
+        ++bad;
+        r.Add(check, kWarn,
+              "agent does not report its transport security (an older "
+              "rangefs-node): it may accept writes from anyone",
+              absl::StrCat("upgrade rangefs-node on ", id));
+        break;
+      default:
+        ++bad;
+        r.Add(check, kWarn,
+              absl::StrCat("unknown transport security value ",
+                           static_cast<int>(l.record.transport_security()),
+                           " in its live record"),
+              "upgrade rangefs-admin to the agents' version");
+        break;
+    }
+  }
+  if (bad == 0 && !live.empty()) {
+    r.Add("security", kOk,
+          absl::StrCat(mtls, " agent(s) with mTLS, ", loopback,
+                       " on loopback only, none insecure"));
+  }
+}
+
 void CheckNodes(Context& ctx, const std::vector<ns::NodeEntry>& nodes,
                 Report& r) {
   auto live = ctx.store->ListLive();
@@ -329,6 +383,7 @@ void CheckNodes(Context& ctx, const std::vector<ns::NodeEntry>& nodes,
                          " ...) or stop that agent"));
     }
   }
+  CheckAgentSecurity(*live, r);
 }
 
 // One row per mount that rangefs-mountd reports hung: which call, since

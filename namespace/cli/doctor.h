@@ -15,6 +15,9 @@
 //           live record has its agent down; a disabled node with a live
 //           record still runs an agent; a live record without a node record;
 //           the agent's own health.
+//   security each agent's transport security from its live record: running
+//           --insecure (no mTLS on a network address), or not reporting it,
+//           is a warning with the fix.
 //   mount   for every active or draining node, <mount_root>/<id> from
 //           /proc/self/mountinfo (never a stat, so a hung mount cannot hang
 //           doctor): present, read-only, NFS, proto=rdma, rsize=1 MiB,

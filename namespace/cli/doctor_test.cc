@@ -52,11 +52,13 @@ v1::NodeRecord Node(const std::string& id, v1::AdminState state) {
   return n;
 }
 
-absl::Status PutLive(ns::NamespaceStore& store, const std::string& id) {
+absl::Status PutLive(ns::NamespaceStore& store, const std::string& id,
+                     v1::LiveRecord::TransportSecurity security) {
   v1::LiveRecord l;
   l.set_node_id(id);
   l.set_health(v1::LiveRecord::HEALTHY);
   l.set_version("test");
+  l.set_transport_security(security);
   return store.PutLive(l, 0);
 }
 
@@ -80,9 +82,13 @@ TEST(DoctorTest, ReportsABrokenSetup) {
            {"off", v1::DISABLED}}) {
     ASSERT_THAT(store->AddNode(Node(id, state)), IsOk());
   }
-  ASSERT_THAT(PutLive(*store, "up"), IsOk());
-  ASSERT_THAT(PutLive(*store, "tcp"), IsOk());
-  ASSERT_THAT(PutLive(*store, "off"), IsOk());
+  // up serves mTLS, tcp runs --insecure, off publishes a value doctor does
+  // not know.
+  ASSERT_THAT(PutLive(*store, "up", v1::LiveRecord::MTLS), IsOk());
+  ASSERT_THAT(PutLive(*store, "tcp", v1::LiveRecord::INSECURE), IsOk());
+  ASSERT_THAT(PutLive(*store, "off",
+                      static_cast<v1::LiveRecord::TransportSecurity>(99)),
+              IsOk());
 
   // A mount table as the kernel shows it (mount checks only read text).
   const std::string root = *dir + "/mnt";
@@ -127,6 +133,19 @@ TEST(DoctorTest, ReportsABrokenSetup) {
   EXPECT_THAT(down[3], HasSubstr("systemctl status rangefs-node"));
   EXPECT_EQ(Row(*t, "node off")[1], "WARN");
   EXPECT_THAT(Row(*t, "node off")[2], HasSubstr("agent is still running"));
+
+  auto insecure = Row(*t, "security tcp");
+  EXPECT_EQ(insecure[1], "WARN");
+  EXPECT_THAT(insecure[2], HasSubstr("INSECURE"));
+  EXPECT_THAT(insecure[3], HasSubstr("--tls_client_ca"));
+  EXPECT_THAT(insecure[3], HasSubstr("--agents=tcp@HOST"));
+  EXPECT_EQ(Row(*t, "security off")[1], "WARN");
+  EXPECT_THAT(Row(*t, "security off")[2],
+              HasSubstr("unknown transport security value 99"));
+  for (const auto& row : t->rows) {
+    EXPECT_NE(row[0], "security up");  // mTLS: nothing to say
+    EXPECT_NE(row[0], "security");     // no all-clear with insecure agents
+  }
 
   EXPECT_EQ(Row(*t, "mount up")[1], "OK");
   EXPECT_THAT(Row(*t, "mount up")[2], HasSubstr("readahead 4096 KiB"));
