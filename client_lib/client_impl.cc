@@ -62,6 +62,7 @@
 #include "base/crc32c.h"
 #include "base/errno_status.h"
 #include "base/logging.h"
+#include "base/open_beneath.h"
 #include "base/status_macros.h"
 #include "client_lib/client.h"
 #include "client_lib/mountd/mount_status.h"
@@ -179,7 +180,7 @@ struct Task {
 
 // One mount read: the aligned span to read and how to check it.
 struct MountPlan {
-  std::string path;
+  MountPath path;  // the object, opened beneath its node's mount
   bool direct = false;
   uint64_t start = 0;
   uint64_t end = 0;
@@ -385,11 +386,11 @@ class NodeRuntime {
                   bool checksum_failure);
   // The ring reads' file of `path`, opened (which blocks on a hung mount:
   // ring thread only) and kept when not yet open.
-  absl::StatusOr<std::shared_ptr<RingFile>> RingFd(const std::string& path,
+  absl::StatusOr<std::shared_ptr<RingFile>> RingFd(const MountPath& path,
                                                    bool direct);
   // The same if already open, else null. Never blocks on the mount.
-  std::shared_ptr<RingFile> OpenRingFd(const std::string& path, bool direct);
-  void RingDropFd(const std::string& path, bool direct);
+  std::shared_ptr<RingFile> OpenRingFd(const MountPath& path, bool direct);
+  void RingDropFd(const MountPath& path, bool direct);
   absl::StatusOr<size_t> ReadAgent(Attempt* a, Batch* b, char* out);
   absl::StatusOr<std::shared_ptr<const node::Checksums>> Sidecar(
       const std::string& dir, const std::string& object);
@@ -789,12 +790,12 @@ absl::StatusOr<std::shared_ptr<const node::Checksums>> NodeRuntime::Sidecar(
     auto it = sidecars_.find(object);
     if (it != sidecars_.end()) return it->second;
   }
-  std::string path = absl::StrCat(dir, "/", node::SidecarPathFor(object));
+  const MountPath path{dir, node::SidecarPathFor(object)};
   RANGEFS_ASSIGN_OR_RETURN(std::string data, client_->fs()->ReadFile(path));
   absl::StatusOr<node::Checksums> c = node::DecodeSidecar(data);
   if (!c.ok()) {
     return absl::DataLossError(
-        absl::StrCat("sidecar ", path, ": ", c.status().message()));
+        absl::StrCat("sidecar ", path.full(), ": ", c.status().message()));
   }
   auto sp = std::make_shared<const node::Checksums>(std::move(*c));
   absl::MutexLock l(&mu_);
@@ -804,15 +805,15 @@ absl::StatusOr<std::shared_ptr<const node::Checksums>> NodeRuntime::Sidecar(
 
 absl::Status NodeRuntime::PlanMount(Attempt* a, const std::string& dir,
                                     MountPlan* plan) {
-  plan->path = absl::StrCat(dir, "/", *a->object);
+  plan->path = MountPath{dir, *a->object};
   plan->direct = client_->options().o_direct;
   uint64_t align = plan->direct ? kDirectIoAlignment : 1;
   if (a->verify) {
     RANGEFS_ASSIGN_OR_RETURN(plan->sums, Sidecar(dir, *a->object));
     const uint64_t bs = plan->sums->block_size;
     if (bs == 0 || (plan->direct && bs % align != 0)) {
-      return absl::DataLossError(
-          absl::StrCat("sidecar of ", plan->path, ": bad block size ", bs));
+      return absl::DataLossError(absl::StrCat("sidecar of ", plan->path.full(),
+                                              ": bad block size ", bs));
     }
     align = bs;
   }
@@ -823,8 +824,8 @@ absl::Status NodeRuntime::PlanMount(Attempt* a, const std::string& dir,
   }
   if (plan->end < a->object_offset + a->length) {
     return absl::DataLossError(absl::StrCat(
-        plan->path, " is ", plan->end, " bytes by its sidecar; need up to ",
-        a->object_offset + a->length));
+        plan->path.full(), " is ", plan->end,
+        " bytes by its sidecar; need up to ", a->object_offset + a->length));
   }
   plan->span = static_cast<size_t>(plan->end - plan->start);
   plan->alloc = WorkerBuffer::RoundUp(plan->span, kDirectIoAlignment);
@@ -838,7 +839,7 @@ absl::StatusOr<size_t> NodeRuntime::CheckMount(Attempt* a,
                                                bool* checksum_failure) {
   if (n < plan.lead + a->length) {
     return absl::DataLossError(absl::StrCat(
-        "short read of ", plan.path, " at ", a->object_offset, ": ",
+        "short read of ", plan.path.full(), " at ", a->object_offset, ": ",
         n - std::min(n, plan.lead), " of ", a->length, " bytes"));
   }
   if (plan.sums != nullptr) {
@@ -852,8 +853,8 @@ absl::StatusOr<size_t> NodeRuntime::CheckMount(Attempt* a,
               sums.block_crc32c[blk]) {
         *checksum_failure = true;
         return absl::DataLossError(
-            absl::StrCat("checksum mismatch in ", plan.path, " block ", blk,
-                         " (bytes ", off, "..", off + len, ")"));
+            absl::StrCat("checksum mismatch in ", plan.path.full(), " block ",
+                         blk, " (bytes ", off, "..", off + len, ")"));
       }
     }
   }
@@ -1224,10 +1225,11 @@ void NodeRuntime::RingStart(Task t) {
 void NodeRuntime::RingDone(ReadRing::Slot& s, int res) {
   if (res < 0) {
     RingDropFd(s.plan.path, s.plan.direct);  // a stale handle must not stay
-    RingFailed(std::move(s.task),
-               ErrnoStatus(-res, absl::StrCat("io_uring read ", s.plan.path,
-                                              " at ", s.plan.start + s.done)),
-               s.t0, false);
+    RingFailed(
+        std::move(s.task),
+        ErrnoStatus(-res, absl::StrCat("io_uring read ", s.plan.path.full(),
+                                       " at ", s.plan.start + s.done)),
+        s.t0, false);
     return;
   }
   Attempt* a = s.task.attempt;
@@ -1315,29 +1317,30 @@ void NodeRuntime::RingFailed(Task t, const absl::Status& error, absl::Time t0,
 }
 
 absl::StatusOr<std::shared_ptr<RingFile>> NodeRuntime::RingFd(
-    const std::string& path, bool direct) {
+    const MountPath& path, bool direct) {
   if (std::shared_ptr<RingFile> f = OpenRingFd(path, direct)) return f;
   // Blocks on a hung mount: only this node's ring waits.
-  int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC | (direct ? O_DIRECT : 0));
-  if (fd < 0) return ErrnoStatus(errno, absl::StrCat("open ", path));
+  RANGEFS_ASSIGN_OR_RETURN(
+      int fd,
+      OpenBeneath(path.mount, path.object, O_RDONLY | (direct ? O_DIRECT : 0)));
   auto file = std::make_shared<RingFile>(fd);
   absl::MutexLock l(&fd_mu_);
   if (ring_fds_.size() >= kMaxRingFds) ring_fds_.clear();
-  ring_fds_.emplace(absl::StrCat(direct ? "D" : "B", path), file);
+  ring_fds_.emplace(absl::StrCat(direct ? "D" : "B", path.full()), file);
   return file;
 }
 
-std::shared_ptr<RingFile> NodeRuntime::OpenRingFd(const std::string& path,
+std::shared_ptr<RingFile> NodeRuntime::OpenRingFd(const MountPath& path,
                                                   bool direct) {
-  std::string key = absl::StrCat(direct ? "D" : "B", path);
+  std::string key = absl::StrCat(direct ? "D" : "B", path.full());
   absl::MutexLock l(&fd_mu_);
   auto it = ring_fds_.find(key);
   return it == ring_fds_.end() ? nullptr : it->second;
 }
 
-void NodeRuntime::RingDropFd(const std::string& path, bool direct) {
+void NodeRuntime::RingDropFd(const MountPath& path, bool direct) {
   absl::MutexLock l(&fd_mu_);
-  ring_fds_.erase(absl::StrCat(direct ? "D" : "B", path));
+  ring_fds_.erase(absl::StrCat(direct ? "D" : "B", path.full()));
 }
 
 // ---------------------------------------------------------------- client

@@ -476,7 +476,7 @@ std::string Usage(const std::string& group) {
 )";
   std::string other = R"(other commands:
   status                    nodes, live state, capacity
-  doctor [--mount-root=DIR] [--mounts=no]
+  doctor [--mount-root=DIR] [--mount-status=FILE] [--mounts=no]
                             checks etcd, TLS, clock skew, node/live records,
                             mounts and RDMA; prints each finding with its fix
   dump [--out=FILE]         whole namespace as JSON (stdout by default)
@@ -494,7 +494,8 @@ std::string Usage(const std::string& group) {
       "$RANGEFS_CLUSTER,\nboth and the TLS files from --config or "
       "$RANGEFS_CONFIG (see deploy/config/rangefs.conf.example).\n"
       "--agent-ca=PEM [--agent-cert=PEM --agent-key=PEM]: TLS to the "
-      "agents.\n\n",
+      "agents (file put\nneeds a certificate on the agents' --writers, "
+      "e.g. rangefs-admin.crt).\n\n",
       node, "\n", file, "\n", other);
 }
 

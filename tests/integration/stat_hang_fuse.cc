@@ -1,10 +1,15 @@
-// blocking_fuse: a tiny FUSE filesystem that stands in for a hung NFS
-// server. It serves a root directory with one file, "hello", until it gets
-// SIGUSR1; from then on every getattr blocks forever (until the process is
-// killed, which aborts the FUSE connection and fails the blocked calls with
-// ENOTCONN). Attributes are never cached, so every stat reaches it.
+// stat_hang_fuse: a tiny FUSE filesystem that stands in for a hung NFS
+// server. It serves a root directory with a file, "hello", and an empty
+// directory, "dir", until it gets SIGUSR1; from then on every getattr
+// blocks until SIGUSR2 (a server that comes back) or until the process is
+// killed (which aborts the FUSE connection and fails the blocked calls
+// with ENOTCONN). Attributes and
+// names are never cached, so every stat and every path lookup below the
+// root (a lookup is a getattr here) reaches it and hangs.
+// (client_lib/testing/blocking_fuse.c is another fault layer: its reads
+// block while a control file exists.)
 //
-//   blocking_fuse MOUNTPOINT        (runs in the foreground; prints "ready")
+//   stat_hang_fuse MOUNTPOINT       (runs in the foreground; prints "ready")
 #define FUSE_USE_VERSION 35
 
 #include <errno.h>
@@ -19,9 +24,10 @@
 namespace {
 
 volatile sig_atomic_t g_blocking = 0;
-constexpr char kHello[] = "hello from blocking_fuse\n";
+constexpr char kHello[] = "hello from stat_hang_fuse\n";
 
 void OnUsr1(int) { g_blocking = 1; }
+void OnUsr2(int) { g_blocking = 0; }
 
 void* Init(struct fuse_conn_info*, struct fuse_config* cfg) {
   cfg->attr_timeout = 0;
@@ -33,9 +39,11 @@ void* Init(struct fuse_conn_info*, struct fuse_config* cfg) {
 }
 
 int GetAttr(const char* path, struct stat* st, struct fuse_file_info*) {
-  while (g_blocking) pause();  // a hung server: never answers
+  // A hung server. A signal wakes only one thread's pause(), so each
+  // blocked call looks at the flag every 10 ms instead.
+  while (g_blocking) usleep(10000);
   memset(st, 0, sizeof(*st));
-  if (strcmp(path, "/") == 0) {
+  if (strcmp(path, "/") == 0 || strcmp(path, "/dir") == 0) {
     st->st_mode = S_IFDIR | 0755;
     st->st_nlink = 2;
     return 0;
@@ -51,10 +59,14 @@ int GetAttr(const char* path, struct stat* st, struct fuse_file_info*) {
 
 int ReadDir(const char* path, void* buf, fuse_fill_dir_t fill, off_t,
             struct fuse_file_info*, enum fuse_readdir_flags) {
-  if (strcmp(path, "/") != 0) return -ENOENT;
+  const bool root = strcmp(path, "/") == 0;
+  if (!root && strcmp(path, "/dir") != 0) return -ENOENT;
   fill(buf, ".", nullptr, 0, static_cast<fuse_fill_dir_flags>(0));
   fill(buf, "..", nullptr, 0, static_cast<fuse_fill_dir_flags>(0));
-  fill(buf, "hello", nullptr, 0, static_cast<fuse_fill_dir_flags>(0));
+  if (root) {
+    fill(buf, "hello", nullptr, 0, static_cast<fuse_fill_dir_flags>(0));
+    fill(buf, "dir", nullptr, 0, static_cast<fuse_fill_dir_flags>(0));
+  }
   return 0;
 }
 
@@ -86,6 +98,8 @@ int main(int argc, char** argv) {
   memset(&sa, 0, sizeof(sa));
   sa.sa_handler = OnUsr1;
   sigaction(SIGUSR1, &sa, nullptr);
+  sa.sa_handler = OnUsr2;
+  sigaction(SIGUSR2, &sa, nullptr);
   struct fuse_operations ops;
   memset(&ops, 0, sizeof(ops));
   ops.init = Init;
