@@ -1,10 +1,25 @@
 // blocking_fuse: a tiny read-only passthrough FUSE file system for tests of
 // the client's mount path. Serves <backing> at <mountpoint>; while the file
-// <control> exists every read blocks (like a hung hard NFS mount) and
-// resumes when it is removed. Kernel caching is off (direct_io), so every
-// read reaches this process.
+// <control> exists, reads block (like a hung hard NFS mount) and resume when
+// it is removed. Kernel caching is off (direct_io), so every read reaches
+// this process.
 //
 //   blocking_fuse <backing> <control> <mountpoint> -f [fuse options]
+//
+// <control> empty (or not a number): every read blocks. <control> holding a
+// number N: reads pass until this process has served N reads since it
+// started, then block (a mount that hangs in the middle of a scan).
+//
+// Like a hard NFS mount, a blocked read is killable and nothing else: a
+// reader that gets SIGKILL (its process exits or is killed) has its read
+// end with EINTR, while any other signal or an io_uring cancellation leaves
+// it blocked. (The kernel waits for a FUSE request that reached this
+// process even after SIGKILL; it sends FUSE_INTERRUPT, and the read returns
+// EINTR once /proc shows SIGKILL pending for the reading thread.)
+//
+// Each read that blocks logs "blocked read <path>" to stderr, each
+// read that a kill ended "killed read <path>", so that tests can wait for
+// them.
 #define FUSE_USE_VERSION 31
 
 #include <dirent.h>
@@ -12,6 +27,8 @@
 #include <fcntl.h>
 #include <fuse.h>
 #include <limits.h>
+#include <signal.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -20,9 +37,47 @@
 
 static const char* g_backing;
 static const char* g_control;
+static atomic_long g_served;  // reads answered so far
 
 static void Full(const char* path, char* out) {
   snprintf(out, PATH_MAX, "%s%s", g_backing, path);
+}
+
+// Whether reads block now: the control file exists and, if it holds a
+// number, that many reads were served already.
+static int Blocked(void) {
+  int fd = open(g_control, O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return 0;
+  char buf[32];
+  ssize_t n = read(fd, buf, sizeof(buf) - 1);
+  close(fd);
+  if (n <= 0) return 1;
+  buf[n] = '\0';
+  char* end = NULL;
+  long after = strtol(buf, &end, 10);
+  if (end == buf) return 1;
+  return atomic_load(&g_served) >= after;
+}
+
+// Whether thread `tid` has SIGKILL pending (it is being killed) or is gone.
+static int Killed(pid_t tid) {
+  char path[64];
+  snprintf(path, sizeof(path), "/proc/%d/status", (int)tid);
+  FILE* f = fopen(path, "re");
+  if (f == NULL) return 1;
+  char line[256];
+  int killed = 0;
+  const unsigned long long kill_bit = 1ULL << (SIGKILL - 1);
+  while (fgets(line, sizeof(line), f) != NULL) {
+    unsigned long long mask = 0;
+    if ((sscanf(line, "SigPnd: %llx", &mask) == 1 ||
+         sscanf(line, "ShdPnd: %llx", &mask) == 1) &&
+        (mask & kill_bit) != 0) {
+      killed = 1;
+    }
+  }
+  fclose(f);
+  return killed;
 }
 
 static void* Init(struct fuse_conn_info* conn, struct fuse_config* cfg) {
@@ -71,9 +126,19 @@ static int Open(const char* path, struct fuse_file_info* fi) {
 
 static int Read(const char* path, char* buf, size_t size, off_t off,
                 struct fuse_file_info* fi) {
-  (void)path;
-  while (access(g_control, F_OK) == 0) usleep(5000);
+  if (Blocked()) {
+    fprintf(stderr, "blocked read %s\n", path);
+    const pid_t reader = fuse_get_context()->pid;
+    do {
+      if (fuse_interrupted() && Killed(reader)) {
+        fprintf(stderr, "killed read %s\n", path);
+        return -EINTR;
+      }
+      usleep(5000);
+    } while (Blocked());
+  }
   ssize_t n = pread((int)fi->fh, buf, size, off);
+  atomic_fetch_add(&g_served, 1);
   return n < 0 ? -errno : (int)n;
 }
 
@@ -98,6 +163,7 @@ int main(int argc, char** argv) {
             argv[0]);
     return 2;
   }
+  setvbuf(stderr, NULL, _IOLBF, 0);
   g_backing = realpath(argv[1], NULL);
   g_control = argv[2];
   if (g_backing == NULL) {
