@@ -1524,7 +1524,10 @@ ClientImpl::~ClientImpl() {
   }
   for (const auto& n : nodes) n->BeginStop();
   for (const auto& n : nodes) {
-    const int left = n->Shutdown(give_up);
+    // A node marked dead (its reads stalled or timed out) is hung, not
+    // slow: its threads blocked in reads are not waited for at all.
+    const bool dead = health_.State(n->id()).dead;
+    const int left = n->Shutdown(dead ? absl::InfinitePast() : give_up);
     if (left > 0) {
       RANGEFS_LOG(WARNING) << "client: node " << n->id() << ": " << left
                            << " I/O thread(s) still blocked in a read at "
@@ -2115,17 +2118,23 @@ std::vector<absl::StatusOr<size_t>> ClientImpl::Execute(
       Attempt* a = p.last;
       const absl::Time timeout_at = a->dispatched + options_.attempt_timeout;
       const int64_t started_ns = a->started_ns.load(std::memory_order_acquire);
+      // A started attempt is judged from its start. One still queued is
+      // judged from its dispatch, one health recheck later than a started
+      // one would be (those decide first): every thread of its node may be
+      // stuck, and the attempts they hold may be out of any call's sight
+      // (their pieces done by hedges, or their calls returned).
+      const absl::Time since = started_ns != 0 ? absl::FromUnixNanos(started_ns)
+                                               : a->dispatched + kHealthRecheck;
       absl::Time stall_at = absl::InfiniteFuture();
-      if (started_ns != 0 && options_.stall_factor > 0) {
+      if (options_.stall_factor > 0) {
         const absl::Duration delay = StallDelay(a->node, stall_delays);
-        stall_at = absl::FromUnixNanos(started_ns) + delay;
+        stall_at = since + delay;
         // A node that answered other attempts meanwhile is slow, not
-        // hung: this attempt is a straggler, left to hedging.
+        // hung: this attempt is a straggler (or queued behind some), left
+        // to hedging.
         const absl::Time answered =
             absl::FromUnixNanos(a->node->last_answer_ns());
-        if (answered > absl::FromUnixNanos(started_ns)) {
-          stall_at = std::max(stall_at, answered + delay);
-        }
+        if (answered > since) stall_at = std::max(stall_at, answered + delay);
       }
       const bool timed_out = now >= timeout_at;
       bool stalled = !timed_out && now >= stall_at;
@@ -2133,9 +2142,11 @@ std::vector<absl::StatusOr<size_t>> ClientImpl::Execute(
       bool sick = !timed_out && !stalled && !a->forced &&
                   (started_ns == 0 || options_.stall_factor > 0) &&
                   !Admissible(a->node);
-      // Stalls and sickness only move a piece that has somewhere to go;
-      // the last replica left is waited for up to attempt_timeout.
-      if ((stalled || sick) && !HasUntriedReplica(p)) {
+      // Stalls and sickness only move a piece that has somewhere to go: an
+      // untried replica, or its hedge in flight (then the stall still
+      // marks the node, whose other attempts move). The last hope of a
+      // piece is waited for up to attempt_timeout.
+      if ((stalled || sick) && p.active <= 1 && !HasUntriedReplica(p)) {
         stalled = sick = false;
         stall_at = absl::InfiniteFuture();
       }
@@ -2159,10 +2170,11 @@ std::vector<absl::StatusOr<size_t>> ClientImpl::Execute(
             timed_out
                 ? absl::StrCat("attempt timed out after ",
                                absl::FormatDuration(options_.attempt_timeout))
-            : stalled         ? absl::StrCat("no answer ",
-                                             absl::FormatDuration(
-                                                 now - absl::FromUnixNanos(started_ns)),
-                                             " after it started (stall)")
+            : stalled
+                ? absl::StrCat(
+                      "no answer ", absl::FormatDuration(now - since),
+                      started_ns != 0 ? " after it started" : " while queued",
+                      " (stall)")
             : started_ns == 0 ? std::string("marked unhealthy while queued")
                               : std::string("marked unhealthy while reading")));
         if (p.active == 0) {
