@@ -371,6 +371,20 @@ class NodeRuntime : public std::enable_shared_from_this<NodeRuntime> {
   int64_t last_answer_ns() const {
     return last_answer_ns_.load(std::memory_order_relaxed);
   }
+  // An attempt was dispatched here at `now_ns` (MonotonicNow), `before` in
+  // flight until then.
+  void Dispatched(int64_t now_ns, int64_t before) {
+    if (before == 0) busy_since_ns_.store(now_ns, std::memory_order_relaxed);
+  }
+  // When (MonotonicNow) the node will have answered none of its attempts
+  // in flight (queued or reading) for `d`, if it stays silent: from then on
+  // it looks hung, even if no call waits for those attempts any more
+  // (hedges answered their pieces). InfiniteFuture with none in flight.
+  absl::Time SilentFor(absl::Duration d) const {
+    if (counters_.inflight.load() <= 0) return absl::InfiniteFuture();
+    const int64_t since = std::max(busy_since_ns_.load(), last_answer_ns());
+    return absl::FromUnixNanos(since) + d;
+  }
 
   void SetRecord(const v1::NodeRecord& r, const std::string& mount_root) {
     absl::MutexLock l(&mu_);
@@ -480,6 +494,8 @@ class NodeRuntime : public std::enable_shared_from_this<NodeRuntime> {
   absl::flat_hash_map<std::string, std::shared_ptr<const node::Checksums>>
       sidecars_ ABSL_GUARDED_BY(mu_);
   std::atomic<int64_t> last_answer_ns_{0};
+  // When the attempts in flight went from none to some.
+  std::atomic<int64_t> busy_since_ns_{0};
   std::atomic<int> mount_state_{0};  // 0 unknown, 1 ok, -1 bad
   std::atomic<int64_t> mount_checked_ns_{0};
   std::atomic<bool> mount_down_{false};
@@ -1522,12 +1538,30 @@ ClientImpl::~ClientImpl() {
     absl::MutexLock l(&nodes_mu_);
     for (auto& [id, n] : nodes_) nodes.push_back(n);
   }
-  for (const auto& n : nodes) n->BeginStop();
+  // A node marked dead (its reads stalled or timed out) is hung, not slow:
+  // its threads blocked in reads are not waited for at all; nor are those
+  // of a node once it has answered none of its attempts for its stall
+  // delay.
+  const absl::Time now = clock_->MonotonicNow();
+  const absl::Time real_now = absl::Now();
+  std::vector<std::pair<NodeRuntime*, absl::Duration>> delays;
+  std::vector<absl::Time> deadlines;
   for (const auto& n : nodes) {
-    // A node marked dead (its reads stalled or timed out) is hung, not
-    // slow: its threads blocked in reads are not waited for at all.
-    const bool dead = health_.State(n->id()).dead;
-    const int left = n->Shutdown(dead ? absl::InfinitePast() : give_up);
+    absl::Time d = give_up;
+    if (health_.State(n->id()).dead) {
+      d = absl::InfinitePast();
+    } else {
+      const absl::Time silent = n->SilentFor(StallDelay(n.get(), delays));
+      if (silent != absl::InfiniteFuture()) {
+        d = std::min(d, real_now + (silent - now));
+      }
+    }
+    deadlines.push_back(d);
+    n->BeginStop();
+  }
+  for (size_t i = 0; i < nodes.size(); ++i) {
+    const std::shared_ptr<NodeRuntime>& n = nodes[i];
+    const int left = n->Shutdown(deadlines[i]);
     if (left > 0) {
       RANGEFS_LOG(WARNING) << "client: node " << n->id() << ": " << left
                            << " I/O thread(s) still blocked in a read at "
@@ -1929,7 +1963,7 @@ bool ClientImpl::Dispatch(const std::shared_ptr<Batch>& b, int i, bool hedge,
   if (!hedge) p.last = a;
   NodeCounters& c = n->counters();
   c.requests.fetch_add(1);
-  c.inflight.fetch_add(1);
+  n->Dispatched(absl::ToUnixNanos(a->dispatched), c.inflight.fetch_add(1));
   c.outstanding_bytes.fetch_add(static_cast<int64_t>(a->length));
   global_inflight_.fetch_add(1);
   b->outbox.push_back(Task{b, a, urgent});

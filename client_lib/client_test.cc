@@ -1015,9 +1015,9 @@ TEST_F(ClientTest, DestructionIsBoundedWithReadsStuckAndLeavesThemHarmless) {
   auto f = (*client)->OpenFile("/stuck");
   ASSERT_THAT(f, IsOk());
   std::string buf(100000, '\x5C');
-  EXPECT_THAT((*f)->Read(0, absl::MakeSpan(buf),
-                         {.deadline = absl::Milliseconds(600)}),
-              StatusIs(absl::StatusCode::kDeadlineExceeded));
+  EXPECT_THAT(
+      (*f)->Read(0, absl::MakeSpan(buf), {.deadline = absl::Milliseconds(600)}),
+      StatusIs(absl::StatusCode::kDeadlineExceeded));
   ASSERT_TRUE(faulty_.WaitForBlocked(2, absl::Seconds(5)));  // n0 and n1
   f->reset();
   const absl::Time t0 = absl::Now();
