@@ -36,6 +36,23 @@
 // exit then waits for it.
 // Reads a call abandoned stay in its ring's slots; the next borrower, or
 // Stats(), settles them.
+//
+// Teardown (client.h). A node's I/O threads (IoThreads) bracket every call
+// that may block forever (file system calls, agent reads, the ring thread's
+// wait for completions) and hold the node (NodeRuntime) and what those
+// calls use (ClientCore: options, file system, tables) through shared_ptrs.
+// ~ClientImpl stops the nodes and waits for their threads up to
+// teardown_timeout, not at all for a node marked dead or silent for its
+// stall delay; threads still inside a bracketed call are then detached and,
+// when the call returns, leave without touching the client again (a ring
+// thread first waits for its ring's reads to end: until then the kernel
+// writes into the ring's buffers). Calls can be cut short with a
+// ReadCanceller (Batch::cancelled); Reader uses one for its prefetch.
+//
+// Cold start. Stall and hedge delays of a node without 10 latency samples
+// use the process-wide window, else ClientOptions::cold_latency as a prior
+// (StallDelay, lb::HedgeDelay). Attempts still queued are judged from
+// their dispatch (a node whose threads are all stuck never starts them).
 #include <fcntl.h>
 #include <liburing.h>
 #include <sys/eventfd.h>

@@ -130,9 +130,11 @@ struct ClientOptions {
   // nothing else meanwhile (a hung node, not a slow one: stragglers are for
   // hedging), marks its node dead: the piece moves to another replica, and
   // so does every other attempt on that node, in any call, started or
-  // queued, without waiting for attempt_timeout or a hedge token. A piece
-  // with no untried replica left keeps waiting (up to attempt_timeout). The
-  // node is re-admitted by probing. 0 = off.
+  // queued, without waiting for attempt_timeout or a hedge token. An
+  // attempt still queued is judged the same way from its dispatch (plus
+  // 20 ms): a node whose threads are all stuck never starts it. A piece
+  // with no untried replica left and no hedge in flight keeps waiting (up
+  // to attempt_timeout). The node is re-admitted by probing. 0 = off.
   double stall_factor = 4;
   absl::Duration stall_min_delay = absl::Milliseconds(200);
   // What the stall and hedge delays assume of a node before the process
