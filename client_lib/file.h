@@ -41,8 +41,9 @@ class File {
   // (short only at end of file; 0 at offset == size()). Codes:
   // OUT_OF_RANGE if offset > size(); UNAVAILABLE listing each replica's
   // error if all replicas of a piece failed; DATA_LOSS if every replica
-  // failed its checksum; DEADLINE_EXCEEDED; ABORTED (see above). `dst` is
-  // never written after this returns.
+  // failed its checksum; DEADLINE_EXCEEDED; CANCELLED (options.canceller
+  // fired, see read_canceller.h); ABORTED (see above). `dst` is never
+  // written after this returns.
   virtual absl::StatusOr<size_t> Read(uint64_t offset, absl::Span<char> dst,
                                       const ReadOptions& options = {}) = 0;
 
