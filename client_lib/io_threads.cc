@@ -1,9 +1,13 @@
 #include "client_lib/io_threads.h"
 
 #include <atomic>
+#include <list>
+#include <thread>
 #include <utility>
 #include <vector>
 
+#include "absl/base/thread_annotations.h"
+#include "absl/synchronization/mutex.h"
 #include "absl/time/clock.h"
 
 namespace rangefs {

@@ -34,12 +34,8 @@
 #define RANGEFS_CLIENT_LIB_IO_THREADS_H_
 
 #include <functional>
-#include <list>
 #include <memory>
-#include <thread>
 
-#include "absl/base/thread_annotations.h"
-#include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
 
 namespace rangefs {

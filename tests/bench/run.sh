@@ -52,8 +52,9 @@ cleanup() {
   local c
   rm -f "$WORK/block" 2>/dev/null || true
   for c in "${FUSE_MOUNTS[@]}"; do fusermount3 -u -z "$c" >/dev/null 2>&1 || true; done
+  # Our own iperf3 servers only (by pid: others may run on this machine).
+  for c in "$WORK"/iperf*.pid; do if [ -e "$c" ]; then kill "$(cat "$c")" 2>/dev/null || true; fi; done
   for c in "${CLUSTERS[@]}"; do deploy/local/cluster.sh down --dir="$c" >/dev/null 2>&1 || true; done
-  pkill -f "iperf3 -s -p 52" 2>/dev/null || true
   rm -rf "$WORK"
 }
 trap cleanup EXIT
@@ -298,7 +299,7 @@ NS_C="rfs${TAG}-c"
 inc() { ip netns exec "$NS_C" "$@"; }
 # iperf3 through the same capped links: every host sends to the client.
 for i in 1 2 3 4; do
-  ip netns exec "rfs${TAG}-$i" iperf3 -s -p "520$i" -D --logfile "$WORK/iperf$i.log"
+  ip netns exec "rfs${TAG}-$i" iperf3 -s -p "520$i" -D --logfile "$WORK/iperf$i.log" -I "$WORK/iperf$i.pid"
 done
 sleep 0.5
 for i in 1 2 3 4; do
@@ -322,8 +323,8 @@ done
 # 0.94 with 16). The naive baseline reads with the same settings.
 BB=("$BIN/rangefs-bench" --etcd="$RANGEFS_ETCD" --cluster=bench --dir=/b --data_path=agent --threads="${BB_THREADS:-16}" --io_size=16M --prefetch=false)
 pid_of() { cat "$CB/run/node-n$1.pid"; }
-agent_pid() {  # the rangefs-node process inside the setsid/ip-netns wrapper
-  pgrep -f "rangefs-node --node_id=n$1 " | head -n 1
+agent_pid() {  # this cluster's rangefs-node of node n$1 (not another cluster's on the machine)
+  pgrep -f "rangefs-node --node_id=n$1 --export_root=$CB/exports/n$1( |\$)" | head -n 1
 }
 scenario() {  # scenario NAME POLICY FAULT [BENCH FLAGS...]
   local name=$1 policy=$2 fault=$3
