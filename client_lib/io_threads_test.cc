@@ -2,6 +2,7 @@
 
 #include <atomic>
 #include <memory>
+#include <thread>
 
 #include "absl/synchronization/notification.h"
 #include "absl/time/clock.h"
