@@ -974,11 +974,11 @@ TEST_F(ClientTest, ReaderDestroyedMidStreamWaitsForItsPrefetch) {
         std::string(buf, sizeof(buf)) ==
         data.substr((round + 1) * sizeof(buf) - sizeof(buf), sizeof(buf)));
     const absl::Time t0 = absl::Now();
-    reader.reset();  // joins the in-flight prefetch
+    reader.reset();  // cancels and joins the in-flight prefetch
     EXPECT_LT(absl::Now() - t0, absl::Seconds(5));
   }
   EXPECT_GT(mem_.reads(), reads_before);
-  // A blocked prefetch: destruction returns by the read deadline.
+  // A blocked prefetch: reads return by their deadline, destruction at once.
   faulty_.ClearRules();
   {
     Reader reader(f->get(), {.initial_readahead = 65536,
