@@ -284,7 +284,7 @@ TEST_F(AgentSecurityTest, InsecureAgentStartsWarnsAndIsFlagged) {
 
   // doctor names the agent and the fix.
   const std::string log = cluster_->dir() + "/doctor.log";
-  RunToExit({RunfilePath("namespace/cli/rangefs-admin"),
+  RunToExit({RunfilePath("admin/rangefs-admin"),
              "--etcd=" + cluster_->etcd()->endpoints(), "--cluster=it",
              "doctor", "--mounts=no"},
             log);

@@ -1,4 +1,4 @@
-#include "namespace/cli/commands.h"
+#include "admin/commands.h"
 
 #include <fstream>
 

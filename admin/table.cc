@@ -1,4 +1,4 @@
-#include "namespace/cli/table.h"
+#include "admin/table.h"
 
 #include <algorithm>
 

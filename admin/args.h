@@ -2,8 +2,8 @@
 //
 // Command-line arguments of rangefs-admin: positionals plus --name=value,
 // --name value, and boolean --name flags (a fixed set). Thread-compatible.
-#ifndef RANGEFS_NAMESPACE_CLI_ARGS_H_
-#define RANGEFS_NAMESPACE_CLI_ARGS_H_
+#ifndef RANGEFS_ADMIN_ARGS_H_
+#define RANGEFS_ADMIN_ARGS_H_
 
 #include <cstdint>
 #include <map>
@@ -49,4 +49,4 @@ std::string HumanBytes(uint64_t bytes);
 }  // namespace admin
 }  // namespace rangefs
 
-#endif  // RANGEFS_NAMESPACE_CLI_ARGS_H_
+#endif  // RANGEFS_ADMIN_ARGS_H_

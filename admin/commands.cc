@@ -1,4 +1,4 @@
-#include "namespace/cli/commands.h"
+#include "admin/commands.h"
 
 #include <fstream>
 #include <sstream>
@@ -8,7 +8,7 @@
 #include "absl/time/time.h"
 #include "base/status_macros.h"
 #include "google/protobuf/util/json_util.h"
-#include "namespace/cli/data_commands.h"
+#include "admin/data_commands.h"
 #include "namespace/layout.h"
 
 namespace rangefs {

@@ -2,8 +2,8 @@
 //
 // What an admin command returns, formatted separately (3FS's OutputTable /
 // Printer split): human-aligned columns by default, JSON for scripts.
-#ifndef RANGEFS_NAMESPACE_CLI_TABLE_H_
-#define RANGEFS_NAMESPACE_CLI_TABLE_H_
+#ifndef RANGEFS_ADMIN_TABLE_H_
+#define RANGEFS_ADMIN_TABLE_H_
 
 #include <string>
 #include <vector>
@@ -35,4 +35,4 @@ std::string JsonQuote(const std::string& s);
 }  // namespace admin
 }  // namespace rangefs
 
-#endif  // RANGEFS_NAMESPACE_CLI_TABLE_H_
+#endif  // RANGEFS_ADMIN_TABLE_H_
