@@ -15,10 +15,27 @@
 //   std::vector<char> buf(f->size());
 //   RANGEFS_ASSIGN_OR_RETURN(size_t n, f->Read(0, absl::MakeSpan(buf)));
 //
-// Thread-safe. Owns per-node I/O worker threads (created on a node's first
-// read) and the namespace watch; all are joined by the destructor, which
-// therefore blocks until every physical read in flight has returned (a read
-// stuck on a hung hard mount keeps it waiting: release the mount first).
+// Thread-safe. Owns per-node I/O threads (created on a node's first read)
+// and the namespace watch. Destroy every File and Reader first, with no call
+// running.
+//
+// Teardown is bounded. The destructor returns within
+// ClientOptions::teardown_timeout (1 s by default; at once for a node
+// already judged hung) however many reads are stuck in a hung mount (a read
+// on a hard NFS mount whose server stopped answering blocks until it
+// answers): it stops and joins every I/O thread that ends in that time, and
+// leaves running (detaches) the threads still blocked in a read, with the
+// io_uring rings and buffers such reads use. This is the one exception to
+// joining every thread. A thread left behind runs no client code any more:
+// when its read returns it drops what it holds and exits, and until then it
+// keeps alive everything the read may still write into (its own buffers,
+// never a caller's: a call never returns with a read still writing into
+// its buffer) and the read's file descriptor, so that no later Client of
+// the process gets that descriptor number while the read may still land.
+// The process can exit normally meanwhile: the kernel ends such reads when
+// it dies (a read on an NFS hard mount is killable; so is one on a FUSE
+// file system whose daemon answers interrupts, e.g.
+// client_lib/testing/blocking_fuse).
 #ifndef RANGEFS_CLIENT_LIB_CLIENT_H_
 #define RANGEFS_CLIENT_LIB_CLIENT_H_
 

@@ -36,6 +36,23 @@
 // exit then waits for it.
 // Reads a call abandoned stay in its ring's slots; the next borrower, or
 // Stats(), settles them.
+//
+// Teardown (client.h). A node's I/O threads (IoThreads) bracket every call
+// that may block forever (file system calls, agent reads, the ring thread's
+// wait for completions) and hold the node (NodeRuntime) and what those
+// calls use (ClientCore: options, file system, tables) through shared_ptrs.
+// ~ClientImpl stops the nodes and waits for their threads up to
+// teardown_timeout, not at all for a node marked dead or silent for its
+// stall delay; threads still inside a bracketed call are then detached and,
+// when the call returns, leave without touching the client again (a ring
+// thread first waits for its ring's reads to end: until then the kernel
+// writes into the ring's buffers). Calls can be cut short with a
+// ReadCanceller (Batch::cancelled); Reader uses one for its prefetch.
+//
+// Cold start. Stall and hedge delays of a node without 10 latency samples
+// use the process-wide window, else ClientOptions::cold_latency as a prior
+// (StallDelay, lb::HedgeDelay). Attempts still queued are judged from
+// their dispatch (a node whose threads are all stuck never starts them).
 #include <fcntl.h>
 #include <liburing.h>
 #include <sys/eventfd.h>
@@ -47,6 +64,7 @@
 #include <cstring>
 #include <deque>
 #include <memory>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
@@ -65,6 +83,7 @@
 #include "base/open_beneath.h"
 #include "base/status_macros.h"
 #include "client_lib/client.h"
+#include "client_lib/io_threads.h"
 #include "client_lib/mountd/mount_status.h"
 #include "loadbalancer/hedge.h"
 #include "loadbalancer/latency_tracker.h"
@@ -273,6 +292,8 @@ struct Batch {
   ReadRing* ring = nullptr;
   // The caller waits on `ring` rather than on `cv`.
   bool ring_waiting ABSL_GUARDED_BY(mu) = false;
+  // ReadOptions::canceller fired: the call returns now.
+  bool cancelled ABSL_GUARDED_BY(mu) = false;
   // Wakes the caller, wherever it waits.
   void Notify() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu) {
     cv.Signal();
@@ -309,14 +330,58 @@ struct NodeCounters {
   std::atomic<int64_t> inflight{0}, outstanding_bytes{0};
 };
 
-class ClientImpl;
-
-// Everything the client keeps per storage node. Thread-safe.
-class NodeRuntime {
+// What the nodes' I/O threads use of their client: its options, clock,
+// file system, health and latency tables and counters. Shared by the
+// ClientImpl and its NodeRuntimes, so that it outlives the ClientImpl while
+// a thread that the teardown left blocked in a call still refers to it (a
+// pread on a hung mount returns into the file system object). Thread-safe.
+class ClientCore {
  public:
-  NodeRuntime(ClientImpl* client, std::string id)
-      : client_(client), id_(std::move(id)) {}
-  ~NodeRuntime() { Stop(); }
+  explicit ClientCore(const ClientOptions& o)
+      : options_(o),
+        clock_(o.clock ? o.clock : Clock::Real()),
+        own_fs_(o.fs == nullptr ? NewPosixFs() : nullptr),
+        fs_(o.fs != nullptr ? o.fs : own_fs_.get()),
+        health_(clock_),
+        latency_(clock_) {}
+
+  const ClientOptions& options() const { return options_; }
+  Clock* clock() { return clock_; }
+  ReadOnlyFs* fs() { return fs_; }
+  lb::NodeHealthTable& health() { return health_; }
+  lb::LatencyTracker& latency() { return latency_; }
+  std::atomic<int>& global_inflight() { return global_inflight_; }
+  void CountChecksumFailure() { checksum_failures_.fetch_add(1); }
+  void CountHedgeWin() { hedge_wins_.fetch_add(1); }
+  uint64_t checksum_failures() const { return checksum_failures_.load(); }
+  uint64_t hedge_wins() const { return hedge_wins_.load(); }
+  // Whether nodes' mount reads go through io_uring (see options.h).
+  bool RingWanted() const {
+    return options_.io_uring && options_.fs == nullptr &&
+           options_.data_path != DataPath::kAgent;
+  }
+
+ private:
+  const ClientOptions options_;
+  Clock* const clock_;
+  const std::unique_ptr<ReadOnlyFs> own_fs_;
+  ReadOnlyFs* const fs_;
+  lb::NodeHealthTable health_;
+  lb::LatencyTracker latency_;
+  std::atomic<int> global_inflight_{0};
+  std::atomic<uint64_t> checksum_failures_{0}, hedge_wins_{0};
+};
+
+// Everything the client keeps per storage node. Thread-safe. Owned through
+// shared_ptrs by the client and by each of the node's I/O threads: a thread
+// that the client's teardown left blocked in a call (a hung mount) keeps
+// the node (its buffers, ring and files) and the ClientCore alive until
+// that call returns, then drops them (see IoThreads).
+class NodeRuntime : public std::enable_shared_from_this<NodeRuntime> {
+ public:
+  NodeRuntime(std::shared_ptr<ClientCore> client, std::string id)
+      : client_(std::move(client)), id_(std::move(id)) {}
+  ~NodeRuntime();
 
   const std::string& id() const { return id_; }
   NodeCounters& counters() { return counters_; }
@@ -324,6 +389,20 @@ class NodeRuntime {
   // outcome: the node still answers. 0 = never.
   int64_t last_answer_ns() const {
     return last_answer_ns_.load(std::memory_order_relaxed);
+  }
+  // An attempt was dispatched here at `now_ns` (MonotonicNow), `before` in
+  // flight until then.
+  void Dispatched(int64_t now_ns, int64_t before) {
+    if (before == 0) busy_since_ns_.store(now_ns, std::memory_order_relaxed);
+  }
+  // When (MonotonicNow) the node will have answered none of its attempts
+  // in flight (queued or reading) for `d`, if it stays silent: from then on
+  // it looks hung, even if no call waits for those attempts any more
+  // (hedges answered their pieces). InfiniteFuture with none in flight.
+  absl::Time SilentFor(absl::Duration d) const {
+    if (counters_.inflight.load() <= 0) return absl::InfiniteFuture();
+    const int64_t since = std::max(busy_since_ns_.load(), last_answer_ns());
+    return absl::FromUnixNanos(since) + d;
   }
 
   void SetRecord(const v1::NodeRecord& r, const std::string& mount_root) {
@@ -356,11 +435,28 @@ class NodeRuntime {
   bool StartOnCaller(Task& t, ReadRing& ring);
   // A read started by StartOnCaller ended (ReadRing::Reap).
   void CallerDone(ReadRing::Slot& s, int res);
-  void Stop();
+  // Tells the threads to stop: queued attempts (of calls that returned) end
+  // as not needed; the ring thread leaves once its reads have ended. No new
+  // thread starts.
+  void BeginStop();
+  // After BeginStop: waits until the threads have returned, up to
+  // `deadline`, then leaves those blocked in a call (IoThreads::Shutdown).
+  // Returns how many were left.
+  int Shutdown(absl::Time deadline);
 
  private:
+  // Runs `call`, which may block forever (a file system call on a hung
+  // mount, an agent read), as a bracketed call of this node's threads
+  // (IoThreads): it may use only what outlives the client (this node, the
+  // ClientCore, the attempt's batch, the thread's own buffers), never the
+  // caller's clock. nullopt if the client was torn down meanwhile: the
+  // thread must then return at once, dropping what it holds. From a thread
+  // outside the node (a caller's), just the call.
+  template <typename F>
+  auto Blocking(F&& call) -> std::optional<decltype(call())>;
   void WorkerLoop();
-  void Execute(Attempt* a, Batch* b, WorkerBuffer& buf);
+  // Runs one attempt; false if the client was torn down meanwhile.
+  bool Execute(Attempt* a, Batch* b, WorkerBuffer& buf);
   // Ends an attempt whose batch closed before it started.
   void CancelQueued(Attempt* a, Batch* b);
   // Accounts an attempt's outcome and hands its bytes (`out`, valid until
@@ -371,18 +467,25 @@ class NodeRuntime {
   absl::StatusOr<size_t> CheckMount(Attempt* a, const MountPlan& plan,
                                     const char* p, size_t n,
                                     bool* checksum_failure);
-  absl::StatusOr<size_t> ReadMount(Attempt* a, WorkerBuffer& buf,
-                                   const char** data, bool* checksum_failure);
+  // nullopt: the client was torn down meanwhile (see Blocking), here and
+  // below.
+  std::optional<absl::StatusOr<size_t>> ReadMount(Attempt* a, WorkerBuffer& buf,
+                                                  const char** data,
+                                                  bool* checksum_failure);
   void SubmitPoolLocked(Task t) ABSL_EXCLUSIVE_LOCKS_REQUIRED(qmu_);
   bool StartRingLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(qmu_);
   void Wake();
   void RingLoop();
-  void RingStart(Task t);
-  // A read of the node's ring ended.
-  void RingDone(ReadRing::Slot& s, int res);
+  // After the client's teardown left the ring thread: waits for the ring's
+  // reads to end (they write into its buffers until then) and drops them.
+  void RingDrain();
+  // Starts `t` on the ring. False: the client was torn down meanwhile.
+  bool RingStart(Task t);
+  // A read of the node's ring ended. False: as RingStart.
+  bool RingDone(ReadRing::Slot& s, int res);
   // A mount read failed: falls back to the agent (kAuto, mount gone) or
-  // finishes the attempt with `error`.
-  void RingFailed(Task t, const absl::Status& error, absl::Time t0,
+  // finishes the attempt with `error`. False: as RingStart.
+  bool RingFailed(Task t, const absl::Status& error, absl::Time t0,
                   bool checksum_failure);
   // The ring reads' file of `path`, opened (which blocks on a hung mount:
   // ring thread only) and kept when not yet open.
@@ -391,13 +494,15 @@ class NodeRuntime {
   // The same if already open, else null. Never blocks on the mount.
   std::shared_ptr<RingFile> OpenRingFd(const MountPath& path, bool direct);
   void RingDropFd(const MountPath& path, bool direct);
-  absl::StatusOr<size_t> ReadAgent(Attempt* a, Batch* b, char* out);
+  std::optional<absl::StatusOr<size_t>> ReadAgent(Attempt* a, Batch* b,
+                                                  char* out);
   absl::StatusOr<std::shared_ptr<const node::Checksums>> Sidecar(
       const std::string& dir, const std::string& object);
   std::shared_ptr<node::NodeClient> Agent(absl::Status* error);
-  bool UseMount(const std::string& dir);
+  // Whether to read `dir` (the mount) rather than the agent.
+  std::optional<bool> UseMount(const std::string& dir);
 
-  ClientImpl* const client_;
+  const std::shared_ptr<ClientCore> client_;
   const std::string id_;
   NodeCounters counters_;
 
@@ -408,23 +513,28 @@ class NodeRuntime {
   absl::flat_hash_map<std::string, std::shared_ptr<const node::Checksums>>
       sidecars_ ABSL_GUARDED_BY(mu_);
   std::atomic<int64_t> last_answer_ns_{0};
+  // When the attempts in flight went from none to some.
+  std::atomic<int64_t> busy_since_ns_{0};
   std::atomic<int> mount_state_{0};  // 0 unknown, 1 ok, -1 bad
   std::atomic<int64_t> mount_checked_ns_{0};
   std::atomic<bool> mount_down_{false};
   // Callers may read this node on their rings (no RWF_NOWAIT refusal yet).
   std::atomic<bool> caller_ok_{true};
 
+  // The worker threads and the ring thread.
+  IoThreads threads_;
   absl::Mutex qmu_;
   TaskQueue queue_ ABSL_GUARDED_BY(qmu_);  // worker threads' queue
   bool stop_ ABSL_GUARDED_BY(qmu_) = false;
-  std::vector<std::thread> workers_ ABSL_GUARDED_BY(qmu_);
+  bool workers_started_ ABSL_GUARDED_BY(qmu_) = false;
   bool started_ ABSL_GUARDED_BY(qmu_) = false;
   bool use_ring_ ABSL_GUARDED_BY(qmu_) = false;
   TaskQueue ring_queue_ ABSL_GUARDED_BY(qmu_);
   bool ring_sleeping_ ABSL_GUARDED_BY(qmu_) = false;
-  std::thread ring_thread_ ABSL_GUARDED_BY(qmu_);
   // Set before the ring thread starts, then used by it only (Wake aside).
   std::unique_ptr<ReadRing> ring_;
+  // The ring thread's: a bracketed call reported the client torn down.
+  bool ring_abandoned_ = false;
   // Files the ring thread opened, shared with callers' rings.
   absl::Mutex fd_mu_;
   absl::flat_hash_map<std::string, std::shared_ptr<RingFile>> ring_fds_
@@ -442,13 +552,15 @@ struct Request {
 class ClientImpl : public Client {
  public:
   explicit ClientImpl(const ClientOptions& o)
-      : options_(o),
-        clock_(o.clock ? o.clock : Clock::Real()),
+      : core_(std::make_shared<ClientCore>(o)),
+        options_(core_->options()),
+        clock_(core_->clock()),
         real_clock_(o.clock == nullptr || o.clock == Clock::Real()),
         keys_(o.cluster),
-        health_(clock_),
-        latency_(clock_),
-        budget_(clock_, o.hedge_max_ratio, o.hedge_burst) {}
+        health_(core_->health()),
+        latency_(core_->latency()),
+        budget_(clock_, o.hedge_max_ratio, o.hedge_burst),
+        global_inflight_(core_->global_inflight()) {}
   ~ClientImpl() override;
 
   absl::Status Init();
@@ -468,23 +580,10 @@ class ClientImpl : public Client {
   std::vector<absl::StatusOr<size_t>> Execute(absl::Span<const Request> reqs,
                                               const ReadOptions& options);
 
-  // Used by FileImpl and the workers.
-  const ClientOptions& options() const { return options_; }
-  Clock* clock() { return clock_; }
-  ReadOnlyFs* fs() { return fs_; }
+  // Used by FileImpl.
   ns::LayoutCache* cache() { return cache_; }
-  lb::NodeHealthTable& health() { return health_; }
-  lb::LatencyTracker& latency() { return latency_; }
-  std::atomic<int>& global_inflight() { return global_inflight_; }
-  void CountChecksumFailure() { checksum_failures_.fetch_add(1); }
   void CountRefresh() { layout_refreshes_.fetch_add(1); }
   void CountAbort() { layout_aborts_.fetch_add(1); }
-  void CountHedgeWin() { hedge_wins_.fetch_add(1); }
-  // Whether nodes' mount reads go through io_uring (see options.h).
-  bool RingWanted() const {
-    return options_.io_uring && options_.fs == nullptr &&
-           options_.data_path != DataPath::kAgent;
-  }
   // The health table's verdict, and with kMount also a mount that
   // rangefs-mountd reports down.
   bool Admissible(NodeRuntime* n) {
@@ -532,16 +631,18 @@ class ClientImpl : public Client {
                 lb::Picker& picker) ABSL_EXCLUSIVE_LOCKS_REQUIRED(b->mu);
   void FailPiece(Batch& b, PieceState& p) ABSL_EXCLUSIVE_LOCKS_REQUIRED(b.mu);
 
-  const ClientOptions options_;
+  // What the nodes' threads use; the members below up to global_inflight_
+  // refer into it.
+  const std::shared_ptr<ClientCore> core_;
+  const ClientOptions& options_;
   Clock* const clock_;
   const bool real_clock_;
   const ns::Keys keys_;
-  lb::NodeHealthTable health_;
-  lb::LatencyTracker latency_;
+  lb::NodeHealthTable& health_;
+  lb::LatencyTracker& latency_;
   lb::HedgeBudget budget_;
+  std::atomic<int>& global_inflight_;
   std::unique_ptr<lb::Policy> policy_;
-  std::unique_ptr<ReadOnlyFs> own_fs_;
-  ReadOnlyFs* fs_ = nullptr;
   std::unique_ptr<etcd::EtcdClient> etcd_;
   std::unique_ptr<ns::KvBackend> own_kv_;
   ns::KvBackend* kv_ = nullptr;
@@ -550,7 +651,7 @@ class ClientImpl : public Client {
   std::unique_ptr<ns::NamespaceStore> store_;
 
   absl::Mutex nodes_mu_;
-  absl::flat_hash_map<std::string, std::unique_ptr<NodeRuntime>> nodes_
+  absl::flat_hash_map<std::string, std::shared_ptr<NodeRuntime>> nodes_
       ABSL_GUARDED_BY(nodes_mu_);
 
   // rangefs-mountd's report (mount_status_file).
@@ -568,12 +669,10 @@ class ClientImpl : public Client {
   std::vector<ReadRing*> idle_rings_ ABSL_GUARDED_BY(rings_mu_);
   bool rings_refused_ ABSL_GUARDED_BY(rings_mu_) = false;
 
-  std::atomic<int> global_inflight_{0};
   std::atomic<uint64_t> seed_counter_{0};
   std::atomic<uint64_t> reads_{0}, pieces_{0}, bytes_{0}, retries_{0},
-      hedges_{0}, hedge_wins_{0}, checksum_failures_{0}, deadline_exceeded_{0},
-      unavailable_{0}, layout_aborts_{0}, layout_refreshes_{0},
-      verify_counter_{0};
+      hedges_{0}, deadline_exceeded_{0}, unavailable_{0}, layout_aborts_{0},
+      layout_refreshes_{0}, verify_counter_{0};
 };
 
 // ---------------------------------------------------------------- File
@@ -697,35 +796,46 @@ void NodeRuntime::Submit(absl::Span<Task> tasks) {
 }
 
 void NodeRuntime::SubmitPoolLocked(Task t) {
-  if (workers_.empty()) {
+  if (!workers_started_ && !stop_) {
+    workers_started_ = true;
     int n = std::max(1, client_->options().max_inflight_per_node);
     for (int i = 0; i < n; ++i) {
-      workers_.emplace_back([this] { WorkerLoop(); });
+      threads_.Start([self = shared_from_this()] { self->WorkerLoop(); });
     }
   }
+  // Without workers (stopping) the task stays queued and ends with the
+  // node: its call has returned.
   queue_.Push(std::move(t));
 }
 
 void NodeRuntime::Wake() { ring_->Wake(); }
 
-void NodeRuntime::Stop() {
-  std::thread ring;
+NodeRuntime::~NodeRuntime() {
+  // Only the ring thread frees a ring with reads in flight (RingDrain);
+  // should one be left, the kernel may still write into its buffers.
+  if (ring_ != nullptr && ring_->inflight() > 0) (void)ring_.release();
+}
+
+void NodeRuntime::BeginStop() {
+  bool ring;
   {
     absl::MutexLock l(&qmu_);
     stop_ = true;
-    ring.swap(ring_thread_);
+    ring = use_ring_;
   }
-  // The ring thread first: it may still hand agent reads to the workers.
-  if (ring.joinable()) {
-    Wake();
-    ring.join();
-  }
-  std::vector<std::thread> workers;
-  {
-    absl::MutexLock l(&qmu_);
-    workers.swap(workers_);
-  }
-  for (std::thread& t : workers) t.join();
+  if (ring) Wake();  // the workers see stop_ through their Await
+}
+
+int NodeRuntime::Shutdown(absl::Time deadline) {
+  return threads_.Shutdown(deadline);
+}
+
+template <typename F>
+auto NodeRuntime::Blocking(F&& call) -> std::optional<decltype(call())> {
+  if (!threads_.BeginBlocking()) return std::nullopt;
+  auto r = call();
+  if (!threads_.EndBlocking()) return std::nullopt;
+  return r;
 }
 
 void NodeRuntime::WorkerLoop() {
@@ -742,11 +852,11 @@ void NodeRuntime::WorkerLoop() {
       if (queue_.empty()) return;  // stopping
       t = queue_.Pop();
     }
-    Execute(t.attempt, t.batch.get(), buf);
+    if (!Execute(t.attempt, t.batch.get(), buf)) return;  // torn down
   }
 }
 
-bool NodeRuntime::UseMount(const std::string& dir) {
+std::optional<bool> NodeRuntime::UseMount(const std::string& dir) {
   DataPath mode = client_->options().data_path;
   if (mode == DataPath::kMount) return true;
   if (mode == DataPath::kAgent) return false;
@@ -758,7 +868,10 @@ bool NodeRuntime::UseMount(const std::string& dir) {
                         absl::ToInt64Nanoseconds(
                             client_->options().mount_recheck_interval))) {
     mount_checked_ns_.store(now);
-    state = client_->fs()->CheckDir(dir).ok() ? 1 : -1;
+    std::optional<absl::Status> ok =
+        Blocking([&] { return client_->fs()->CheckDir(dir); });
+    if (!ok.has_value()) return std::nullopt;
+    state = ok->ok() ? 1 : -1;
     mount_state_.store(state);
   }
   return state > 0;
@@ -861,27 +974,33 @@ absl::StatusOr<size_t> NodeRuntime::CheckMount(Attempt* a,
   return a->length;
 }
 
-absl::StatusOr<size_t> NodeRuntime::ReadMount(Attempt* a, WorkerBuffer& buf,
-                                              const char** data,
-                                              bool* checksum_failure) {
+std::optional<absl::StatusOr<size_t>> NodeRuntime::ReadMount(
+    Attempt* a, WorkerBuffer& buf, const char** data, bool* checksum_failure) {
+  const std::string dir = mount_dir();
   MountPlan plan;
-  RANGEFS_RETURN_IF_ERROR(PlanMount(a, mount_dir(), &plan));
+  std::optional<absl::Status> planned =
+      Blocking([&] { return PlanMount(a, dir, &plan); });  // may read sidecar
+  if (!planned.has_value()) return std::nullopt;
+  if (!planned->ok()) return absl::StatusOr<size_t>(*planned);
   char* p = buf.Get(plan.alloc);
-  RANGEFS_ASSIGN_OR_RETURN(
-      size_t n, client_->fs()->PRead(
-                    plan.path, plan.start,
-                    absl::MakeSpan(p, plan.direct ? plan.alloc : plan.span),
-                    {.direct = plan.direct}));
-  RANGEFS_ASSIGN_OR_RETURN(size_t len,
-                           CheckMount(a, plan, p, n, checksum_failure));
-  *data = p + plan.lead;
+  std::optional<absl::StatusOr<size_t>> n = Blocking([&] {
+    return client_->fs()->PRead(
+        plan.path, plan.start,
+        absl::MakeSpan(p, plan.direct ? plan.alloc : plan.span),
+        {.direct = plan.direct});
+  });
+  if (!n.has_value() || !n->ok()) return n;
+  absl::StatusOr<size_t> len = CheckMount(a, plan, p, **n, checksum_failure);
+  if (len.ok()) *data = p + plan.lead;
   return len;
 }
 
-absl::StatusOr<size_t> NodeRuntime::ReadAgent(Attempt* a, Batch* b, char* out) {
+std::optional<absl::StatusOr<size_t>> NodeRuntime::ReadAgent(Attempt* a,
+                                                             Batch* b,
+                                                             char* out) {
   absl::Status err;
   std::shared_ptr<node::NodeClient> agent = Agent(&err);
-  if (agent == nullptr) return err;
+  if (agent == nullptr) return absl::StatusOr<size_t>(err);
   node::ReadCallOptions o;
   // The batch deadline is on the client's monotonic clock; gRPC needs
   // wall time.
@@ -889,13 +1008,15 @@ absl::StatusOr<size_t> NodeRuntime::ReadAgent(Attempt* a, Batch* b, char* out) {
   o.verify_on_server = a->verify;
   o.check_chunk_crc = true;
   o.canceller = &a->canceller;
-  RANGEFS_ASSIGN_OR_RETURN(size_t n,
-                           agent->ReadRange(*a->object, a->object_offset,
-                                            absl::MakeSpan(out, a->length), o));
-  if (n < a->length) {
-    return absl::DataLossError(absl::StrCat("short read of ", *a->object,
-                                            " from ", agent->address(), ": ", n,
-                                            " of ", a->length, " bytes"));
+  std::optional<absl::StatusOr<size_t>> n = Blocking([&] {
+    return agent->ReadRange(*a->object, a->object_offset,
+                            absl::MakeSpan(out, a->length), o);
+  });
+  if (!n.has_value() || !n->ok()) return n;
+  if (**n < a->length) {
+    return absl::StatusOr<size_t>(absl::DataLossError(
+        absl::StrCat("short read of ", *a->object, " from ", agent->address(),
+                     ": ", **n, " of ", a->length, " bytes")));
   }
   return n;
 }
@@ -910,10 +1031,10 @@ void NodeRuntime::CancelQueued(Attempt* a, Batch* b) {
   client_->global_inflight().fetch_sub(1);
 }
 
-void NodeRuntime::Execute(Attempt* a, Batch* b, WorkerBuffer& buf) {
+bool NodeRuntime::Execute(Attempt* a, Batch* b, WorkerBuffer& buf) {
   if (b->closed_hint.load(std::memory_order_acquire)) {
     CancelQueued(a, b);
-    return;
+    return true;
   }
   const absl::Time t0 = client_->clock()->MonotonicNow();
   a->started_ns.store(std::max<int64_t>(1, absl::ToUnixNanos(t0)),
@@ -921,28 +1042,40 @@ void NodeRuntime::Execute(Attempt* a, Batch* b, WorkerBuffer& buf) {
   const char* out = nullptr;  // the piece's bytes, inside `buf`
   bool checksum_failure = false;
   absl::StatusOr<size_t> r;
-  bool mount = UseMount(mount_dir());
-  if (mount) {
+  const std::string dir = mount_dir();
+  std::optional<bool> mount = UseMount(dir);
+  if (!mount.has_value()) return false;
+  if (*mount) {
     counters_.mount_reads.fetch_add(1);
-    r = ReadMount(a, buf, &out, &checksum_failure);
+    std::optional<absl::StatusOr<size_t>> m =
+        ReadMount(a, buf, &out, &checksum_failure);
+    if (!m.has_value()) return false;
+    r = std::move(*m);
     if (!r.ok() && client_->options().data_path == DataPath::kAuto &&
-        !absl::IsDataLoss(r.status()) &&
-        !client_->fs()->CheckDir(mount_dir()).ok()) {
-      // The mount itself is gone: fall back to the agent for this attempt.
-      mount_state_.store(-1);
-      mount_checked_ns_.store(
-          absl::ToUnixNanos(client_->clock()->MonotonicNow()));
-      mount = false;
+        !absl::IsDataLoss(r.status())) {
+      std::optional<absl::Status> there =
+          Blocking([&] { return client_->fs()->CheckDir(dir); });
+      if (!there.has_value()) return false;
+      if (!there->ok()) {
+        // The mount itself is gone: fall back to the agent for this attempt.
+        mount_state_.store(-1);
+        mount_checked_ns_.store(
+            absl::ToUnixNanos(client_->clock()->MonotonicNow()));
+        mount = false;
+      }
     }
   }
-  if (!mount) {
+  if (!*mount) {
     counters_.agent_reads.fetch_add(1);
     char* dst = buf.Get(a->length);
-    r = ReadAgent(a, b, dst);
+    std::optional<absl::StatusOr<size_t>> g = ReadAgent(a, b, dst);
+    if (!g.has_value()) return false;
+    r = std::move(*g);
     out = dst;
     if (absl::IsDataLoss(r.status())) checksum_failure = true;
   }
   Finish(a, b, r, out, checksum_failure, t0);
+  return true;
 }
 
 void NodeRuntime::Finish(Attempt* a, Batch* b, const absl::StatusOr<size_t>& r,
@@ -1165,7 +1298,10 @@ bool NodeRuntime::StartRingLocked() {
                          << "; using worker threads";
     return false;
   }
-  ring_thread_ = std::thread([this] { RingLoop(); });
+  if (!threads_.Start([self = shared_from_this()] { self->RingLoop(); })) {
+    ring_.reset();  // stopping: no thread will own it
+    return false;
+  }
   return true;
 }
 
@@ -1183,54 +1319,96 @@ void NodeRuntime::RingLoop() {
       block = take.empty();
       ring_sleeping_ = block;
     }
-    for (Task& t : take) RingStart(std::move(t));
+    for (Task& t : take) {
+      if (!ring_abandoned_ && !RingStart(std::move(t))) ring_abandoned_ = true;
+    }
     take.clear();
-    ring.SubmitAndWait(block ? absl::InfiniteDuration() : absl::ZeroDuration());
-    ring.Reap([this](ReadRing::Slot& s, int res) { RingDone(s, res); });
+    if (ring_abandoned_) break;
+    if (block) {
+      // Idle, or (stopping) waiting for reads a hung mount holds.
+      std::optional<bool> woke = Blocking([&] {
+        ring.SubmitAndWait(absl::InfiniteDuration());
+        return true;
+      });
+      if (!woke.has_value()) ring_abandoned_ = true;
+    } else {
+      ring.SubmitAndWait(absl::ZeroDuration());
+    }
+    ring.Reap([this](ReadRing::Slot& s, int res) {
+      if (!ring_abandoned_ && !RingDone(s, res)) ring_abandoned_ = true;
+    });
+    if (ring_abandoned_) break;
+  }
+  if (ring_abandoned_) {
+    RingDrain();
+    return;
   }
   absl::MutexLock l(&fd_mu_);
   ring_fds_.clear();
 }
 
-void NodeRuntime::RingStart(Task t) {
+void NodeRuntime::RingDrain() {
+  ReadRing& ring = *ring_;
+  while (ring.inflight() > 0) {
+    ring.SubmitAndWait(absl::InfiniteDuration());
+    ring.Reap([](ReadRing::Slot&, int) {});  // drops the tasks
+  }
+  absl::MutexLock l(&fd_mu_);
+  ring_fds_.clear();
+}
+
+bool NodeRuntime::RingStart(Task t) {
   Attempt* a = t.attempt;
   Batch* b = t.batch.get();
   if (b->closed_hint.load(std::memory_order_acquire)) {
     CancelQueued(a, b);
-    return;
+    return true;
   }
   const std::string dir = mount_dir();
-  if (!UseMount(dir)) {  // kAuto without a usable mount: the agent
-    absl::MutexLock l(&qmu_);
-    SubmitPoolLocked(std::move(t));
-    return;
-  }
+  // Started before the mount check: a check that hangs (a hung mount) is
+  // this attempt's stall.
   const absl::Time t0 = client_->clock()->MonotonicNow();
   a->started_ns.store(std::max<int64_t>(1, absl::ToUnixNanos(t0)),
                       std::memory_order_release);
+  std::optional<bool> mount = UseMount(dir);
+  if (!mount.has_value()) return false;
+  if (!*mount) {  // kAuto without a usable mount: the agent
+    a->started_ns.store(0, std::memory_order_release);
+    absl::MutexLock l(&qmu_);
+    SubmitPoolLocked(std::move(t));
+    return true;
+  }
   counters_.mount_reads.fetch_add(1);
   counters_.uring_reads.fetch_add(1);
   MountPlan plan;
-  absl::Status s = PlanMount(a, dir, &plan);
-  absl::StatusOr<std::shared_ptr<RingFile>> file =
-      s.ok() ? RingFd(plan.path, plan.direct)
-             : absl::StatusOr<std::shared_ptr<RingFile>>(s);
-  if (!file.ok()) {
-    RingFailed(std::move(t), file.status(), t0, false);
-    return;
+  std::optional<absl::Status> s =
+      Blocking([&] { return PlanMount(a, dir, &plan); });  // may read sidecar
+  if (!s.has_value()) return false;
+  absl::StatusOr<std::shared_ptr<RingFile>> file = nullptr;
+  if (!s->ok()) {
+    file = *s;
+  } else {
+    file = OpenRingFd(plan.path, plan.direct);
+    if (*file == nullptr) {
+      std::optional<absl::StatusOr<std::shared_ptr<RingFile>>> opened =
+          Blocking([&] { return RingFd(plan.path, plan.direct); });
+      if (!opened.has_value()) return false;
+      file = std::move(*opened);
+    }
   }
+  if (!file.ok()) return RingFailed(std::move(t), file.status(), t0, false);
   ring_->Start(std::move(t), std::move(plan), std::move(*file), t0);
+  return true;
 }
 
-void NodeRuntime::RingDone(ReadRing::Slot& s, int res) {
+bool NodeRuntime::RingDone(ReadRing::Slot& s, int res) {
   if (res < 0) {
     RingDropFd(s.plan.path, s.plan.direct);  // a stale handle must not stay
-    RingFailed(
+    return RingFailed(
         std::move(s.task),
         ErrnoStatus(-res, absl::StrCat("io_uring read ", s.plan.path.full(),
                                        " at ", s.plan.start + s.done)),
         s.t0, false);
-    return;
   }
   Attempt* a = s.task.attempt;
   bool checksum_failure = false;
@@ -1238,9 +1416,9 @@ void NodeRuntime::RingDone(ReadRing::Slot& s, int res) {
       CheckMount(a, s.plan, s.buf, s.done, &checksum_failure);
   if (r.ok()) {
     Finish(a, s.task.batch.get(), r, s.buf + s.plan.lead, false, s.t0);
-  } else {
-    RingFailed(std::move(s.task), r.status(), s.t0, checksum_failure);
+    return true;
   }
+  return RingFailed(std::move(s.task), r.status(), s.t0, checksum_failure);
 }
 
 bool NodeRuntime::StartOnCaller(Task& t, ReadRing& ring) {
@@ -1301,19 +1479,27 @@ void NodeRuntime::CallerDone(ReadRing::Slot& s, int res) {
   Submit(absl::MakeSpan(&s.task, 1));
 }
 
-void NodeRuntime::RingFailed(Task t, const absl::Status& error, absl::Time t0,
+bool NodeRuntime::RingFailed(Task t, const absl::Status& error, absl::Time t0,
                              bool checksum_failure) {
   if (client_->options().data_path == DataPath::kAuto &&
-      !absl::IsDataLoss(error) && !client_->fs()->CheckDir(mount_dir()).ok()) {
-    // The mount itself is gone: the agent reads this attempt (on a worker).
-    mount_state_.store(-1);
-    mount_checked_ns_.store(
-        absl::ToUnixNanos(client_->clock()->MonotonicNow()));
-    absl::MutexLock l(&qmu_);
-    SubmitPoolLocked(std::move(t));
-    return;
+      !absl::IsDataLoss(error)) {
+    const std::string dir = mount_dir();
+    std::optional<absl::Status> there =
+        Blocking([&] { return client_->fs()->CheckDir(dir); });
+    if (!there.has_value()) return false;
+    if (!there->ok()) {
+      // The mount itself is gone: the agent reads this attempt (on a
+      // worker).
+      mount_state_.store(-1);
+      mount_checked_ns_.store(
+          absl::ToUnixNanos(client_->clock()->MonotonicNow()));
+      absl::MutexLock l(&qmu_);
+      SubmitPoolLocked(std::move(t));
+      return true;
+    }
   }
   Finish(t.attempt, t.batch.get(), error, nullptr, checksum_failure, t0);
+  return true;
 }
 
 absl::StatusOr<std::shared_ptr<RingFile>> NodeRuntime::RingFd(
@@ -1346,6 +1532,8 @@ void NodeRuntime::RingDropFd(const MountPath& path, bool direct) {
 // ---------------------------------------------------------------- client
 
 ClientImpl::~ClientImpl() {
+  // Real time: the caller's clock may be a fake that does not move.
+  const absl::Time give_up = absl::Now() + options_.teardown_timeout;
   node_watch_.reset();
   live_watch_.reset();
   {
@@ -1353,10 +1541,10 @@ ClientImpl::~ClientImpl() {
     // in flight (abandoned ones: a hung mount). A ring whose reads do not
     // end is leaked, as the kernel may still write into its buffers.
     absl::MutexLock l(&rings_mu_);
-    const absl::Time give_up = absl::Now() + absl::Seconds(10);
     for (std::unique_ptr<ReadRing>& r : rings_) {
-      while (r->inflight() > 0 && absl::Now() < give_up) {
-        r->SubmitAndWait(absl::Milliseconds(100));
+      for (absl::Time now = absl::Now(); r->inflight() > 0 && now < give_up;
+           now = absl::Now()) {
+        r->SubmitAndWait(std::min(give_up - now, absl::Milliseconds(100)));
         ReapCallerRing(*r);
       }
       if (r->inflight() > 0) {
@@ -1367,12 +1555,41 @@ ClientImpl::~ClientImpl() {
       }
     }
   }
-  std::vector<NodeRuntime*> nodes;
+  std::vector<std::shared_ptr<NodeRuntime>> nodes;
   {
     absl::MutexLock l(&nodes_mu_);
-    for (auto& [id, n] : nodes_) nodes.push_back(n.get());
+    for (auto& [id, n] : nodes_) nodes.push_back(n);
   }
-  for (NodeRuntime* n : nodes) n->Stop();  // joins every worker
+  // A node marked dead (its reads stalled or timed out) is hung, not slow:
+  // its threads blocked in reads are not waited for at all; nor are those
+  // of a node once it has answered none of its attempts for its stall
+  // delay.
+  const absl::Time now = clock_->MonotonicNow();
+  const absl::Time real_now = absl::Now();
+  std::vector<std::pair<NodeRuntime*, absl::Duration>> delays;
+  std::vector<absl::Time> deadlines;
+  for (const auto& n : nodes) {
+    absl::Time d = give_up;
+    if (health_.State(n->id()).dead) {
+      d = absl::InfinitePast();
+    } else {
+      const absl::Time silent = n->SilentFor(StallDelay(n.get(), delays));
+      if (silent != absl::InfiniteFuture()) {
+        d = std::min(d, real_now + (silent - now));
+      }
+    }
+    deadlines.push_back(d);
+    n->BeginStop();
+  }
+  for (size_t i = 0; i < nodes.size(); ++i) {
+    const std::shared_ptr<NodeRuntime>& n = nodes[i];
+    const int left = n->Shutdown(deadlines[i]);
+    if (left > 0) {
+      RANGEFS_LOG(WARNING) << "client: node " << n->id() << ": " << left
+                           << " I/O thread(s) still blocked in a read at "
+                              "close (hung mount?) are left to end with it";
+    }
+  }
 }
 
 absl::Status ClientImpl::Init() {
@@ -1395,11 +1612,6 @@ absl::Status ClientImpl::Init() {
     status_path_ = o.mount_status_file.empty()
                        ? absl::StrCat(o.mount_root, "/.rangefs-mounts")
                        : o.mount_status_file;
-  }
-  fs_ = o.fs;
-  if (fs_ == nullptr) {
-    own_fs_ = NewPosixFs();
-    fs_ = own_fs_.get();
   }
   kv_ = o.kv;
   if (kv_ == nullptr) {
@@ -1462,7 +1674,7 @@ NodeRuntime* ClientImpl::Node(const std::string& id) {
     absl::MutexLock l(&nodes_mu_);
     auto& slot = nodes_[id];
     if (slot == nullptr) {
-      slot = std::make_unique<NodeRuntime>(this, id);
+      slot = std::make_shared<NodeRuntime>(core_, id);
       slot->SetDefaultMount(options_.mount_root);
       created = true;
     }
@@ -1643,7 +1855,7 @@ std::vector<absl::StatusOr<size_t>> ClientImpl::ReadV(
 }
 
 ReadRing* ClientImpl::BorrowRing() {
-  if (!RingWanted() || !real_clock_) return nullptr;
+  if (!core_->RingWanted() || !real_clock_) return nullptr;
   absl::MutexLock l(&rings_mu_);
   if (!idle_rings_.empty()) {
     // A ring with reads still in flight (abandoned by an earlier call)
@@ -1788,7 +2000,7 @@ bool ClientImpl::Dispatch(const std::shared_ptr<Batch>& b, int i, bool hedge,
   if (!hedge) p.last = a;
   NodeCounters& c = n->counters();
   c.requests.fetch_add(1);
-  c.inflight.fetch_add(1);
+  n->Dispatched(absl::ToUnixNanos(a->dispatched), c.inflight.fetch_add(1));
   c.outstanding_bytes.fetch_add(static_cast<int64_t>(a->length));
   global_inflight_.fetch_add(1);
   b->outbox.push_back(Task{b, a, urgent});
@@ -1804,11 +2016,15 @@ absl::Duration ClientImpl::StallDelay(
   constexpr uint64_t kMinSamples = 10;
   lb::HistogramSnapshot s = latency_.NodeSnapshot(n->id());
   if (s.count < kMinSamples) s = latency_.GlobalWindowSnapshot();
-  absl::Duration d = options_.attempt_timeout;
-  if (s.count >= kMinSamples) {
-    d = std::clamp(options_.stall_factor * s.Quantile(0.99),
-                   options_.stall_min_delay, options_.attempt_timeout);
-  }
+  // The node's p99, else the process's (the other nodes'), else (a new
+  // process) the cold prior, or the slowest answer seen if larger.
+  const absl::Duration p99 =
+      s.count >= kMinSamples
+          ? s.Quantile(0.99)
+          : std::max(options_.cold_latency, absl::Seconds(s.max_seconds));
+  const absl::Duration d =
+      std::clamp(options_.stall_factor * p99, options_.stall_min_delay,
+                 options_.attempt_timeout);
   cache.emplace_back(n, d);
   return d;
 }
@@ -1893,6 +2109,13 @@ std::vector<absl::StatusOr<size_t>> ClientImpl::Execute(
   // Declared before the lock below: runs after it is released, since
   // reaping may end attempts of this very batch (Finish locks b->mu).
   absl::Cleanup give_back = [this, &b] { ReturnRing(b->ring); };
+  // Also before the lock below: the hook locks b->mu, and its destructor
+  // (waiting for a Cancel in progress) must run without b->mu.
+  client_internal::CancelHook cancel_hook(options.canceller, [&b] {
+    absl::MutexLock l(&b->mu);
+    b->cancelled = true;
+    b->Notify();
+  });
 
   absl::InsecureBitGen bitgen(std::seed_seq{
       options_.seed == 0 ? absl::Uniform<uint64_t>(absl::InsecureBitGen())
@@ -1914,12 +2137,13 @@ std::vector<absl::StatusOr<size_t>> ClientImpl::Execute(
     for (const auto& [node, d] : hedge_delays) {
       if (node == n) return d;
     }
-    const absl::Duration d = lb::HedgeDelay(
-        latency_, n->id(), options_.hedge_quantile, options_.hedge_min_delay);
+    const absl::Duration d =
+        lb::HedgeDelay(latency_, n->id(), options_.hedge_quantile,
+                       options_.hedge_min_delay, 10, options_.cold_latency);
     hedge_delays.emplace_back(n, d);
     return d;
   };
-  while (b->remaining > 0) {
+  while (b->remaining > 0 && !b->cancelled) {
     // Dispatch what the global cap allows.
     while (!waiting.empty() &&
            global_inflight_.load() < options_.max_inflight_global) {
@@ -1965,17 +2189,23 @@ std::vector<absl::StatusOr<size_t>> ClientImpl::Execute(
       Attempt* a = p.last;
       const absl::Time timeout_at = a->dispatched + options_.attempt_timeout;
       const int64_t started_ns = a->started_ns.load(std::memory_order_acquire);
+      // A started attempt is judged from its start. One still queued is
+      // judged from its dispatch, one health recheck later than a started
+      // one would be (those decide first): every thread of its node may be
+      // stuck, and the attempts they hold may be out of any call's sight
+      // (their pieces done by hedges, or their calls returned).
+      const absl::Time since = started_ns != 0 ? absl::FromUnixNanos(started_ns)
+                                               : a->dispatched + kHealthRecheck;
       absl::Time stall_at = absl::InfiniteFuture();
-      if (started_ns != 0 && options_.stall_factor > 0) {
+      if (options_.stall_factor > 0) {
         const absl::Duration delay = StallDelay(a->node, stall_delays);
-        stall_at = absl::FromUnixNanos(started_ns) + delay;
+        stall_at = since + delay;
         // A node that answered other attempts meanwhile is slow, not
-        // hung: this attempt is a straggler, left to hedging.
+        // hung: this attempt is a straggler (or queued behind some), left
+        // to hedging.
         const absl::Time answered =
             absl::FromUnixNanos(a->node->last_answer_ns());
-        if (answered > absl::FromUnixNanos(started_ns)) {
-          stall_at = std::max(stall_at, answered + delay);
-        }
+        if (answered > since) stall_at = std::max(stall_at, answered + delay);
       }
       const bool timed_out = now >= timeout_at;
       bool stalled = !timed_out && now >= stall_at;
@@ -1983,9 +2213,11 @@ std::vector<absl::StatusOr<size_t>> ClientImpl::Execute(
       bool sick = !timed_out && !stalled && !a->forced &&
                   (started_ns == 0 || options_.stall_factor > 0) &&
                   !Admissible(a->node);
-      // Stalls and sickness only move a piece that has somewhere to go;
-      // the last replica left is waited for up to attempt_timeout.
-      if ((stalled || sick) && !HasUntriedReplica(p)) {
+      // Stalls and sickness only move a piece that has somewhere to go: an
+      // untried replica, or its hedge in flight (then the stall still
+      // marks the node, whose other attempts move). The last hope of a
+      // piece is waited for up to attempt_timeout.
+      if ((stalled || sick) && p.active <= 1 && !HasUntriedReplica(p)) {
         stalled = sick = false;
         stall_at = absl::InfiniteFuture();
       }
@@ -2009,10 +2241,11 @@ std::vector<absl::StatusOr<size_t>> ClientImpl::Execute(
             timed_out
                 ? absl::StrCat("attempt timed out after ",
                                absl::FormatDuration(options_.attempt_timeout))
-            : stalled         ? absl::StrCat("no answer ",
-                                             absl::FormatDuration(
-                                                 now - absl::FromUnixNanos(started_ns)),
-                                             " after it started (stall)")
+            : stalled
+                ? absl::StrCat(
+                      "no answer ", absl::FormatDuration(now - since),
+                      started_ns != 0 ? " after it started" : " while queued",
+                      " (stall)")
             : started_ns == 0 ? std::string("marked unhealthy while queued")
                               : std::string("marked unhealthy while reading")));
         if (p.active == 0) {
@@ -2086,7 +2319,11 @@ std::vector<absl::StatusOr<size_t>> ClientImpl::Execute(
   for (PieceState& p : b->pieces) {
     absl::StatusOr<size_t>& res = results[p.range];
     if (!res.ok()) continue;
-    if (!p.done) {
+    if (!p.done && b->cancelled) {
+      res = absl::CancelledError(
+          absl::StrCat("read of ", *p.path, " bytes [", p.piece.offset, ", ",
+                       p.piece.offset + p.piece.length, ") cancelled"));
+    } else if (!p.done) {
       deadline_exceeded_.fetch_add(1);
       res = absl::DeadlineExceededError(absl::StrCat(
           "read of ", *p.path, " bytes [", p.piece.offset, ", ",
@@ -2119,8 +2356,8 @@ ClientStats ClientImpl::Stats() {
   s.bytes = bytes_.load();
   s.retries = retries_.load();
   s.hedges = hedges_.load();
-  s.hedge_wins = hedge_wins_.load();
-  s.checksum_failures = checksum_failures_.load();
+  s.hedge_wins = core_->hedge_wins();
+  s.checksum_failures = core_->checksum_failures();
   s.deadline_exceeded = deadline_exceeded_.load();
   s.unavailable = unavailable_.load();
   s.layout_aborts = layout_aborts_.load();

@@ -1,8 +1,10 @@
 // Unit tests of the client's mount path over the real file system (temp
 // directories as the nodes' mounts, MemoryKv as the namespace): the
 // io_uring ring threads, the callers' own rings for small reads, their
-// fallback to worker threads, a read hung in a ring, and rangefs-mountd's
-// status file feeding the dead-node table.
+// fallback to worker threads, a read hung in a ring (and a teardown that
+// leaves it behind), and rangefs-mountd's status file feeding the dead-node
+// table.
+#include <dirent.h>
 #include <fcntl.h>
 #include <stdlib.h>
 #include <sys/stat.h>
@@ -35,6 +37,49 @@ namespace v1 = ::rangefs::v1;
 constexpr int kNodes = 4;
 
 std::string Node(int i) { return absl::StrCat("n", i); }
+
+// Entries of /proc/self/<dir> (threads of "task", descriptors of "fd")
+// that satisfy `keep` (given the entry's path).
+template <typename F>
+int CountProcEntries(const char* dir, F keep) {
+  const std::string base = absl::StrCat("/proc/self/", dir);
+  DIR* d = opendir(base.c_str());
+  if (d == nullptr) return -1;
+  int n = 0;
+  while (dirent* e = readdir(d)) {
+    if (e->d_name[0] != '.' && keep(absl::StrCat(base, "/", e->d_name))) ++n;
+  }
+  closedir(d);
+  return n;
+}
+
+int ThreadCount() {
+  return CountProcEntries("task", [](const std::string&) { return true; });
+}
+
+// Descriptors of this process open on `path`.
+int FdsOn(const std::string& path) {
+  char* real = realpath(path.c_str(), nullptr);  // as /proc shows it
+  if (real == nullptr) return -1;
+  const std::string want = real;
+  free(real);
+  return CountProcEntries("fd", [&](const std::string& fd) {
+    char target[4096];
+    const ssize_t n = readlink(fd.c_str(), target, sizeof(target));
+    return n > 0 && std::string(target, static_cast<size_t>(n)) == want;
+  });
+}
+
+// Polls `done` up to 10 s.
+template <typename F>
+bool Eventually(F done) {
+  const absl::Time end = absl::Now() + absl::Seconds(10);
+  while (!done()) {
+    if (absl::Now() > end) return false;
+    absl::SleepFor(absl::Milliseconds(2));
+  }
+  return true;
+}
 
 class ClientMountTest : public ::testing::Test {
  protected:
@@ -326,6 +371,50 @@ TEST_F(ClientMountTest, HungRingReadBlocksOneSlotAndNoCallerBuffer) {
   ASSERT_GT(write(fifo_fd_, junk.data(), junk.size()), 0);
   EXPECT_TRUE(AwaitNoneInflight(client, "n0"));
   EXPECT_EQ(buf, std::string(4096, '\x5C'));
+}
+
+TEST_F(ClientMountTest, TeardownLeavesAHungRingReadWithItsFileOpen) {
+  // n0's only replica of /hung is a FIFO: an io_uring read of it waits
+  // until we write, like a read on a hung mount.
+  const std::string fifo = root_ + "/n0/hung";
+  ASSERT_EQ(mkfifo(fifo.c_str(), 0644), 0);
+  fifo_fd_ = open(fifo.c_str(), O_RDWR | O_NONBLOCK);  // the client's open
+  ASSERT_GE(fifo_fd_, 0);                              // won't block
+  OneExtentFile("/hung", 4096, {{0, "hung"}});
+  const std::string other = ExtentFile("/other", 1 << 20, {0});
+  const int threads_before = ThreadCount();
+  ClientOptions o = Options();
+  o.hedging = false;
+  o.teardown_timeout = absl::Milliseconds(200);
+  auto client = Client::Open(o);
+  ASSERT_THAT(client, IsOk());
+  {
+    auto hung = (*client)->OpenFile("/hung");
+    ASSERT_THAT(hung, IsOk());
+    std::string buf(4096, '\0');
+    EXPECT_THAT((*hung)->Read(0, absl::MakeSpan(buf),
+                              {.deadline = absl::Milliseconds(300)}),
+                StatusIs(absl::StatusCode::kDeadlineExceeded));
+    EXPECT_GE(FindNode((*client)->Stats(), "n0").uring_reads, 1u);
+  }
+  EXPECT_EQ(FdsOn(fifo), 2);  // ours and the hung read's
+  const absl::Time t0 = absl::Now();
+  client->reset();
+  EXPECT_LT(absl::Now() - t0, absl::Seconds(1));
+  // The ring thread, its ring, buffers and the file of its hung read are
+  // left behind; the descriptor stays open, so no later client (below)
+  // gets its number while the read may still land.
+  EXPECT_GT(ThreadCount(), threads_before);
+  EXPECT_EQ(FdsOn(fifo), 2);
+  Client* next = OpenClient(Options());
+  ExpectReadsBack(next, "/other", other, gen_);
+  clients_.clear();
+  // The read ends: the left thread frees the ring, closes the file, exits.
+  std::string junk(1 << 16, 'j');
+  ASSERT_GT(write(fifo_fd_, junk.data(), junk.size()), 0);
+  EXPECT_TRUE(Eventually([&] { return FdsOn(fifo) == 1; }));
+  EXPECT_TRUE(Eventually([&] { return ThreadCount() == threads_before; }))
+      << ThreadCount() - threads_before << " thread(s) still running";
 }
 
 TEST_F(ClientMountTest, SmallReadsRunOnTheCallersRingAndLargeOnesDoNot) {

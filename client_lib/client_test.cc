@@ -2,7 +2,10 @@
 // MemoryFs/FaultyFs (the nodes' mounts).
 #include "client_lib/client.h"
 
+#include <dirent.h>
+
 #include <algorithm>
+#include <atomic>
 #include <cstring>
 #include <memory>
 #include <string>
@@ -38,6 +41,46 @@ std::string RandomBytes(absl::BitGen& g, size_t n) {
   for (char& c : s) c = static_cast<char>(absl::Uniform<uint8_t>(g));
   return s;
 }
+
+// Threads of this process now.
+int ThreadCount() {
+  DIR* d = opendir("/proc/self/task");
+  if (d == nullptr) return -1;
+  int n = 0;
+  while (dirent* e = readdir(d)) n += e->d_name[0] != '.';
+  closedir(d);
+  return n;
+}
+
+// Polls `done` up to `timeout`.
+template <typename F>
+bool Eventually(F done, absl::Duration timeout = absl::Seconds(10)) {
+  const absl::Time end = absl::Now() + timeout;
+  while (!done()) {
+    if (absl::Now() > end) return false;
+    absl::SleepFor(absl::Milliseconds(2));
+  }
+  return true;
+}
+
+// The real clock, counting its uses: a client's threads must not use the
+// caller's clock after the client was destroyed.
+class CountingClock : public Clock {
+ public:
+  absl::Time Now() override {
+    calls_.fetch_add(1);
+    return Clock::Real()->Now();
+  }
+  absl::Time MonotonicNow() override {
+    calls_.fetch_add(1);
+    return Clock::Real()->MonotonicNow();
+  }
+  void SleepFor(absl::Duration d) override { Clock::Real()->SleepFor(d); }
+  int64_t calls() const { return calls_.load(); }
+
+ private:
+  std::atomic<int64_t> calls_{0};
+};
 
 // The count of an OK read, or SIZE_MAX (after a failure) if it failed.
 size_t ReadOk(const absl::StatusOr<size_t>& n) {
@@ -931,11 +974,11 @@ TEST_F(ClientTest, ReaderDestroyedMidStreamWaitsForItsPrefetch) {
         std::string(buf, sizeof(buf)) ==
         data.substr((round + 1) * sizeof(buf) - sizeof(buf), sizeof(buf)));
     const absl::Time t0 = absl::Now();
-    reader.reset();  // joins the in-flight prefetch
+    reader.reset();  // cancels and joins the in-flight prefetch
     EXPECT_LT(absl::Now() - t0, absl::Seconds(5));
   }
   EXPECT_GT(mem_.reads(), reads_before);
-  // A blocked prefetch: destruction returns by the read deadline.
+  // A blocked prefetch: reads return by their deadline, destruction at once.
   faulty_.ClearRules();
   {
     Reader reader(f->get(), {.initial_readahead = 65536,
@@ -956,6 +999,171 @@ TEST_F(ClientTest, ReaderDestroyedMidStreamWaitsForItsPrefetch) {
     EXPECT_LT(absl::Now() - t0, absl::Seconds(5));
   }
   faulty_.Release();
+}
+
+TEST_F(ClientTest, DestructionIsBoundedWithReadsStuckAndLeavesThemHarmless) {
+  SimpleFile("/stuck", 100000);
+  faulty_.AddRule({.action = FaultAction::kBlock});  // both replicas hang
+  CountingClock clock;
+  const int threads_before = ThreadCount();
+  ClientOptions o = Options();
+  o.clock = &clock;
+  o.hedging = false;
+  o.teardown_timeout = absl::Milliseconds(200);
+  auto client = Client::Open(o);
+  ASSERT_THAT(client, IsOk());
+  auto f = (*client)->OpenFile("/stuck");
+  ASSERT_THAT(f, IsOk());
+  std::string buf(100000, '\x5C');
+  EXPECT_THAT(
+      (*f)->Read(0, absl::MakeSpan(buf), {.deadline = absl::Milliseconds(600)}),
+      StatusIs(absl::StatusCode::kDeadlineExceeded));
+  ASSERT_TRUE(faulty_.WaitForBlocked(2, absl::Seconds(5)));  // n0 and n1
+  f->reset();
+  const absl::Time t0 = absl::Now();
+  client->reset();
+  EXPECT_LT(absl::Now() - t0, absl::Seconds(1));
+  // The blocked threads were left running; nothing else.
+  const int left = ThreadCount() - threads_before;
+  EXPECT_GE(left, 2);
+  EXPECT_LE(left, 2 * o.max_inflight_per_node);
+  const int64_t clock_calls = clock.calls();
+  // The mount comes back: the left threads' reads complete (into their own
+  // buffers), and the threads exit without running any client code.
+  faulty_.ClearRules();
+  faulty_.Release();
+  EXPECT_TRUE(Eventually([&] { return ThreadCount() == threads_before; }))
+      << ThreadCount() - threads_before << " thread(s) still running";
+  EXPECT_EQ(faulty_.blocked_now(), 0);
+  EXPECT_EQ(clock.calls(), clock_calls);
+  EXPECT_EQ(buf, std::string(100000, '\x5C'));
+}
+
+TEST_F(ClientTest, ReaderDestructionCancelsItsHungPrefetchAtOnce) {
+  // Extents e0..e15 on n0 and n1; every read of e1* hangs on both.
+  const std::string data = WindowedFile("/rh", 16 * 65536, 65536);
+  faulty_.AddRule({.path_contains = "/e1", .action = FaultAction::kBlock});
+  ClientOptions o = Options();  // 10 s default deadline
+  o.teardown_timeout = absl::Milliseconds(200);
+  Client* client = OpenClient(o);
+  auto f = client->OpenFile("/rh");
+  ASSERT_THAT(f, IsOk());
+  auto reader = std::make_unique<Reader>(
+      f->get(),
+      ReaderOptions{.initial_readahead = 65536, .max_readahead = 1 << 20});
+  std::string buf(1000, '\0');
+  ASSERT_THAT(reader->Read(absl::MakeSpan(buf)), IsOk());  // e0; prefetch e1
+  EXPECT_TRUE(buf == data.substr(0, 1000));
+  ASSERT_TRUE(faulty_.WaitForBlocked(1, absl::Seconds(5)));
+  absl::Time t0 = absl::Now();
+  reader.reset();
+  EXPECT_LT(absl::Now() - t0, absl::Seconds(1));
+  t0 = absl::Now();
+  f->reset();
+  clients_.clear();
+  EXPECT_LT(absl::Now() - t0, absl::Seconds(1));
+}
+
+TEST_F(ClientTest, CancelEndsACallAtOnceWithoutTouchingItsBuffer) {
+  SimpleFile("/cx", 100000);
+  faulty_.AddRule({.action = FaultAction::kBlock});
+  Client* client = OpenClient(Options());  // 10 s default deadline
+  auto f = client->OpenFile("/cx");
+  ASSERT_THAT(f, IsOk());
+  ReadCanceller cancel;
+  std::string buf(100000, '\x5C');
+  absl::StatusOr<size_t> n;
+  absl::Time returned;
+  std::thread caller([&] {
+    n = (*f)->Read(0, absl::MakeSpan(buf), {.canceller = &cancel});
+    returned = absl::Now();
+  });
+  ASSERT_TRUE(faulty_.WaitForBlocked(1, absl::Seconds(5)));
+  const absl::Time t0 = absl::Now();
+  cancel.Cancel();
+  caller.join();
+  EXPECT_THAT(n, StatusIs(absl::StatusCode::kCancelled));
+  EXPECT_LT(returned - t0, absl::Seconds(1));
+  // Cancelled already: at once, nothing read.
+  EXPECT_THAT((*f)->Read(0, absl::MakeSpan(buf), {.canceller = &cancel}),
+              StatusIs(absl::StatusCode::kCancelled));
+  faulty_.ClearRules();
+  faulty_.Release();
+  EXPECT_TRUE(Eventually([&] {
+    for (const NodeStats& s : client->Stats().nodes) {
+      if (s.inflight != 0) return false;
+    }
+    return true;
+  }));
+  EXPECT_EQ(buf, std::string(100000, '\x5C'));
+  // An uncancelled call still reads.
+  EXPECT_EQ(ReadOk((*f)->Read(0, absl::MakeSpan(buf))), buf.size());
+}
+
+TEST_F(ClientTest, ColdClientMovesOffANodeThatNeverAnswers) {
+  // A new process (no latency known) and n0 hung from the start: its
+  // pieces move by stall detection well within a second, not after the
+  // attempt timeout; no hedge needed. 8 pieces: the process never knows
+  // the 10 latencies a p99 needs (the cold_latency prior rules).
+  const std::string data = WindowedFile("/cold", 8 * 4096, 4096);
+  faulty_.AddRule({.path_contains = "/n0/", .action = FaultAction::kBlock});
+  ClientOptions o = Options();
+  o.lb_policy = "round_robin";
+  o.hedging = false;
+  o.attempt_timeout = absl::Seconds(30);
+  Client* client = OpenClient(o);
+  auto f = client->OpenFile("/cold");
+  ASSERT_THAT(f, IsOk());
+  std::string buf(data.size(), '\0');
+  const absl::Time t0 = absl::Now();
+  EXPECT_EQ(ReadOk((*f)->Read(0, absl::MakeSpan(buf))), data.size());
+  EXPECT_LT(absl::Now() - t0, absl::Seconds(1));
+  EXPECT_TRUE(buf == data);
+  ClientStats s = client->Stats();
+  const NodeStats* n0 = FindNode(s, "n0");
+  EXPECT_GE(n0->stalls, 1u);
+  EXPECT_EQ(n0->timeouts, 0u);
+  EXPECT_FALSE(n0->admissible);
+}
+
+TEST_F(ClientTest, ColdNodeQueuedBehindAStuckThreadIsJudgedToo) {
+  // One worker per node: n0's only thread hangs on the first piece, whose
+  // hedge answers from n1; the pieces queued behind it never start, yet
+  // they move well before the attempt timeout.
+  const std::string data = WindowedFile("/q", 32 * 4096, 4096);
+  faulty_.AddRule({.path_contains = "/n0/", .action = FaultAction::kBlock});
+  ClientOptions o = Options();
+  o.lb_policy = "round_robin";
+  o.max_inflight_per_node = 1;
+  o.attempt_timeout = absl::Seconds(30);
+  Client* client = OpenClient(o);
+  auto f = client->OpenFile("/q");
+  ASSERT_THAT(f, IsOk());
+  std::string buf(data.size(), '\0');
+  const absl::Time t0 = absl::Now();
+  EXPECT_EQ(ReadOk((*f)->Read(0, absl::MakeSpan(buf))), data.size());
+  EXPECT_LT(absl::Now() - t0, absl::Seconds(1));
+  EXPECT_TRUE(buf == data);
+  const NodeStats* n0 = FindNode(client->Stats(), "n0");
+  EXPECT_GE(n0->stalls, 1u);
+  EXPECT_EQ(n0->timeouts, 0u);
+}
+
+TEST_F(ClientTest, ColdHealthyReadsAreNotHedged) {
+  // Every read takes 3-5 ms: a new process must not hedge them (while it
+  // knows fewer than 10 latencies, the hedge delay is cold_latency, not
+  // hedge_min_delay). 8 pieces: the process never knows 10.
+  const std::string data = WindowedFile("/warm", 8 * 4096, 4096);
+  faulty_.AddRule({.action = FaultAction::kDelay,
+                   .delay = absl::Milliseconds(3),
+                   .jitter = absl::Milliseconds(2)});
+  Client* client = OpenClient(Options());
+  auto f = client->OpenFile("/warm");
+  ASSERT_THAT(f, IsOk());
+  std::string buf(data.size(), '\0');
+  EXPECT_EQ(ReadOk((*f)->Read(0, absl::MakeSpan(buf))), data.size());
+  EXPECT_TRUE(buf == data);
+  EXPECT_EQ(client->Stats().hedges, 0u);
 }
 
 TEST_F(ClientTest, BadOptionsAreInvalidArgument) {

@@ -41,8 +41,9 @@ class File {
   // (short only at end of file; 0 at offset == size()). Codes:
   // OUT_OF_RANGE if offset > size(); UNAVAILABLE listing each replica's
   // error if all replicas of a piece failed; DATA_LOSS if every replica
-  // failed its checksum; DEADLINE_EXCEEDED; ABORTED (see above). `dst` is
-  // never written after this returns.
+  // failed its checksum; DEADLINE_EXCEEDED; CANCELLED (options.canceller
+  // fired, see read_canceller.h); ABORTED (see above). `dst` is never
+  // written after this returns.
   virtual absl::StatusOr<size_t> Read(uint64_t offset, absl::Span<char> dst,
                                       const ReadOptions& options = {}) = 0;
 
@@ -70,9 +71,11 @@ struct ReaderOptions {
 // size) on a background thread into the Reader's own buffer; it is used if
 // the stream continues there and discarded otherwise (e.g. after a Seek).
 // At most one such read is in flight; it never writes the caller's buffer.
-// Thread-compatible. `file` is not owned and must outlive the Reader.
-// Destruction waits for an in-flight prefetch (bounded by options.read's
-// deadline).
+// A prefetch that is no longer wanted (a Seek elsewhere, the Reader's
+// destruction, a Cancel of options.read.canceller) is cancelled
+// (ReadCanceller), so destruction returns within milliseconds whatever the
+// prefetch waits for (a hung mount). Thread-compatible. `file` is not owned
+// and must outlive the Reader.
 class Reader {
  public:
   explicit Reader(File* file, ReaderOptions options = {});
@@ -100,13 +103,16 @@ class Reader {
 
  private:
   // A background read of [offset, offset + want) into `buffer`. `result`
-  // and `buffer` belong to `thread` until it is joined.
+  // and `buffer` belong to `thread` until it is joined; `cancel` ends it
+  // (`link` cancels it with options.read.canceller).
   struct Prefetch {
     bool pending = false;
     std::thread thread;
     uint64_t offset = 0;
     std::string buffer;
     absl::StatusOr<size_t> result;
+    std::unique_ptr<ReadCanceller> cancel;
+    std::unique_ptr<client_internal::CancelHook> link;
   };
   // Fetches the window at position_ into buffer_ (or, if `direct` is at
   // least a window, straight into `direct`: *direct_n bytes, position_
@@ -117,8 +123,8 @@ class Reader {
                       bool report, size_t* direct_n);
   bool Buffered() const;  // position_ is inside buffer_
   void StartPrefetch(uint64_t offset, size_t want);
-  void JoinPrefetch();  // waits for the thread, if any
-  void DiscardPrefetch();
+  void JoinPrefetch();     // waits for the thread, if any
+  void DiscardPrefetch();  // cancels and joins it
 
   File* const file_;
   const ReaderOptions options_;

@@ -18,6 +18,7 @@
 #include "absl/types/span.h"
 #include "base/clock.h"
 #include "client_lib/fs.h"
+#include "client_lib/read_canceller.h"
 #include "storage_node/node_client.h"
 
 namespace rangefs {
@@ -69,7 +70,10 @@ struct ClientOptions {
   DataPath data_path = DataPath::kAuto;
   bool o_direct = false;  // mount path: O_DIRECT through aligned buffers
   absl::Duration mount_recheck_interval = absl::Seconds(5);
-  ReadOnlyFs* fs = nullptr;  // nullptr = NewPosixFs(); not owned
+  // nullptr = NewPosixFs(). Not owned; must outlive the Client and, if the
+  // Client's teardown left threads blocked in it (teardown_timeout), stay
+  // usable until their calls return.
+  ReadOnlyFs* fs = nullptr;
   // Mount path through io_uring: each node gets one ring-owning I/O thread
   // that takes the node's queued pieces in batches and keeps up to
   // `io_uring_depth` reads in flight (IORING_OP_READ into buffers the ring
@@ -121,22 +125,35 @@ struct ClientOptions {
   absl::Duration attempt_timeout = absl::Seconds(5);
   // Stall detection ("The Tail at Scale"'s probation): an attempt that has
   // started and not answered after stall_factor x its node's windowed p99
-  // latency (at least stall_min_delay, at most attempt_timeout; needs 10
-  // samples of that node or of the process), on a node that has answered
+  // latency (at least stall_min_delay, at most attempt_timeout; a node
+  // without 10 samples: see cold_latency), on a node that has answered
   // nothing else meanwhile (a hung node, not a slow one: stragglers are for
   // hedging), marks its node dead: the piece moves to another replica, and
   // so does every other attempt on that node, in any call, started or
-  // queued, without waiting for attempt_timeout or a hedge token. A piece
-  // with no untried replica left keeps waiting (up to attempt_timeout). The
-  // node is re-admitted by probing. 0 = off.
+  // queued, without waiting for attempt_timeout or a hedge token. An
+  // attempt still queued is judged the same way from its dispatch (plus
+  // 20 ms): a node whose threads are all stuck never starts it. A piece
+  // with no untried replica left and no hedge in flight keeps waiting (up
+  // to attempt_timeout). The node is re-admitted by probing. 0 = off.
   double stall_factor = 4;
   absl::Duration stall_min_delay = absl::Milliseconds(200);
+  // What the stall and hedge delays assume of a node before the process
+  // knows its latency: a node with fewer than 10 samples of its own is
+  // judged by the process-wide window (the other nodes' latency); while that
+  // has fewer than 10 samples too (a new process), its p99 is taken to be
+  // cold_latency (or the slowest answer seen, if larger): the stall delay is
+  // then stall_factor x that (within the bounds above: 300 ms by default,
+  // so that a node which answers nothing from the first read of a new
+  // process is marked dead well within a second) and the hedge delay is
+  // that itself.
+  absl::Duration cold_latency = absl::Milliseconds(75);
 
   // --- replica choice ---
   std::string lb_policy = "least_loaded";  // loadbalancer/registry.h
   // Hedged reads: a piece still pending after its node's windowed
   // `hedge_quantile` latency (never more than the process-wide one, never
-  // less than hedge_min_delay) is sent to another replica too, if the hedge
+  // less than hedge_min_delay; a node without 10 samples: see cold_latency)
+  // is sent to another replica too, if the hedge
   // budget has a token; the first answer wins. Retries, hedges and moved
   // pieces go to the front of their node's queue (first in, first out among
   // themselves): their call is already late.
@@ -161,11 +178,20 @@ struct ClientOptions {
   // Not owned, must outlive the Client; nullptr = Clock::Real(). With a
   // non-real clock the engine re-reads it at least every 2 ms of real time.
   Clock* clock = nullptr;
+
+  // --- teardown ---
+  // Destroying the Client waits at most this long (real time) for its I/O
+  // threads; those still blocked in a read (a hung mount) are then left to
+  // finish on their own (see client.h).
+  absl::Duration teardown_timeout = absl::Seconds(1);
 };
 
 struct ReadOptions {
   // Zero: ClientOptions::default_deadline.
   absl::Duration deadline = absl::ZeroDuration();
+  // Not owned, may be null; must outlive the call. Cancel() on it ends the
+  // call soon with CANCELLED for the ranges not complete (read_canceller.h).
+  ReadCanceller* canceller = nullptr;
 };
 
 // One range of a File::ReadV. `dst` is caller-owned; it is never written

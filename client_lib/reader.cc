@@ -13,7 +13,7 @@ Reader::Reader(File* file, ReaderOptions options)
       options_(options),
       window_(std::max<size_t>(1, options.initial_readahead)) {}
 
-Reader::~Reader() { JoinPrefetch(); }
+Reader::~Reader() { DiscardPrefetch(); }
 
 absl::Status Reader::Seek(uint64_t position) {
   if (position > file_->size()) {
@@ -32,9 +32,16 @@ void Reader::StartPrefetch(uint64_t offset, size_t want) {
   prefetch_.offset = offset;
   if (prefetch_.buffer.size() < want) prefetch_.buffer.resize(want);
   prefetch_.result = size_t{0};
-  prefetch_.thread = std::thread([this, offset, want] {
-    prefetch_.result = file_->Read(
-        offset, absl::MakeSpan(&prefetch_.buffer[0], want), options_.read);
+  // A canceller per prefetch (cancelling is final), linked to the caller's.
+  prefetch_.link.reset();
+  prefetch_.cancel = std::make_unique<ReadCanceller>();
+  prefetch_.link = std::make_unique<client_internal::CancelHook>(
+      options_.read.canceller, [c = prefetch_.cancel.get()] { c->Cancel(); });
+  ReadOptions ro = options_.read;
+  ro.canceller = prefetch_.cancel.get();
+  prefetch_.thread = std::thread([this, offset, want, ro] {
+    prefetch_.result =
+        file_->Read(offset, absl::MakeSpan(&prefetch_.buffer[0], want), ro);
   });
 }
 
@@ -43,6 +50,7 @@ void Reader::JoinPrefetch() {
 }
 
 void Reader::DiscardPrefetch() {
+  if (prefetch_.thread.joinable()) prefetch_.cancel->Cancel();
   JoinPrefetch();
   prefetch_.pending = false;
 }

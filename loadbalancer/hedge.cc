@@ -38,12 +38,14 @@ HedgeBudget::Stats HedgeBudget::stats() const {
 
 absl::Duration HedgeDelay(const LatencyTracker& tracker, absl::string_view node,
                           double quantile, absl::Duration min,
-                          uint64_t min_samples) {
+                          uint64_t min_samples, absl::Duration cold) {
   const HistogramSnapshot global = tracker.GlobalWindowSnapshot();
   const HistogramSnapshot s = tracker.NodeSnapshot(node);
   if (s.count < std::max<uint64_t>(1, min_samples)) {
-    if (global.count == 0) return min;
-    return std::max(global.Quantile(quantile), min);
+    absl::Duration d = min;
+    if (global.count > 0) d = std::max(d, global.Quantile(quantile));
+    if (global.count < min_samples) d = std::max(d, cold);
+    return d;
   }
   absl::Duration d = s.Quantile(quantile);
   if (global.count >= std::max<uint64_t>(1, min_samples)) {

@@ -63,15 +63,19 @@ class HedgeBudget {
 
 // Returns how long to wait for `node` before hedging: its windowed
 // `quantile` latency, or the process-wide one if the node has fewer than
-// `min_samples` samples, and never less than `min`. Returns `min` when
-// nothing is known. Never more than the process-wide windowed quantile
-// either: a node that is slow all the time has a high quantile of its own,
-// and waiting for it would leave exactly the stragglers that hedging is for
-// ("later than 95% of reads", The Tail at Scale) unhedged.
+// `min_samples` samples, and never less than `min`. Never more than the
+// process-wide windowed quantile either: a node that is slow all the time
+// has a high quantile of its own, and waiting for it would leave exactly
+// the stragglers that hedging is for ("later than 95% of reads", The Tail
+// at Scale) unhedged. While the process-wide window has fewer than
+// `min_samples` samples too (a new process), the delay is at least `cold`
+// (a prior: the latency assumed before any is known), else a first read of
+// every node would be hedged at once and spend the budget.
 absl::Duration HedgeDelay(const LatencyTracker& tracker, absl::string_view node,
                           double quantile = 0.95,
                           absl::Duration min = absl::Milliseconds(1),
-                          uint64_t min_samples = 10);
+                          uint64_t min_samples = 10,
+                          absl::Duration cold = absl::ZeroDuration());
 
 struct HedgeRule {
   // A replica is "slow" if its windowed p50 > slow_factor * process-wide p95.

@@ -72,6 +72,30 @@ TEST(HedgeDelayTest, UsesNodeQuantileThenGlobalThenMin) {
             t.Quantile("c", 0.95));
 }
 
+TEST(HedgeDelayTest, ColdPriorHoldsUntilTheProcessKnowsEnough) {
+  FakeClock clock;
+  LatencyTracker t(&clock);
+  const absl::Duration cold = absl::Milliseconds(75);
+  // Nothing known: the prior, not `min` (a new process would hedge every
+  // first read at once).
+  EXPECT_EQ(HedgeDelay(t, "a", 0.95, absl::Milliseconds(1), 10, cold), cold);
+  // A few fast answers do not lower it; a slow one raises it.
+  for (int i = 0; i < 5; ++i) t.Record("b", absl::Milliseconds(2));
+  EXPECT_EQ(HedgeDelay(t, "a", 0.95, absl::Milliseconds(1), 10, cold), cold);
+  t.Record("b", absl::Milliseconds(300));
+  EXPECT_GE(HedgeDelay(t, "a", 0.95, absl::Milliseconds(1), 10, cold),
+            absl::Milliseconds(200));
+  // Once the process-wide window has min_samples, it rules as before.
+  for (int i = 0; i < 200; ++i) t.Record("b", absl::Milliseconds(2));
+  EXPECT_NEAR(absl::ToDoubleMilliseconds(
+                  HedgeDelay(t, "a", 0.95, absl::Milliseconds(1), 10, cold)),
+              2, 0.6);  // histogram buckets: within ~25%
+  // And a node's own samples as before.
+  for (int i = 0; i < 20; ++i) t.Record("a", absl::Milliseconds(1));
+  EXPECT_LE(HedgeDelay(t, "a", 0.95, absl::Milliseconds(1), 10, cold),
+            absl::Milliseconds(2));
+}
+
 TEST(HedgeDelayTest, ASlowNodeIsHedgedAtTheProcessWideQuantile) {
   FakeClock clock;
   LatencyTracker t(&clock);

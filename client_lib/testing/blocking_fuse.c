@@ -1,10 +1,31 @@
 // blocking_fuse: a tiny read-only passthrough FUSE file system for tests of
 // the client's mount path. Serves <backing> at <mountpoint>; while the file
-// <control> exists every read blocks (like a hung hard NFS mount) and
-// resumes when it is removed. Kernel caching is off (direct_io), so every
-// read reaches this process.
+// <control> exists, reads block (like a hung hard NFS mount) and resume when
+// it is removed. Kernel caching is off (direct_io), so every read reaches
+// this process.
 //
 //   blocking_fuse <backing> <control> <mountpoint> -f [fuse options]
+//
+// <control> empty (or not a number): every read blocks. <control> holding a
+// number N: N more reads of data pass (of files whose name does not start
+// with '.': rangefs checksum sidecars are not counted), counted from when
+// this process first sees that file (a new inode or mtime: write it
+// elsewhere and rename it into place), then every read blocks (a mount that
+// hangs in the middle of a scan).
+//
+// Like a hard NFS mount, a blocked read is killable and nothing else: a
+// reader that gets SIGKILL (its process exits or is killed) has its read
+// end with EINTR, while any other signal or an io_uring cancellation leaves
+// it blocked. (The kernel waits for a FUSE request that reached this
+// process even after SIGKILL; it sends FUSE_INTERRUPT, and the read returns
+// EINTR once /proc shows SIGKILL pending for the reading thread.) A read
+// whose reading thread is gone (an asynchronous io_uring read of a process
+// that exited: no one waits for it, no interrupt comes) ends the same way,
+// within 50 ms, so that it does not hold one of this process's threads.
+//
+// Each read that blocks logs "blocked read <path>" to stderr, each
+// read that a kill ended "killed read <path>", so that tests can wait for
+// them.
 #define FUSE_USE_VERSION 31
 
 #include <dirent.h>
@@ -12,6 +33,9 @@
 #include <fcntl.h>
 #include <fuse.h>
 #include <limits.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -20,9 +44,63 @@
 
 static const char* g_backing;
 static const char* g_control;
+static atomic_long g_served;  // data reads answered so far
+// The control file last seen holding a number, and g_served then.
+static pthread_mutex_t g_mu = PTHREAD_MUTEX_INITIALIZER;
+static ino_t g_ino;
+static struct timespec g_mtime;
+static long g_base;
 
 static void Full(const char* path, char* out) {
   snprintf(out, PATH_MAX, "%s%s", g_backing, path);
+}
+
+// Whether reads block now: the control file exists and, if it holds a
+// number, that many reads were served since it appeared.
+static int Blocked(void) {
+  int fd = open(g_control, O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return 0;
+  struct stat st;
+  char buf[32];
+  ssize_t n = fstat(fd, &st) == 0 ? read(fd, buf, sizeof(buf) - 1) : -1;
+  close(fd);
+  if (n <= 0) return 1;
+  buf[n] = '\0';
+  char* end = NULL;
+  long after = strtol(buf, &end, 10);
+  if (end == buf) return 1;
+  const long served = atomic_load(&g_served);
+  pthread_mutex_lock(&g_mu);
+  if (st.st_ino != g_ino || st.st_mtim.tv_sec != g_mtime.tv_sec ||
+      st.st_mtim.tv_nsec != g_mtime.tv_nsec) {
+    g_ino = st.st_ino;
+    g_mtime = st.st_mtim;
+    g_base = served;
+  }
+  const long base = g_base;
+  pthread_mutex_unlock(&g_mu);
+  return served - base >= after;
+}
+
+// Whether thread `tid` has SIGKILL pending (it is being killed) or is gone.
+static int Killed(pid_t tid) {
+  char path[64];
+  snprintf(path, sizeof(path), "/proc/%d/status", (int)tid);
+  FILE* f = fopen(path, "re");
+  if (f == NULL) return 1;
+  char line[256];
+  int killed = 0;
+  const unsigned long long kill_bit = 1ULL << (SIGKILL - 1);
+  while (fgets(line, sizeof(line), f) != NULL) {
+    unsigned long long mask = 0;
+    if ((sscanf(line, "SigPnd: %llx", &mask) == 1 ||
+         sscanf(line, "ShdPnd: %llx", &mask) == 1) &&
+        (mask & kill_bit) != 0) {
+      killed = 1;
+    }
+  }
+  fclose(f);
+  return killed;
 }
 
 static void* Init(struct fuse_conn_info* conn, struct fuse_config* cfg) {
@@ -71,9 +149,21 @@ static int Open(const char* path, struct fuse_file_info* fi) {
 
 static int Read(const char* path, char* buf, size_t size, off_t off,
                 struct fuse_file_info* fi) {
-  (void)path;
-  while (access(g_control, F_OK) == 0) usleep(5000);
+  if (Blocked()) {
+    fprintf(stderr, "blocked read %s\n", path);
+    const pid_t reader = fuse_get_context()->pid;
+    int round = 0;
+    do {
+      if ((fuse_interrupted() || round++ % 10 == 0) && Killed(reader)) {
+        fprintf(stderr, "killed read %s\n", path);
+        return -EINTR;
+      }
+      usleep(5000);
+    } while (Blocked());
+  }
   ssize_t n = pread((int)fi->fh, buf, size, off);
+  const char* base = strrchr(path, '/');
+  if (base[1] != '.') atomic_fetch_add(&g_served, 1);
   return n < 0 ? -errno : (int)n;
 }
 
@@ -98,6 +188,7 @@ int main(int argc, char** argv) {
             argv[0]);
     return 2;
   }
+  setvbuf(stderr, NULL, _IOLBF, 0);
   g_backing = realpath(argv[1], NULL);
   g_control = argv[2];
   if (g_backing == NULL) {

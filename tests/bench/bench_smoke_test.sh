@@ -6,7 +6,7 @@ RF="$TEST_SRCDIR/$TEST_WORKSPACE"
 BIN="$TEST_TMPDIR/bin"
 mkdir -p "$BIN"
 cp "$RF/storage_node/rangefs-node" "$RF/admin/rangefs-admin" \
-   "$RF/tests/bench/rangefs-bench" "$BIN/"
+   "$RF/tests/bench/rangefs-bench" "$RF/client_lib/blocking_fuse" "$BIN/"
 OUT="$TEST_TMPDIR/out"
 if ! bash "$RF/tests/bench/run.sh" --quick --bin="$BIN" --out="$OUT" >"$TEST_TMPDIR/log" 2>&1; then
   echo "FAIL: run.sh exited non-zero"; tail -30 "$TEST_TMPDIR/log"; exit 1
@@ -15,6 +15,9 @@ for row in "mount-path sequential, O_DIRECT" "mount-path sequential, cached" \
            "naive single stream" "round_robin" "4 KiB random ReadV IOPS"; do
   grep -q "$row" "$OUT/report.md" || { echo "FAIL: no row '$row'"; cat "$OUT/report.md"; exit 1; }
 done
+if ! grep -q "part H skipped" "$OUT/report.md"; then
+  grep -q "n2 mount hung from the start" "$OUT/report.md" || { echo "FAIL: no part H row"; cat "$OUT/report.md"; exit 1; }
+fi
 if ! grep -q "part B skipped" "$OUT/report.md"; then
   for row in "agent path balanced" "1/10 cap vs capacity" "1/10 cap vs naive round_robin" \
              "host hung" "host killed"; do

@@ -8,6 +8,7 @@
 //                 [--io_uring=true] [--io_uring_depth=32] [--max_io_size=1M]
 //                 [--prefetch=true] [--zero_copy=false] [--hedging=true]
 //                 [--stall_factor=4] [--attempt_timeout_s=5] [--deadline_s=30]
+//                 [--teardown_timeout_s=1]
 //
 // scan: each thread reads whole files sequentially (Reader with adaptive
 // readahead), files handed out round-robin; with --once every file is read
@@ -15,8 +16,12 @@
 // across all files, --batch per ReadV. mixed: half the threads each.
 // --verify_against compares every byte read with LOCAL_DIR/<path>.
 // Prints GB/s, IOPS, latency p50/p99/p999 per call, client CPU s per GB,
-// retries/hedges and per-node bytes; --json prints the same as one object.
+// retries/hedges and per-node bytes; --json prints the same as one object,
+// with per-node stalls/timeouts/moved attempts and "last_read_mono_ns" (the
+// CLOCK_MONOTONIC time at which the last read returned, so that a parent
+// can time the exit that follows: the Client is destroyed after the report).
 #include <sys/resource.h>
+#include <time.h>
 
 #include <algorithm>
 #include <atomic>
@@ -75,6 +80,9 @@ ABSL_FLAG(uint64_t, max_file_size, UINT64_MAX, "only files at most this big");
 ABSL_FLAG(bool, io_uring, true, "mount path: per-node io_uring ring thread");
 ABSL_FLAG(int, io_uring_depth, 32, "io_uring: reads in flight per node");
 ABSL_FLAG(std::string, max_io_size, "1M", "largest physical read");
+ABSL_FLAG(double, teardown_timeout_s, 1,
+          "ClientOptions::teardown_timeout: the longest the Client's "
+          "destruction waits for I/O threads blocked in a hung mount");
 
 namespace {
 
@@ -107,6 +115,19 @@ double Percentile(std::vector<double>& v, double q) {
   size_t i = static_cast<size_t>(q * (v.size() - 1));
   std::nth_element(v.begin(), v.begin() + i, v.end());
   return v[i];
+}
+
+int64_t MonotonicNs() {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return static_cast<int64_t>(ts.tv_sec) * 1000000000 + ts.tv_nsec;
+}
+
+// Raises `v` to at least `x`.
+void AtLeast(std::atomic<int64_t>& v, int64_t x) {
+  int64_t cur = v.load();
+  while (cur < x && !v.compare_exchange_weak(cur, x)) {
+  }
 }
 
 double CpuSeconds() {
@@ -157,6 +178,7 @@ int main(int argc, char** argv) {
   o.max_io_size = ParseSize(absl::GetFlag(FLAGS_max_io_size));
   o.default_deadline = absl::Seconds(absl::GetFlag(FLAGS_deadline_s));
   o.attempt_timeout = absl::Seconds(absl::GetFlag(FLAGS_attempt_timeout_s));
+  o.teardown_timeout = absl::Seconds(absl::GetFlag(FLAGS_teardown_timeout_s));
   std::string dp = absl::GetFlag(FLAGS_data_path);
   o.data_path = dp == "mount"   ? rangefs::DataPath::kMount
                 : dp == "agent" ? rangefs::DataPath::kAgent
@@ -215,6 +237,7 @@ int main(int argc, char** argv) {
   std::atomic<size_t> next_file{0};
   std::atomic<bool> stop{false};
   std::atomic<int> workers_done{0};
+  std::atomic<int64_t> last_read_ns{0};
   std::mutex samples_mu;
   Samples scan_lat, lookup_lat;
   std::vector<std::string> first_errors;
@@ -253,6 +276,7 @@ int main(int argc, char** argv) {
           n = reader.Read(absl::MakeSpan(buf));
         }
         local.Add(absl::Now() - t0);
+        AtLeast(last_read_ns, MonotonicNs());
         if (!n.ok()) {
           record_error(n.status());
           break;
@@ -288,6 +312,7 @@ int main(int argc, char** argv) {
       absl::Time t0 = absl::Now();
       auto results = client->ReadV(ranges);
       local.Add(absl::Now() - t0);
+      AtLeast(last_read_ns, MonotonicNs());
       for (int b = 0; b < batch; ++b) {
         if (!results[b].ok()) {
           record_error(results[b].status());
@@ -355,10 +380,15 @@ int main(int argc, char** argv) {
     std::ofstream tl(absl::GetFlag(FLAGS_timeline));
     for (auto& [t, mbps] : timeline) tl << t << " " << mbps << "\n";
   }
-  std::string nodes_json, nodes_text;
+  std::string nodes_json, nodes_text, detail_json;
   for (const auto& n : st.nodes) {
     absl::StrAppend(&nodes_json, nodes_json.empty() ? "" : ", ", "\"", n.node,
                     "\": ", n.bytes);
+    absl::StrAppend(&detail_json, detail_json.empty() ? "" : ", ", "\"", n.node,
+                    "\": {\"requests\": ", n.requests,
+                    ", \"errors\": ", n.errors, ", \"stalls\": ", n.stalls,
+                    ", \"timeouts\": ", n.timeouts, ", \"moved\": ", n.moved,
+                    "}");
     absl::StrAppend(
         &nodes_text,
         absl::StrFormat(
@@ -376,7 +406,8 @@ int main(int argc, char** argv) {
         "\"lookup_p50_us\": %.1f, \"lookup_p99_us\": %.1f, "
         "\"cpu_s_per_gb\": %.3f, \"errors\": %llu, \"mismatches\": %llu, "
         "\"retries\": %llu, \"hedges\": %llu, \"hedge_wins\": %llu, "
-        "\"checksum_failures\": %llu, \"files\": %zu, \"nodes\": {%s}}\n",
+        "\"checksum_failures\": %llu, \"files\": %zu, \"nodes\": {%s}, "
+        "\"node_attempts\": {%s}, \"last_read_mono_ns\": %lld}\n",
         workload.c_str(), threads, secs,
         static_cast<unsigned long long>(bytes.load()), gbps,
         static_cast<unsigned long long>(ops.load()), iops, p50, p99, p999, lp50,
@@ -386,7 +417,8 @@ int main(int argc, char** argv) {
         static_cast<unsigned long long>(st.hedges),
         static_cast<unsigned long long>(st.hedge_wins),
         static_cast<unsigned long long>(st.checksum_failures), files.size(),
-        nodes_json.c_str());
+        nodes_json.c_str(), detail_json.c_str(),
+        static_cast<long long>(last_read_ns.load()));
   } else {
     printf("workload %s: %d thread(s), %zu file(s), %.2f s\n", workload.c_str(),
            threads, files.size(), secs);
@@ -409,5 +441,10 @@ int main(int argc, char** argv) {
   for (const std::string& e : first_errors) {
     fprintf(stderr, "rangefs-bench: error: %s\n", e.c_str());
   }
+  fflush(stdout);
+  // Files, then the Client: bounded even with reads stuck in a hung mount
+  // (ClientOptions::teardown_timeout).
+  files.clear();
+  client.reset();
   return errors.load() == 0 && mismatches.load() == 0 ? 0 : 1;
 }

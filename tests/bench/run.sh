@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The full rangefs benchmark, with its baselines measured in the same run.
 #
-#   tests/bench/run.sh [--quick] [--out=DIR] [--repeat=N] [--only=A|B]
+#   tests/bench/run.sh [--quick] [--out=DIR] [--repeat=N] [--only=A|B|H]
 #
 # Part A (mount path, one machine): a local cluster whose export directories
 # are the clients' mounts. fio on the very same object files (numjobs x
@@ -13,13 +13,17 @@
 # namespaces, each host's egress capped with tc tbf; iperf3 through the
 # same capped links is the ceiling. Scenarios: balanced, one host slowed to
 # 1/10 of its cap, one host hung (SIGSTOP) for 10 s, one host killed.
+# Part H (mount path, cold processes): one node's mount hung from the start
+# (a FUSE layer whose reads block, client_lib/testing/blocking_fuse) under a
+# fresh rangefs-bench scan, against the same scan with no hung mount; also
+# how soon the process exits after its last read while the mount stays hung.
 # Writes OUT/report.md (the ratio table), OUT/*.json and, when gnuplot is
 # available, OUT/<scenario>.png (throughput over time, faults marked).
 # The noise-sensitive comparisons (sequential vs fio's best, 4 KiB vs fio
 # qd32, the scenarios) run --repeat=N rounds (default 3), each alternating
 # ours with its baseline; the table shows medians, OUT/rounds.md each round.
 # --quick: small data and short runs, one round (the test suite's smoke test).
-# --only=A|B: one part. NODE_FLAGS="..." (environment): extra rangefs-node
+# --only=A|B|H: one part. NODE_FLAGS="..." (environment): extra rangefs-node
 # flags for part B's agents, e.g. --data_listen=off (gRPC reads only).
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
@@ -35,18 +39,22 @@ for a in "$@"; do
     --repeat=*) REPEAT=${a#*=} ;;
     --out=*) OUT=${a#*=} ;;
     --bin=*) BIN=${a#*=} ;;
-    --only=A|--only=B) ONLY=${a#*=} ;;
-    -h|--help) sed -n '2,24p' "$0"; exit 0 ;;
+    --only=A|--only=B|--only=H) ONLY=${a#*=} ;;
+    -h|--help) sed -n '2,28p' "$0"; exit 0 ;;
     *) echo "bench: unknown argument $a" >&2; exit 2 ;;
   esac
 done
 mkdir -p "$OUT"
 WORK=$(mktemp -d /tmp/rangefs-bench-XXXXXX)
 CLUSTERS=()
+FUSE_MOUNTS=()
 cleanup() {
   local c
+  rm -f "$WORK/block" 2>/dev/null || true
+  for c in "${FUSE_MOUNTS[@]}"; do fusermount3 -u -z "$c" >/dev/null 2>&1 || true; done
+  # Our own iperf3 servers only (by pid: others may run on this machine).
+  for c in "$WORK"/iperf*.pid; do if [ -e "$c" ]; then kill "$(cat "$c")" 2>/dev/null || true; fi; done
   for c in "${CLUSTERS[@]}"; do deploy/local/cluster.sh down --dir="$c" >/dev/null 2>&1 || true; done
-  pkill -f "iperf3 -s -p 52" 2>/dev/null || true
   rm -rf "$WORK"
 }
 trap cleanup EXIT
@@ -64,9 +72,11 @@ fi
 if [ -z "$BIN" ]; then
   echo "bench: building (-c opt)"
   bazel build -c opt --noshow_progress //storage_node:rangefs-node \
-    //admin:rangefs-admin //tests/bench:rangefs-bench 2>&1 | grep -E "^ERROR" || true
+    //admin:rangefs-admin //tests/bench:rangefs-bench \
+    //client_lib:blocking_fuse 2>&1 | grep -E "^ERROR" || true
   BIN="$WORK/bin"; mkdir -p "$BIN"
-  for b in storage_node/rangefs-node admin/rangefs-admin tests/bench/rangefs-bench; do
+  for b in storage_node/rangefs-node admin/rangefs-admin tests/bench/rangefs-bench \
+           client_lib/blocking_fuse; do
     cp "bazel-out/k8-opt/bin/$b" "$BIN/"
   done
 fi
@@ -100,7 +110,7 @@ echo "|---|---|---|---|---|" >>"$OUT/report.md"
   echo "| round of | rangefs | baseline | ratio |"; echo "|---|---|---|---|"; } >"$OUT/rounds.md"
 
 # ---------------------------------------------------------------- Part A
-if [ "$ONLY" != B ]; then
+if [ -z "$ONLY" ] || [ "$ONLY" = A ]; then
 echo "bench: part A (mount path, local cluster)"
 CA="$WORK/clusterA"; CLUSTERS+=("$CA")
 eval "$(deploy/local/cluster.sh up --dir="$CA" --nodes=4 --bin="$BIN" --cluster=bench | tail -n 1)"
@@ -205,8 +215,76 @@ row "4 KiB random ReadV IOPS vs fio 4 jobs x qd8 (one ring per node, as ours)" "
 deploy/local/cluster.sh down --dir="$CA" >/dev/null
 fi  # part A
 
+# ---------------------------------------------------------------- Part H
+if [ -z "$ONLY" ] || [ "$ONLY" = H ]; then
+# A cold process (a new rangefs-bench: no latency known) scans 8 files of
+# 8 MiB (2 replicas) once, verify=full, every byte compared with the source.
+# "hung": node n2's mount is a FUSE passthrough of its export whose reads
+# block (killable, like a hard NFS mount) from before the process starts;
+# "healthy": n2's mount as it was. HUNG_ROUNDS rounds (default
+# max(5, REPEAT); 2 with --quick) alternate the two; the row shows the
+# median per-call p99 and its range. Target (issue 21): hung p99 <= 3 x the
+# healthy p99 + 200 ms, 0 errors, and every hung process gone within 2 s
+# of its last read while the mount stays hung.
+if [ ! -x "$BIN/blocking_fuse" ] || ! command -v fusermount3 >/dev/null || [ ! -e /dev/fuse ]; then
+  echo "bench: no blocking_fuse / FUSE: part H skipped" | tee -a "$OUT/report.md"
+else
+echo "bench: part H (mount path, one mount hung from the start, cold processes)"
+CH="$WORK/clusterH"; CLUSTERS+=("$CH")
+eval "$(deploy/local/cluster.sh up --dir="$CH" --nodes=4 --bin="$BIN" --cluster=bench | tail -n 1)"
+ADMIN=("$BIN/rangefs-admin" --etcd="$RANGEFS_ETCD" --cluster=bench --no-progress)
+mkdir -p "$WORK/data/h/h"
+for i in $(seq 1 8); do
+  gen "$WORK/data/h/h/f$i" "h$i" $((8 << 20))
+  "${ADMIN[@]}" file put "$WORK/data/h/h/f$i" "/h/f$i" --replicas=2 --stripe-unit=1M >/dev/null
+done
+HF="$WORK/fuse-n2"; mkdir -p "$HF"; FUSE_MOUNTS+=("$HF")
+touch "$WORK/block"
+setsid "$BIN/blocking_fuse" "$CH/exports/n2" "$WORK/block" "$HF" -f >"$WORK/fuse-n2.log" 2>&1 </dev/null &
+for _ in $(seq 1 100); do [ -n "$(ls -A "$HF" 2>/dev/null)" ] && break; sleep 0.05; done
+# hung_scan MODE JSON: one cold scan; MODE hung|healthy picks n2's mount.
+# Writes the bench's JSON and, in JSON.exit, the exit's CLOCK_MONOTONIC ns.
+hung_scan() {
+  if [ "$1" = hung ]; then ln -sfn "$HF" "$MOUNT_ROOT/n2"; else ln -sfn "$CH/exports/n2" "$MOUNT_ROOT/n2"; fi
+  python3 - "$2" "$BIN/rangefs-bench" --etcd="$RANGEFS_ETCD" --cluster=bench \
+      --mount_root="$MOUNT_ROOT" --dir=/h --workload=scan --once --data_path=mount \
+      --verify=full --verify_against="$WORK/data/h" --json <<'PY'
+import subprocess, sys, time
+out = sys.argv[1]
+with open(out, "w") as f:
+    rc = subprocess.run(sys.argv[2:], stdout=f).returncode
+exited = time.monotonic_ns()
+open(out + ".exit", "w").write(f"{exited} {rc}\n")
+PY
+}
+HUNG_ROUNDS=${HUNG_ROUNDS:-$([ "$QUICK" = 1 ] && echo 2 || echo $((REPEAT > 5 ? REPEAT : 5)))}
+hp=(); bp=(); herr=0; exits=()
+for r in $(seq 1 "$HUNG_ROUNDS"); do
+  hung_scan healthy "$OUT/h_healthy_$r.json"
+  hung_scan hung "$OUT/h_hung_$r.json"
+  bp+=("$(jget "$OUT/h_healthy_$r.json" p99_us)")
+  hp+=("$(jget "$OUT/h_hung_$r.json" p99_us)")
+  herr=$((herr + $(jget "$OUT/h_hung_$r.json" errors) + $(jget "$OUT/h_hung_$r.json" mismatches)))
+  exits+=("$(python3 -c "print(($(cut -d' ' -f1 "$OUT/h_hung_$r.json.exit") - $(jget "$OUT/h_hung_$r.json" last_read_mono_ns)) / 1e9)")")
+  round_line "cold scan, n2 mount hung $r (p99 us; exit $(printf %.2f "${exits[-1]}") s after last read)" "${hp[-1]}" "${bp[-1]}"
+done
+ln -sfn "$CH/exports/n2" "$MOUNT_ROOT/n2"
+rng() { python3 -c "import sys; v=[float(x)/1000 for x in sys.argv[1:]]; print(f'{min(v):.0f}-{max(v):.0f}')" "$@"; }
+hmed=$(median "${hp[@]}"); bmed=$(median "${bp[@]}")
+target=$(python3 -c "print(round((3*$bmed/1000+200)))")
+emax=$(python3 -c "import sys; print(f'{max(map(float, sys.argv[1:])):.2f}')" "${exits[@]}")
+row "cold process, n2 mount hung from the start: scan p99 (ms, median and range) vs no hung mount" \
+    "$(printf %.0f "$(python3 -c "print($hmed/1000)")") ($(rng "${hp[@]}"))" \
+    "$(printf %.0f "$(python3 -c "print($bmed/1000)")") ($(rng "${bp[@]}"))" "$(ratio "$hmed" "$bmed")" \
+    "<= $target ms, 0 err ($herr), exit <= 2 s (max $emax s)"
+rm -f "$WORK/block"
+fusermount3 -u -z "$HF" >/dev/null 2>&1 || true
+fi
+deploy/local/cluster.sh down --dir="$CH" >/dev/null
+fi  # part H
+
 # ---------------------------------------------------------------- Part B
-if [ "$ONLY" = A ]; then cat "$OUT/report.md"; exit 0; fi
+if [ -n "$ONLY" ] && [ "$ONLY" != B ]; then cat "$OUT/report.md"; exit 0; fi
 if ! ip netns add rfs-bench-probe 2>/dev/null; then
   echo "bench: cannot create network namespaces: part B skipped" | tee -a "$OUT/report.md"
   cat "$OUT/report.md"; exit 0
@@ -223,7 +301,7 @@ NS_C="rfs${TAG}-c"
 inc() { ip netns exec "$NS_C" "$@"; }
 # iperf3 through the same capped links: every host sends to the client.
 for i in 1 2 3 4; do
-  ip netns exec "rfs${TAG}-$i" iperf3 -s -p "520$i" -D --logfile "$WORK/iperf$i.log"
+  ip netns exec "rfs${TAG}-$i" iperf3 -s -p "520$i" -D --logfile "$WORK/iperf$i.log" -I "$WORK/iperf$i.pid"
 done
 sleep 0.5
 for i in 1 2 3 4; do
@@ -247,8 +325,8 @@ done
 # 0.94 with 16). The naive baseline reads with the same settings.
 BB=("$BIN/rangefs-bench" --etcd="$RANGEFS_ETCD" --cluster=bench --dir=/b --data_path=agent --threads="${BB_THREADS:-16}" --io_size=16M --prefetch=false)
 pid_of() { cat "$CB/run/node-n$1.pid"; }
-agent_pid() {  # the rangefs-node process inside the setsid/ip-netns wrapper
-  pgrep -f "rangefs-node --node_id=n$1 " | head -n 1
+agent_pid() {  # this cluster's rangefs-node of node n$1 (not another cluster's on the machine)
+  pgrep -f "rangefs-node --node_id=n$1 --export_root=$CB/exports/n$1( |\$)" | head -n 1
 }
 scenario() {  # scenario NAME POLICY FAULT [BENCH FLAGS...]
   local name=$1 policy=$2 fault=$3
@@ -341,7 +419,7 @@ if command -v gnuplot >/dev/null; then
   done
 fi
 echo >>"$OUT/report.md"
-if [ "$ONLY" != B ]; then
+if [ -z "$ONLY" ] || [ "$ONLY" = A ]; then
   echo "rangefs mount-path best configs: O_DIRECT $(cat "$OUT/a_scan_O_DIRECT.config"), cached $(cat "$OUT/a_scan_cached.config") (swept like fio's numjobs x iodepth)." >>"$OUT/report.md"
 fi
 echo "iperf3 ceiling through the caps: $(printf %.0f "$ceiling") MB/s; data: $FILES x $FILE_MB MiB (part A), $FILES x $((FILE_MB / 2)) MiB x 2 replicas (part B)." >>"$OUT/report.md"
