@@ -157,6 +157,23 @@ TEST(ArgsTest, ParsesBytesAndFlags) {
               StatusIs(absl::StatusCode::kInvalidArgument));
 }
 
+TEST(TableTest, JsonKeepsColumnOrderAndEscapes) {
+  Table t;
+  t.columns = {"Zeta", "free space"};
+  t.AddRow({"a\"b\n\x01", "1"});
+  EXPECT_EQ(FormatJson(t),
+            "[\n {\n  \"zeta\": \"a\\\"b\\n\\u0001\",\n  \"free_space\": "
+            "\"1\"\n }\n]\n");
+  Table empty;
+  empty.columns = {"id"};
+  EXPECT_EQ(FormatJson(empty), "[]\n");
+  Table msg;
+  msg.message = "node n1 drained";
+  EXPECT_EQ(FormatJson(msg), "{\n \"message\": \"node n1 drained\"\n}\n");
+  EXPECT_EQ(FormatJsonError(absl::NotFoundError("no \"x\"")),
+            "{\"error\":\"no \\\"x\\\"\",\"code\":\"NOT_FOUND\"}\n");
+}
+
 }  // namespace
 }  // namespace admin
 }  // namespace rangefs

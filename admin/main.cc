@@ -11,10 +11,10 @@
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
-#include "base/config.h"
 #include "admin/args.h"
 #include "admin/commands.h"
 #include "admin/doctor.h"
+#include "base/config.h"
 #include "namespace/etcd/etcd_client.h"
 #include "namespace/etcd_kv.h"
 #include "namespace/store.h"
@@ -27,12 +27,7 @@ const char* const kGlobalFlags[] = {
     "no-progress", "config",  "agent-ca", "agent-cert", "agent-key"};
 
 int Fail(const absl::Status& s, bool json) {
-  if (json) {
-    fprintf(
-        stdout, "{\"error\": %s, \"code\": %s}\n",
-        rangefs::admin::JsonQuote(std::string(s.message())).c_str(),
-        rangefs::admin::JsonQuote(absl::StatusCodeToString(s.code())).c_str());
-  }
+  if (json) fputs(rangefs::admin::FormatJsonError(s).c_str(), stdout);
   fprintf(stderr, "rangefs-admin: %s: %s\n",
           absl::StatusCodeToString(s.code()).c_str(),
           std::string(s.message()).c_str());

@@ -8,6 +8,8 @@
 #include <string>
 #include <vector>
 
+#include "absl/status/status.h"
+
 namespace rangefs {
 namespace admin {
 
@@ -26,11 +28,12 @@ struct Table {
 // Aligned columns, then the message.
 std::string FormatHuman(const Table& t);
 // `json` if set; else an array of objects keyed by column name
-// (lower-cased, spaces as '_'); a message-only table gives
-// {"message": ...}.
+// (lower-cased, spaces and '/' as '_'; in column order), one key a line; a
+// message-only table gives {"message": ...}. Built with nlohmann-json.
 std::string FormatJson(const Table& t);
-// JSON string literal with escapes.
-std::string JsonQuote(const std::string& s);
+// {"error": message, "code": "NOT_FOUND"} on one line: --json's form of a
+// failed command.
+std::string FormatJsonError(const absl::Status& s);
 
 }  // namespace admin
 }  // namespace rangefs
