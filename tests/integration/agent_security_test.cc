@@ -31,7 +31,7 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "storage_node/node_client.h"
-#include "tests/integration/agent_cluster.h"
+#include "tests/testing/agent_cluster.h"
 
 namespace rangefs {
 namespace {

@@ -23,7 +23,7 @@
 #include "namespace/layout.h"
 #include "storage_node/export_root.h"
 #include "storage_node/node_client.h"
-#include "tests/integration/agent_cluster.h"
+#include "tests/testing/agent_cluster.h"
 
 namespace rangefs {
 namespace {
