@@ -1,7 +1,10 @@
 // File: args.h
 //
-// Command-line arguments of rangefs-admin: positionals plus --name=value,
-// --name value, and boolean --name flags (a fixed set). Thread-compatible.
+// The arguments of one rangefs-admin command as the commands read them:
+// positionals plus --name=value, --name value, and boolean --name flags (a
+// fixed set). The command line itself is parsed and checked by CLI11
+// (cli.h), which hands each command an Args; commands and their unit tests
+// build one with Args::Parse. Thread-compatible.
 #ifndef RANGEFS_ADMIN_ARGS_H_
 #define RANGEFS_ADMIN_ARGS_H_
 
