@@ -6,9 +6,9 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/time/time.h"
+#include "admin/data_commands.h"
 #include "base/status_macros.h"
 #include "google/protobuf/util/json_util.h"
-#include "admin/data_commands.h"
 #include "namespace/layout.h"
 
 namespace rangefs {
