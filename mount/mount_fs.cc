@@ -316,7 +316,6 @@ absl::Status MountFs::CheckCurrent(Handle& h) {
     h.checked_epoch.store(epoch, std::memory_order_release);
     return absl::OkStatus();
   }
-  counters_->estale.fetch_add(1, std::memory_order_relaxed);
   return absl::AbortedError(
       absl::StrCat(index_->NamespacePath(h.path),
                    e.kind == EntryKind::kFile ? " changed" : " was removed",
@@ -353,7 +352,17 @@ absl::Status MountFs::Read(
     uint64_t handle, uint64_t offset, size_t size,
     const std::function<void(absl::Span<const char>)>& reply) {
   counters_->reads.fetch_add(1, std::memory_order_relaxed);
-  Handle& h = *reinterpret_cast<Handle*>(handle);
+  absl::Status s =
+      ReadFrom(*reinterpret_cast<Handle*>(handle), offset, size, reply);
+  if (absl::IsAborted(s)) {
+    counters_->estale.fetch_add(1, std::memory_order_relaxed);
+  }
+  return s;
+}
+
+absl::Status MountFs::ReadFrom(
+    Handle& h, uint64_t offset, size_t size,
+    const std::function<void(absl::Span<const char>)>& reply) {
   const uint64_t fsize = h.file->size();
   if (offset >= fsize || size == 0) {
     RANGEFS_RETURN_IF_ERROR(CheckCurrent(h));

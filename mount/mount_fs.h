@@ -149,6 +149,9 @@ class MountFs {
   absl::Status OpenFile(Handle& h);
   // OK if `h`'s content is still what the namespace holds (else ABORTED).
   absl::Status CheckCurrent(Handle& h);
+  absl::Status ReadFrom(
+      Handle& h, uint64_t offset, size_t size,
+      const std::function<void(absl::Span<const char>)>& reply);
   absl::Status ReadSequential(
       Handle& h, uint64_t offset, size_t size,
       const std::function<void(absl::Span<const char>)>& reply);
