@@ -84,6 +84,12 @@ void OpInit(void* userdata, struct fuse_conn_info* conn) {
 
 void OpLookup(fuse_req_t req, fuse_ino_t parent, const char* name) {
   Ctx* c = C(req);
+  // The kernel passes FUSE names up to 1024 bytes; namespace names end at
+  // 255 (NAME_MAX).
+  if (strlen(name) > 255) {
+    fuse_reply_err(req, ENAMETOOLONG);
+    return;
+  }
   absl::StatusOr<MountEntry> e = c->fs->Lookup(parent, name);
   if (!e.ok())
     return ReplyError(req, "lookup", e.status(), CallKind::kMetadata);
@@ -444,10 +450,12 @@ absl::Status FuseMount::Run() {
   const int rc = fuse_session_loop_mt(se_, cfg);
   fuse_loop_cfg_destroy(cfg);
   pthread_sigmask(SIG_SETMASK, &old, nullptr);
-  if (rc != 0 && rc != -ENODEV) {
-    return absl::InternalError(absl::StrCat("FUSE loop ended with ",
-                                            rc < 0 ? strerror(-rc) : "a signal",
-                                            " (", rc, ")"));
+  // > 0: the signal that ended the loop (a requested stop).
+  if (rc > 0) {
+    RANGEFS_LOG(INFO) << "signal " << rc << ": stopping";
+  } else if (rc < 0 && rc != -ENODEV) {
+    return absl::InternalError(
+        absl::StrCat("FUSE loop ended with ", strerror(-rc), " (", rc, ")"));
   }
   return absl::OkStatus();
 }
