@@ -15,6 +15,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <fstream>
 #include <memory>
 #include <string>
@@ -116,19 +117,33 @@ class FuseMountFaultTest : public ::testing::Test {
 
   static std::string M(const std::string& rel) { return mount_->path(rel); }
 
-  // rangefs_mount_read_bytes_total, or -1.
-  static int64_t ReadBytes() {
+  // The value of metric line `name` (with labels, e.g.
+  // rangefs_client_node_stalls_total{node="n0"}), or -1.
+  static int64_t Metric(const std::string& name) {
     ShResult r = Sh(absl::StrCat(
         "/usr/bin/python3 -c \"import urllib.request; print(urllib.request."
         "urlopen('http://127.0.0.1:",
         metrics_port_, "/metrics', timeout=5).read().decode())\""));
     for (absl::string_view line : absl::StrSplit(r.output, '\n')) {
-      if (absl::ConsumePrefix(&line, "rangefs_mount_read_bytes_total ")) {
+      if (absl::ConsumePrefix(&line, name + " ")) {
         int64_t v;
         if (absl::SimpleAtoi(line, &v)) return v;
       }
     }
     return -1;
+  }
+  static int64_t ReadBytes() {
+    return Metric("rangefs_mount_read_bytes_total");
+  }
+  // Attempts on `node` that did not simply succeed: the fault was hit.
+  static int64_t Trouble(const std::string& node) {
+    int64_t sum = 0;
+    for (const char* m : {"errors", "timeouts", "stalls", "moved"}) {
+      sum += std::max<int64_t>(
+          0, Metric(absl::StrCat("rangefs_client_node_", m, "_total{node=\"",
+                                 node, "\"}")));
+    }
+    return sum;
   }
 
   static std::string* setup_error_;
@@ -212,6 +227,7 @@ TEST_F(FuseMountFaultTest, HungNodeWhileHashingAndSha256sum) {
   ASSERT_THAT(hasher, IsOk());
   ASSERT_THAT((*hasher)->WaitForLog("progress", absl::Seconds(30)), IsOk());
   testing::AgentProcess& n0 = cluster_->agent(0);
+  const int64_t trouble = Trouble("n0");
   ASSERT_THAT(n0.process->Signal(SIGSTOP), IsOk());
   struct Cont {
     testing::AgentProcess& a;
@@ -229,6 +245,8 @@ TEST_F(FuseMountFaultTest, HungNodeWhileHashingAndSha256sum) {
   const absl::Time start2 = absl::Now();
   EXPECT_EQ(Sha256(M("/f/sum")), Sha256(src_ + "/sum"));
   const absl::Duration summed = absl::Now() - start2;
+  // Reads did go to the hung node and were moved off it.
+  EXPECT_GT(Trouble("n0"), trouble);
   RecordProperty("hash_after_sigstop_ms",
                  absl::StrCat(absl::ToInt64Milliseconds(hashed)));
   RecordProperty("sha256sum_with_hung_node_ms",
@@ -257,6 +275,7 @@ TEST_F(FuseMountFaultTest, KilledNodeUnderFioVerify) {
     absl::SleepFor(absl::Milliseconds(20));
   }
   ASSERT_GE(ReadBytes(), before + (8 << 20)) << (*fio)->LogTail();
+  const int64_t trouble = Trouble("n1");
   ASSERT_THAT(cluster_->agent(1).process->Kill(), IsOk());
   auto status = (*fio)->Wait(absl::Seconds(60));
   ASSERT_THAT(status, IsOk());
@@ -264,6 +283,7 @@ TEST_F(FuseMountFaultTest, KilledNodeUnderFioVerify) {
   std::vector<std::string> f = absl::StrSplit((*fio)->Log(), ';');
   ASSERT_GT(f.size(), 6u) << (*fio)->Log();
   EXPECT_EQ(f[4], "0") << (*fio)->Log();
+  EXPECT_GT(Trouble("n1"), trouble);
   // Random 4 KiB through io_uring with the node dead.
   ShResult r = Sh(common +
                       "--name=rand --rw=randread --bs=4k --ioengine=io_uring "
