@@ -30,6 +30,7 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "mount/mount_status.h"
+#include "namespace/cli/doctor.h"
 #include "tests/integration/agent_cluster.h"
 #include "tests/integration/mount_harness.h"
 
@@ -520,6 +521,44 @@ TEST_F(FuseMountTest, MountHelperForMountAndUmount) {
   EXPECT_NE(bad.code, 0);
   EXPECT_THAT(bad.output, HasSubstr("UNAVAILABLE"));
   EXPECT_FALSE(testing::IsRangefsMounted(mp));
+}
+
+TEST_F(FuseMountTest, DoctorChecksRangefsMounts) {
+  const std::string sdir = cluster_->dir() + "/doctor-status";
+  auto victim = MountProcess::Start(
+      cluster_->etcd()->endpoints(), cluster_->dir() + "/doomed",
+      {"--data_path=agent", "--status_dir=" + sdir});
+  ASSERT_THAT(victim, IsOk());
+  ASSERT_THAT((*victim)->process().Kill(), IsOk());  // no clean exit
+  auto doctor = [&](const std::string& status_dir) {
+    auto args =
+        admin::Args::Parse({"doctor", "--etcd=" + cluster_->etcd()->endpoints(),
+                            "--mount-root=" + cluster_->dir() + "/mroot",
+                            "--fuse-status=" + status_dir});
+    EXPECT_THAT(args.status(), IsOk());
+    auto t = admin::RunDoctor(ctx_, *args);
+    EXPECT_THAT(t.status(), IsOk());
+    return t.ok() ? *t : admin::Table();
+  };
+  auto row = [](const admin::Table& t, const std::string& check) {
+    for (const auto& r : t.rows) {
+      if (r[0] == check) return r;
+    }
+    return std::vector<std::string>{check, "missing", "", ""};
+  };
+  admin::Table t = doctor(status_dir_);
+  auto ok = row(t, "fuse " + mount_->mountpoint());
+  EXPECT_EQ(ok[1], "OK") << ok[2];
+  EXPECT_THAT(ok[2], HasSubstr("it:/"));
+  EXPECT_THAT(ok[2], HasSubstr("readahead 16384 KiB"));
+  // The killed daemon's mount is still there (ENOTCONN): FAIL with the fix.
+  auto dead = row(t, "fuse " + (*victim)->mountpoint());
+  EXPECT_EQ(dead[1], "WARN") << dead[2];  // its status is in another dir
+  t = doctor(sdir);
+  dead = row(t, "fuse " + (*victim)->mountpoint());
+  EXPECT_EQ(dead[1], "FAIL") << dead[2];
+  EXPECT_THAT(dead[2], HasSubstr("is gone"));
+  EXPECT_THAT(dead[3], HasSubstr("fusermount3 -u -z"));
 }
 
 }  // namespace
