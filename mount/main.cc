@@ -175,6 +175,8 @@ absl::Status Serve(const MountOptions& o, int* ready_fd) {
   co.agent_tls.cert_file = o.agent_cert;
   co.agent_tls.key_file = o.agent_key;
   co.verify = o.verify;
+  co.o_direct = o.o_direct;
+  co.io_uring = o.io_uring;
   co.default_deadline = o.read_deadline;
   RANGEFS_ASSIGN_OR_RETURN(std::unique_ptr<Client> client, Client::Open(co));
 

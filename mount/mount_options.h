@@ -53,6 +53,8 @@ struct MountOptions {
   std::string mount_root = "/mnt/rangefs";
   std::string agent_ca, agent_cert, agent_key;
   VerifyMode verify = VerifyMode::kOff;
+  bool o_direct = false;  // mount path: O_DIRECT reads of the node mounts
+  bool io_uring = true;   // mount path: io_uring (ClientOptions::io_uring)
   absl::Duration read_deadline = absl::Seconds(30);
   bool prefetch = true;  // per-handle sequential prefetch (file.h Reader)
 

@@ -43,7 +43,7 @@ TEST(MountOptionsTest, FstabStyle) {
   auto o = Parse({"-o",
                   "rw,defaults,_netdev,nofail,x-systemd.automount,cluster=c,"
                   "dir=/d,allow_other,attr_timeout=2.5,readahead_kb=4096,"
-                  "threads=8,nosuid,comment=x",
+                  "threads=8,nosuid,comment=x,o_direct,io_uring=false",
                   "10.0.0.1:2379", "/mnt/y"});
   ASSERT_THAT(o, IsOk());
   EXPECT_EQ(o->etcd_endpoints, "10.0.0.1:2379");
@@ -53,6 +53,8 @@ TEST(MountOptionsTest, FstabStyle) {
   EXPECT_EQ(o->entry_timeout, 1.0);
   EXPECT_EQ(o->readahead_kb, 4096);
   EXPECT_EQ(o->max_threads, 8);
+  EXPECT_TRUE(o->o_direct);
+  EXPECT_FALSE(o->io_uring);
   EXPECT_FALSE(o->foreground);
   EXPECT_THAT(o->fuse_options, ElementsAre("allow_other", "nosuid"));
   // -oLIST and the placeholder SPEC.
