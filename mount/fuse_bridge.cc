@@ -445,7 +445,10 @@ absl::Status FuseMount::Run() {
   fuse_loop_config* cfg = fuse_loop_cfg_create();
   fuse_loop_cfg_set_max_threads(cfg,
                                 static_cast<unsigned>(options_.max_threads));
-  fuse_loop_cfg_set_idle_threads(cfg, 16);
+  // Idle workers are kept: a worker created per burst costs a 1 MiB
+  // buffer (and its page faults) each time.
+  fuse_loop_cfg_set_idle_threads(cfg,
+                                 static_cast<unsigned>(options_.max_threads));
   fuse_loop_cfg_set_clone_fd(cfg, 0);
   const int rc = fuse_session_loop_mt(se_, cfg);
   fuse_loop_cfg_destroy(cfg);

@@ -48,7 +48,7 @@ struct FuseMountOptions {
   double attr_timeout = 1.0;
   double entry_timeout = 1.0;
   int max_threads = 64;
-  int max_background = 64;
+  int max_background = 256;
   int readahead_kb = 16384;  // also written to the mount's bdi (sysfs)
   std::string fsname = "rangefs";
   std::vector<std::string> fuse_options;  // extra -o options for libfuse

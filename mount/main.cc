@@ -177,6 +177,7 @@ absl::Status Serve(const MountOptions& o, int* ready_fd) {
   co.verify = o.verify;
   co.o_direct = o.o_direct;
   co.io_uring = o.io_uring;
+  co.hedging = o.hedging;
   co.default_deadline = o.read_deadline;
   RANGEFS_ASSIGN_OR_RETURN(std::unique_ptr<Client> client, Client::Open(co));
 

@@ -27,8 +27,8 @@ constexpr char kUsage[] =
     "  etcd (etcd_endpoints) cluster dir revision config etcd_ca etcd_cert\n"
     "  etcd_key etcd_user etcd_password_file etcd_timeout max_staleness\n"
     "  preload data_path=auto|mount|agent mount_root agent_ca agent_cert\n"
-    "  agent_key verify=off|sampled|full o_direct io_uring read_deadline\n"
-    "  prefetch\n"
+    "  agent_key verify=off|sampled|full o_direct io_uring hedging\n"
+    "  read_deadline prefetch\n"
     "  foreground (-f) max_threads readahead_kb max_background attr_timeout\n"
     "  entry_timeout uid gid metrics_port metrics_file metrics_interval\n"
     "  status_dir log_file log_level\n"
@@ -58,6 +58,7 @@ constexpr const char* kOwnKeys[] = {"etcd_endpoints",
                                     "preload",
                                     "o_direct",
                                     "io_uring",
+                                    "hedging",
                                     "data_path",
                                     "mount_root",
                                     "agent_ca",
@@ -211,6 +212,8 @@ absl::Status Apply(const std::string& key, const std::string& v,
     RANGEFS_ASSIGN_OR_RETURN(o.o_direct, ParseBool(key, v));
   } else if (key == "io_uring") {
     RANGEFS_ASSIGN_OR_RETURN(o.io_uring, ParseBool(key, v));
+  } else if (key == "hedging") {
+    RANGEFS_ASSIGN_OR_RETURN(o.hedging, ParseBool(key, v));
   } else if (key == "read_deadline") {
     RANGEFS_ASSIGN_OR_RETURN(o.read_deadline, ParseDuration(key, v));
     if (o.read_deadline <= absl::ZeroDuration()) {

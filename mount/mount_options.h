@@ -55,14 +55,16 @@ struct MountOptions {
   VerifyMode verify = VerifyMode::kOff;
   bool o_direct = false;  // mount path: O_DIRECT reads of the node mounts
   bool io_uring = true;   // mount path: io_uring (ClientOptions::io_uring)
+  bool hedging = true;    // hedged reads (ClientOptions::hedging)
   absl::Duration read_deadline = absl::Seconds(30);
   bool prefetch = true;  // per-handle sequential prefetch (file.h Reader)
 
   // --- FUSE ---
   bool foreground = false;
-  int max_threads = 64;        // FUSE worker threads at most
-  int readahead_kb = 16384;    // kernel readahead of the mount (sysfs)
-  int max_background = 64;     // async kernel requests (readahead) in flight
+  int max_threads = 64;      // FUSE worker threads at most
+  int readahead_kb = 16384;  // kernel readahead of the mount (sysfs)
+  // Async kernel requests in flight (readahead, io_uring O_DIRECT reads).
+  int max_background = 256;
   double attr_timeout = 1.0;   // seconds; 0 = unset: 1 live, 3600 pinned
   double entry_timeout = 1.0;  // seconds; same defaults
   bool attr_timeout_set = false, entry_timeout_set = false;

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The full rangefs benchmark, with its baselines measured in the same run.
 #
-#   tests/bench/run.sh [--quick] [--out=DIR] [--repeat=N] [--only=A|B]
+#   tests/bench/run.sh [--quick] [--out=DIR] [--repeat=N] [--only=A|B|M]
 #
 # Part A (mount path, one machine): a local cluster whose export directories
 # are the clients' mounts. fio on the very same object files (numjobs x
@@ -19,7 +19,10 @@
 # qd32, the scenarios) run --repeat=N rounds (default 3), each alternating
 # ours with its baseline; the table shows medians, OUT/rounds.md each round.
 # --quick: small data and short runs, one round (the test suite's smoke test).
-# --only=A|B: one part. NODE_FLAGS="..." (environment): extra rangefs-node
+# Part M (tests/bench/part_m.sh): rangefs-mount, the FUSE file system, vs
+# rangefs-bench on the same files (sequential with the same reader count,
+# 4 KiB random at the same concurrency) and fio on the raw objects.
+# --only=A|B|M: one part. NODE_FLAGS="..." (environment): extra rangefs-node
 # flags for part B's agents, e.g. --data_listen=off (gRPC reads only).
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
@@ -35,8 +38,8 @@ for a in "$@"; do
     --repeat=*) REPEAT=${a#*=} ;;
     --out=*) OUT=${a#*=} ;;
     --bin=*) BIN=${a#*=} ;;
-    --only=A|--only=B) ONLY=${a#*=} ;;
-    -h|--help) sed -n '2,24p' "$0"; exit 0 ;;
+    --only=A|--only=B|--only=M) ONLY=${a#*=} ;;
+    -h|--help) sed -n '2,27p' "$0"; exit 0 ;;
     *) echo "bench: unknown argument $a" >&2; exit 2 ;;
   esac
 done
@@ -64,9 +67,9 @@ fi
 if [ -z "$BIN" ]; then
   echo "bench: building (-c opt)"
   bazel build -c opt --noshow_progress //storage_node:rangefs-node \
-    //namespace/cli:rangefs-admin //tests/bench:rangefs-bench 2>&1 | grep -E "^ERROR" || true
+    //namespace/cli:rangefs-admin //tests/bench:rangefs-bench //mount:rangefs-mount //tests/bench:null_fuse 2>&1 | grep -E "^ERROR" || true
   BIN="$WORK/bin"; mkdir -p "$BIN"
-  for b in storage_node/rangefs-node namespace/cli/rangefs-admin tests/bench/rangefs-bench; do
+  for b in storage_node/rangefs-node namespace/cli/rangefs-admin tests/bench/rangefs-bench mount/rangefs-mount tests/bench/null_fuse; do
     cp "bazel-out/k8-opt/bin/$b" "$BIN/"
   done
 fi
@@ -100,7 +103,7 @@ echo "|---|---|---|---|---|" >>"$OUT/report.md"
   echo "| round of | rangefs | baseline | ratio |"; echo "|---|---|---|---|"; } >"$OUT/rounds.md"
 
 # ---------------------------------------------------------------- Part A
-if [ "$ONLY" != B ]; then
+if [ -z "$ONLY" ] || [ "$ONLY" = A ]; then
 echo "bench: part A (mount path, local cluster)"
 CA="$WORK/clusterA"; CLUSTERS+=("$CA")
 eval "$(deploy/local/cluster.sh up --dir="$CA" --nodes=4 --bin="$BIN" --cluster=bench | tail -n 1)"
@@ -205,8 +208,14 @@ row "4 KiB random ReadV IOPS vs fio 4 jobs x qd8 (one ring per node, as ours)" "
 deploy/local/cluster.sh down --dir="$CA" >/dev/null
 fi  # part A
 
+# ---------------------------------------------------------------- Part M
+if [ -z "$ONLY" ] || [ "$ONLY" = M ]; then
+  # shellcheck source=tests/bench/part_m.sh
+  source "$ROOT/tests/bench/part_m.sh"
+fi
+
 # ---------------------------------------------------------------- Part B
-if [ "$ONLY" = A ]; then cat "$OUT/report.md"; exit 0; fi
+if [ -n "$ONLY" ] && [ "$ONLY" != B ]; then cat "$OUT/report.md"; exit 0; fi
 if ! ip netns add rfs-bench-probe 2>/dev/null; then
   echo "bench: cannot create network namespaces: part B skipped" | tee -a "$OUT/report.md"
   cat "$OUT/report.md"; exit 0
@@ -341,7 +350,7 @@ if command -v gnuplot >/dev/null; then
   done
 fi
 echo >>"$OUT/report.md"
-if [ "$ONLY" != B ]; then
+if [ -z "$ONLY" ]; then
   echo "rangefs mount-path best configs: O_DIRECT $(cat "$OUT/a_scan_O_DIRECT.config"), cached $(cat "$OUT/a_scan_cached.config") (swept like fio's numjobs x iodepth)." >>"$OUT/report.md"
 fi
 echo "iperf3 ceiling through the caps: $(printf %.0f "$ceiling") MB/s; data: $FILES x $FILE_MB MiB (part A), $FILES x $((FILE_MB / 2)) MiB x 2 replicas (part B)." >>"$OUT/report.md"
