@@ -194,15 +194,18 @@ void OpRead(fuse_req_t req, fuse_ino_t, size_t size, off_t off,
     fuse_reply_err(req, EINVAL);
     return;
   }
-  absl::Status s =
-      c->fs->Read(fi->fh, static_cast<uint64_t>(off), size,
-                  [req](absl::Span<const char> bytes) {
-                    fuse_reply_buf(req, bytes.data(), bytes.size());
-                  });
-  if (!s.ok()) {
-    c->counters->read_errors.fetch_add(1, std::memory_order_relaxed);
-    ReplyError(req, "read", s, CallKind::kData);
-  }
+  // Answered here or, for a small read joining a batch, on the thread that
+  // runs the batch.
+  c->fs->Read(fi->fh, static_cast<uint64_t>(off), size,
+              [req](const absl::Status& s, absl::Span<const char> bytes) {
+                if (s.ok()) {
+                  fuse_reply_buf(req, bytes.data(), bytes.size());
+                  return;
+                }
+                C(req)->counters->read_errors.fetch_add(
+                    1, std::memory_order_relaxed);
+                ReplyError(req, "read", s, CallKind::kData);
+              });
 }
 
 void OpRelease(fuse_req_t req, fuse_ino_t, struct fuse_file_info* fi) {

@@ -74,7 +74,13 @@ MountFs::MountFs(Client* client, NamespaceIndex* index, ns::LayoutCache* cache,
       options_(std::move(options)),
       notify_(std::move(notify)),
       pinned_(options_.revision > 0),
-      mount_time_s_(absl::ToUnixSeconds(absl::Now())) {}
+      mount_time_s_(absl::ToUnixSeconds(absl::Now())) {
+  if (options_.batch_max_bytes > 0) {
+    ReadBatcherOptions b = options_.batch;
+    b.read = options_.read;
+    batcher_ = std::make_unique<ReadBatcher>(client_, b);
+  }
+}
 
 MountFs::~MountFs() {
   absl::flat_hash_map<uint64_t, std::unique_ptr<Handle>> handles;
@@ -322,9 +328,8 @@ absl::Status MountFs::CheckCurrent(Handle& h) {
                    " since it was opened; reopen"));
 }
 
-absl::Status MountFs::ReadSequential(
-    Handle& h, uint64_t offset, size_t size,
-    const std::function<void(absl::Span<const char>)>& reply) {
+absl::Status MountFs::ReadSequential(Handle& h, uint64_t offset, size_t size,
+                                     const ReadDone& done) {
   Reader& r = *h.reader;
   if (r.position() != offset) RANGEFS_RETURN_IF_ERROR(r.Seek(offset));
   RANGEFS_ASSIGN_OR_RETURN(absl::Span<const char> v, r.Next(size));
@@ -341,59 +346,76 @@ absl::Status MountFs::ReadSequential(
     }
     v = absl::Span<const char>(buf.data(), got);
   }
-  RANGEFS_RETURN_IF_ERROR(CheckCurrent(h));
   counters_->reader_reads.fetch_add(1, std::memory_order_relaxed);
-  h.last_end.store(offset + v.size(), std::memory_order_relaxed);
-  reply(v);
+  Finish(h, offset, v.size(), v.data(), done);
   return absl::OkStatus();
 }
 
-absl::Status MountFs::Read(
-    uint64_t handle, uint64_t offset, size_t size,
-    const std::function<void(absl::Span<const char>)>& reply) {
-  counters_->reads.fetch_add(1, std::memory_order_relaxed);
-  absl::Status s =
-      ReadFrom(*reinterpret_cast<Handle*>(handle), offset, size, reply);
+void MountFs::Finish(Handle& h, uint64_t offset, absl::StatusOr<size_t> n,
+                     const char* data, const ReadDone& done) {
+  absl::Status s = n.ok() ? CheckCurrent(h) : n.status();
+  if (s.ok()) {
+    h.last_end.store(offset + *n, std::memory_order_relaxed);
+    counters_->read_bytes.fetch_add(*n, std::memory_order_relaxed);
+    done(s, absl::Span<const char>(data, *n));
+    return;
+  }
   if (absl::IsAborted(s)) {
     counters_->estale.fetch_add(1, std::memory_order_relaxed);
   }
-  return s;
+  done(s, absl::Span<const char>());
 }
 
-absl::Status MountFs::ReadFrom(
-    Handle& h, uint64_t offset, size_t size,
-    const std::function<void(absl::Span<const char>)>& reply) {
+void MountFs::Read(uint64_t handle, uint64_t offset, size_t size,
+                   ReadDone done) {
+  counters_->reads.fetch_add(1, std::memory_order_relaxed);
+  Handle& h = *reinterpret_cast<Handle*>(handle);
   const uint64_t fsize = h.file->size();
   if (offset >= fsize || size == 0) {
-    RANGEFS_RETURN_IF_ERROR(CheckCurrent(h));
-    reply(absl::Span<const char>());
-    return absl::OkStatus();
+    Finish(h, offset, size_t{0}, nullptr, done);
+    return;
   }
   size = static_cast<size_t>(std::min<uint64_t>(size, fsize - offset));
+  // One request at a time continuing the last one: a sequential stream the
+  // kernel does not read ahead for us (O_DIRECT, small readahead).
+  const int now = h.inflight.fetch_add(1, std::memory_order_relaxed) + 1;
+  const bool sequential = now == 1 && offset > 0 &&
+                          offset == h.last_end.load(std::memory_order_relaxed);
+  if (batcher_ != nullptr && size <= options_.batch_max_bytes && !sequential) {
+    batcher_->Submit({h.file.get(), offset, size,
+                      [this, &h, offset, done = std::move(done)](
+                          absl::StatusOr<size_t> n, const char* data) {
+                        h.inflight.fetch_sub(1, std::memory_order_relaxed);
+                        Finish(h, offset, std::move(n), data, done);
+                      }});
+    return;
+  }
+  ReadNow(h, offset, size, sequential, done);
+}
+
+void MountFs::ReadNow(Handle& h, uint64_t offset, size_t size, bool sequential,
+                      const ReadDone& done) {
   struct Inflight {
     std::atomic<int>& n;
     ~Inflight() { n.fetch_sub(1, std::memory_order_relaxed); }
-  } inflight{h.inflight};
-  const int now = h.inflight.fetch_add(1, std::memory_order_relaxed) + 1;
-  // One request at a time continuing the last one: a sequential stream the
-  // kernel does not read ahead for us (O_DIRECT, small readahead).
-  if (options_.prefetch && now == 1 &&
-      offset == h.last_end.load(std::memory_order_relaxed) && offset > 0 &&
-      h.reader_mu.TryLock()) {
-    absl::Status s = ReadSequential(h, offset, size, reply);
+  };
+  auto inflight = std::make_unique<Inflight>(Inflight{h.inflight});
+  // The count drops before `done` runs: `done` may release the handle.
+  ReadDone finish = [&inflight, &done](const absl::Status& s,
+                                       absl::Span<const char> b) {
+    inflight.reset();
+    done(s, b);
+  };
+  if (options_.prefetch && sequential && h.reader_mu.TryLock()) {
+    absl::Status s = ReadSequential(h, offset, size, finish);
     h.reader_mu.Unlock();
-    if (s.ok()) counters_->read_bytes.fetch_add(size);
-    return s;
+    if (!s.ok()) Finish(h, offset, s, nullptr, finish);
+    return;
   }
   std::string& buf = Scratch(size);
-  RANGEFS_ASSIGN_OR_RETURN(
-      size_t n,
-      h.file->Read(offset, absl::MakeSpan(&buf[0], size), options_.read));
-  RANGEFS_RETURN_IF_ERROR(CheckCurrent(h));
-  h.last_end.store(offset + n, std::memory_order_relaxed);
-  counters_->read_bytes.fetch_add(n, std::memory_order_relaxed);
-  reply(absl::Span<const char>(buf.data(), n));
-  return absl::OkStatus();
+  absl::StatusOr<size_t> n =
+      h.file->Read(offset, absl::MakeSpan(&buf[0], size), options_.read);
+  Finish(h, offset, std::move(n), buf.data(), finish);
 }
 
 void MountFs::Release(uint64_t handle) {

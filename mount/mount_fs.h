@@ -8,17 +8,18 @@
 //   MountFs fs(client, index, cache, &counters, {.dir = "/crawl"}, notify);
 //   RANGEFS_ASSIGN_OR_RETURN(MountEntry e, fs.Lookup(kRootInode, "seg-1"));
 //   RANGEFS_ASSIGN_OR_RETURN(OpenResult f, fs.Open(e.ino, O_RDONLY));
-//   fs.Read(f.handle, 0, 1 << 20, [](absl::Span<const char> bytes) {...});
+//   fs.Read(f.handle, 0, 1 << 20,
+//           [](const absl::Status& s, absl::Span<const char> bytes) {...});
 //
 // Data: each open file holds a client File (the layout at open) and, for
 // sequential streams read one request at a time, a Reader (file.h) that
 // prefetches the next window; concurrent requests (kernel readahead) go to
-// File::Read directly. A read never returns bytes of a different content
-// than the open saw: the library's ABORTED and the index's content tags
-// (namespace_index.h) both give ESTALE.
-// Thread-safe. `client`, `index` and `cache` are not owned and must outlive
-// the MountFs; every handle must be released (or the MountFs destroyed)
-// before the Client.
+// File::Read directly, and concurrent small ones (random 4 KiB) are grouped
+// into Client::ReadV batches (read_batcher.h). A read never returns bytes of a
+// different content than the open saw: the library's ABORTED and the index's
+// content tags (namespace_index.h) both give ESTALE. Thread-safe. `client`,
+// `index` and `cache` are not owned and must outlive the MountFs; every handle
+// must be released (or the MountFs destroyed) before the Client.
 #ifndef RANGEFS_MOUNT_MOUNT_FS_H_
 #define RANGEFS_MOUNT_MOUNT_FS_H_
 
@@ -44,6 +45,7 @@
 #include "mount/inode_table.h"
 #include "mount/metrics.h"
 #include "mount/namespace_index.h"
+#include "mount/read_batcher.h"
 #include "namespace/layout_cache.h"
 
 namespace rangefs {
@@ -60,6 +62,10 @@ struct MountFsOptions {
   // How long an open waits for the index to catch up with the layout the
   // library opened (the two follow etcd through separate watches).
   absl::Duration index_catch_up = absl::Seconds(1);
+  // Reads of at most this many bytes that are not part of a sequential
+  // stream go through the ReadBatcher (0 = never).
+  size_t batch_max_bytes = 64 << 10;
+  ReadBatcherOptions batch;
 };
 
 struct MountEntry {
@@ -117,11 +123,15 @@ class MountFs {
   // (the bridge answers EROFS). NOT_FOUND, DATA_LOSS (invalid record),
   // UNAVAILABLE.
   absl::StatusOr<OpenResult> Open(uint64_t ino, int flags);
-  // Reads up to `size` bytes at `offset` and passes them to `reply` (once,
-  // before returning; fewer bytes only at end of file). Codes as
-  // File::Read; ABORTED when the file changed since open.
-  absl::Status Read(uint64_t handle, uint64_t offset, size_t size,
-                    const std::function<void(absl::Span<const char>)>& reply);
+  // The outcome of a read: OK with up to the bytes asked for (fewer only at
+  // end of file), or File::Read's codes (ABORTED when the file changed
+  // since open). `bytes` is valid only during the call.
+  using ReadDone =
+      std::function<void(const absl::Status&, absl::Span<const char> bytes)>;
+  // Reads up to `size` bytes at `offset` and calls `done` exactly once,
+  // before returning or later on another thread (a small read joining a
+  // batch). The handle must not be released before `done` ran.
+  void Read(uint64_t handle, uint64_t offset, size_t size, ReadDone done);
   void Release(uint64_t handle);
 
   // NOT_FOUND (no such attribute: ENODATA) or the errors of a lookup.
@@ -149,12 +159,15 @@ class MountFs {
   absl::Status OpenFile(Handle& h);
   // OK if `h`'s content is still what the namespace holds (else ABORTED).
   absl::Status CheckCurrent(Handle& h);
-  absl::Status ReadFrom(
-      Handle& h, uint64_t offset, size_t size,
-      const std::function<void(absl::Span<const char>)>& reply);
-  absl::Status ReadSequential(
-      Handle& h, uint64_t offset, size_t size,
-      const std::function<void(absl::Span<const char>)>& reply);
+  // Serves the read on this thread (Reader or File::Read) and calls done.
+  void ReadNow(Handle& h, uint64_t offset, size_t size, bool sequential,
+               const ReadDone& done);
+  absl::Status ReadSequential(Handle& h, uint64_t offset, size_t size,
+                              const ReadDone& done);
+  // Checks, counts and answers one read's outcome; `h` is not used after
+  // `done` (which may release it).
+  void Finish(Handle& h, uint64_t offset, absl::StatusOr<size_t> n,
+              const char* data, const ReadDone& done);
 
   Client* const client_;
   NamespaceIndex* const index_;
@@ -165,6 +178,7 @@ class MountFs {
   const bool pinned_;
   const int64_t mount_time_s_;
   InodeTable inodes_;
+  std::unique_ptr<ReadBatcher> batcher_;  // null: batching off
 
   absl::Mutex mu_;
   absl::flat_hash_map<uint64_t, std::unique_ptr<Handle>> handles_

@@ -8,15 +8,19 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <memory>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "absl/synchronization/notification.h"
 #include "base/crc32c.h"
 #include "base/testing/status_matchers.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "mount/read_batcher.h"
 #include "namespace/keys.h"
 #include "namespace/layout_cache.h"
 #include "namespace/memory_kv.h"
@@ -119,17 +123,18 @@ class MountFsTest : public ::testing::Test {
   absl::StatusOr<std::string> Read(uint64_t handle, uint64_t offset,
                                    size_t size) {
     std::string out;
-    int replies = 0;
-    absl::Status s =
-        fs_->Read(handle, offset, size, [&](absl::Span<const char> b) {
-          out.assign(b.data(), b.size());
-          ++replies;
-        });
-    if (!s.ok()) {
-      EXPECT_EQ(replies, 0);
-      return s;
-    }
-    EXPECT_EQ(replies, 1);
+    absl::Status status;
+    std::atomic<int> replies{0};
+    absl::Notification done;
+    fs_->Read(handle, offset, size,
+              [&](const absl::Status& s, absl::Span<const char> b) {
+                status = s;
+                out.assign(b.data(), b.size());
+                if (replies.fetch_add(1) == 0) done.Notify();
+              });
+    EXPECT_TRUE(done.WaitForNotificationWithTimeout(absl::Seconds(30)));
+    EXPECT_EQ(replies.load(), 1);
+    if (!status.ok()) return status;
     return out;
   }
 
@@ -377,6 +382,78 @@ TEST_F(MountFsTest, PinnedRevisionReadsTheOldBytes) {
   ASSERT_THAT(gen, IsOk());
   EXPECT_EQ(*gen, "1");
   fs_->Release(h->handle);
+}
+
+TEST_F(MountFsTest, ConcurrentSmallReadsAreRightAndBatched) {
+  const std::string data = Pattern(1 << 20, 5);
+  ASSERT_THAT(store_->CreateFile("/f", Put("f", data)), IsOk());
+  Start();
+  auto f = fs_->Lookup(kRootInode, "f");
+  ASSERT_THAT(f, IsOk());
+  auto h = fs_->Open(f->ino, O_RDONLY);
+  ASSERT_THAT(h, IsOk());
+  std::atomic<int> wrong{0}, errors{0};
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 8; ++t) {
+    threads.emplace_back([&, t] {
+      for (int i = 0; i < 200; ++i) {
+        const uint64_t off = (static_cast<uint64_t>(t) * 7919 + i * 104729) %
+                             (data.size() - 4096);
+        auto b = Read(h->handle, off, 4096);
+        if (!b.ok()) {
+          errors.fetch_add(1);
+        } else if (*b != data.substr(off, 4096)) {
+          wrong.fetch_add(1);
+        }
+      }
+    });
+  }
+  for (auto& t : threads) t.join();
+  EXPECT_EQ(errors.load(), 0);
+  EXPECT_EQ(wrong.load(), 0);
+  fs_->Release(h->handle);
+}
+
+TEST_F(MountFsTest, ReadBatcherGroupsWhatArrivesWhileABatchRuns) {
+  const std::string data = Pattern(65536, 6);
+  ASSERT_THAT(store_->CreateFile("/f", Put("f", data)), IsOk());
+  Start();
+  auto file = client_->OpenFile("/f");
+  ASSERT_THAT(file, IsOk());
+  ReadBatcher b(client_.get(), {.max_batch = 32, .max_leaders = 1});
+  absl::Notification in_first, release_first;
+  std::atomic<int> done{0}, wrong{0};
+  // The first request's completion blocks its leader thread: the next five
+  // queue up meanwhile and run as one batch afterwards.
+  std::thread leader([&] {
+    b.Submit(
+        {file->get(), 0, 100, [&](absl::StatusOr<size_t> n, const char* bytes) {
+           if (!n.ok() || std::string(bytes, *n) != data.substr(0, 100)) {
+             wrong.fetch_add(1);
+           }
+           in_first.Notify();
+           release_first.WaitForNotification();
+           done.fetch_add(1);
+         }});
+  });
+  in_first.WaitForNotification();
+  for (int i = 1; i <= 5; ++i) {
+    const uint64_t off = static_cast<uint64_t>(i) * 1000;
+    b.Submit({file->get(), off, 10,
+              [&, off](absl::StatusOr<size_t> n, const char* bytes) {
+                if (!n.ok() || std::string(bytes, *n) != data.substr(off, 10)) {
+                  wrong.fetch_add(1);
+                }
+                done.fetch_add(1);
+              }});
+  }
+  EXPECT_EQ(done.load(), 0);  // all queued behind the blocked leader
+  release_first.Notify();
+  leader.join();
+  EXPECT_EQ(done.load(), 6);
+  EXPECT_EQ(wrong.load(), 0);
+  EXPECT_EQ(b.requests(), 6u);
+  EXPECT_EQ(b.batches(), 2u);
 }
 
 }  // namespace
