@@ -395,15 +395,11 @@ void MountFs::Read(uint64_t handle, uint64_t offset, size_t size,
 
 void MountFs::ReadNow(Handle& h, uint64_t offset, size_t size, bool sequential,
                       const ReadDone& done) {
-  struct Inflight {
-    std::atomic<int>& n;
-    ~Inflight() { n.fetch_sub(1, std::memory_order_relaxed); }
-  };
-  auto inflight = std::make_unique<Inflight>(Inflight{h.inflight});
-  // The count drops before `done` runs: `done` may release the handle.
-  ReadDone finish = [&inflight, &done](const absl::Status& s,
-                                       absl::Span<const char> b) {
-    inflight.reset();
+  // Called exactly once below; the count drops before `done` runs, which
+  // may release the handle.
+  const ReadDone finish = [&h, &done](const absl::Status& s,
+                                      absl::Span<const char> b) {
+    h.inflight.fetch_sub(1, std::memory_order_relaxed);
     done(s, b);
   };
   if (options_.prefetch && sequential && h.reader_mu.TryLock()) {
@@ -428,7 +424,10 @@ void MountFs::Release(uint64_t handle) {
     handles_.erase(it);
   }
   counters_->open_files.fetch_sub(1, std::memory_order_relaxed);
-  h.reset();  // outside the lock: joins an in-flight prefetch
+  // A sequential read answers the kernel while it holds reader_mu and
+  // unlocks right after: wait for that unlock before the mutex goes away.
+  { absl::MutexLock l(&h->reader_mu); }
+  h.reset();  // outside mu_: joins an in-flight prefetch
 }
 
 size_t MountFs::open_handles() {
