@@ -17,8 +17,8 @@
 #     that answers every read with zeros at once: the kernel's FUSE round
 #     trip alone, the ceiling of any FUSE client on this machine.
 # Each comparison runs M_REPEAT rounds (default 5, quick 1), alternating
-# which side goes first; the table shows medians, OUT/m_rounds.md every
-# round and the min-max. The daemon's CPU per GB comes from /proc/PID/stat.
+# which side goes first, the scale runs after each pair; the table shows
+# medians, OUT/m_rounds.md every round and the min-max. The daemon's CPU per GB comes from /proc/PID/stat.
 echo "bench: part M (rangefs-mount vs the client library, same files)"
 M_REPEAT=${M_REPEAT:-$([ "$QUICK" = 1 ] && echo 1 || echo 5)}
 M_THREADS=${M_THREADS:-$((FILES < 4 ? FILES : 4))}
@@ -46,6 +46,9 @@ NULLMNT="$WORK/nullmnt"
 mkdir -p "$NULLMNT"
 "$BIN/null_fuse" "$NULLMNT" "$FILES" "$FILE_MB" >"$WORK/null_fuse.log" 2>&1 &
 NULL_PID=$!
+for _ in $(seq 100); do grep -q " $NULLMNT fuse.null " /proc/mounts && break; sleep 0.1; done
+# The same kernel readahead as rangefs-mount sets for itself.
+echo 16384 >"/sys/class/bdi/$(mountpoint -d "$NULLMNT")/read_ahead_kb"
 m_cleanup() {
   fusermount3 -u -z "$MNT" 2>/dev/null || true
   fusermount3 -u -z "$NULLMNT" 2>/dev/null || true
@@ -124,22 +127,22 @@ m_rand_raw() {
 }
 m_range() { python3 -c "import sys; v=list(map(float, sys.argv[1:])); print(f'{min(v):.0f}-{max(v):.0f}')" "$@"; }
 { echo "# part M rounds: rangefs-mount vs rangefs-bench, $M_REPEAT rounds, first side alternating"
-  echo; echo "| round | mount | rangefs-bench | ratio | first |"; echo "|---|---|---|---|---|"; } >"$OUT/m_rounds.md"
+  echo; echo "| round | mount | rangefs-bench | ratio | first; scale (same round) |"; echo "|---|---|---|---|---|"; } >"$OUT/m_rounds.md"
 
 # Sequential.
 m_mount
-seq_m=(); seq_b=(); cpu_m=(); cpu_b=()
+seq_m=(); seq_b=(); seq_r=(); seq_n=()
 for r in $(seq 1 "$M_REPEAT"); do
   if [ $((r % 2)) = 1 ]; then
     m=$(m_seq_mount); b=$(m_seq_ours); first=mount
   else
     b=$(m_seq_ours); m=$(m_seq_mount); first=bench
   fi
-  seq_m+=("$m"); seq_b+=("$b")
-  echo "| sequential $r (MB/s) | $(printf %.0f "$m") | $(printf %.0f "$b") | $(ratio "$m" "$b") | $first |" >>"$OUT/m_rounds.md"
+  seq_m+=("$m"); seq_b+=("$b"); seq_r+=("$(m_seq_raw)"); seq_n+=("$(m_seq_null)")
+  echo "| sequential $r (MB/s) | $(printf %.0f "$m") | $(printf %.0f "$b") | $(ratio "$m" "$b") | $first; raw fio $(printf %.0f "${seq_r[-1]}"), null_fuse $(printf %.0f "${seq_n[-1]}") |" >>"$OUT/m_rounds.md"
 done
-raw_seq=$(m_seq_raw)
-null_seq=$(m_seq_null)
+raw_seq=$(median "${seq_r[@]}")
+null_seq=$(median "${seq_n[@]}")
 # CPU per GB, measured on one more pair (inside this shell).
 m_prime; t0=$(m_ticks)
 # shellcheck disable=SC2046
@@ -159,18 +162,18 @@ row "mount sequential CPU s/GB (daemon + fio) vs rangefs-bench" "$(printf %.2f "
 
 # 4 KiB random, objects read with O_DIRECT on both sides.
 m_mount -o o_direct=true,hedging=false
-rnd_m=(); rnd_b=()
+rnd_m=(); rnd_b=(); rnd_r=(); rnd_n=()
 for r in $(seq 1 "$M_REPEAT"); do
   if [ $((r % 2)) = 1 ]; then
     m=$(m_rand_mount); b=$(m_rand_ours); first=mount
   else
     b=$(m_rand_ours); m=$(m_rand_mount); first=bench
   fi
-  rnd_m+=("$m"); rnd_b+=("$b")
-  echo "| 4 KiB random $r (IOPS) | $(printf %.0f "$m") | $(printf %.0f "$b") | $(ratio "$m" "$b") | $first |" >>"$OUT/m_rounds.md"
+  rnd_m+=("$m"); rnd_b+=("$b"); rnd_r+=("$(m_rand_raw)"); rnd_n+=("$(m_rand_null)")
+  echo "| 4 KiB random $r (IOPS) | $(printf %.0f "$m") | $(printf %.0f "$b") | $(ratio "$m" "$b") | $first; raw fio $(printf %.0f "${rnd_r[-1]}"), null_fuse $(printf %.0f "${rnd_n[-1]}") |" >>"$OUT/m_rounds.md"
 done
-raw_rand=$(m_rand_raw)
-null_rand=$(m_rand_null)
+raw_rand=$(median "${rnd_r[@]}")
+null_rand=$(median "${rnd_n[@]}")
 rm_=$(median "${rnd_m[@]}"); rb=$(median "${rnd_b[@]}")
 row "mount 4 KiB random IOPS (fio io_uring 4x32) vs rangefs-bench lookup (4x32)" "$(printf %.0f "$rm_")" "$(printf %.0f "$rb")" "$(ratio "$rm_" "$rb")" ">= 0.5"
 row "mount 4 KiB random IOPS vs fio on the raw objects (scale)" "$(printf %.0f "$rm_")" "$(printf %.0f "$raw_rand")" "$(ratio "$rm_" "$raw_rand")" "(info)"
