@@ -8,11 +8,12 @@ PACKAGES=(
   bazel-bootstrap pkg-config g++ protobuf-compiler protobuf-compiler-grpc
   libgrpc++-dev libprotobuf-dev libabsl-dev libgtest-dev libgmock-dev
   libibverbs-dev librdmacm-dev liburing-dev libfuse3-dev clang-format
-  # run and test
+  # run and test (fio and attr: the rangefs-mount tests run fio --verify and
+  # getfattr through the mount)
   etcd-server etcd-client fuse3 iproute2 procps psmisc openssl python3 curl
-  systemd
+  systemd fio attr
   # benchmarks (gnuplot draws tests/bench/run.sh's timelines)
-  fio iperf3 gnuplot-nox
+  iperf3 gnuplot-nox
 )
 
 missing=()
