@@ -476,9 +476,10 @@ std::string Usage(const std::string& group) {
 )";
   std::string other = R"(other commands:
   status                    nodes, live state, capacity
-  doctor [--mount-root=DIR] [--mount-status=FILE] [--mounts=no]
-                            checks etcd, TLS, clock skew, node/live records,
-                            mounts and RDMA; prints each finding with its fix
+  doctor [--mount-root=DIR] [--mount-status=FILE] [--fuse-status=DIR]
+         [--mounts=no]      checks etcd, TLS, clock skew, node/live records,
+                            mounts, rangefs-mount file systems and RDMA;
+                            prints each finding with its fix
   dump [--out=FILE]         whole namespace as JSON (stdout by default)
   restore --in=FILE         re-create nodes and files from a dump
   fsck [DIR] [--checksums]  check every replica object (exit 4 on problems)

@@ -22,6 +22,8 @@
 #include "absl/time/clock.h"
 #include "client_lib/mountd/mount_status.h"
 #include "client_lib/mountd/mountinfo.h"
+#include "mount/mount_check.h"
+#include "mount/mount_status.h"
 #include "namespace/layout.h"
 #include "namespace/store.h"
 
@@ -530,6 +532,31 @@ void CheckMounts(const DoctorOptions& o,
   }
 }
 
+// rangefs-mount file systems on this host (mount/mount_check.h).
+void CheckFuseMounts(const DoctorOptions& o, const std::string& cluster,
+                     Report& r) {
+  auto mi = mountd::ReadMountInfo(o.mountinfo_path);
+  if (!mi.ok()) return;  // reported by CheckMounts
+  std::vector<std::string> errors;
+  std::vector<mount::MountStatus> statuses =
+      mount::ReadStatusDir(o.fuse_status_dir, &errors);
+  for (const std::string& e : errors) {
+    r.Add("fuse status", kWarn, e, "remove the file if no mount uses it");
+  }
+  mount::MountCheckOptions mo;
+  mo.cluster = cluster;
+  mo.now = absl::Now();
+  mo.status_dir = o.fuse_status_dir;
+  mo.sysfs_root = o.sysfs_root;
+  mo.min_readahead_kb = o.min_readahead_kb;
+  for (const mount::MountFinding& f :
+       mount::CheckRangefsMounts(*mi, statuses, mo)) {
+    const char* status =
+        f.status == "OK" ? kOk : (f.status == "WARN" ? kWarn : kFail);
+    r.Add(f.check, status, f.finding, f.fix);
+  }
+}
+
 void CheckRdma(const DoctorOptions& o, Report& r) {
   auto devs = o.list_rdma ? o.list_rdma() : node::ListRdmaDevices();
   if (!devs.ok()) {
@@ -580,7 +607,10 @@ absl::StatusOr<Table> RunDoctorWith(Context& ctx, const DoctorOptions& o) {
           absl::StrCat("cannot read node records: ", listed.status().message()),
           "fix etcd access first (see the etcd rows)");
   }
-  if (o.check_mounts) CheckMounts(o, nodes, r);
+  if (o.check_mounts) {
+    CheckMounts(o, nodes, r);
+    CheckFuseMounts(o, ctx.cluster, r);
+  }
   CheckRdma(o, r);
   return r.Finish();
 }
@@ -588,14 +618,14 @@ absl::StatusOr<Table> RunDoctorWith(Context& ctx, const DoctorOptions& o) {
 absl::StatusOr<Table> RunDoctor(Context& ctx, Args& args) {
   absl::Status s = args.CheckAllowed(
       {"etcd", "ca", "cert", "key", "user", "password", "timeout", "mount-root",
-       "mounts", "mountinfo", "sysfs-root", "mount-status", "json", "cluster",
-       "no-progress"});
+       "mounts", "mountinfo", "sysfs-root", "mount-status", "fuse-status",
+       "json", "cluster", "no-progress"});
   if (!s.ok()) return s;
   if (args.positional().size() > 1 ||
       (args.positional().size() == 1 && args.positional()[0] != "doctor")) {
     return absl::InvalidArgumentError(
         "usage: doctor [--mount-root=DIR] [--mount-status=FILE] "
-        "[--mounts=no]");
+        "[--fuse-status=DIR] [--mounts=no]");
   }
   DoctorOptions o;
   const char* env = getenv("RANGEFS_ETCD");
@@ -621,6 +651,7 @@ absl::StatusOr<Table> RunDoctor(Context& ctx, Args& args) {
   o.mountinfo_path = args.Get("mountinfo", o.mountinfo_path);
   o.sysfs_root = args.Get("sysfs-root", o.sysfs_root);
   o.mount_status_file = args.Get("mount-status", o.mount_status_file);
+  o.fuse_status_dir = args.Get("fuse-status", o.fuse_status_dir);
   return RunDoctorWith(ctx, o);
 }
 

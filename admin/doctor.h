@@ -25,6 +25,11 @@
 //           rangefs-mountd's status file says; stale mounts of other nodes.
 //   hung    one FAIL row per mount the status file reports hung, with how
 //           long it has been hung and since when.
+//   fuse    every rangefs-mount file system (fuse.rangefs in mountinfo)
+//           against its status file in --fuse-status (default
+//           /run/rangefs-mount): daemon gone (ENOTCONN), stuck, namespace
+//           watch disconnected, other cluster, readahead; status files
+//           whose mount is gone (mount/mount_check.h). Never a stat.
 //   rdma    RDMA devices and port states (libibverbs); none is a warning.
 //
 // Each row: check, status (OK, WARN, FAIL), finding, fix. The table's
@@ -41,6 +46,7 @@
 #include "admin/args.h"
 #include "admin/commands.h"
 #include "admin/table.h"
+#include "mount/mount_status.h"
 #include "namespace/etcd/etcd_client.h"
 #include "storage_node/rdma/rdma_devices.h"
 
@@ -56,6 +62,8 @@ struct DoctorOptions {
   std::string sysfs_root = "/sys";
   // "" = <mount_root>/.rangefs-mounts
   std::string mount_status_file;
+  // rangefs-mount's status files (mount/mount_status.h).
+  std::string fuse_status_dir = mount::kDefaultStatusDir;
   absl::Duration max_clock_skew = absl::Seconds(2);
   int64_t want_rsize = 1048576;
   int64_t min_readahead_kb = 1024;
@@ -70,7 +78,8 @@ absl::StatusOr<Table> RunDoctorWith(Context& ctx, const DoctorOptions& options);
 // --cert, --key, --user, --password, --timeout (the global connection
 // flags: pass them through to doctor), --mount-root=DIR, --mounts=no (skip the
 // mount checks), --mount-status=FILE (rangefs-mountd's status file, default
-// <mount-root>/.rangefs-mounts), --mountinfo=FILE, --sysfs-root=DIR.
+// <mount-root>/.rangefs-mounts), --fuse-status=DIR (rangefs-mount's status
+// files), --mountinfo=FILE, --sysfs-root=DIR.
 // INVALID_ARGUMENT for other flags.
 absl::StatusOr<Table> RunDoctor(Context& ctx, Args& args);
 

@@ -9,11 +9,12 @@ PACKAGES=(
   libgrpc++-dev libprotobuf-dev libabsl-dev libgtest-dev libgmock-dev
   libibverbs-dev librdmacm-dev liburing-dev libfuse3-dev clang-format
   libcli11-dev nlohmann-json3-dev libbenchmark-dev
-  # run and test
+  # run and test (fio and attr: the rangefs-mount tests run fio --verify and
+  # getfattr through the mount)
   etcd-server etcd-client fuse3 iproute2 procps psmisc openssl python3 curl
-  systemd
+  systemd fio attr
   # benchmarks (gnuplot draws tests/bench/run.sh's timelines)
-  fio iperf3 gnuplot-nox
+  iperf3 gnuplot-nox
 )
 
 missing=()

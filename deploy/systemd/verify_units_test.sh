@@ -19,12 +19,13 @@ src="$TEST_SRCDIR/$TEST_WORKSPACE/deploy/systemd"
 tmp=$(mktemp -d "${TEST_TMPDIR:-/tmp}/units.XXXXXX")
 trap 'rm -rf "$tmp"' EXIT
 mkdir -p "$tmp/bin" "$tmp/units"
-for b in etcd rangefs-node rangefs-mountd; do
+for b in etcd rangefs-node rangefs-mountd rangefs-mount; do
   printf '#!/bin/sh\nexit 0\n' >"$tmp/bin/$b"
   chmod +x "$tmp/bin/$b"
 done
 units=()
-for u in etcd-rangefs.service rangefs-node.service rangefs-node@.service rangefs-mountd.service; do
+for u in etcd-rangefs.service rangefs-node.service rangefs-node@.service rangefs-mountd.service \
+         rangefs-mount.service; do
   [ -f "$src/$u" ] || fail "missing unit $u"
   sed -e "s#/usr/local/bin/#$tmp/bin/#g" -e "s#/usr/bin/etcd #$tmp/bin/etcd #g" \
     "$src/$u" >"$tmp/units/$u"
@@ -32,7 +33,8 @@ done
 # A template is verified through an instance.
 cp "$tmp/units/rangefs-node@.service" "$tmp/units/rangefs-node@sn-01.service"
 units=("$tmp/units/etcd-rangefs.service" "$tmp/units/rangefs-node.service"
-       "$tmp/units/rangefs-node@sn-01.service" "$tmp/units/rangefs-mountd.service")
+       "$tmp/units/rangefs-node@sn-01.service" "$tmp/units/rangefs-mountd.service"
+       "$tmp/units/rangefs-mount.service")
 
 verify() {  # verify UNIT...: prints verify's output; fails on any output
   local out rc
@@ -69,8 +71,17 @@ for u in rangefs-node.service rangefs-node@.service; do
   done
   grep -q '^Environment=.*INSECURE=false' "$src/$u" || fail "$u: INSECURE must default to false"
 done
-if grep -Eq '^(ProtectSystem|PrivateTmp|ProtectHome|ReadWritePaths|ProtectKernelTunables|PrivateMounts)=' \
-    "$src/rangefs-mountd.service"; then
-  fail "mountd must not run in a private mount namespace"
-fi
+for u in rangefs-mountd.service rangefs-mount.service; do
+  if grep -Eq '^(ProtectSystem|PrivateTmp|ProtectHome|ReadWritePaths|ProtectKernelTunables|PrivateMounts)=' \
+      "$src/$u"; then
+    fail "$u must not run in a private mount namespace"
+  fi
+done
+# rangefs-mount: readiness is the fork (the parent exits once it serves),
+# SIGTERM unmounts cleanly, mounting needs CAP_SYS_ADMIN.
+grep -q '^Type=forking' "$src/rangefs-mount.service" || fail "mount: Type=forking"
+grep -q '^KillSignal=SIGTERM' "$src/rangefs-mount.service" || fail "mount: KillSignal"
+grep -q 'CAP_SYS_ADMIN' "$src/rangefs-mount.service" || fail "mount: CAP_SYS_ADMIN"
+grep '^ExecStart=' "$src/rangefs-mount.service" | grep -q -- '--status_dir=/run/rangefs-mount' \
+  || fail "mount: status dir for doctor"
 echo "PASS: units verified"

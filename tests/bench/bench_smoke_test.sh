@@ -6,13 +6,15 @@ RF="$TEST_SRCDIR/$TEST_WORKSPACE"
 BIN="$TEST_TMPDIR/bin"
 mkdir -p "$BIN"
 cp "$RF/storage_node/rangefs-node" "$RF/admin/rangefs-admin" \
-   "$RF/tests/bench/rangefs-bench" "$RF/client_lib/blocking_fuse" "$BIN/"
+   "$RF/tests/bench/rangefs-bench" "$RF/client_lib/blocking_fuse" \
+   "$RF/mount/rangefs-mount" "$RF/tests/bench/null_fuse" "$BIN/"
 OUT="$TEST_TMPDIR/out"
 if ! bash "$RF/tests/bench/run.sh" --quick --bin="$BIN" --out="$OUT" >"$TEST_TMPDIR/log" 2>&1; then
   echo "FAIL: run.sh exited non-zero"; tail -30 "$TEST_TMPDIR/log"; exit 1
 fi
 for row in "mount-path sequential, O_DIRECT" "mount-path sequential, cached" \
-           "naive single stream" "round_robin" "4 KiB random ReadV IOPS"; do
+           "naive single stream" "round_robin" "4 KiB random ReadV IOPS" \
+           "mount sequential" "mount 4 KiB random"; do
   grep -q "$row" "$OUT/report.md" || { echo "FAIL: no row '$row'"; cat "$OUT/report.md"; exit 1; }
 done
 if ! grep -q "part H skipped" "$OUT/report.md"; then

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The full rangefs benchmark, with its baselines measured in the same run.
 #
-#   tests/bench/run.sh [--quick] [--out=DIR] [--repeat=N] [--only=A|B|H]
+#   tests/bench/run.sh [--quick] [--out=DIR] [--repeat=N] [--only=A|B|H|M]
 #
 # Part A (mount path, one machine): a local cluster whose export directories
 # are the clients' mounts. fio on the very same object files (numjobs x
@@ -23,7 +23,10 @@
 # qd32, the scenarios) run --repeat=N rounds (default 3), each alternating
 # ours with its baseline; the table shows medians, OUT/rounds.md each round.
 # --quick: small data and short runs, one round (the test suite's smoke test).
-# --only=A|B|H: one part. NODE_FLAGS="..." (environment): extra rangefs-node
+# Part M (tests/bench/part_m.sh): rangefs-mount, the FUSE file system, vs
+# rangefs-bench on the same files (sequential with the same reader count,
+# 4 KiB random at the same concurrency) and fio on the raw objects.
+# --only=A|B|H|M: one part. NODE_FLAGS="..." (environment): extra rangefs-node
 # flags for part B's agents, e.g. --data_listen=off (gRPC reads only).
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
@@ -39,8 +42,8 @@ for a in "$@"; do
     --repeat=*) REPEAT=${a#*=} ;;
     --out=*) OUT=${a#*=} ;;
     --bin=*) BIN=${a#*=} ;;
-    --only=A|--only=B|--only=H) ONLY=${a#*=} ;;
-    -h|--help) sed -n '2,28p' "$0"; exit 0 ;;
+    --only=A|--only=B|--only=H|--only=M) ONLY=${a#*=} ;;
+    -h|--help) sed -n "2,$(grep -n -m1 '^[^#]' "$0" | cut -d: -f1)p" "$0" | grep '^#'; exit 0 ;;
     *) echo "bench: unknown argument $a" >&2; exit 2 ;;
   esac
 done
@@ -73,10 +76,11 @@ if [ -z "$BIN" ]; then
   echo "bench: building (-c opt)"
   bazel build -c opt --noshow_progress //storage_node:rangefs-node \
     //admin:rangefs-admin //tests/bench:rangefs-bench \
-    //client_lib:blocking_fuse 2>&1 | grep -E "^ERROR" || true
+    //client_lib:blocking_fuse //mount:rangefs-mount //tests/bench:null_fuse \
+    2>&1 | grep -E "^ERROR" || true
   BIN="$WORK/bin"; mkdir -p "$BIN"
   for b in storage_node/rangefs-node admin/rangefs-admin tests/bench/rangefs-bench \
-           client_lib/blocking_fuse; do
+           client_lib/blocking_fuse mount/rangefs-mount tests/bench/null_fuse; do
     cp "bazel-out/k8-opt/bin/$b" "$BIN/"
   done
 fi
@@ -282,6 +286,12 @@ fusermount3 -u -z "$HF" >/dev/null 2>&1 || true
 fi
 deploy/local/cluster.sh down --dir="$CH" >/dev/null
 fi  # part H
+
+# ---------------------------------------------------------------- Part M
+if [ -z "$ONLY" ] || [ "$ONLY" = M ]; then
+  # shellcheck source=tests/bench/part_m.sh
+  source "$ROOT/tests/bench/part_m.sh"
+fi
 
 # ---------------------------------------------------------------- Part B
 if [ -n "$ONLY" ] && [ "$ONLY" != B ]; then cat "$OUT/report.md"; exit 0; fi

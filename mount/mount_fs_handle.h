@@ -1,0 +1,39 @@
+// File: mount_fs_handle.h
+//
+// MountFs's open-file handle (private to mount_fs*.cc): the client File of
+// the open, its content tag, and the sequential Reader.
+#ifndef RANGEFS_MOUNT_MOUNT_FS_HANDLE_H_
+#define RANGEFS_MOUNT_MOUNT_FS_HANDLE_H_
+
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/synchronization/mutex.h"
+#include "client_lib/file.h"
+#include "mount/inode_table.h"
+#include "mount/mount_fs.h"
+
+namespace rangefs {
+namespace mount {
+
+// Thread-safe: reads may run concurrently; `reader` is used by one at a
+// time.
+struct MountFs::Handle {
+  std::string path;  // relative
+  uint64_t ino = 0;
+  std::unique_ptr<File> file;
+  CacheTag tag;
+  std::atomic<uint64_t> checked_epoch{0};
+  std::atomic<int> inflight{0};
+  std::atomic<uint64_t> last_end{0};
+  absl::Mutex reader_mu;
+  std::unique_ptr<Reader> reader ABSL_GUARDED_BY(reader_mu);
+};
+
+}  // namespace mount
+}  // namespace rangefs
+
+#endif  // RANGEFS_MOUNT_MOUNT_FS_HANDLE_H_

@@ -1,0 +1,224 @@
+// MountFs: opening, reading and releasing files (mount_fs.h).
+#include <fcntl.h>
+
+#include <algorithm>
+#include <cstring>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "base/status_macros.h"
+#include "mount/mount_fs.h"
+#include "mount/mount_fs_handle.h"
+
+namespace rangefs {
+namespace mount {
+
+namespace {
+
+// Scratch buffer of the calling (FUSE worker) thread.
+std::string& Scratch(size_t size) {
+  static thread_local std::string buf;
+  if (buf.size() < size) buf.resize(size);
+  return buf;
+}
+
+}  // namespace
+
+absl::Status MountFs::OpenFile(Handle& h) {
+  const std::string nspath = index_->NamespacePath(h.path);
+  if (pinned_) {
+    IndexEntry e = index_->Find(h.path);
+    if (e.kind != EntryKind::kFile) {
+      return absl::NotFoundError(absl::StrCat(nspath, " not found"));
+    }
+    RANGEFS_ASSIGN_OR_RETURN(h.file,
+                             client_->OpenFile(nspath, options_.revision));
+    h.tag = TagOf(e.meta);
+    return absl::OkStatus();
+  }
+  // The library and the index follow etcd through separate watches: open,
+  // then make sure both describe the same bytes.
+  for (int attempt = 0; attempt < 3; ++attempt) {
+    RANGEFS_ASSIGN_OR_RETURN(FileInfo info, client_->Stat(nspath));
+    RANGEFS_ASSIGN_OR_RETURN(std::unique_ptr<File> f,
+                             client_->OpenFile(nspath));
+    if (f->generation() != info.generation) continue;  // raced a change
+    (void)index_->WaitForRevision(info.mod_revision, options_.index_catch_up);
+    const uint64_t epoch = index_->epoch();
+    IndexEntry e = index_->Find(h.path);
+    const FileMeta& m = e.meta;
+    if (e.kind == EntryKind::kFile && m.file_id == info.file_id &&
+        m.content_generation <= info.generation &&
+        info.generation <= m.generation) {
+      h.file = std::move(f);
+      h.tag = TagOf(m);
+      h.checked_epoch.store(epoch);
+      return absl::OkStatus();
+    }
+  }
+  return absl::UnavailableError(
+      absl::StrCat(nspath, " is changing in the namespace; retry the open"));
+}
+
+absl::StatusOr<OpenResult> MountFs::Open(uint64_t ino, int flags) {
+  counters_->opens.fetch_add(1, std::memory_order_relaxed);
+  if ((flags & O_ACCMODE) != O_RDONLY || (flags & (O_TRUNC | O_CREAT))) {
+    return absl::PermissionDeniedError("rangefs mounts are read-only");
+  }
+  InodeRef ref;
+  if (!inodes_.Get(ino, &ref) || ref.is_dir) {
+    return absl::NotFoundError(absl::StrCat("no file inode ", ino));
+  }
+  IndexEntry e = index_->Find(ref.path);
+  if (e.kind != EntryKind::kFile) {
+    return absl::NotFoundError(
+        absl::StrCat(index_->NamespacePath(ref.path), " not found"));
+  }
+  if (!e.meta.invalid.empty()) return absl::DataLossError(e.meta.invalid);
+  auto h = std::make_unique<Handle>();
+  h->path = ref.path;
+  h->ino = ino;
+  RANGEFS_RETURN_IF_ERROR(OpenFile(*h));
+  if (options_.prefetch) {
+    ReaderOptions ro = options_.reader;
+    ro.read = options_.read;
+    absl::MutexLock l(&h->reader_mu);
+    h->reader = std::make_unique<Reader>(h->file.get(), ro);
+  }
+  OpenResult out;
+  out.keep_cache = inodes_.SwapCacheTag(ino, h->tag);
+  out.handle = reinterpret_cast<uint64_t>(h.get());
+  {
+    absl::MutexLock l(&mu_);
+    handles_[out.handle] = std::move(h);
+  }
+  counters_->open_files.fetch_add(1, std::memory_order_relaxed);
+  return out;
+}
+
+absl::Status MountFs::CheckCurrent(Handle& h) {
+  if (pinned_) return absl::OkStatus();
+  const uint64_t epoch = index_->epoch();
+  if (h.checked_epoch.load(std::memory_order_acquire) == epoch) {
+    return absl::OkStatus();
+  }
+  IndexEntry e = index_->Find(h.path);
+  if (e.kind == EntryKind::kFile && TagOf(e.meta) == h.tag) {
+    h.checked_epoch.store(epoch, std::memory_order_release);
+    return absl::OkStatus();
+  }
+  return absl::AbortedError(
+      absl::StrCat(index_->NamespacePath(h.path),
+                   e.kind == EntryKind::kFile ? " changed" : " was removed",
+                   " since it was opened; reopen"));
+}
+
+absl::Status MountFs::ReadSequential(Handle& h, uint64_t offset, size_t size,
+                                     const ReadDone& done) {
+  Reader& r = *h.reader;
+  if (r.position() != offset) RANGEFS_RETURN_IF_ERROR(r.Seek(offset));
+  RANGEFS_ASSIGN_OR_RETURN(absl::Span<const char> v, r.Next(size));
+  if (v.size() < size && !v.empty()) {
+    // The window ended inside this request: gather into scratch.
+    std::string& buf = Scratch(size);
+    memcpy(&buf[0], v.data(), v.size());
+    size_t got = v.size();
+    while (got < size) {
+      RANGEFS_ASSIGN_OR_RETURN(absl::Span<const char> w, r.Next(size - got));
+      if (w.empty()) break;
+      memcpy(&buf[got], w.data(), w.size());
+      got += w.size();
+    }
+    v = absl::Span<const char>(buf.data(), got);
+  }
+  counters_->reader_reads.fetch_add(1, std::memory_order_relaxed);
+  Finish(h, offset, v.size(), v.data(), done);
+  return absl::OkStatus();
+}
+
+void MountFs::Finish(Handle& h, uint64_t offset, absl::StatusOr<size_t> n,
+                     const char* data, const ReadDone& done) {
+  absl::Status s = n.ok() ? CheckCurrent(h) : n.status();
+  if (s.ok()) {
+    h.last_end.store(offset + *n, std::memory_order_relaxed);
+    counters_->read_bytes.fetch_add(*n, std::memory_order_relaxed);
+    done(s, absl::Span<const char>(data, *n));
+    return;
+  }
+  if (absl::IsAborted(s)) {
+    counters_->estale.fetch_add(1, std::memory_order_relaxed);
+  }
+  done(s, absl::Span<const char>());
+}
+
+void MountFs::Read(uint64_t handle, uint64_t offset, size_t size,
+                   ReadDone done) {
+  counters_->reads.fetch_add(1, std::memory_order_relaxed);
+  Handle& h = *reinterpret_cast<Handle*>(handle);
+  const uint64_t fsize = h.file->size();
+  if (offset >= fsize || size == 0) {
+    Finish(h, offset, size_t{0}, nullptr, done);
+    return;
+  }
+  size = static_cast<size_t>(std::min<uint64_t>(size, fsize - offset));
+  // One request at a time continuing the last one: a sequential stream the
+  // kernel does not read ahead for us (O_DIRECT, small readahead).
+  const int now = h.inflight.fetch_add(1, std::memory_order_relaxed) + 1;
+  const bool sequential = now == 1 && offset > 0 &&
+                          offset == h.last_end.load(std::memory_order_relaxed);
+  if (batcher_ != nullptr && size <= options_.batch_max_bytes && !sequential) {
+    batcher_->Submit({h.file.get(), offset, size,
+                      [this, &h, offset, done = std::move(done)](
+                          absl::StatusOr<size_t> n, const char* data) {
+                        h.inflight.fetch_sub(1, std::memory_order_relaxed);
+                        Finish(h, offset, std::move(n), data, done);
+                      }});
+    return;
+  }
+  ReadNow(h, offset, size, sequential, done);
+}
+
+void MountFs::ReadNow(Handle& h, uint64_t offset, size_t size, bool sequential,
+                      const ReadDone& done) {
+  // Called exactly once below; the count drops before `done` runs, which
+  // may release the handle.
+  const ReadDone finish = [&h, &done](const absl::Status& s,
+                                      absl::Span<const char> b) {
+    h.inflight.fetch_sub(1, std::memory_order_relaxed);
+    done(s, b);
+  };
+  if (options_.prefetch && sequential && h.reader_mu.TryLock()) {
+    absl::Status s = ReadSequential(h, offset, size, finish);
+    h.reader_mu.Unlock();
+    if (!s.ok()) Finish(h, offset, s, nullptr, finish);
+    return;
+  }
+  std::string& buf = Scratch(size);
+  absl::StatusOr<size_t> n =
+      h.file->Read(offset, absl::MakeSpan(&buf[0], size), options_.read);
+  Finish(h, offset, std::move(n), buf.data(), finish);
+}
+
+void MountFs::Release(uint64_t handle) {
+  std::unique_ptr<Handle> h;
+  {
+    absl::MutexLock l(&mu_);
+    auto it = handles_.find(handle);
+    if (it == handles_.end()) return;
+    h = std::move(it->second);
+    handles_.erase(it);
+  }
+  counters_->open_files.fetch_sub(1, std::memory_order_relaxed);
+  // A sequential read answers the kernel while it holds reader_mu and
+  // unlocks right after: wait for that unlock before the mutex goes away.
+  { absl::MutexLock l(&h->reader_mu); }
+  h.reset();  // outside mu_: joins an in-flight prefetch
+}
+
+size_t MountFs::open_handles() {
+  absl::MutexLock l(&mu_);
+  return handles_.size();
+}
+
+}  // namespace mount
+}  // namespace rangefs

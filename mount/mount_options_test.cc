@@ -1,0 +1,116 @@
+#include "mount/mount_options.h"
+
+#include <stdio.h>
+#include <unistd.h>
+
+#include <string>
+#include <vector>
+
+#include "base/testing/status_matchers.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+
+namespace rangefs {
+namespace mount {
+namespace {
+
+using ::testing::ElementsAre;
+using ::testing::HasSubstr;
+
+absl::StatusOr<MountOptions> Parse(std::vector<std::string> args) {
+  args.insert(args.begin(), "rangefs-mount");
+  return ParseMountOptions(args);
+}
+
+TEST(MountOptionsTest, Flags) {
+  auto o = Parse({"--etcd=h:1,h:2", "--cluster=prod", "--dir=/crawl",
+                  "--revision=42", "--data_path=agent", "-f", "/mnt/x"});
+  ASSERT_THAT(o, IsOk());
+  EXPECT_EQ(o->etcd_endpoints, "h:1,h:2");
+  EXPECT_EQ(o->cluster, "prod");
+  EXPECT_EQ(o->dir, "/crawl");
+  EXPECT_EQ(o->revision, 42);
+  EXPECT_EQ(o->data_path, DataPath::kAgent);
+  EXPECT_TRUE(o->foreground);
+  EXPECT_EQ(o->mountpoint, "/mnt/x");
+  // A pinned snapshot caches metadata for long.
+  EXPECT_EQ(o->attr_timeout, 3600);
+  EXPECT_EQ(o->entry_timeout, 3600);
+}
+
+TEST(MountOptionsTest, FstabStyle) {
+  // mount.rangefs: SPEC DIR -o options, with mount(8)'s noise.
+  auto o = Parse({"-o",
+                  "rw,defaults,_netdev,nofail,x-systemd.automount,cluster=c,"
+                  "dir=/d,allow_other,attr_timeout=2.5,readahead_kb=4096,"
+                  "threads=8,nosuid,comment=x,o_direct,io_uring=false",
+                  "10.0.0.1:2379", "/mnt/y"});
+  ASSERT_THAT(o, IsOk());
+  EXPECT_EQ(o->etcd_endpoints, "10.0.0.1:2379");
+  EXPECT_EQ(o->cluster, "c");
+  EXPECT_EQ(o->dir, "/d");
+  EXPECT_EQ(o->attr_timeout, 2.5);
+  EXPECT_EQ(o->entry_timeout, 1.0);
+  EXPECT_EQ(o->readahead_kb, 4096);
+  EXPECT_EQ(o->max_threads, 8);
+  EXPECT_TRUE(o->o_direct);
+  EXPECT_FALSE(o->io_uring);
+  EXPECT_FALSE(o->foreground);
+  EXPECT_THAT(o->fuse_options, ElementsAre("allow_other", "nosuid"));
+  // -oLIST and the placeholder SPEC.
+  o = Parse({"-oetcd=e:1", "rangefs", "/m"});
+  ASSERT_THAT(o, IsOk());
+  EXPECT_EQ(o->etcd_endpoints, "e:1");
+}
+
+TEST(MountOptionsTest, ConfigFileSuppliesSharedKeysFlagsWin) {
+  char path[] = "/tmp/mount_options_testXXXXXX";
+  const int fd = mkstemp(path);
+  ASSERT_GE(fd, 0);
+  const std::string text =
+      "etcd_endpoints = c:1\ncluster = fromfile\nmount_root = /mr\n"
+      "etcd_timeout = 3s\nagent_ca = /ca.pem\nnode_id = ignored\n";
+  ASSERT_EQ(write(fd, text.data(), text.size()),
+            static_cast<ssize_t>(text.size()));
+  close(fd);
+  auto o = Parse({std::string("--config=") + path, "--cluster=flag", "/m"});
+  unlink(path);
+  ASSERT_THAT(o, IsOk());
+  EXPECT_EQ(o->etcd_endpoints, "c:1");
+  EXPECT_EQ(o->cluster, "flag");
+  EXPECT_EQ(o->mount_root, "/mr");
+  EXPECT_EQ(o->etcd_timeout, absl::Seconds(3));
+  EXPECT_EQ(o->agent_ca, "/ca.pem");
+  EXPECT_THAT(Parse({"--config=/nonexistent/rangefs.conf", "/m"}),
+              StatusIs(absl::StatusCode::kNotFound));
+}
+
+TEST(MountOptionsTest, Errors) {
+  EXPECT_THAT(
+      Parse({"--etcd=e:1"}),
+      StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("MOUNTPOINT")));
+  EXPECT_THAT(Parse({"/m"}),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("etcd")));
+  EXPECT_THAT(Parse({"--etcd=e:1", "--bogus=1", "/m"}),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("bogus")));
+  EXPECT_THAT(Parse({"--etcd=e:1", "--dir=rel", "/m"}),
+              StatusIs(absl::StatusCode::kInvalidArgument));
+  EXPECT_THAT(Parse({"--etcd=e:1", "--revision=-3", "/m"}),
+              StatusIs(absl::StatusCode::kInvalidArgument));
+  EXPECT_THAT(Parse({"--etcd=e:1", "--data_path=nfs", "/m"}),
+              StatusIs(absl::StatusCode::kInvalidArgument));
+  EXPECT_THAT(Parse({"--etcd=e:1", "--threads=0", "/m"}),
+              StatusIs(absl::StatusCode::kInvalidArgument));
+  EXPECT_THAT(Parse({"--etcd=e:1", "--etcd_timeout=soon", "/m"}),
+              StatusIs(absl::StatusCode::kInvalidArgument));
+  EXPECT_THAT(Parse({"--etcd=e:1", "-x", "/m"}),
+              StatusIs(absl::StatusCode::kInvalidArgument));
+  EXPECT_THAT(Parse({"--etcd=e:1", "a", "b", "/m"}),
+              StatusIs(absl::StatusCode::kInvalidArgument));
+  EXPECT_THAT(Parse({"--help"}), StatusIs(absl::StatusCode::kFailedPrecondition,
+                                          HasSubstr("usage")));
+}
+
+}  // namespace
+}  // namespace mount
+}  // namespace rangefs
