@@ -94,9 +94,9 @@
 #include "namespace/layout.h"
 #include "namespace/layout_cache.h"
 #include "namespace/store.h"
-#include "storage_node/export_root.h"
 #include "storage_node/node_client.h"
 #include "storage_node/sidecar.h"
+#include "storage_node/sidecar_format.h"
 
 namespace rangefs {
 namespace client_internal {

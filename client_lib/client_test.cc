@@ -22,8 +22,8 @@
 #include "gtest/gtest.h"
 #include "namespace/memory_kv.h"
 #include "namespace/store.h"
-#include "storage_node/export_root.h"
 #include "storage_node/sidecar.h"
+#include "storage_node/sidecar_format.h"
 
 namespace rangefs {
 namespace {

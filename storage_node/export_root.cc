@@ -60,15 +60,6 @@ std::string RandomName() {
 
 }  // namespace
 
-std::string SidecarPathFor(absl::string_view object_path) {
-  size_t slash = object_path.rfind('/');
-  if (slash == absl::string_view::npos) {
-    return absl::StrCat(".", object_path, kSidecarSuffix);
-  }
-  return absl::StrCat(object_path.substr(0, slash + 1), ".",
-                      object_path.substr(slash + 1), kSidecarSuffix);
-}
-
 absl::StatusOr<std::unique_ptr<ExportRoot>> ExportRoot::Open(
     const std::string& root_dir, const ExportRootOptions& options) {
   if (root_dir.empty()) {

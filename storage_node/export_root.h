@@ -37,18 +37,14 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "storage_node/scoped_fd.h"
+#include "storage_node/sidecar_format.h"  // SidecarPathFor, kSidecarSuffix
 
 namespace rangefs {
 namespace node {
 
 inline constexpr char kTempDirName[] = ".rangefs-tmp";
-inline constexpr char kSidecarSuffix[] = ".rangefs-crc";
 inline constexpr size_t kMaxPathBytes = 4096;
 inline constexpr size_t kMaxComponentBytes = 255;
-
-// The one place that spells sidecar names: "a/b/c" -> "a/b/.c.rangefs-crc".
-// `object_path` must be valid (ValidateObjectPath).
-std::string SidecarPathFor(absl::string_view object_path);
 
 // Reads exactly `n` bytes of the object `path` (for messages) open as `fd`
 // at `off` into `p`; DATA_LOSS if the file ends first, errno errors as

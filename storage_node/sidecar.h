@@ -3,7 +3,7 @@
 // Per-object checksums and their on-disk sidecar file.
 //
 // An object "<dir>/<name>" has its checksums in "<dir>/.<name>.rangefs-crc"
-// (SidecarPathFor in export_root.h). The sidecar is binary, little-endian:
+// (SidecarPathFor in sidecar_format.h). The sidecar is binary, little-endian:
 //
 //   offset  size  field
 //   0       8     magic "RFSCRC01"
