@@ -77,11 +77,14 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/synchronization/mutex.h"
+#include "base/clock.h"
 #include "base/crc32c.h"
 #include "base/errno_status.h"
 #include "base/logging.h"
 #include "base/status_macros.h"
 #include "client_lib/client.h"
+#include "client_lib/fs.h"
+#include "client_lib/internal/client_hooks.h"
 #include "client_lib/io_threads.h"
 #include "client_lib/mountd/mount_status.h"
 #include "loadbalancer/hedge.h"
@@ -107,6 +110,24 @@ namespace {
 constexpr absl::Duration kHealthRecheck = absl::Milliseconds(20);
 
 namespace v1 = ::rangefs::v1;
+
+node::NodeClientTlsOptions ToNodeTls(const ClientTlsOptions& t) {
+  return {.ca_file = t.ca_file,
+          .cert_file = t.cert_file,
+          .key_file = t.key_file,
+          .server_name_override = t.server_name_override};
+}
+
+LatencyHistogram ToLatencyHistogram(const lb::HistogramSnapshot& h) {
+  LatencyHistogram out;
+  out.upper_bounds_seconds = h.upper_bounds_seconds;
+  out.counts = h.counts;
+  out.sum_seconds = h.sum_seconds;
+  out.count = h.count;
+  out.min_seconds = h.min_seconds;
+  out.max_seconds = h.max_seconds;
+  return out;
+}
 
 // A buffer owned by one worker thread, aligned for O_DIRECT; grows only.
 class WorkerBuffer {
@@ -335,11 +356,11 @@ struct NodeCounters {
 // pread on a hung mount returns into the file system object). Thread-safe.
 class ClientCore {
  public:
-  explicit ClientCore(const ClientOptions& o)
+  ClientCore(const ClientOptions& o, const ClientHooks& hooks)
       : options_(o),
-        clock_(o.clock ? o.clock : Clock::Real()),
-        own_fs_(o.fs == nullptr ? NewPosixFs() : nullptr),
-        fs_(o.fs != nullptr ? o.fs : own_fs_.get()),
+        clock_(hooks.clock ? hooks.clock : Clock::Real()),
+        own_fs_(hooks.fs == nullptr ? NewPosixFs() : nullptr),
+        fs_(hooks.fs != nullptr ? hooks.fs : own_fs_.get()),
         health_(clock_),
         latency_(clock_) {}
 
@@ -355,7 +376,7 @@ class ClientCore {
   uint64_t hedge_wins() const { return hedge_wins_.load(); }
   // Whether nodes' mount reads go through io_uring (see options.h).
   bool RingWanted() const {
-    return options_.io_uring && options_.fs == nullptr &&
+    return options_.io_uring && own_fs_ != nullptr &&
            options_.data_path != DataPath::kAgent;
   }
 
@@ -549,11 +570,12 @@ struct Request {
 
 class ClientImpl : public Client {
  public:
-  explicit ClientImpl(const ClientOptions& o)
-      : core_(std::make_shared<ClientCore>(o)),
+  ClientImpl(const ClientOptions& o, const ClientHooks& hooks)
+      : core_(std::make_shared<ClientCore>(o, hooks)),
+        hooks_(hooks),
         options_(core_->options()),
         clock_(core_->clock()),
-        real_clock_(o.clock == nullptr || o.clock == Clock::Real()),
+        real_clock_(hooks.clock == nullptr || hooks.clock == Clock::Real()),
         keys_(o.cluster),
         health_(core_->health()),
         latency_(core_->latency()),
@@ -630,6 +652,7 @@ class ClientImpl : public Client {
   // What the nodes' threads use; the members below up to global_inflight_
   // refer into it.
   const std::shared_ptr<ClientCore> core_;
+  const ClientHooks hooks_;
   const ClientOptions& options_;
   Clock* const clock_;
   const bool real_clock_;
@@ -882,7 +905,8 @@ std::shared_ptr<node::NodeClient> NodeRuntime::Agent(absl::Status* error) {
       return nullptr;
     }
     absl::StatusOr<std::unique_ptr<node::NodeClient>> c =
-        node::NodeClient::Connect(address_, client_->options().agent_tls);
+        node::NodeClient::Connect(address_,
+                                  ToNodeTls(client_->options().agent_tls));
     if (!c.ok()) {
       *error = c.status();
       return nullptr;
@@ -1608,11 +1632,11 @@ absl::Status ClientImpl::Init() {
                        ? absl::StrCat(o.mount_root, "/.rangefs-mounts")
                        : o.mount_status_file;
   }
-  kv_ = o.kv;
+  kv_ = hooks_.kv;
   if (kv_ == nullptr) {
     if (o.etcd_endpoints.empty()) {
       return absl::InvalidArgumentError(
-          "ClientOptions: etcd_endpoints (or kv) is required");
+          "ClientOptions: etcd_endpoints is required");
     }
     etcd::EtcdClientOptions eo;
     eo.endpoints = o.etcd_endpoints;
@@ -1625,16 +1649,16 @@ absl::Status ClientImpl::Init() {
     own_kv_ = ns::NewEtcdKv(etcd_.get());
     kv_ = own_kv_.get();
   }
-  cache_ = o.layout_cache;
+  cache_ = hooks_.layout_cache;
   if (cache_ == nullptr) {
     ns::LayoutCacheOptions co;
     co.cluster = o.cluster;
     co.max_staleness = o.max_layout_staleness;
-    co.clock = o.clock;
+    co.clock = hooks_.clock;
     RANGEFS_ASSIGN_OR_RETURN(own_cache_, ns::LayoutCache::Open(kv_, co));
     cache_ = own_cache_.get();
   }
-  store_ = ns::NewKvStore(kv_, {.cluster = o.cluster, .clock = o.clock});
+  store_ = ns::NewKvStore(kv_, {.cluster = o.cluster, .clock = hooks_.clock});
 
   // Node records and live records: load, then watch from that revision.
   const std::string np = keys_.NodePrefix();
@@ -2343,7 +2367,7 @@ ClientStats ClientImpl::Stats() {
   s.layout_aborts = layout_aborts_.load();
   s.layout_refreshes = layout_refreshes_.load();
   s.stale_layout_serves = cache_->stats().stale_serves;
-  s.latency = latency_.GlobalCumulativeSnapshot();
+  s.latency = ToLatencyHistogram(latency_.GlobalCumulativeSnapshot());
   absl::ReaderMutexLock l(&nodes_mu_);
   for (auto& [id, n] : nodes_) {
     NodeCounters& c = n->counters();
@@ -2364,7 +2388,7 @@ ClientStats ClientImpl::Stats() {
     ns.inflight = c.inflight.load();
     ns.outstanding_bytes = c.outstanding_bytes.load();
     ns.admissible = Admissible(n.get());
-    ns.latency = latency_.NodeSnapshot(id);
+    ns.latency = ToLatencyHistogram(latency_.NodeSnapshot(id));
     s.nodes.push_back(std::move(ns));
   }
   std::sort(
@@ -2376,14 +2400,20 @@ ClientStats ClientImpl::Stats() {
 }  // namespace
 }  // namespace client_internal
 
-absl::StatusOr<std::unique_ptr<Client>> Client::Open(
-    const ClientOptions& options) {
-  if (!options.abseil_deadlock_detection) {
-    absl::SetMutexDeadlockDetectionMode(absl::OnDeadlockCycle::kIgnore);
-  }
-  auto c = std::make_unique<client_internal::ClientImpl>(options);
+namespace client_internal {
+
+absl::StatusOr<std::unique_ptr<Client>> OpenClient(const ClientOptions& options,
+                                                   const ClientHooks& hooks) {
+  auto c = std::make_unique<ClientImpl>(options, hooks);
   RANGEFS_RETURN_IF_ERROR(c->Init());
   return std::unique_ptr<Client>(std::move(c));
+}
+
+}  // namespace client_internal
+
+absl::StatusOr<std::unique_ptr<Client>> Client::Open(
+    const ClientOptions& options) {
+  return client_internal::OpenClient(options, {});
 }
 
 }  // namespace rangefs
