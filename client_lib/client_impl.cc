@@ -54,8 +54,6 @@
 // (StallDelay, lb::HedgeDelay). Attempts still queued are judged from
 // their dispatch (a node whose threads are all stuck never starts them).
 #include <fcntl.h>
-#include <liburing.h>
-#include <sys/eventfd.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -85,6 +83,7 @@
 #include "client_lib/client.h"
 #include "client_lib/fs.h"
 #include "client_lib/internal/client_hooks.h"
+#include "client_lib/internal/read_ring.h"
 #include "client_lib/io_threads.h"
 #include "client_lib/mountd/mount_status.h"
 #include "loadbalancer/hedge.h"
@@ -147,20 +146,6 @@ class WorkerBuffer {
  private:
   char* data_ = nullptr;
   size_t size_ = 0;
-};
-
-// A file descriptor of the ring thread, closed by its last holder (the fd
-// cache or a read in flight that may still have to read the rest).
-class RingFile {
- public:
-  explicit RingFile(int fd) : fd_(fd) {}
-  ~RingFile() { close(fd_); }
-  RingFile(const RingFile&) = delete;
-  RingFile& operator=(const RingFile&) = delete;
-  int fd() const { return fd_; }
-
- private:
-  const int fd_;
 };
 
 struct Batch;
@@ -228,69 +213,30 @@ struct MountPlan {
   std::shared_ptr<const node::Checksums> sums;  // set when verifying
 };
 
-// Up to `depth` mount reads in flight (IORING_OP_READ into buffers the ring
-// owns), plus an eventfd read kept armed so that another thread can end a
-// wait (Wake). Used by one thread at a time: a node's ring thread, or a
-// calling thread that borrowed it for one call (ClientImpl::BorrowRing).
-class ReadRing {
- public:
-  struct Slot {
-    Task task;
-    MountPlan plan;
-    std::shared_ptr<RingFile> file;
-    char* buf = nullptr;  // aligned, owned; grows only
-    size_t cap = 0;
-    size_t want = 0;  // bytes to read from plan.start
-    size_t done = 0;
-    absl::Time t0;
-  };
-
-  // Null, with the reason in `*error`, when the kernel refuses a ring.
-  // `nowait`: every read is RWF_NOWAIT, and one that would block ends with
-  // -EAGAIN (or -EOPNOTSUPP where the file system cannot say) instead of
-  // waiting in an io-wq worker of the submitting thread: a calling thread
-  // must never own a read that a hung mount holds (its exit would wait).
-  static std::unique_ptr<ReadRing> Create(int depth, bool nowait,
-                                          std::string* error);
-  ~ReadRing();
-  ReadRing(const ReadRing&) = delete;
-  ReadRing& operator=(const ReadRing&) = delete;
-
-  size_t free_slots() const { return free_.size(); }
-  bool wake_armed() const { return wake_armed_; }
-  int inflight() const { return inflight_; }
-  // Prepares the read of `plan` into a free slot (precondition:
-  // free_slots() > 0); the kernel sees it at the next SubmitAndWait.
-  void Start(Task t, MountPlan plan, std::shared_ptr<RingFile> file,
-             absl::Time t0);
-  // Submits what was prepared, then waits up to `timeout` (zero: not at
-  // all; InfiniteDuration: without limit) for a completion or a Wake.
-  void SubmitAndWait(absl::Duration timeout);
-  // For each read that ended (every byte wanted, end of file or an error):
-  // done(slot, res) with res < 0 a -errno, then the slot is free again.
-  // Short reads are issued again for the rest.
-  template <typename F>
-  void Reap(F&& done);
-  // Ends a SubmitAndWait of the ring's user. Any thread.
-  void Wake();
-
- private:
-  ReadRing() = default;
-  // A free submission entry (the ring has one more than its slots).
-  io_uring_sqe* GetSqe();
-  void Issue(int slot);
-
-  io_uring ring_{};
-  bool nowait_ = false;
-  bool ring_ok_ = false;  // io_uring_queue_init succeeded
-  int wake_fd_ = -1;
-  uint64_t wake_buf_ = 0;
-  bool wake_armed_ = false;
-  std::vector<Slot> slots_;
-  std::vector<int> free_;
-  int inflight_ = 0;
-  std::vector<std::pair<int, int>> ended_;  // Reap's scratch
+// What the engine attaches to a read on a ReadRing (which knows nothing of
+// it): the attempt's task, how to check the bytes, when it started.
+struct MountRead : ReadRing::Context {
+  MountRead(Task t, MountPlan p, absl::Time start)
+      : task(std::move(t)), plan(std::move(p)), t0(start) {}
+  Task task;
+  MountPlan plan;
+  absl::Time t0;
 };
+
+MountRead& MountReadOf(ReadRing::Slot& s) {
+  return static_cast<MountRead&>(*s.context);
+}
+
+// Starts the read of `plan` for `t` on `ring` (precondition: a free slot).
+void StartMountRead(ReadRing& ring, Task t, MountPlan plan,
+                    std::shared_ptr<RingFile> file, absl::Time t0) {
+  const uint64_t start = plan.start;
+  const size_t want = plan.direct ? plan.alloc : plan.span;
+  const size_t alloc = plan.alloc;
+  const bool direct = plan.direct;
+  ring.Start(std::move(file), start, want, alloc, direct,
+             std::make_unique<MountRead>(std::move(t), std::move(plan), t0));
+}
 
 struct Batch {
   absl::Mutex mu;
@@ -1157,7 +1103,6 @@ void NodeRuntime::Finish(Attempt* a, Batch* b, const absl::StatusOr<size_t>& r,
 
 // ---------------------------------------------------------------- io_uring
 
-constexpr uint64_t kWakeTag = ~uint64_t{0};
 constexpr size_t kMaxRingFds = 1024;
 // The largest read a calling thread submits itself: lookups and other small
 // reads skip two thread hand-offs. Larger pieces go to their node's ring
@@ -1167,148 +1112,6 @@ constexpr size_t kCallerReadMax = size_t{64} << 10;
 // At most this many borrowed rings per client; calls beyond it use the
 // nodes' ring threads.
 constexpr size_t kMaxCallerRings = 64;
-
-std::unique_ptr<ReadRing> ReadRing::Create(int depth, bool nowait,
-                                           std::string* error) {
-  std::unique_ptr<ReadRing> r(new ReadRing());
-  r->nowait_ = nowait;
-  // One entry more than the slots: the armed eventfd read.
-  int rc = io_uring_queue_init(static_cast<unsigned>(depth) + 1, &r->ring_, 0);
-  if (rc < 0) {
-    *error = absl::StrCat("io_uring_queue_init(", depth, "): ", strerror(-rc));
-    return nullptr;
-  }
-  r->ring_ok_ = true;  // from here on the destructor tears the ring down
-  r->wake_fd_ = eventfd(0, EFD_CLOEXEC);
-  if (r->wake_fd_ < 0) {
-    *error = absl::StrCat("eventfd: ", strerror(errno));
-    return nullptr;
-  }
-  r->slots_.resize(static_cast<size_t>(depth));
-  for (int i = depth - 1; i >= 0; --i) r->free_.push_back(i);
-  return r;
-}
-
-ReadRing::~ReadRing() {
-  // Not io_uring_queue_exit on a ring that never was: it would close fd 0.
-  if (ring_ok_) io_uring_queue_exit(&ring_);  // cancels the armed read
-  if (wake_fd_ >= 0) close(wake_fd_);
-  for (Slot& s : slots_) free(s.buf);
-}
-
-void ReadRing::Start(Task t, MountPlan plan, std::shared_ptr<RingFile> file,
-                     absl::Time t0) {
-  const int i = free_.back();
-  free_.pop_back();
-  ++inflight_;
-  Slot& slot = slots_[i];
-  if (slot.cap < plan.alloc) {
-    free(slot.buf);
-    slot.cap = std::max(plan.alloc, size_t{64} << 10);
-    slot.buf = static_cast<char*>(aligned_alloc(kDirectIoAlignment, slot.cap));
-  }
-  slot.task = std::move(t);
-  slot.want = plan.direct ? plan.alloc : plan.span;
-  slot.plan = std::move(plan);
-  slot.file = std::move(file);
-  slot.done = 0;
-  slot.t0 = t0;
-  Issue(i);
-}
-
-io_uring_sqe* ReadRing::GetSqe() {
-  io_uring_sqe* sqe = io_uring_get_sqe(&ring_);
-  if (sqe == nullptr) {  // cannot happen: entries > slots; be safe anyway
-    io_uring_submit(&ring_);
-    sqe = io_uring_get_sqe(&ring_);
-  }
-  return sqe;
-}
-
-void ReadRing::Issue(int i) {
-  Slot& s = slots_[i];
-  io_uring_sqe* sqe = GetSqe();
-  io_uring_prep_read(sqe, s.file->fd(), s.buf + s.done,
-                     static_cast<unsigned>(s.want - s.done),
-                     s.plan.start + s.done);
-  if (nowait_) sqe->rw_flags = RWF_NOWAIT;
-  io_uring_sqe_set_data64(sqe, static_cast<uint64_t>(i));
-}
-
-void ReadRing::SubmitAndWait(absl::Duration timeout) {
-  int rc;
-  if (timeout <= absl::ZeroDuration()) {
-    rc = io_uring_submit(&ring_);
-  } else {
-    if (!wake_armed_) {
-      io_uring_sqe* sqe = GetSqe();
-      io_uring_prep_read(sqe, wake_fd_, &wake_buf_, sizeof(wake_buf_), 0);
-      io_uring_sqe_set_data64(sqe, kWakeTag);
-      wake_armed_ = true;
-    }
-    if (timeout == absl::InfiniteDuration()) {
-      rc = io_uring_submit_and_wait(&ring_, 1);
-    } else {
-      const int64_t ns = absl::ToInt64Nanoseconds(timeout);
-      __kernel_timespec ts{.tv_sec = ns / 1000000000,
-                           .tv_nsec = ns % 1000000000};
-      io_uring_cqe* cqe = nullptr;
-      rc = io_uring_submit_and_wait_timeout(&ring_, &cqe, 1, &ts, nullptr);
-      if (rc == -ETIME) rc = 0;
-    }
-  }
-  if (rc < 0 && rc != -EINTR && rc != -EAGAIN && rc != -EBUSY) {
-    RANGEFS_LOG(ERROR) << "io_uring_submit: " << strerror(-rc);
-  }
-}
-
-template <typename F>
-void ReadRing::Reap(F&& done) {
-  unsigned head;
-  unsigned n = 0;
-  io_uring_cqe* cqe;
-  io_uring_for_each_cqe(&ring_, head, cqe) {
-    ++n;
-    const uint64_t tag = io_uring_cqe_get_data64(cqe);
-    if (tag == kWakeTag) {
-      wake_armed_ = false;
-    } else {
-      ended_.emplace_back(static_cast<int>(tag), cqe->res);
-    }
-  }
-  io_uring_cq_advance(&ring_, n);
-  for (const auto& [i, res] : ended_) {
-    Slot& s = slots_[i];
-    if (res == -EINTR || (res == -EAGAIN && !nowait_)) {
-      Issue(i);
-      continue;
-    }
-    if (res > 0) {
-      s.done += static_cast<size_t>(res);
-      // Short reads are retried for the rest; O_DIRECT: a short read that
-      // is not a multiple of the alignment can only be EOF.
-      const bool eof = s.plan.direct && res % kDirectIoAlignment != 0;
-      if (s.done < s.want && !eof) {
-        Issue(i);
-        continue;
-      }
-    }
-    done(s, res);
-    // Released only now: `done` copied out of s.buf.
-    s.task = Task{};
-    s.file.reset();
-    --inflight_;
-    free_.push_back(i);
-  }
-  ended_.clear();
-}
-
-void ReadRing::Wake() {
-  const uint64_t one = 1;
-  if (write(wake_fd_, &one, sizeof(one)) < 0) {
-    RANGEFS_LOG(ERROR) << "io_uring wake: eventfd write: " << strerror(errno);
-  }
-}
 
 bool NodeRuntime::StartRingLocked() {
   std::string error;
@@ -1417,28 +1220,29 @@ bool NodeRuntime::RingStart(Task t) {
     }
   }
   if (!file.ok()) return RingFailed(std::move(t), file.status(), t0, false);
-  ring_->Start(std::move(t), std::move(plan), std::move(*file), t0);
+  StartMountRead(*ring_, std::move(t), std::move(plan), std::move(*file), t0);
   return true;
 }
 
 bool NodeRuntime::RingDone(ReadRing::Slot& s, int res) {
+  MountRead& m = MountReadOf(s);
   if (res < 0) {
-    RingDropFd(s.plan.path, s.plan.direct);  // a stale handle must not stay
+    RingDropFd(m.plan.path, m.plan.direct);  // a stale handle must not stay
     return RingFailed(
-        std::move(s.task),
-        ErrnoStatus(-res, absl::StrCat("io_uring read ", s.plan.path, " at ",
-                                       s.plan.start + s.done)),
-        s.t0, false);
+        std::move(m.task),
+        ErrnoStatus(-res, absl::StrCat("io_uring read ", m.plan.path, " at ",
+                                       m.plan.start + s.done)),
+        m.t0, false);
   }
-  Attempt* a = s.task.attempt;
+  Attempt* a = m.task.attempt;
   bool checksum_failure = false;
   absl::StatusOr<size_t> r =
-      CheckMount(a, s.plan, s.buf, s.done, &checksum_failure);
+      CheckMount(a, m.plan, s.buf, s.done, &checksum_failure);
   if (r.ok()) {
-    Finish(a, s.task.batch.get(), r, s.buf + s.plan.lead, false, s.t0);
+    Finish(a, m.task.batch.get(), r, s.buf + m.plan.lead, false, m.t0);
     return true;
   }
-  return RingFailed(std::move(s.task), r.status(), s.t0, checksum_failure);
+  return RingFailed(std::move(m.task), r.status(), m.t0, checksum_failure);
 }
 
 bool NodeRuntime::StartOnCaller(Task& t, ReadRing& ring) {
@@ -1468,19 +1272,20 @@ bool NodeRuntime::StartOnCaller(Task& t, ReadRing& ring) {
   counters_.mount_reads.fetch_add(1);
   counters_.uring_reads.fetch_add(1);
   counters_.caller_reads.fetch_add(1);
-  ring.Start(std::move(t), std::move(plan), std::move(file), t0);
+  StartMountRead(ring, std::move(t), std::move(plan), std::move(file), t0);
   return true;
 }
 
 void NodeRuntime::CallerDone(ReadRing::Slot& s, int res) {
+  MountRead& m = MountReadOf(s);
   if (res >= 0) {
-    Attempt* a = s.task.attempt;
+    Attempt* a = m.task.attempt;
     bool checksum_failure = false;
     absl::StatusOr<size_t> r =
-        CheckMount(a, s.plan, s.buf, s.done, &checksum_failure);
+        CheckMount(a, m.plan, s.buf, s.done, &checksum_failure);
     if (r.ok() || absl::IsDataLoss(r.status())) {
-      Finish(a, s.task.batch.get(), r, s.buf + s.plan.lead, checksum_failure,
-             s.t0);
+      Finish(a, m.task.batch.get(), r, s.buf + m.plan.lead, checksum_failure,
+             m.t0);
       return;
     }
   }
@@ -1492,11 +1297,11 @@ void NodeRuntime::CallerDone(ReadRing::Slot& s, int res) {
   if (res == -EOPNOTSUPP) {
     caller_ok_.store(false, std::memory_order_relaxed);
   } else if (res != -EAGAIN) {
-    RingDropFd(s.plan.path, s.plan.direct);
+    RingDropFd(m.plan.path, m.plan.direct);
   }
-  s.task.attempt->started_ns.store(0, std::memory_order_release);
-  s.task.urgent = true;
-  Submit(absl::MakeSpan(&s.task, 1));
+  m.task.attempt->started_ns.store(0, std::memory_order_release);
+  m.task.urgent = true;
+  Submit(absl::MakeSpan(&m.task, 1));
 }
 
 bool NodeRuntime::RingFailed(Task t, const absl::Status& error, absl::Time t0,
@@ -1902,7 +1707,7 @@ void ClientImpl::ReturnRing(ReadRing* ring) {
 
 void ClientImpl::ReapCallerRing(ReadRing& ring) {
   ring.Reap([](ReadRing::Slot& s, int res) {
-    s.task.attempt->node->CallerDone(s, res);
+    MountReadOf(s).task.attempt->node->CallerDone(s, res);
   });
 }
 
