@@ -1,0 +1,552 @@
+// ClientImpl's read call: plan the pieces, dispatch each to a replica,
+// retry, hedge, judge stalls and deadlines, borrow a ring for small reads.
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cstdlib>
+#include <cstring>
+#include <deque>
+#include <memory>
+#include <optional>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/cleanup/cleanup.h"
+#include "absl/container/flat_hash_map.h"
+#include "absl/hash/hash.h"
+#include "absl/random/random.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "absl/synchronization/mutex.h"
+#include "base/clock.h"
+#include "base/crc32c.h"
+#include "base/errno_status.h"
+#include "base/logging.h"
+#include "base/status_macros.h"
+#include "client_lib/client.h"
+#include "client_lib/fs.h"
+#include "client_lib/internal/client_hooks.h"
+#include "client_lib/internal/client_impl.h"
+#include "client_lib/internal/file_impl.h"
+#include "client_lib/internal/read_ring.h"
+#include "client_lib/io_threads.h"
+#include "client_lib/mountd/mount_status.h"
+#include "loadbalancer/hedge.h"
+#include "loadbalancer/latency_tracker.h"
+#include "loadbalancer/node_health.h"
+#include "loadbalancer/registry.h"
+#include "namespace/etcd/etcd_client.h"
+#include "namespace/etcd_kv.h"
+#include "namespace/keys.h"
+#include "namespace/layout.h"
+#include "namespace/layout_cache.h"
+#include "namespace/store.h"
+#include "storage_node/node_client.h"
+#include "storage_node/sidecar.h"
+#include "storage_node/sidecar_format.h"
+
+namespace rangefs {
+namespace client_internal {
+namespace {
+
+// How often a call with attempts running re-reads its nodes' health (a
+// node another call marked dead).
+constexpr absl::Duration kHealthRecheck = absl::Milliseconds(20);
+
+// At most this many borrowed rings per client; calls beyond it use the
+// nodes' ring threads.
+constexpr size_t kMaxCallerRings = 64;
+
+}  // namespace
+
+ReadRing* ClientImpl::BorrowRing() {
+  if (!core_->RingWanted() || !real_clock_) return nullptr;
+  absl::MutexLock l(&rings_mu_);
+  if (!idle_rings_.empty()) {
+    // A ring with reads still in flight (abandoned by an earlier call)
+    // first: this call reaps them.
+    auto it = std::find_if(idle_rings_.begin(), idle_rings_.end(),
+                           [](ReadRing* r) { return r->inflight() > 0; });
+    if (it == idle_rings_.end()) it = idle_rings_.end() - 1;
+    ReadRing* r = *it;
+    idle_rings_.erase(it);
+    return r;
+  }
+  if (rings_refused_ || rings_.size() >= kMaxCallerRings) return nullptr;
+  std::string error;
+  std::unique_ptr<ReadRing> r =
+      ReadRing::Create(options_.io_uring_depth, true, &error);
+  if (r == nullptr) {
+    RANGEFS_LOG(WARNING) << "client: " << error
+                         << "; calls hand every read to the nodes";
+    rings_refused_ = true;
+    return nullptr;
+  }
+  rings_.push_back(std::move(r));
+  return rings_.back().get();
+}
+
+void ClientImpl::ReturnRing(ReadRing* ring) {
+  if (ring == nullptr) return;
+  // The armed wake-up read belongs to this thread (its completion runs as
+  // task work here): end it, so that each borrower arms its own.
+  for (int i = 0; i < 1000 && ring->wake_armed(); ++i) {
+    if (i == 0) ring->Wake();
+    ring->SubmitAndWait(absl::Milliseconds(10));
+    ReapCallerRing(*ring);
+  }
+  ReapCallerRing(*ring);  // frees the slots of reads that already ended
+  ring->SubmitAndWait(absl::ZeroDuration());  // reads Reap issued again
+  absl::MutexLock l(&rings_mu_);
+  idle_rings_.push_back(ring);
+}
+
+void ClientImpl::ReapCallerRing(ReadRing& ring) {
+  ring.Reap([](ReadRing::Slot& s, int res) {
+    MountReadOf(s).task.attempt->node->CallerDone(s, res);
+  });
+}
+
+void ClientImpl::Flush(Batch& b) {
+  std::vector<Task>& out = b.outbox;
+  if (out.empty()) return;
+  // Small mount reads: started here, on the caller's ring.
+  if (b.ring != nullptr && !b.closed) {
+    size_t kept = 0;
+    for (size_t i = 0; i < out.size(); ++i) {
+      if (out[i].attempt->node->StartOnCaller(out[i], *b.ring)) continue;
+      if (kept != i) out[kept] = std::move(out[i]);
+      ++kept;
+    }
+    const bool started = kept < out.size();
+    out.resize(kept);
+    if (started) b.ring->SubmitAndWait(absl::ZeroDuration());
+    if (out.empty()) return;
+  }
+  // The rest: one Submit per node, nodes in order of first appearance, each
+  // node's tasks in dispatch order.
+  absl::InlinedVector<NodeRuntime*, 8> nodes;
+  for (const Task& t : out) {
+    if (std::find(nodes.begin(), nodes.end(), t.attempt->node) == nodes.end()) {
+      nodes.push_back(t.attempt->node);
+    }
+  }
+  std::vector<Task> mine;
+  for (NodeRuntime* n : nodes) {
+    mine.clear();
+    for (Task& t : out) {
+      if (t.attempt->node == n) mine.push_back(std::move(t));
+    }
+    n->Submit(absl::MakeSpan(mine));
+  }
+  out.clear();
+}
+
+bool ClientImpl::Dispatch(const std::shared_ptr<Batch>& b, int i, bool hedge,
+                          lb::Picker& picker) {
+  PieceState& p = b->pieces[i];
+  const auto& replicas = *p.piece.replicas;
+  // Candidates: admissible, not excluded. Probes and last resorts aside.
+  absl::InlinedVector<lb::Candidate, 4> cands;
+  absl::InlinedVector<int, 4> index;
+  int probe = -1, last_resort = -1;
+  for (int r = 0; r < replicas.size(); ++r) {
+    NodeRuntime* n = Node(replicas[r].node_id());
+    if (std::find(p.excluded.begin(), p.excluded.end(), n) !=
+        p.excluded.end()) {
+      continue;
+    }
+    if (Admissible(n)) {
+      NodeCounters& c = n->counters();
+      cands.push_back({.node = n->id(),
+                       .inflight = static_cast<int>(c.inflight.load()),
+                       .outstanding_bytes = c.outstanding_bytes.load(),
+                       .ewma_latency = latency_.Ewma(n->id())});
+      index.push_back(r);
+    } else if (probe < 0 &&
+               !(options_.data_path == DataPath::kMount && n->mount_down()) &&
+               health_.ShouldProbe(n->id())) {
+      probe = r;
+    } else if (last_resort < 0 && !hedge) {
+      last_resort = r;
+    }
+  }
+  int chosen;
+  bool forced = true;
+  if (probe >= 0) {
+    chosen = probe;
+  } else if (!cands.empty()) {
+    chosen = index[picker.Pick(cands, p.stream_key)];
+    forced = false;
+  } else if (last_resort >= 0) {
+    chosen = last_resort;  // every healthy replica failed: try a sick one
+  } else {
+    return false;
+  }
+  NodeRuntime* n = Node(replicas[chosen].node_id());
+  const bool urgent = !p.excluded.empty();  // not the piece's first attempt
+  b->attempts.push_back(std::make_unique<Attempt>());
+  Attempt* a = b->attempts.back().get();
+  a->piece = i;
+  a->node = n;
+  a->object = &replicas[chosen].object();
+  a->object_offset = p.piece.ObjectOffset(replicas[chosen]);
+  a->length = p.piece.length;
+  a->hedge = hedge;
+  a->forced = forced;
+  a->verify = options_.verify == VerifyMode::kFull ||
+              (options_.verify == VerifyMode::kSampled &&
+               verify_counter_.fetch_add(1) %
+                       static_cast<uint64_t>(options_.verify_sample_every) ==
+                   0);
+  a->dispatched = clock_->MonotonicNow();
+  p.excluded.push_back(n);
+  p.active++;
+  if (!hedge) p.last = a;
+  NodeCounters& c = n->counters();
+  c.requests.fetch_add(1);
+  n->Dispatched(absl::ToUnixNanos(a->dispatched), c.inflight.fetch_add(1));
+  c.outstanding_bytes.fetch_add(static_cast<int64_t>(a->length));
+  global_inflight_.fetch_add(1);
+  b->outbox.push_back(Task{b, a, urgent});
+  return true;
+}
+
+absl::Duration ClientImpl::StallDelay(
+    NodeRuntime* n,
+    std::vector<std::pair<NodeRuntime*, absl::Duration>>& cache) {
+  for (const auto& [node, d] : cache) {
+    if (node == n) return d;
+  }
+  constexpr uint64_t kMinSamples = 10;
+  lb::HistogramSnapshot s = latency_.NodeSnapshot(n->id());
+  if (s.count < kMinSamples) s = latency_.GlobalWindowSnapshot();
+  // The node's p99, else the process's (the other nodes'), else (a new
+  // process) the cold prior, or the slowest answer seen if larger.
+  const absl::Duration p99 =
+      s.count >= kMinSamples
+          ? s.Quantile(0.99)
+          : std::max(options_.cold_latency, absl::Seconds(s.max_seconds));
+  const absl::Duration d =
+      std::clamp(options_.stall_factor * p99, options_.stall_min_delay,
+                 options_.attempt_timeout);
+  cache.emplace_back(n, d);
+  return d;
+}
+
+bool ClientImpl::HasUntriedReplica(const PieceState& p) {
+  for (const v1::Replica& r : *p.piece.replicas) {
+    NodeRuntime* n = Node(r.node_id());
+    if (std::find(p.excluded.begin(), p.excluded.end(), n) ==
+        p.excluded.end()) {
+      return true;
+    }
+  }
+  return false;
+}
+
+void ClientImpl::FailPiece(Batch& b, PieceState& p) {
+  p.done = true;
+  b.remaining--;
+  const int tried = static_cast<int>(p.reasons.size());
+  std::string msg = absl::StrCat("all ", tried, " replica attempts failed for ",
+                                 *p.path, " bytes [", p.piece.offset, ", ",
+                                 p.piece.offset + p.piece.length,
+                                 "): ", absl::StrJoin(p.reasons, "; "));
+  if (p.data_loss == tried && tried > 0) {
+    p.status = absl::DataLossError(msg);
+  } else {
+    unavailable_.fetch_add(1);
+    p.status = absl::UnavailableError(msg);
+  }
+}
+
+std::vector<absl::StatusOr<size_t>> ClientImpl::Execute(
+    absl::Span<const Request> reqs, const ReadOptions& options) {
+  std::vector<absl::StatusOr<size_t>> results(reqs.size(), size_t{0});
+  const absl::Time start = clock_->MonotonicNow();
+  auto b = std::make_shared<Batch>();
+  b->deadline = start + (options.deadline > absl::ZeroDuration()
+                             ? options.deadline
+                             : options_.default_deadline);
+  reads_.fetch_add(reqs.size());
+  MaybeReloadMountStatus();
+  // Plan.
+  for (size_t i = 0; i < reqs.size(); ++i) {
+    const Request& r = reqs[i];
+    if (r.file == nullptr) {
+      results[i] = absl::InvalidArgumentError(
+          "ReadV: range's File is null or from another Client");
+      continue;
+    }
+    absl::StatusOr<std::shared_ptr<const ns::CachedLayout>> l =
+        r.file->Current();
+    if (!l.ok()) {
+      results[i] = l.status();
+      continue;
+    }
+    const v1::FileLayout& layout = (*l)->layout;
+    if (r.offset > layout.size()) {
+      results[i] = absl::OutOfRangeError(
+          absl::StrCat("read at ", r.offset, " past the end of ",
+                       r.file->path(), " (size ", layout.size(), ")"));
+      continue;
+    }
+    if (b->layouts.empty() || b->layouts.back() != *l) b->layouts.push_back(*l);
+    std::vector<ns::Piece> ps =
+        ns::MapRange(layout, r.offset, r.dst.size(), options_.max_io_size);
+    size_t total = 0;
+    for (const ns::Piece& p : ps) {
+      PieceState s;
+      s.piece = p;
+      s.range = static_cast<int>(i);
+      s.dst = r.dst.data() + (p.offset - r.offset);
+      s.stream_key = absl::HashOf(layout.file_id(), p.unit) | 1;
+      s.path = &(*l)->path;
+      total += p.length;
+      b->pieces.push_back(std::move(s));
+    }
+    results[i] = total;
+  }
+  pieces_.fetch_add(b->pieces.size());
+  if (b->pieces.empty()) return results;
+  b->ring = BorrowRing();
+  // Declared before the lock below: runs after it is released, since
+  // reaping may end attempts of this very batch (Finish locks b->mu).
+  absl::Cleanup give_back = [this, &b] { ReturnRing(b->ring); };
+  // Also before the lock below: the hook locks b->mu, and its destructor
+  // (waiting for a Cancel in progress) must run without b->mu.
+  client_internal::CancelHook cancel_hook(options.canceller, [&b] {
+    absl::MutexLock l(&b->mu);
+    b->cancelled = true;
+    b->Notify();
+  });
+
+  absl::InsecureBitGen bitgen(std::seed_seq{
+      options_.seed == 0 ? absl::Uniform<uint64_t>(absl::InsecureBitGen())
+                         : options_.seed + seed_counter_.fetch_add(1)});
+  std::unique_ptr<lb::Picker> picker = policy_->NewPicker(bitgen);
+  std::vector<int> waiting;  // pieces held back by the global cap
+  const absl::Duration slice =
+      real_clock_ ? absl::InfiniteDuration() : absl::Milliseconds(2);
+  absl::MutexLock l(&b->mu);
+  b->remaining = static_cast<int>(b->pieces.size());
+  for (int i = static_cast<int>(b->pieces.size()) - 1; i >= 0; --i) {
+    waiting.push_back(i);
+  }
+  std::vector<lb::NodeId> ids;
+  std::vector<std::pair<NodeRuntime*, absl::Duration>> stall_delays;
+  // Per pass and node: HedgeDelay takes two histogram snapshots.
+  std::vector<std::pair<NodeRuntime*, absl::Duration>> hedge_delays;
+  auto hedge_delay = [&](NodeRuntime* n) {
+    for (const auto& [node, d] : hedge_delays) {
+      if (node == n) return d;
+    }
+    const absl::Duration d =
+        lb::HedgeDelay(latency_, n->id(), options_.hedge_quantile,
+                       options_.hedge_min_delay, 10, options_.cold_latency);
+    hedge_delays.emplace_back(n, d);
+    return d;
+  };
+  while (b->remaining > 0 && !b->cancelled) {
+    // Dispatch what the global cap allows.
+    while (!waiting.empty() &&
+           global_inflight_.load() < options_.max_inflight_global) {
+      int i = waiting.back();
+      waiting.pop_back();
+      PieceState& p = b->pieces[i];
+      if (p.done) continue;
+      budget_.OnRead();
+      if (!Dispatch(b, i, false, *picker)) {
+        p.reasons.push_back("no replica");
+        FailPiece(*b, p);
+      }
+    }
+    Flush(*b);
+    // Failed attempts: retry elsewhere.
+    std::vector<Attempt*> failed;
+    failed.swap(b->failed);
+    for (Attempt* a : failed) {
+      PieceState& p = b->pieces[a->piece];
+      if (p.done) continue;
+      p.reasons.push_back(
+          absl::StrCat("node ", a->node->id(), ": ", a->status.ToString()));
+      if (absl::IsDataLoss(a->status)) p.data_loss++;
+      if (p.active > 0) continue;  // a hedge is still running
+      retries_.fetch_add(1);
+      if (!Dispatch(b, a->piece, false, *picker)) FailPiece(*b, p);
+    }
+    Flush(*b);
+    if (b->remaining == 0) break;
+    // Timers: attempt timeouts, stalls, sick nodes, hedges.
+    const absl::Time now = clock_->MonotonicNow();
+    if (now >= b->deadline) break;
+    absl::Time wake = b->deadline;
+    bool unstarted = false, running = false;
+    stall_delays.clear();
+    hedge_delays.clear();
+    for (int i = 0; i < static_cast<int>(b->pieces.size()); ++i) {
+      PieceState& p = b->pieces[i];
+      if (p.done || p.last == nullptr || p.last->finished ||
+          p.last->abandoned) {
+        continue;
+      }
+      Attempt* a = p.last;
+      const absl::Time timeout_at = a->dispatched + options_.attempt_timeout;
+      const int64_t started_ns = a->started_ns.load(std::memory_order_acquire);
+      // A started attempt is judged from its start. One still queued is
+      // judged from its dispatch, one health recheck later than a started
+      // one would be (those decide first): every thread of its node may be
+      // stuck, and the attempts they hold may be out of any call's sight
+      // (their pieces done by hedges, or their calls returned).
+      const absl::Time since = started_ns != 0 ? absl::FromUnixNanos(started_ns)
+                                               : a->dispatched + kHealthRecheck;
+      absl::Time stall_at = absl::InfiniteFuture();
+      if (options_.stall_factor > 0) {
+        const absl::Duration delay = StallDelay(a->node, stall_delays);
+        stall_at = since + delay;
+        // A node that answered other attempts meanwhile is slow, not
+        // hung: this attempt is a straggler (or queued behind some), left
+        // to hedging.
+        const absl::Time answered =
+            absl::FromUnixNanos(a->node->last_answer_ns());
+        if (answered > since) stall_at = std::max(stall_at, answered + delay);
+      }
+      const bool timed_out = now >= timeout_at;
+      bool stalled = !timed_out && now >= stall_at;
+      // Its node went bad (here or in another call): move the piece now.
+      bool sick = !timed_out && !stalled && !a->forced &&
+                  (started_ns == 0 || options_.stall_factor > 0) &&
+                  !Admissible(a->node);
+      // Stalls and sickness only move a piece that has somewhere to go: an
+      // untried replica, or its hedge in flight (then the stall still
+      // marks the node, whose other attempts move). The last hope of a
+      // piece is waited for up to attempt_timeout.
+      if ((stalled || sick) && p.active <= 1 && !HasUntriedReplica(p)) {
+        stalled = sick = false;
+        stall_at = absl::InfiniteFuture();
+      }
+      if (timed_out || stalled || sick) {
+        a->abandoned = true;
+        p.active--;
+        a->canceller.Cancel();
+        NodeCounters& c = a->node->counters();
+        if (timed_out || stalled) {
+          (timed_out ? c.timeouts : c.stalls).fetch_add(1);
+          c.errors.fetch_add(1);
+          health_.RecordFailure(
+              a->node->id(),
+              absl::DeadlineExceededError(timed_out ? "attempt timeout"
+                                                    : "attempt stalled"));
+        } else {
+          c.moved.fetch_add(1);
+        }
+        p.reasons.push_back(absl::StrCat(
+            "node ", a->node->id(), ": ",
+            timed_out
+                ? absl::StrCat("attempt timed out after ",
+                               absl::FormatDuration(options_.attempt_timeout))
+            : stalled
+                ? absl::StrCat(
+                      "no answer ", absl::FormatDuration(now - since),
+                      started_ns != 0 ? " after it started" : " while queued",
+                      " (stall)")
+            : started_ns == 0 ? std::string("marked unhealthy while queued")
+                              : std::string("marked unhealthy while reading")));
+        if (p.active == 0) {
+          retries_.fetch_add(1);
+          if (!Dispatch(b, i, false, *picker)) FailPiece(*b, p);
+        }
+        continue;
+      }
+      wake = std::min({wake, timeout_at, stall_at});
+      if (started_ns == 0) unstarted = true;
+      running = true;
+      if (options_.hedging && !p.hedged && started_ns != 0) {
+        const absl::Time hedge_at =
+            absl::FromUnixNanos(started_ns) + hedge_delay(a->node);
+        if (now >= hedge_at) {
+          p.hedged = true;
+          ids.clear();
+          for (const v1::Replica& r : *p.piece.replicas) {
+            ids.push_back(r.node_id());
+          }
+          if (lb::HedgingAllowed(latency_, ids) && budget_.TryAcquire()) {
+            if (Dispatch(b, i, true, *picker)) hedges_.fetch_add(1);
+          }
+        } else {
+          wake = std::min(wake, hedge_at);
+        }
+      }
+    }
+    Flush(*b);  // moved pieces and hedges
+    if (b->remaining == 0) break;
+    if (!b->failed.empty()) continue;
+    absl::Duration wait = std::min(wake - now, slice);
+    // Attempts still queued start without telling us: poll for their hedge
+    // timers.
+    if (options_.hedging && unstarted) {
+      wait = std::min(
+          wait, std::max(options_.hedge_min_delay, absl::Milliseconds(1)));
+    }
+    if (!waiting.empty()) wait = std::min(wait, absl::Milliseconds(1));
+    // Another call may mark one of our nodes dead: look again now and then.
+    if (running && options_.stall_factor > 0) {
+      wait = std::min(wait, kHealthRecheck);
+    }
+    if (wait <= absl::ZeroDuration()) continue;
+    if (b->ring != nullptr && b->ring->inflight() > 0) {
+      // Reads of ours are on the caller's ring: wait there; other threads
+      // end the wait with Batch::Notify.
+      b->ring_waiting = true;
+      b->mu.Unlock();
+      b->ring->SubmitAndWait(wait);
+      b->mu.Lock();
+      b->ring_waiting = false;  // our own completions need not wake us
+      b->mu.Unlock();
+      ReapCallerRing(*b->ring);
+      b->mu.Lock();
+    } else {
+      b->cv.WaitWithTimeout(&b->mu, wait);
+    }
+  }
+  // Close: no worker may start a copy from now on; wait for started ones.
+  // Anything still in the outbox (a deadline broke the loop) is handed over
+  // all the same: its node ends it as not needed and settles its counters.
+  b->closed = true;
+  b->closed_hint.store(true, std::memory_order_release);
+  Flush(*b);
+  for (auto& a : b->attempts) {
+    if (!a->finished) a->canceller.Cancel();
+  }
+  while (b->copiers > 0) b->cv.Wait(&b->mu);
+  // Results.
+  for (PieceState& p : b->pieces) {
+    absl::StatusOr<size_t>& res = results[p.range];
+    if (!res.ok()) continue;
+    if (!p.done && b->cancelled) {
+      res = absl::CancelledError(
+          absl::StrCat("read of ", *p.path, " bytes [", p.piece.offset, ", ",
+                       p.piece.offset + p.piece.length, ") cancelled"));
+    } else if (!p.done) {
+      deadline_exceeded_.fetch_add(1);
+      res = absl::DeadlineExceededError(absl::StrCat(
+          "read of ", *p.path, " bytes [", p.piece.offset, ", ",
+          p.piece.offset + p.piece.length, ") not done by its deadline",
+          p.reasons.empty() ? "" : ": ", absl::StrJoin(p.reasons, "; ")));
+    } else if (!p.status.ok()) {
+      res = p.status;
+    }
+  }
+  for (const auto& r : results) {
+    if (r.ok()) bytes_.fetch_add(*r);
+  }
+  return results;
+}
+
+}  // namespace client_internal
+}  // namespace rangefs
