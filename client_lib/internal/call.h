@@ -1,10 +1,10 @@
 // File: internal/call.h
 //
-// The state of one read call (Client::ReadV, File::Read/ReadV) that the
-// calling thread shares with the nodes' I/O threads: its pieces, their
-// attempts, and the Batch that holds them. The claim rule: an I/O thread
-// writes into a caller's buffer only after claiming the piece under
-// Batch::mu while the Batch is open (see client_impl.h).
+// What a read call (Client::ReadV, File::Read/ReadV) shares with the nodes'
+// I/O threads: its pieces, their attempts (Attempt), the queued work
+// (Task), and the completion interface (AttemptSink) through which an I/O
+// thread reports an attempt's outcome. The call's own state is Batch
+// (batch.h).
 #ifndef RANGEFS_CLIENT_LIB_INTERNAL_CALL_H_
 #define RANGEFS_CLIENT_LIB_INTERNAL_CALL_H_
 
@@ -16,6 +16,7 @@
 
 #include "absl/base/thread_annotations.h"
 #include "absl/status/status.h"
+#include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
 #include "client_lib/internal/read_ring.h"
@@ -28,7 +29,7 @@ namespace client_internal {
 
 namespace v1 = ::rangefs::v1;
 
-struct Batch;
+class AttemptSink;
 class NodeRuntime;
 
 // One physical read of one piece on one replica.
@@ -73,43 +74,33 @@ struct PieceState {
   absl::Status status;
 };
 
+// The completion interface: how an I/O thread hands an attempt's outcome
+// to the call that owns it. The node engine never touches a call's state
+// itself; the call (Batch, batch.h) applies the claim rule. Thread-safe.
+class AttemptSink {
+ public:
+  virtual ~AttemptSink() = default;
+  // The call has returned: an attempt not started yet need not run.
+  // Lock-free.
+  virtual bool Ended() const = 0;
+  // When the call gives up (Clock::MonotonicNow's time line).
+  virtual absl::Time Deadline() const = 0;
+  // `a` was not run: its call ended before it started.
+  virtual void Dropped(Attempt* a) = 0;
+  // `a` ended with `r`; if r.ok(), `out` holds a->length bytes (valid only
+  // during this call), copied into the caller's buffer if the piece is
+  // still open and unclaimed. Returns true if they won the piece for a
+  // hedge. Never blocks on I/O.
+  virtual bool Completed(Attempt* a, const absl::StatusOr<size_t>& r,
+                         const char* out) = 0;
+};
+
 struct Task {
-  std::shared_ptr<Batch> batch;
+  std::shared_ptr<AttemptSink> call;  // the call the attempt belongs to
   Attempt* attempt;
   // A retry, a hedge or a piece moved off a bad node: its call is already
   // late, so it goes to the front of its node's queue.
   bool urgent = false;
-};
-
-struct Batch {
-  absl::Mutex mu;
-  absl::CondVar cv;
-  bool closed ABSL_GUARDED_BY(mu) = false;
-  std::atomic<bool> closed_hint{false};  // lock-free early-out for workers
-  int copiers ABSL_GUARDED_BY(mu) = 0;
-  int remaining ABSL_GUARDED_BY(mu) = 0;
-  std::vector<Attempt*> failed ABSL_GUARDED_BY(mu);
-  std::vector<PieceState> pieces;  // fixed after planning; fields: see above
-  std::vector<std::unique_ptr<Attempt>> attempts ABSL_GUARDED_BY(mu);
-  std::vector<std::shared_ptr<const ns::CachedLayout>> layouts;
-  absl::Time deadline;
-  // Attempts dispatched and not yet handed to their nodes (Flush).
-  std::vector<Task> outbox ABSL_GUARDED_BY(mu);
-  // The ring the calling thread borrowed for this call (null: none). Its
-  // small mount reads are submitted and reaped by the caller itself.
-  ReadRing* ring = nullptr;
-  // The caller waits on `ring` rather than on `cv`.
-  bool ring_waiting ABSL_GUARDED_BY(mu) = false;
-  // ReadOptions::canceller fired: the call returns now.
-  bool cancelled ABSL_GUARDED_BY(mu) = false;
-  // Wakes the caller, wherever it waits.
-  void Notify() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu) {
-    cv.Signal();
-    if (ring_waiting) {
-      ring_waiting = false;
-      ring->Wake();
-    }
-  }
 };
 
 }  // namespace client_internal

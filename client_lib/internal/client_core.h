@@ -43,7 +43,7 @@ class ClientCore {
   lb::LatencyTracker& latency() { return latency_; }
   std::atomic<int>& global_inflight() { return global_inflight_; }
   void CountChecksumFailure() { checksum_failures_.fetch_add(1); }
-  void CountHedgeWin() { hedge_wins_.fetch_add(1); }
+  std::atomic<uint64_t>& hedge_wins_counter() { return hedge_wins_; }
   uint64_t checksum_failures() const { return checksum_failures_.load(); }
   uint64_t hedge_wins() const { return hedge_wins_.load(); }
   // Whether nodes' mount reads go through io_uring (see options.h).

@@ -73,6 +73,7 @@
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
 #include "client_lib/client.h"
+#include "client_lib/internal/batch.h"
 #include "client_lib/internal/call.h"
 #include "client_lib/internal/client_core.h"
 #include "client_lib/internal/client_hooks.h"

@@ -120,8 +120,8 @@ void NodeRuntime::RingDrain() {
 
 bool NodeRuntime::RingStart(Task t) {
   Attempt* a = t.attempt;
-  Batch* b = t.batch.get();
-  if (b->closed_hint.load(std::memory_order_acquire)) {
+  AttemptSink* b = t.call.get();
+  if (b->Ended()) {
     CancelQueued(a, b);
     return true;
   }
@@ -177,7 +177,7 @@ bool NodeRuntime::RingDone(ReadRing::Slot& s, int res) {
   absl::StatusOr<size_t> r =
       CheckMount(a, m.plan, s.buf, s.done, &checksum_failure);
   if (r.ok()) {
-    Finish(a, m.task.batch.get(), r, s.buf + m.plan.lead, false, m.t0);
+    Finish(a, m.task.call.get(), r, s.buf + m.plan.lead, false, m.t0);
     return true;
   }
   return RingFailed(std::move(m.task), r.status(), m.t0, checksum_failure);
@@ -222,7 +222,7 @@ void NodeRuntime::CallerDone(ReadRing::Slot& s, int res) {
     absl::StatusOr<size_t> r =
         CheckMount(a, m.plan, s.buf, s.done, &checksum_failure);
     if (r.ok() || absl::IsDataLoss(r.status())) {
-      Finish(a, m.task.batch.get(), r, s.buf + m.plan.lead, checksum_failure,
+      Finish(a, m.task.call.get(), r, s.buf + m.plan.lead, checksum_failure,
              m.t0);
       return;
     }
@@ -261,7 +261,7 @@ bool NodeRuntime::RingFailed(Task t, const absl::Status& error, absl::Time t0,
       return true;
     }
   }
-  Finish(t.attempt, t.batch.get(), error, nullptr, checksum_failure, t0);
+  Finish(t.attempt, t.call.get(), error, nullptr, checksum_failure, t0);
   return true;
 }
 

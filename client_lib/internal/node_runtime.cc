@@ -132,7 +132,7 @@ void NodeRuntime::WorkerLoop() {
       if (queue_.empty()) return;  // stopping
       t = queue_.Pop();
     }
-    if (!Execute(t.attempt, t.batch.get(), buf)) return;  // torn down
+    if (!Execute(t.attempt, t.call.get(), buf)) return;  // torn down
   }
 }
 
@@ -277,7 +277,7 @@ std::optional<absl::StatusOr<size_t>> NodeRuntime::ReadMount(
 }
 
 std::optional<absl::StatusOr<size_t>> NodeRuntime::ReadAgent(Attempt* a,
-                                                             Batch* b,
+                                                             AttemptSink* b,
                                                              char* out) {
   absl::Status err;
   std::shared_ptr<node::NodeClient> agent = Agent(&err);
@@ -285,7 +285,7 @@ std::optional<absl::StatusOr<size_t>> NodeRuntime::ReadAgent(Attempt* a,
   node::ReadCallOptions o;
   // The batch deadline is on the client's monotonic clock; gRPC needs
   // wall time.
-  o.deadline = absl::Now() + (b->deadline - client_->clock()->MonotonicNow());
+  o.deadline = absl::Now() + (b->Deadline() - client_->clock()->MonotonicNow());
   o.verify_on_server = a->verify;
   o.check_chunk_crc = true;
   o.canceller = &a->canceller;
@@ -302,18 +302,15 @@ std::optional<absl::StatusOr<size_t>> NodeRuntime::ReadAgent(Attempt* a,
   return n;
 }
 
-void NodeRuntime::CancelQueued(Attempt* a, Batch* b) {
-  absl::MutexLock l(&b->mu);
-  a->finished = true;
-  a->status = absl::CancelledError("not needed");
-  if (!a->abandoned) b->pieces[a->piece].active--;
+void NodeRuntime::CancelQueued(Attempt* a, AttemptSink* b) {
+  b->Dropped(a);
   counters_.inflight.fetch_sub(1);
   counters_.outstanding_bytes.fetch_sub(static_cast<int64_t>(a->length));
   client_->global_inflight().fetch_sub(1);
 }
 
-bool NodeRuntime::Execute(Attempt* a, Batch* b, WorkerBuffer& buf) {
-  if (b->closed_hint.load(std::memory_order_acquire)) {
+bool NodeRuntime::Execute(Attempt* a, AttemptSink* b, WorkerBuffer& buf) {
+  if (b->Ended()) {
     CancelQueued(a, b);
     return true;
   }
@@ -359,9 +356,9 @@ bool NodeRuntime::Execute(Attempt* a, Batch* b, WorkerBuffer& buf) {
   return true;
 }
 
-void NodeRuntime::Finish(Attempt* a, Batch* b, const absl::StatusOr<size_t>& r,
-                         const char* out, bool checksum_failure,
-                         absl::Time t0) {
+void NodeRuntime::Finish(Attempt* a, AttemptSink* b,
+                         const absl::StatusOr<size_t>& r, const char* out,
+                         bool checksum_failure, absl::Time t0) {
   const absl::Time now = client_->clock()->MonotonicNow();
   const absl::Duration latency = now - t0;
   last_answer_ns_.store(absl::ToUnixNanos(now), std::memory_order_relaxed);
@@ -390,30 +387,7 @@ void NodeRuntime::Finish(Attempt* a, Batch* b, const absl::StatusOr<size_t>& r,
     }
   }
 
-  absl::MutexLock l(&b->mu);
-  PieceState& p = b->pieces[a->piece];
-  a->finished = true;
-  if (!a->abandoned) p.active--;
-  if (r.ok()) {
-    if (!b->closed && !p.done && !p.claimed) {
-      p.claimed = true;
-      b->copiers++;
-      b->mu.Unlock();
-      memcpy(p.dst, out, a->length);
-      b->mu.Lock();
-      b->copiers--;
-      p.done = true;
-      a->status = absl::OkStatus();
-      if (a->hedge) client_->CountHedgeWin();
-      if (--b->remaining == 0 || b->closed) b->Notify();
-    }
-    return;
-  }
-  a->status = r.status();
-  if (!a->abandoned && !b->closed && !p.done) {
-    b->failed.push_back(a);
-    b->Notify();
-  }
+  b->Completed(a, r, out);
 }
 
 }  // namespace client_internal

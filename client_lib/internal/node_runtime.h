@@ -5,7 +5,8 @@
 // agent reads) or one io_uring ring thread (node_ring.cc); small reads may
 // run on a calling thread's borrowed ring. It reads the node's mount (with
 // sidecar CRC verification) or its agent, and hands each outcome to the
-// attempt's call (Finish: the claim-and-copy rule of call.h).
+// attempt's call through the completion interface (AttemptSink, call.h):
+// it never touches a call's state itself.
 #ifndef RANGEFS_CLIENT_LIB_INTERNAL_NODE_RUNTIME_H_
 #define RANGEFS_CLIENT_LIB_INTERNAL_NODE_RUNTIME_H_
 
@@ -208,12 +209,12 @@ class NodeRuntime : public std::enable_shared_from_this<NodeRuntime> {
   auto Blocking(F&& call) -> std::optional<decltype(call())>;
   void WorkerLoop();
   // Runs one attempt; false if the client was torn down meanwhile.
-  bool Execute(Attempt* a, Batch* b, WorkerBuffer& buf);
+  bool Execute(Attempt* a, AttemptSink* b, WorkerBuffer& buf);
   // Ends an attempt whose batch closed before it started.
-  void CancelQueued(Attempt* a, Batch* b);
+  void CancelQueued(Attempt* a, AttemptSink* b);
   // Accounts an attempt's outcome and hands its bytes (`out`, valid until
   // this returns) to the batch.
-  void Finish(Attempt* a, Batch* b, const absl::StatusOr<size_t>& r,
+  void Finish(Attempt* a, AttemptSink* b, const absl::StatusOr<size_t>& r,
               const char* out, bool checksum_failure, absl::Time t0);
   absl::Status PlanMount(Attempt* a, const std::string& dir, MountPlan* plan);
   absl::StatusOr<size_t> CheckMount(Attempt* a, const MountPlan& plan,
@@ -246,7 +247,7 @@ class NodeRuntime : public std::enable_shared_from_this<NodeRuntime> {
   // The same if already open, else null. Never blocks on the mount.
   std::shared_ptr<RingFile> OpenRingFd(const std::string& path, bool direct);
   void RingDropFd(const std::string& path, bool direct);
-  std::optional<absl::StatusOr<size_t>> ReadAgent(Attempt* a, Batch* b,
+  std::optional<absl::StatusOr<size_t>> ReadAgent(Attempt* a, AttemptSink* b,
                                                   char* out);
   absl::StatusOr<std::shared_ptr<const node::Checksums>> Sidecar(
       const std::string& dir, const std::string& object);

@@ -270,6 +270,7 @@ std::vector<absl::StatusOr<size_t>> ClientImpl::Execute(
   std::vector<absl::StatusOr<size_t>> results(reqs.size(), size_t{0});
   const absl::Time start = clock_->MonotonicNow();
   auto b = std::make_shared<Batch>();
+  b->hedge_wins = &core_->hedge_wins_counter();
   b->deadline = start + (options.deadline > absl::ZeroDuration()
                              ? options.deadline
                              : options_.default_deadline);
