@@ -45,7 +45,13 @@ constexpr ConfigKey kKeys[] = {
     {"agent_tls_key", "", "node", "PEM private key of agent_tls_cert"},
     {"agent_tls_client_ca", "", "node",
      "PEM CA bundle; set: clients must present a certificate it signed "
-     "(mTLS)"},
+     "(mTLS); required on a non-loopback listen unless agent_insecure"},
+    {"agent_writers", "", "node",
+     "comma-separated certificate identities (CN or SAN) that may write and "
+     "delete objects under mTLS; empty: nobody may"},
+    {"agent_insecure", "false", "node",
+     "true: serve a non-loopback listen without mTLS (anyone may write); "
+     "the agent warns every minute"},
     {"agent_ca", "", "admin,client",
      "PEM CA that signed the agents' certificates; set: talk TLS to agents"},
     {"agent_cert", "", "admin,client",

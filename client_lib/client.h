@@ -66,6 +66,9 @@ struct FileInfo {
   uint64_t generation = 0;
   bool ready = false;  // state READY (IMPORTING files cannot be opened)
   int64_t mod_revision = 0;
+  // Non-empty: the file's etcd record is invalid (why, naming the key); the
+  // other fields but path are unset and OpenFile/Stat fail with DATA_LOSS.
+  std::string invalid;
 };
 
 class Client {
@@ -80,7 +83,9 @@ class Client {
   virtual ~Client() = default;
 
   // Opens the current layout of `path`. NOT_FOUND; INVALID_ARGUMENT (bad
-  // path); FAILED_PRECONDITION (file still importing); UNAVAILABLE.
+  // path); FAILED_PRECONDITION (file still importing); UNAVAILABLE;
+  // DATA_LOSS naming the etcd key and the broken rule when the file's
+  // record is invalid (namespace/record_gate.h).
   virtual absl::StatusOr<std::unique_ptr<File>> OpenFile(
       absl::string_view path) = 0;
   // Opens `path` as of etcd revision `at_revision` (a consistent snapshot
@@ -89,7 +94,9 @@ class Client {
       absl::string_view path, int64_t at_revision) = 0;
 
   virtual absl::StatusOr<FileInfo> Stat(absl::string_view path) = 0;
-  // Every file below `dir` ("/" for all), sorted by path.
+  // Every file below `dir` ("/" for all), sorted by path. A file whose
+  // record is invalid is listed with FileInfo::invalid set; it hides no
+  // other file.
   virtual absl::StatusOr<std::vector<FileInfo>> List(absl::string_view dir) = 0;
 
   // Reads ranges of possibly many files (opened from this Client) in one

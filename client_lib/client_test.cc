@@ -590,16 +590,16 @@ TEST_F(ClientTest, ReadInFlightMovesWhenItsNodeIsDrained) {
 class OrderFs : public ReadOnlyFs {
  public:
   explicit OrderFs(ReadOnlyFs* base) : base_(base) {}
-  absl::StatusOr<size_t> PRead(const std::string& path, uint64_t offset,
+  absl::StatusOr<size_t> PRead(const MountPath& path, uint64_t offset,
                                absl::Span<char> dst,
                                const FsReadOptions& options) override {
     {
       absl::MutexLock l(&mu_);
-      order_.push_back(path);
+      order_.push_back(path.full());
     }
     return base_->PRead(path, offset, dst, options);
   }
-  absl::StatusOr<std::string> ReadFile(const std::string& path) override {
+  absl::StatusOr<std::string> ReadFile(const MountPath& path) override {
     return base_->ReadFile(path);
   }
   absl::Status CheckDir(const std::string& path) override {

@@ -13,6 +13,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/mutex.h"
 #include "base/errno_status.h"
+#include "base/open_beneath.h"
 
 namespace rangefs {
 namespace {
@@ -32,7 +33,7 @@ class PosixFs : public ReadOnlyFs {
  public:
   explicit PosixFs(size_t max_open) : max_open_(max_open < 1 ? 1 : max_open) {}
 
-  absl::StatusOr<size_t> PRead(const std::string& path, uint64_t offset,
+  absl::StatusOr<size_t> PRead(const MountPath& path, uint64_t offset,
                                absl::Span<char> dst,
                                const FsReadOptions& options) override {
     absl::StatusOr<std::shared_ptr<Fd>> fd = Get(path, options.direct);
@@ -45,8 +46,8 @@ class PosixFs : public ReadOnlyFs {
         if (errno == EINTR) continue;
         int e = errno;
         Drop(path, options.direct);  // a stale handle must not stay cached
-        return ErrnoStatus(e,
-                           absl::StrCat("pread ", path, " at ", offset + done));
+        return ErrnoStatus(
+            e, absl::StrCat("pread ", path.full(), " at ", offset + done));
       }
       if (n == 0) break;
       done += static_cast<size_t>(n);
@@ -58,9 +59,10 @@ class PosixFs : public ReadOnlyFs {
     return done;
   }
 
-  absl::StatusOr<std::string> ReadFile(const std::string& path) override {
-    int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
-    if (fd < 0) return ErrnoStatus(errno, absl::StrCat("open ", path));
+  absl::StatusOr<std::string> ReadFile(const MountPath& path) override {
+    absl::StatusOr<int> opened = OpenBeneath(path.mount, path.object, O_RDONLY);
+    if (!opened.ok()) return opened.status();
+    const int fd = *opened;
     std::string out;
     char buf[65536];
     for (;;) {
@@ -69,7 +71,7 @@ class PosixFs : public ReadOnlyFs {
         if (errno == EINTR) continue;
         int e = errno;
         close(fd);
-        return ErrnoStatus(e, absl::StrCat("read ", path));
+        return ErrnoStatus(e, absl::StrCat("read ", path.full()));
       }
       if (n == 0) break;
       out.append(buf, static_cast<size_t>(n));
@@ -94,12 +96,11 @@ class PosixFs : public ReadOnlyFs {
   }
 
  private:
-  static std::string Key(const std::string& path, bool direct) {
-    return absl::StrCat(direct ? "D" : "B", path);
+  static std::string Key(const MountPath& path, bool direct) {
+    return absl::StrCat(direct ? "D" : "B", path.full());
   }
 
-  absl::StatusOr<std::shared_ptr<Fd>> Get(const std::string& path,
-                                          bool direct) {
+  absl::StatusOr<std::shared_ptr<Fd>> Get(const MountPath& path, bool direct) {
     std::string key = Key(path, direct);
     {
       absl::MutexLock l(&mu_);
@@ -107,10 +108,10 @@ class PosixFs : public ReadOnlyFs {
       if (it != open_.end()) return it->second;
     }
     // Open outside the lock: a hung mount must not block other nodes.
-    int flags = O_RDONLY | O_CLOEXEC | (direct ? O_DIRECT : 0);
-    int fd = open(path.c_str(), flags);
-    if (fd < 0) return ErrnoStatus(errno, absl::StrCat("open ", path));
-    auto sp = std::make_shared<Fd>(fd);
+    absl::StatusOr<int> fd = OpenBeneath(path.mount, path.object,
+                                         O_RDONLY | (direct ? O_DIRECT : 0));
+    if (!fd.ok()) return fd.status();
+    auto sp = std::make_shared<Fd>(*fd);
     absl::MutexLock l(&mu_);
     auto [it, inserted] = open_.try_emplace(key, sp);
     if (!inserted) return it->second;  // another thread won; ours closes
@@ -122,7 +123,7 @@ class PosixFs : public ReadOnlyFs {
     return sp;
   }
 
-  void Drop(const std::string& path, bool direct) {
+  void Drop(const MountPath& path, bool direct) {
     absl::MutexLock l(&mu_);
     open_.erase(Key(path, direct));  // order_ entry goes stale; harmless
   }

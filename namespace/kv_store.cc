@@ -2,11 +2,13 @@
 #include <algorithm>
 
 #include "absl/random/random.h"
+#include "absl/strings/escaping.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/time/time.h"
 #include "base/status_macros.h"
 #include "namespace/layout.h"
+#include "namespace/record_gate.h"
 #include "namespace/store.h"
 
 namespace rangefs {
@@ -110,8 +112,17 @@ class KvStore : public NamespaceStore {
                              kv_->Range(prefix, PrefixRangeEnd(prefix), 0, 0));
     std::vector<NodeEntry> out;
     for (const KvEntry& kv : r.kvs) {
-      RANGEFS_ASSIGN_OR_RETURN(NodeEntry e, ParseNode(kv));
-      out.push_back(std::move(e));
+      absl::StatusOr<NodeEntry> e = ParseNode(kv);
+      if (e.ok()) {
+        out.push_back(std::move(*e));
+        continue;
+      }
+      NodeEntry bad;
+      bad.invalid = std::string(e.status().message());
+      std::string id;
+      bad.record.set_id(keys_.ParseNode(kv.key, &id) ? id : kv.key);
+      bad.mod_revision = kv.mod_revision;
+      out.push_back(std::move(bad));
     }
     return out;
   }
@@ -153,7 +164,16 @@ class KvStore : public NamespaceStore {
   }
 
   absl::Status RemoveNode(absl::string_view id) override {
-    RANGEFS_ASSIGN_OR_RETURN(NodeEntry e, GetNode(id));
+    RANGEFS_RETURN_IF_ERROR(ValidateNodeId(id));
+    RANGEFS_ASSIGN_OR_RETURN(KvRange raw, kv_->Range(keys_.Node(id), "", 0, 0));
+    if (raw.kvs.empty()) {
+      return absl::NotFoundError(absl::StrCat("node \"", id, "\" not found"));
+    }
+    // A record that fails the gate serves nothing: it may always go.
+    absl::StatusOr<NodeEntry> parsed = ParseNode(raw.kvs[0]);
+    NodeEntry e;
+    e.mod_revision = raw.kvs[0].mod_revision;
+    if (parsed.ok()) e = std::move(*parsed);
     if (e.record.admin_state() == v1::ACTIVE) {
       return absl::FailedPreconditionError(
           absl::StrCat("node \"", id,
@@ -185,9 +205,15 @@ class KvStore : public NamespaceStore {
     std::vector<LiveEntry> out;
     for (const KvEntry& kv : r.kvs) {
       LiveEntry e;
-      if (!e.record.ParseFromString(kv.value)) {
-        return absl::InternalError(
-            absl::StrCat("corrupt live record at etcd key ", kv.key));
+      std::string id;
+      const bool keyed = keys_.ParseLive(kv.key, &id);
+      absl::StatusOr<v1::LiveRecord> rec =
+          DecodeLiveRecord(kv.key, keyed ? id : "", kv.value);
+      if (rec.ok()) {
+        e.record = std::move(*rec);
+      } else {
+        e.invalid = std::string(rec.status().message());
+        e.record.set_node_id(keyed ? id : kv.key);
       }
       e.mod_revision = kv.mod_revision;
       e.lease = kv.lease;
@@ -392,8 +418,15 @@ class KvStore : public NamespaceStore {
     const std::string prefix = keys_.FileDirPrefix(options.dir);
     std::string start = prefix;
     if (!options.page_token.empty()) {
-      // The token is the last path returned; continue just after it.
-      RANGEFS_RETURN_IF_ERROR(ValidatePath(options.page_token));
+      // The token is the last path returned (maybe one that failed the
+      // gate); continue just after it. Only its position in key order
+      // matters, and it must stay under the listed directory.
+      if (options.page_token[0] != '/' ||
+          options.page_token.size() > 2 * kMaxPathBytes) {
+        return absl::InvalidArgumentError(
+            absl::StrCat("page token \"", options.page_token.substr(0, 64),
+                         "\" is not a path"));
+      }
       start = keys_.File(options.page_token);
       start.push_back('\0');
       if (start.compare(0, prefix.size(), prefix) != 0) {
@@ -410,6 +443,15 @@ class KvStore : public NamespaceStore {
     for (const KvEntry& kv : r.kvs) {
       std::string path;
       if (!keys_.ParseFile(kv.key, &path)) continue;
+      if (absl::Status bad = ValidatePath(path); !bad.ok()) {
+        FileEntry e;
+        e.path = path;
+        e.invalid = absl::StrCat("invalid record at etcd key ",
+                                 absl::CEscape(kv.key), ": ", bad.message());
+        e.mod_revision = kv.mod_revision;
+        out.files.push_back(std::move(e));
+        continue;
+      }
       if (options.keys_only) {
         FileEntry e;
         e.path = path;
@@ -417,8 +459,7 @@ class KvStore : public NamespaceStore {
         e.create_revision = kv.create_revision;
         out.files.push_back(std::move(e));
       } else {
-        RANGEFS_ASSIGN_OR_RETURN(FileEntry e, ToFileEntry(path, kv));
-        out.files.push_back(std::move(e));
+        out.files.push_back(ToListedEntry(path, kv));
       }
     }
     if (r.more && !out.files.empty()) {
@@ -453,10 +494,9 @@ class KvStore : public NamespaceStore {
 
   absl::StatusOr<NodeEntry> ParseNode(const KvEntry& kv) {
     NodeEntry e;
-    if (!e.record.ParseFromString(kv.value)) {
-      return absl::InternalError(
-          absl::StrCat("corrupt node record at etcd key ", kv.key));
-    }
+    std::string id;
+    if (!keys_.ParseNode(kv.key, &id)) id.clear();
+    RANGEFS_ASSIGN_OR_RETURN(e.record, DecodeNodeRecord(kv.key, id, kv.value));
     e.mod_revision = kv.mod_revision;
     return e;
   }
@@ -469,6 +509,22 @@ class KvStore : public NamespaceStore {
     e.layout = std::move(layout);
     e.mod_revision = kv.mod_revision;
     e.create_revision = kv.create_revision;
+    return e;
+  }
+
+  // A listed file: its entry, or one marked invalid (the record gate's
+  // reason) so that one bad record hides no other file.
+  static FileEntry ToListedEntry(const std::string& path, const KvEntry& kv) {
+    FileEntry e;
+    e.path = path;
+    e.mod_revision = kv.mod_revision;
+    e.create_revision = kv.create_revision;
+    absl::StatusOr<v1::FileLayout> layout = ParseLayout(kv);
+    if (layout.ok()) {
+      e.layout = std::move(*layout);
+    } else {
+      e.invalid = std::string(layout.status().message());
+    }
     return e;
   }
 
@@ -509,12 +565,7 @@ class KvStore : public NamespaceStore {
 }  // namespace
 
 absl::StatusOr<v1::FileLayout> ParseLayout(const KvEntry& kv) {
-  v1::FileLayout layout;
-  if (!layout.ParseFromString(kv.value)) {
-    return absl::InternalError(
-        absl::StrCat("corrupt file layout at etcd key ", kv.key));
-  }
-  return layout;
+  return DecodeFileLayout(kv.key, kv.value);
 }
 
 std::unique_ptr<NamespaceStore> NewKvStore(KvBackend* kv,

@@ -161,27 +161,56 @@ absl::Status ValidateNodeId(absl::string_view id) {
   return absl::OkStatus();
 }
 
+absl::Status ValidateAddress(absl::string_view address) {
+  const size_t colon = address.rfind(':');
+  int port = 0;
+  if (colon == absl::string_view::npos || colon == 0 ||
+      !absl::SimpleAtoi(address.substr(colon + 1), &port) || port <= 0 ||
+      port > 65535) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "\"", absl::CEscape(address.substr(0, 64)), "\" is not host:port"));
+  }
+  absl::string_view host = address.substr(0, colon);
+  if (host.size() > 253) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("host of \"", address.substr(0, 64), "...\" is ",
+                     host.size(), " chars (max 253)"));
+  }
+  for (size_t i = 0; i < host.size(); ++i) {
+    const char c = host[i];
+    const bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
+                    (c >= '0' && c <= '9') || c == '.' || c == '-' ||
+                    c == '_' || c == ':' || c == '[' || c == ']';
+    if (!ok) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "host of \"", absl::CEscape(address), "\": character at position ", i,
+          " is not one of [A-Za-z0-9.-_:[]]"));
+    }
+  }
+  return absl::OkStatus();
+}
+
 absl::Status ValidateNode(const v1::NodeRecord& node) {
   RANGEFS_RETURN_IF_ERROR(ValidateNodeId(node.id()));
   std::string where = absl::StrCat("node \"", node.id(), "\"");
   for (int i = 0; i < node.addresses_size(); ++i) {
-    const std::string& a = node.addresses(i);
-    size_t colon = a.rfind(':');
-    int port = 0;
-    if (colon == std::string::npos || colon == 0 ||
-        !absl::SimpleAtoi(absl::string_view(a).substr(colon + 1), &port) ||
-        port <= 0 || port > 65535) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          where, ": address ", i, " \"", a, "\" is not host:port"));
+    absl::Status a = ValidateAddress(node.addresses(i));
+    if (!a.ok()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(where, ": address ", i, ": ", a.message()));
     }
   }
-  if (node.export_path().empty() || node.export_path()[0] != '/') {
-    return absl::InvalidArgumentError(absl::StrCat(
-        where, ": export path \"", node.export_path(), "\" must be absolute"));
+  absl::Status e = ValidateDir(node.export_path());
+  if (!e.ok()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(where, ": export path: ", e.message()));
   }
-  if (!node.mount_path().empty() && node.mount_path()[0] != '/') {
-    return absl::InvalidArgumentError(absl::StrCat(
-        where, ": mount path \"", node.mount_path(), "\" must be absolute"));
+  if (!node.mount_path().empty()) {
+    absl::Status m = ValidateDir(node.mount_path());
+    if (!m.ok()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(where, ": mount path: ", m.message()));
+    }
   }
   if (!v1::AdminState_IsValid(node.admin_state()) ||
       node.admin_state() == v1::ADMIN_STATE_UNSPECIFIED) {
@@ -219,6 +248,11 @@ absl::Status ValidateLayout(const v1::FileLayout& layout,
       return absl::InvalidArgumentError(absl::StrCat(
           "layout of size ", size, " has neither extents nor stripes"));
     }
+  }
+  if (layout.extents_size() > kMaxExtents) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("layout has ", layout.extents_size(), " extents (max ",
+                     kMaxExtents, "); use the striped form"));
   }
   if (has_extents) {
     uint64_t expected = 0;
@@ -264,8 +298,18 @@ absl::Status ValidateLayout(const v1::FileLayout& layout,
     if (s.stripe_unit() == 0) {
       return absl::InvalidArgumentError("striped layout: stripe_unit is 0");
     }
+    if (s.stripe_unit() > kMaxFileSize) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("striped layout: stripe_unit ", s.stripe_unit(),
+                       " exceeds the maximum file size ", kMaxFileSize));
+    }
     if (s.targets_size() == 0) {
       return absl::InvalidArgumentError("striped layout has no targets");
+    }
+    if (s.targets_size() > kMaxStripeTargets) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("striped layout has ", s.targets_size(),
+                       " targets (max ", kMaxStripeTargets, ")"));
     }
     const uint64_t units = (size + s.stripe_unit() - 1) / s.stripe_unit();
     const uint64_t rows = (units + s.targets_size() - 1) / s.targets_size();

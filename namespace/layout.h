@@ -30,6 +30,9 @@ inline constexpr size_t kMaxNameBytes = 255;
 inline constexpr size_t kMaxLayoutBytes = 1 << 20;
 inline constexpr uint64_t kMaxFileSize = uint64_t{1} << 52;  // 4 PiB
 inline constexpr int kMaxReplicas = 8;
+// Per layout; larger files use the striped form.
+inline constexpr int kMaxExtents = 100000;
+inline constexpr int kMaxStripeTargets = 4096;
 
 // OK if `path` is a normalized absolute logical path: starts with '/', no
 // empty, "." or ".." components, no trailing '/', no NUL, no control chars,
@@ -47,8 +50,12 @@ absl::Status ValidateObjectPath(absl::string_view object);
 // Node ids: 1-64 chars of [A-Za-z0-9._-], not "." or "..".
 absl::Status ValidateNodeId(absl::string_view id);
 
-// Checks a node record: id, at least one "host:port" address, an absolute
-// export path, a known admin state.
+// "host:port": a port in 1..65535 and a host of at most 253 chars of
+// [A-Za-z0-9.-_:[]] (names, IPv4, bracketed IPv6). INVALID_ARGUMENT.
+absl::Status ValidateAddress(absl::string_view address);
+
+// Checks a node record: id, "host:port" addresses (ValidateAddress),
+// normalized absolute export and (if set) mount paths, a known admin state.
 absl::Status ValidateNode(const v1::NodeRecord& node);
 
 // Returns true if a node id is known. May be empty: then unchecked.

@@ -7,6 +7,7 @@
 #include "base/logging.h"
 #include "base/status_macros.h"
 #include "namespace/layout.h"
+#include "namespace/record_gate.h"
 #include "namespace/store.h"
 
 namespace rangefs {
@@ -111,10 +112,8 @@ void LayoutCache::AddHot(std::shared_ptr<const CachedLayout> c) {
 absl::StatusOr<std::shared_ptr<const CachedLayout>> LayoutCache::ParseEntry(
     const std::string& path, Entry& entry) {
   auto c = std::make_shared<CachedLayout>();
-  if (!c->layout.ParseFromString(*entry.bytes)) {
-    return absl::InternalError(
-        absl::StrCat("corrupt file layout at etcd key ", keys_.File(path)));
-  }
+  RANGEFS_ASSIGN_OR_RETURN(c->layout,
+                           DecodeFileLayout(keys_.File(path), *entry.bytes));
   c->path = path;
   c->mod_revision = entry.mod_revision;
   ++stats_.parses;

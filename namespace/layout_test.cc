@@ -100,7 +100,7 @@ TEST(NodeTest, ValidatesRecords) {
   n.set_id("n1");
   n.add_addresses("nohost");
   EXPECT_THAT(ValidateNode(n), StatusIs(absl::StatusCode::kInvalidArgument,
-                                        HasSubstr("address 1 \"nohost\"")));
+                                        HasSubstr("address 1: \"nohost\"")));
   n.clear_addresses();
   n.set_export_path("relative");
   EXPECT_THAT(ValidateNode(n), StatusIs(absl::StatusCode::kInvalidArgument,

@@ -11,6 +11,9 @@
 //   absl::Status s = store->ReplaceLayout(f.path, f.layout, f.mod_revision);
 //   if (absl::IsAborted(s)) { /* someone else won: re-read, redo */ }
 //
+// Every record read passes the record gate (record_gate.h): a bad record
+// is DATA_LOSS for that record alone, and listings report it in place.
+//
 // Codes: NOT_FOUND (no such path/node), ALREADY_EXISTS, INVALID_ARGUMENT
 // (bad path/layout/record, see layout.h), FAILED_PRECONDITION (unknown node,
 // node still active on remove), ABORTED (lost a compare-and-swap),
@@ -35,19 +38,26 @@
 namespace rangefs {
 namespace ns {
 
+// Listings report a record that failed the record gate (record_gate.h)
+// as an entry whose `invalid` says why (naming the etcd key and the rule)
+// and whose record is empty; every other field is as listed. Single-record
+// reads (GetFile, GetNode) return that reason as DATA_LOSS instead.
 struct FileEntry {
   std::string path;
+  std::string invalid;  // empty: the layout passed the gate
   v1::FileLayout layout;
   int64_t mod_revision = 0;  // CAS token for ReplaceLayout/Rename/Delete
   int64_t create_revision = 0;
 };
 
 struct NodeEntry {
+  std::string invalid;  // empty: valid; else record.id() is the key's id
   v1::NodeRecord record;
   int64_t mod_revision = 0;
 };
 
 struct LiveEntry {
+  std::string invalid;  // empty: valid; else record.node_id() is the key's
   v1::LiveRecord record;
   int64_t mod_revision = 0;
   int64_t lease = 0;
@@ -129,8 +139,8 @@ class NamespaceStore {
 std::unique_ptr<NamespaceStore> NewKvStore(KvBackend* kv,
                                            const StoreOptions& options = {});
 
-// Parses a stored value; INTERNAL naming the key if it is not a valid
-// message (a corrupted namespace entry).
+// Decodes and validates a stored layout (DecodeFileLayout): DATA_LOSS
+// naming the key and the broken rule for a bad record.
 absl::StatusOr<v1::FileLayout> ParseLayout(const KvEntry& kv);
 
 }  // namespace ns

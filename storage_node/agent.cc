@@ -2,8 +2,8 @@
 
 #include <malloc.h>
 
-#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "base/logging.h"
 #include "base/status_macros.h"
 #include "grpcpp/security/server_credentials.h"
@@ -21,23 +21,6 @@ void TuneMallocForStreaming() {
   mallopt(M_TRIM_THRESHOLD, 256 << 20);
 }
 
-absl::Status SplitHostPort(absl::string_view hostport, std::string* host,
-                           int* port) {
-  size_t colon = hostport.rfind(':');
-  if (colon == absl::string_view::npos || colon == 0) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("listen address \"", hostport, "\" is not host:port"));
-  }
-  int p = 0;
-  if (!absl::SimpleAtoi(hostport.substr(colon + 1), &p) || p < 0 || p > 65535) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("listen address \"", hostport, "\" has a bad port"));
-  }
-  *host = std::string(hostport.substr(0, colon));
-  *port = p;
-  return absl::OkStatus();
-}
-
 absl::StatusOr<std::unique_ptr<Agent>> Agent::Start(AgentOptions options) {
   std::string host;
   int requested_port = 0;
@@ -45,7 +28,27 @@ absl::StatusOr<std::unique_ptr<Agent>> Agent::Start(AgentOptions options) {
       SplitHostPort(options.listen, &host, &requested_port));
   RANGEFS_ASSIGN_OR_RETURN(std::shared_ptr<grpc::ServerCredentials> creds,
                            MakeAgentServerCredentials(options.tls));
+  if (!options.writers.empty() && options.tls.client_ca_file.empty()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "node ", options.node_id,
+        ": --writers needs mTLS (--tls_cert, --tls_key, --tls_client_ca): "
+        "without client certificates there is no identity to check"));
+  }
+  if (options.insecure_warning_interval <= absl::ZeroDuration()) {
+    return absl::InvalidArgumentError("insecure_warning_interval must be > 0");
+  }
+  absl::StatusOr<TransportSecurity> security =
+      DecideTransportSecurity({.listen = options.listen,
+                               .data_listen = options.data_listen,
+                               .tls = options.tls,
+                               .insecure = options.insecure});
+  if (!security.ok()) {
+    return absl::Status(security.status().code(),
+                        absl::StrCat("node ", options.node_id, ": ",
+                                     security.status().message()));
+  }
   std::unique_ptr<Agent> agent(new Agent(std::move(options)));
+  agent->security_ = *security;
   const AgentOptions& opts = agent->options_;
 
   RANGEFS_ASSIGN_OR_RETURN(
@@ -65,8 +68,12 @@ absl::StatusOr<std::unique_ptr<Agent>> Agent::Start(AgentOptions options) {
     }
   }
 
+  AgentServiceOptions service_options = opts.service;
+  service_options.write_access = {
+      .check_identity = !opts.tls.client_ca_file.empty(),
+      .writers = opts.writers};
   agent->service_ =
-      std::make_unique<AgentService>(agent->root_.get(), opts.service);
+      std::make_unique<AgentService>(agent->root_.get(), service_options);
   grpc::ServerBuilder builder;
   builder.AddListeningPort(opts.listen, creds, &agent->port_);
   builder.SetMaxReceiveMessageSize(opts.max_receive_message_bytes);
@@ -118,6 +125,7 @@ absl::StatusOr<std::unique_ptr<Agent>> Agent::Start(AgentOptions options) {
             .max_bytes_per_sec = opts.scrub_max_bytes_per_sec,
             .clock = opts.service.clock});
   }
+  agent->LogSecurity();
   if (opts.registrar != nullptr) {
     absl::Status s = opts.registrar->OnStart(*agent);
     if (!s.ok()) {
@@ -137,6 +145,12 @@ void Agent::Shutdown(absl::Time deadline) {
     shut_down_ = true;
   }
   if (options_.registrar != nullptr) options_.registrar->OnDrain();
+  std::unique_ptr<PeriodicTask> warning;
+  {
+    absl::MutexLock l(&mu_);
+    warning = std::move(insecure_warning_);
+  }
+  warning.reset();  // Joins its thread (at once).
   if (data_port_ != nullptr) {
     service_->set_data_port(0);
     data_port_->Shutdown(deadline);
@@ -152,6 +166,41 @@ void Agent::Shutdown(absl::Time deadline) {
   }
   scrubber.reset();  // Joins its thread.
   if (options_.registrar != nullptr) options_.registrar->OnStop();
+}
+
+void Agent::LogSecurity() {
+  const AgentOptions& o = options_;
+  switch (security_) {
+    case TransportSecurity::kMtls:
+      if (o.writers.empty()) {
+        RANGEFS_LOG(WARNING) << "node " << o.node_id
+                             << ": mTLS without --writers: every write and "
+                                "delete will be refused (read-only service)";
+      } else {
+        RANGEFS_LOG(INFO) << "node " << o.node_id << ": mTLS; writers: "
+                          << absl::StrJoin(o.writers, ",");
+      }
+      break;
+    case TransportSecurity::kInsecure: {
+      const std::string msg = absl::StrCat(
+          "node ", o.node_id, " runs INSECURE (--insecure): ", address_,
+          o.tls.enabled() ? " takes TLS without client certificates"
+                          : " is plaintext",
+          data_port_ != nullptr
+              ? absl::StrCat(", plaintext data port ", data_port_->port())
+              : "",
+          "; anyone who can reach it can read, write, overwrite and delete "
+          "objects. Serve mTLS instead (deploy/README.md, \"Agent "
+          "security\")");
+      absl::MutexLock l(&mu_);
+      insecure_warning_ = std::make_unique<PeriodicTask>(
+          o.insecure_warning_interval, [msg] { RANGEFS_LOG(WARNING) << msg; });
+      break;
+    }
+    case TransportSecurity::kPlaintextLoopback:
+    case TransportSecurity::kTlsLoopback:
+      break;
+  }
 }
 
 std::optional<ScrubReport> Agent::scrub_report() const {

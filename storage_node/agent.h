@@ -6,8 +6,12 @@
 // through which etcd registration (lease, live record) plugs in later
 // without touching the service.
 //
+//   // Off loopback an agent needs mTLS (or .insecure): transport_security.h.
 //   RANGEFS_ASSIGN_OR_RETURN(auto agent, Agent::Start({
-//       .node_id = "n1", .export_root = "/export", .listen = "0.0.0.0:7070"}));
+//       .node_id = "n1", .export_root = "/export", .listen = "0.0.0.0:7070",
+//       .tls = {.cert_file = "n1.crt", .key_file = "n1.key",
+//               .client_ca_file = "ca.crt"},
+//       .writers = {"rangefs-admin"}}));  // may write; other certs read
 //   ... wait for SIGTERM ...
 //   agent->Shutdown(absl::Now() + absl::Seconds(10));
 //
@@ -19,6 +23,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "absl/base/thread_annotations.h"
 #include "absl/status/status.h"
@@ -29,8 +34,10 @@
 #include "storage_node/agent_service.h"
 #include "storage_node/data_port.h"
 #include "storage_node/export_root.h"
+#include "storage_node/periodic_task.h"
 #include "storage_node/scrubber.h"
 #include "storage_node/tls.h"
+#include "storage_node/transport_security.h"
 
 namespace rangefs {
 namespace node {
@@ -62,9 +69,20 @@ struct AgentOptions {
   // (none; the default here, while rangefs-node defaults to "auto"). Not
   // started when `tls` is enabled (the data port is plaintext).
   std::string data_listen;
-  DataPortOptions data_port;    // Caps; host and port come from data_listen.
-  AgentTlsOptions tls;          // Default: plaintext.
-  AgentServiceOptions service;  // read_only, caps, chunk size, ...
+  DataPortOptions data_port;  // Caps; host and port come from data_listen.
+  AgentTlsOptions tls;        // Default: plaintext.
+  // Allow listeners on non-loopback addresses without mTLS (see
+  // transport_security.h); the agent then logs a warning every
+  // insecure_warning_interval. Default: refuse to start instead.
+  bool insecure = false;
+  absl::Duration insecure_warning_interval = absl::Minutes(1);
+  // Certificate identities (CN or SAN) that may change the export
+  // (WriteObject, DeleteObject) under mTLS; the other clients may only
+  // read. Empty under mTLS: nobody may write. Requires tls.client_ca_file.
+  std::vector<std::string> writers;
+  // read_only, caps, chunk size, ...; its write_access is set from `tls`
+  // and `writers`.
+  AgentServiceOptions service;
   // Max bytes of one incoming gRPC message (bounds a write's memory).
   int max_receive_message_bytes = 8 << 20;
   // Background scrub every scrub_interval; zero (default) disables it.
@@ -77,8 +95,11 @@ class Agent {
  public:
   // Opens the export (removing temp files a crash left), starts the gRPC
   // server and the scrubber, then calls registrar->OnStart. UNAVAILABLE if
-  // it cannot listen; INVALID_ARGUMENT for bad TLS options or unreadable
-  // PEM files (naming the file); errors of ExportRoot::Open as they are.
+  // it cannot listen; INVALID_ARGUMENT for bad TLS options, unreadable
+  // PEM files (naming the file), or writers without a client CA;
+  // FAILED_PRECONDITION, before listening, for a non-loopback listener
+  // without mTLS unless `insecure` (DecideTransportSecurity); errors of
+  // ExportRoot::Open as they are.
   static absl::StatusOr<std::unique_ptr<Agent>> Start(AgentOptions options);
 
   Agent(const Agent&) = delete;
@@ -102,6 +123,8 @@ class Agent {
   // "host:port" with the real port.
   const std::string& address() const { return address_; }
   const AgentOptions& options() const { return options_; }
+  // How the listeners are protected (published in the live record).
+  TransportSecurity transport_security() const { return security_; }
   const ExportRoot& export_root() const { return *root_; }
   AgentService& service() { return *service_; }
   const AgentService& service() const { return *service_; }
@@ -110,17 +133,23 @@ class Agent {
 
  private:
   explicit Agent(AgentOptions options) : options_(std::move(options)) {}
+  // Logs how the listeners are protected; under kInsecure starts the
+  // repeating warning.
+  void LogSecurity();
 
   const AgentOptions options_;
   std::unique_ptr<ExportRoot> root_;
   std::unique_ptr<AgentService> service_;
   std::unique_ptr<grpc::Server> server_;
   std::unique_ptr<DataPortServer> data_port_;
+  TransportSecurity security_ = TransportSecurity::kPlaintextLoopback;
   int port_ = 0;
   std::string address_;
   mutable absl::Mutex mu_;
   std::unique_ptr<BackgroundScrubber> scrubber_ ABSL_GUARDED_BY(mu_);
   bool shut_down_ ABSL_GUARDED_BY(mu_) = false;
+  // Repeats the --insecure warning; null unless security_ is kInsecure.
+  std::unique_ptr<PeriodicTask> insecure_warning_ ABSL_GUARDED_BY(mu_);
 };
 
 // Tunes glibc malloc for a process that streams multi-MiB gRPC messages
@@ -129,10 +158,6 @@ class Agent {
 // page-faulting) them for every message. Call once, early in main, before
 // threads start. Not thread-safe.
 void TuneMallocForStreaming();
-
-// Splits "host:port" / "[v6]:port". INVALID_ARGUMENT if malformed.
-absl::Status SplitHostPort(absl::string_view hostport, std::string* host,
-                           int* port);
 
 }  // namespace node
 }  // namespace rangefs

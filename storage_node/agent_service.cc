@@ -9,6 +9,7 @@
 #include <cstring>
 #include <string>
 
+#include "absl/strings/escaping.h"
 #include "absl/strings/str_cat.h"
 #include "base/crc32c.h"
 #include "base/errno_status.h"
@@ -93,7 +94,8 @@ absl::Status CancelledStatus(absl::string_view what, absl::string_view path) {
 AgentService::AgentService(const ExportRoot* root, AgentServiceOptions options)
     : root_(root),
       options_(std::move(options)),
-      clock_(options_.clock != nullptr ? options_.clock : Clock::Real()) {
+      clock_(options_.clock != nullptr ? options_.clock : Clock::Real()),
+      write_access_(options_.write_access) {
   // Method 1 of NodeAgent (proto order) is ReadRange. A "streamed" handler
   // is a bidi stream on the server side: one request read, then writes.
   constexpr int kReadRangeMethodIndex = 1;
@@ -110,6 +112,11 @@ grpc::Status AgentService::WriteObject(
     grpc::ServerContext* context,
     grpc::ServerReader<WriteObjectRequest>* reader,
     WriteObjectResponse* response) {
+  absl::Status denied = write_access_.Check(*context, "WriteObject");
+  if (!denied.ok()) {
+    RANGEFS_LOG(WARNING) << "from " << context->peer() << ": " << denied;
+    return ToGrpcStatus(denied);
+  }
   CountGuard inflight(&inflight_writes_);
   absl::Status s = DoWriteObject(context, reader, response);
   if (s.ok()) {
@@ -434,9 +441,18 @@ grpc::Status AgentService::GetStats(grpc::ServerContext* /*context*/,
   return grpc::Status::OK;
 }
 
-grpc::Status AgentService::DeleteObject(grpc::ServerContext* /*context*/,
+grpc::Status AgentService::DeleteObject(grpc::ServerContext* context,
                                         const DeleteObjectRequest* request,
                                         DeleteObjectResponse* /*response*/) {
+  // The path is untrusted and not validated yet: quote a bounded prefix.
+  absl::Status denied = write_access_.Check(
+      *context,
+      absl::StrCat("DeleteObject \"",
+                   absl::CEscape(request->path().substr(0, 256)), "\""));
+  if (!denied.ok()) {
+    RANGEFS_LOG(WARNING) << "from " << context->peer() << ": " << denied;
+    return ToGrpcStatus(denied);
+  }
   if (options_.read_only) {
     return ToGrpcStatus(absl::FailedPreconditionError(
         absl::StrCat("node is read-only; refusing to delete ", request->path(),

@@ -32,12 +32,16 @@
 #include "storage_node/export_root.h"
 #include "storage_node/sidecar.h"
 #include "storage_node/stats.h"
+#include "storage_node/write_access.h"
 
 namespace rangefs {
 namespace node {
 
 struct AgentServiceOptions {
   bool read_only = false;  // Refuse WriteObject (FAILED_PRECONDITION).
+  // Who may call WriteObject (overwrites included) and DeleteObject;
+  // others get PERMISSION_DENIED (write_access.h). Default: anyone.
+  WriteAccessOptions write_access;
   int max_concurrent_reads =
       64;                       // ReadRange calls past it: RESOURCE_EXHAUSTED.
   size_t chunk_size = 1 << 20;  // Max data bytes per ReadRangeChunk.
@@ -115,6 +119,7 @@ class AgentService final : public NodeAgent::Service {
   const ExportRoot* const root_;
   const AgentServiceOptions options_;
   Clock* const clock_;
+  const WriteAccess write_access_;
 
   std::atomic<uint64_t> bytes_read_{0};
   std::atomic<uint64_t> reads_{0};

@@ -281,33 +281,18 @@ bool DataPortServer::ServeRequest(Conn* conn, std::string* buf) {
     SendBytes(fd, ReplyHeader(s), 0);
     return false;
   };
-  if (GetLe32(hdr) != kDataPortRequestMagic) {
-    return refuse(absl::InvalidArgumentError(
-        "data port: bad request magic (not a rangefs data port client?)"));
-  }
-  if (static_cast<uint8_t>(hdr[4]) != kDataPortVersion) {
-    return refuse(absl::InvalidArgumentError(absl::StrCat(
-        "data port: unsupported protocol version ",
-        static_cast<int>(static_cast<uint8_t>(hdr[4])), " (this agent speaks ",
-        static_cast<int>(kDataPortVersion), ")")));
-  }
-  const uint8_t flags = static_cast<uint8_t>(hdr[5]);
-  const size_t path_len = GetLe16(hdr + 6);
-  const uint64_t offset = GetLe64(hdr + 8);
-  const uint64_t length = GetLe64(hdr + 16);
-  if (path_len > kDataPortMaxPathBytes) {
-    return refuse(absl::InvalidArgumentError(absl::StrCat(
-        "data port: path_len ", path_len, " exceeds ", kDataPortMaxPathBytes)));
-  }
+  absl::StatusOr<DataPortRequestHeader> req =
+      DecodeDataPortRequestHeader(absl::string_view(hdr, sizeof(hdr)));
+  if (!req.ok()) return refuse(req.status());
+  const uint8_t flags = req->flags;
+  const size_t path_len = req->path_len;
+  const uint64_t offset = req->offset;
+  const uint64_t length = req->length;
   std::string path(path_len, '\0');
   if (RecvFull(fd, &path[0], path_len) != path_len) return false;
   SetBusy(conn, true);
-  if ((flags & ~kDataPortKnownFlags) != 0) {
-    return SendBytes(
-        fd,
-        ReplyHeader(absl::InvalidArgumentError(absl::StrCat(
-            "data port: unknown request flags 0x", absl::Hex(flags)))),
-        0);
+  if (absl::Status s = CheckDataPortRequestFlags(flags); !s.ok()) {
+    return SendBytes(fd, ReplyHeader(s), 0);
   }
   absl::Status slot = service_->BeginRead();
   if (!slot.ok()) return SendBytes(fd, ReplyHeader(slot), 0);

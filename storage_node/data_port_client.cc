@@ -14,9 +14,7 @@
 
 #include "absl/cleanup/cleanup.h"
 #include "absl/strings/str_cat.h"
-#include "base/crc32c.h"
 #include "base/errno_status.h"
-#include "base/status_macros.h"
 #include "storage_node/data_port_wire.h"
 
 namespace rangefs {
@@ -327,84 +325,22 @@ absl::StatusOr<size_t> DataPortClient::ReadOnce(
   s = SendExact(fd, req.data(), req.size(), options);
   if (!s.ok()) return err(s);
 
-  char hdr[kDataPortReplyHeaderBytes];
-  s = RecvExact(fd, hdr, sizeof(hdr), options, "waiting for the reply");
-  if (!s.ok()) return err(s);
-  *no_reply = false;
-  // Reads the message after code u32, message_len u32 (in `body`). The
-  // outer status is a transport or protocol failure, the inner one the
-  // agent's answer.
-  auto read_status = [&](const char* body) -> absl::StatusOr<absl::Status> {
-    const uint32_t code = GetLe32(body);
-    const uint32_t len = GetLe32(body + 4);
-    if (len > kDataPortMaxMessageBytes) {
-      return absl::InternalError(
-          absl::StrCat("protocol error: status message of ", len, " bytes"));
-    }
-    std::string msg(len, '\0');
-    RANGEFS_RETURN_IF_ERROR(
-        RecvExact(fd, &msg[0], len, options, "reading the status"));
-    return absl::Status(static_cast<absl::StatusCode>(code), msg);
-  };
-  if (GetLe32(hdr) != kDataPortReplyMagic) {
-    return err(absl::InternalError(
-        "protocol error: bad reply magic (not a rangefs data port?)"));
+  const DataPortReply reply = ReadDataPortReply(
+      [&](char* p, size_t n, absl::string_view what) {
+        return RecvExact(fd, p, n, options, what);
+      },
+      dst, options.check_crc || options.verify_on_server, offset);
+  *reusable = reply.reusable;
+  *no_reply = !reply.header_received;
+  if (reply.status.ok()) return reply.got;
+  if (reply.refused) {
+    return absl::Status(
+        reply.status.code(),
+        absl::StrCat("ReadRange ", path, " on node ", node_address_, ": ",
+                     reply.status.message()));
   }
-  absl::StatusOr<absl::Status> reply = read_status(hdr + 4);
-  if (!reply.ok()) return err(reply.status());
-  if (!reply->ok()) {
-    // The agent's answer to a well-formed request leaves the connection
-    // usable (it closes it after malformed requests and when over its
-    // connection cap).
-    *reusable = !absl::IsResourceExhausted(*reply) &&
-                !absl::IsInvalidArgument(*reply) && !absl::IsInternal(*reply);
-    return absl::Status(reply->code(),
-                        absl::StrCat("ReadRange ", path, " on node ",
-                                     node_address_, ": ", reply->message()));
-  }
-  const bool check = options.check_crc || options.verify_on_server;
-  for (;;) {
-    char fh[kDataPortFrameHeaderBytes];
-    s = RecvExact(fd, fh, sizeof(fh), options, "reading a frame header");
-    if (!s.ok()) return err(s);
-    const uint32_t len = GetLe32(fh);
-    const uint32_t crc = GetLe32(fh + 4);
-    if (len == 0) break;
-    if (len == kDataPortErrorFrame) {
-      char full[8];
-      PutLe32(full, crc);  // The code.
-      s = RecvExact(fd, full + 4, 4, options, "reading an error trailer");
-      if (!s.ok()) return err(s);
-      absl::StatusOr<absl::Status> trailer = read_status(full);
-      if (!trailer.ok()) return err(trailer.status());
-      s = *trailer;
-      *reusable = !s.ok();
-      if (s.ok()) s = absl::InternalError("protocol error: OK error trailer");
-      return err(s);
-    }
-    if (len > dst.size() - got || len > kDataPortMaxFrameBytes) {
-      return err(absl::InternalError(
-          absl::StrCat("protocol error: frame of ", len, " bytes with ",
-                       dst.size() - got, " bytes of the request left")));
-    }
-    char* p = dst.data() + got;
-    s = RecvExact(fd, p, len, options, "reading frame data");
-    if (!s.ok()) return err(s);
-    if (check) {
-      const uint32_t actual = Crc32cExtend(0, p, len);
-      if (actual != crc) {
-        return err(absl::DataLossError(absl::StrCat(
-            "CRC32C mismatch in frame at ", offset + got, " (+", len,
-            "): data has ", absl::Hex(actual), ", the agent sent ",
-            absl::Hex(crc),
-            " (for whole blocks the checksum stored at ingest: the object "
-            "may be corrupt on the node's disk)")));
-      }
-    }
-    got += len;
-  }
-  *reusable = true;
-  return got;
+  got = reply.got;
+  return err(reply.status);
 }
 
 }  // namespace node

@@ -1,8 +1,11 @@
 // File: data_port_wire.h
 //
 // Wire format of the storage node's raw-TCP data port (server: data_port.h,
-// client: data_port_client.h). Shared constants and little-endian helpers;
-// the protocol itself is documented in data_port.h. Header-only; no I/O.
+// client: data_port_client.h): shared constants, little-endian helpers and
+// the pure parsing both ends use (the request header on the server, the
+// reply stream on the client); the protocol itself is documented in
+// data_port.h. No I/O: the reply parser reads through a callback, so tests
+// and the fuzzer (tests/fuzz/data_port_fuzzer.cc) feed it from memory.
 #ifndef RANGEFS_STORAGE_NODE_DATA_PORT_WIRE_H_
 #define RANGEFS_STORAGE_NODE_DATA_PORT_WIRE_H_
 
@@ -10,8 +13,11 @@
 #include <cstdint>
 #include <string>
 
+#include "absl/functional/function_ref.h"
 #include "absl/status/status.h"
+#include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
+#include "absl/types/span.h"
 
 namespace rangefs {
 namespace node {
@@ -84,6 +90,56 @@ inline std::string EncodeDataPortStatusBody(const absl::Status& s) {
   out.append(msg.data(), msg.size());
   return out;
 }
+
+// A request header, decoded (the path_len bytes of path follow it).
+struct DataPortRequestHeader {
+  uint8_t flags = 0;
+  size_t path_len = 0;
+  uint64_t offset = 0;
+  uint64_t length = 0;
+};
+
+// Decodes the first kDataPortRequestHeaderBytes of `hdr`. INVALID_ARGUMENT
+// if `hdr` is shorter, or for a bad magic, version or path_len over
+// kDataPortMaxPathBytes (the server replies with it and closes the
+// connection). Flags are checked apart (CheckDataPortRequestFlags): a
+// request with unknown flags is refused after its path was read, so the
+// connection stays usable.
+absl::StatusOr<DataPortRequestHeader> DecodeDataPortRequestHeader(
+    absl::string_view hdr);
+
+// OK if only known flag bits are set; INVALID_ARGUMENT otherwise.
+absl::Status CheckDataPortRequestFlags(uint8_t flags);
+
+// Fills exactly n bytes at p, or fails (`what` says what was being read, for
+// the message). The client passes its socket; tests pass a buffer.
+using DataPortRecvFn =
+    absl::FunctionRef<absl::Status(char* p, size_t n, absl::string_view what)>;
+
+struct DataPortReply {
+  // OK: the reply ended with the end frame. Otherwise the first failure:
+  // the status `recv` returned, INTERNAL for a protocol error, DATA_LOSS for
+  // a frame CRC mismatch, or the agent's answer (reply header or error
+  // trailer).
+  absl::Status status;
+  // Data bytes written to dst[0, got) (on failure: before it).
+  size_t got = 0;
+  // The reply header arrived (else nothing of a reply did).
+  bool header_received = false;
+  // `status` is the agent's answer in the reply header: no frames followed.
+  bool refused = false;
+  // The connection can carry the next request.
+  bool reusable = false;
+};
+
+// Reads one reply (header, then frames until the end frame or an error
+// trailer) through `recv` into `dst`, which is as large as the requested
+// length. Checks each frame's CRC32C if `check_crc`; `offset` (the
+// request's) only names positions in messages. Never writes past `dst`,
+// never reads a message over kDataPortMaxMessageBytes or a frame over
+// kDataPortMaxFrameBytes. Thread-compatible.
+DataPortReply ReadDataPortReply(DataPortRecvFn recv, absl::Span<char> dst,
+                                bool check_crc, uint64_t offset);
 
 }  // namespace node
 }  // namespace rangefs

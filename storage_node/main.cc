@@ -7,7 +7,9 @@
 
 #include "absl/flags/flag.h"
 #include "absl/flags/parse.h"
+#include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
+#include "absl/strings/str_split.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
@@ -18,11 +20,14 @@
 #include "namespace/store.h"
 #include "storage_node/agent.h"
 #include "storage_node/registrar.h"
+#include "storage_node/transport_security.h"
 
 ABSL_FLAG(std::string, node_id, "", "This node's id (required).");
 ABSL_FLAG(std::string, export_root, "", "Directory to serve (required).");
 ABSL_FLAG(std::string, listen, "0.0.0.0:7070",
-          "host:port to serve gRPC on; port 0 picks a free one.");
+          "host:port to serve gRPC on; port 0 picks a free one. A "
+          "non-loopback host (0.0.0.0 included) needs mTLS (--tls_cert, "
+          "--tls_key, --tls_client_ca) or --insecure.");
 ABSL_FLAG(std::string, data_listen, "auto",
           "host:port of the raw-TCP data port for ReadRange "
           "(storage_node/data_port.h); \"auto\" (default): the host of "
@@ -58,7 +63,18 @@ ABSL_FLAG(std::string, tls_cert, "",
 ABSL_FLAG(std::string, tls_key, "", "PEM private key of --tls_cert.");
 ABSL_FLAG(std::string, tls_client_ca, "",
           "PEM CA bundle; when set, clients must present a certificate "
-          "signed by it (mTLS). Needs --tls_cert.");
+          "signed by it (mTLS). Needs --tls_cert. Required on a non-loopback "
+          "--listen unless --insecure.");
+ABSL_FLAG(std::string, writers, "",
+          "Comma-separated certificate identities (subject CN or SAN) that "
+          "may change the export (WriteObject, overwrites, DeleteObject) "
+          "under mTLS; other clients may only read. Empty under mTLS: "
+          "nobody may write. Needs --tls_client_ca.");
+ABSL_FLAG(bool, insecure, false,
+          "Serve on a non-loopback address without mTLS (plaintext, or TLS "
+          "without client certificates): anyone who can reach the port may "
+          "read, write, overwrite and delete objects. Logs a warning every "
+          "minute. Without it such an agent refuses to start.");
 ABSL_FLAG(int, shutdown_grace_s, 10,
           "On SIGTERM, how long in-flight calls may finish.");
 
@@ -98,6 +114,16 @@ void ApplyConfigFile(int argc, char** argv) {
   str("agent_tls_cert", &FLAGS_tls_cert);
   str("agent_tls_key", &FLAGS_tls_key);
   str("agent_tls_client_ca", &FLAGS_tls_client_ca);
+  str("agent_writers", &FLAGS_writers);
+  if (c->Has("agent_insecure")) {
+    absl::StatusOr<bool> insecure = c->GetBool("agent_insecure");
+    if (!insecure.ok()) {
+      fprintf(stderr, "rangefs-node: %s\n",
+              insecure.status().ToString().c_str());
+      exit(2);
+    }
+    absl::SetFlag(&FLAGS_insecure, *insecure);
+  }
   auto secs = [&](const char* key) -> double {
     absl::StatusOr<absl::Duration> d = c->GetDuration(key);
     if (!d.ok()) {
@@ -119,6 +145,22 @@ void ApplyConfigFile(int argc, char** argv) {
       rangefs::SetMinLogLevel(level);
     }
   }
+}
+
+// How the startup log line describes the agent's transport security.
+const char* SecurityNote(rangefs::node::TransportSecurity s) {
+  using rangefs::node::TransportSecurity;
+  switch (s) {
+    case TransportSecurity::kPlaintextLoopback:
+      return " (plaintext, loopback only)";
+    case TransportSecurity::kTlsLoopback:
+      return " (TLS, loopback only)";
+    case TransportSecurity::kMtls:
+      return " (mTLS)";
+    case TransportSecurity::kInsecure:
+      return " (INSECURE: --insecure)";
+  }
+  return "";
 }
 
 }  // namespace
@@ -149,6 +191,12 @@ int main(int argc, char** argv) {
   options.tls.cert_file = absl::GetFlag(FLAGS_tls_cert);
   options.tls.key_file = absl::GetFlag(FLAGS_tls_key);
   options.tls.client_ca_file = absl::GetFlag(FLAGS_tls_client_ca);
+  options.insecure = absl::GetFlag(FLAGS_insecure);
+  for (absl::string_view w :
+       absl::StrSplit(absl::GetFlag(FLAGS_writers), ',', absl::SkipEmpty())) {
+    w = absl::StripAsciiWhitespace(w);
+    if (!w.empty()) options.writers.emplace_back(w);
+  }
   options.service.read_only = absl::GetFlag(FLAGS_read_only);
   options.service.max_concurrent_reads =
       absl::GetFlag(FLAGS_max_concurrent_reads);
@@ -212,9 +260,7 @@ int main(int argc, char** argv) {
   RANGEFS_LOG(INFO) << "rangefs-node " << options.node_id << " serving "
                     << options.export_root << " on " << (*agent)->address()
                     << (options.service.read_only ? " (read-only)" : "")
-                    << (!options.tls.enabled()               ? " (plaintext)"
-                        : options.tls.client_ca_file.empty() ? " (TLS)"
-                                                             : " (mTLS)");
+                    << SecurityNote((*agent)->transport_security());
 
   int sig = 0;
   sigwait(&stop_signals, &sig);

@@ -31,6 +31,20 @@ bool IsLeaseGone(const absl::Status& s) {
          absl::StrContains(s.message(), "lease not found");
 }
 
+v1::LiveRecord::TransportSecurity ToProto(TransportSecurity s) {
+  switch (s) {
+    case TransportSecurity::kPlaintextLoopback:
+      return v1::LiveRecord::PLAINTEXT_LOOPBACK;
+    case TransportSecurity::kTlsLoopback:
+      return v1::LiveRecord::TLS_LOOPBACK;
+    case TransportSecurity::kMtls:
+      return v1::LiveRecord::MTLS;
+    case TransportSecurity::kInsecure:
+      return v1::LiveRecord::INSECURE;
+  }
+  return v1::LiveRecord::TRANSPORT_SECURITY_UNSPECIFIED;
+}
+
 }  // namespace
 
 EtcdRegistrar::EtcdRegistrar(ns::NamespaceStore* store, etcd::EtcdClient* etcd,
@@ -307,6 +321,7 @@ v1::LiveRecord EtcdRegistrar::BuildLiveRecord() {
   r.set_total_bytes(probe.total_bytes);
   for (const v1::RdmaPort& p : rdma_ports_) *r.add_rdma_ports() = p;
   r.set_rdma_status(rdma_status_);
+  r.set_transport_security(ToProto(agent_->transport_security()));
   std::optional<ScrubReport> scrub = agent_->scrub_report();
   size_t corrupt = 0;
   if (scrub.has_value()) {

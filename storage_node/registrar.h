@@ -5,10 +5,11 @@
 // `rangefs-admin node add` and not DISABLED), grants an etcd lease, writes
 // the node's LiveRecord under it and keeps the lease alive. A background
 // thread refreshes the live record every `live_interval` (health, load,
-// space, scrub findings, RDMA ports). A lost lease (etcd partition, a long
-// SIGSTOP) is replaced by a new one as soon as etcd answers again, with
-// bounded exponential backoff. OnDrain publishes health=DRAINING; OnStop
-// revokes the lease, so the live record disappears at once.
+// space, scrub findings, RDMA ports, transport security). A lost lease
+// (etcd partition, a long SIGSTOP) is replaced by a new one as soon as etcd
+// answers again, with bounded exponential backoff. OnDrain publishes
+// health=DRAINING; OnStop revokes the lease, so the live record disappears at
+// once.
 //
 //   auto etcd = etcd::EtcdClient::Open({.endpoints = eps});
 //   auto kv = ns::NewEtcdKv(etcd->get());

@@ -137,6 +137,9 @@ TEST_F(RegistrarTest, PublishesLiveRecordWithSaneFields) {
   EXPECT_GT(r.started_unix_ms(), 0);
   EXPECT_GE(r.updated_unix_ms(), r.started_unix_ms());
   EXPECT_FALSE(r.rdma_status().empty());
+  // A plaintext agent on 127.0.0.1 (the MTLS and INSECURE cases:
+  // agent_security_test).
+  EXPECT_EQ(r.transport_security(), v1::LiveRecord::PLAINTEXT_LOOPBACK);
   // Shutdown revokes the lease: the record is gone at once.
   agent_->Shutdown(absl::Now() + absl::Seconds(2));
   auto live = store_->ListLive();

@@ -26,6 +26,7 @@
 #include "base/crc32c.h"
 #include "base/errno_status.h"
 #include "base/logging.h"
+#include "base/open_beneath.h"
 #include "base/status_macros.h"
 #include "client_lib/client.h"
 #include "client_lib/fs.h"
@@ -43,6 +44,7 @@
 #include "namespace/keys.h"
 #include "namespace/layout.h"
 #include "namespace/layout_cache.h"
+#include "namespace/record_gate.h"
 #include "namespace/store.h"
 #include "storage_node/node_client.h"
 #include "storage_node/sidecar.h"
@@ -180,11 +182,11 @@ absl::Status ClientImpl::Init() {
   const std::string lp = keys_.LivePrefix();
   RANGEFS_ASSIGN_OR_RETURN(ns::KvRange nodes,
                            kv_->Range(np, ns::PrefixRangeEnd(np), 0, 0));
-  for (const ns::KvEntry& e : nodes.kvs) ApplyNode(e.value);
+  for (const ns::KvEntry& e : nodes.kvs) ApplyNode(e);
   RANGEFS_ASSIGN_OR_RETURN(
       ns::KvRange lives,
       kv_->Range(lp, ns::PrefixRangeEnd(lp), 0, nodes.revision));
-  for (const ns::KvEntry& e : lives.kvs) ApplyLive(e.value);
+  for (const ns::KvEntry& e : lives.kvs) ApplyLive(e);
   RANGEFS_ASSIGN_OR_RETURN(
       node_watch_,
       kv_->Watch(np, ns::PrefixRangeEnd(np), nodes.revision + 1,
@@ -266,9 +268,17 @@ void ClientImpl::MaybeReloadMountStatus() {
   status_mu_.Unlock();
 }
 
-void ClientImpl::ApplyNode(const std::string& value) {
-  v1::NodeRecord r;
-  if (!r.ParseFromString(value) || r.id().empty()) return;
+void ClientImpl::ApplyNode(const ns::KvEntry& kv) {
+  std::string id;
+  if (!keys_.ParseNode(kv.key, &id)) return;
+  absl::StatusOr<v1::NodeRecord> rec =
+      ns::DecodeNodeRecord(kv.key, id, kv.value);
+  if (!rec.ok()) {
+    RANGEFS_LOG(WARNING) << rec.status() << "; node taken out of service";
+    health_.SetAdminState(id, lb::AdminState::kDisabled);
+    return;
+  }
+  const v1::NodeRecord& r = *rec;
   Node(r.id())->SetRecord(r, options_.mount_root);
   lb::AdminState s = lb::AdminState::kActive;
   if (r.admin_state() == v1::DRAINING) s = lb::AdminState::kDraining;
@@ -276,10 +286,16 @@ void ClientImpl::ApplyNode(const std::string& value) {
   health_.SetAdminState(r.id(), s);
 }
 
-void ClientImpl::ApplyLive(const std::string& value) {
-  v1::LiveRecord r;
-  if (!r.ParseFromString(value) || r.node_id().empty()) return;
-  health_.SetLive(r.node_id(), true, r.health() == v1::LiveRecord::DRAINING);
+void ClientImpl::ApplyLive(const ns::KvEntry& kv) {
+  std::string id;
+  if (!keys_.ParseLive(kv.key, &id)) return;
+  absl::StatusOr<v1::LiveRecord> r = ns::DecodeLiveRecord(kv.key, id, kv.value);
+  if (!r.ok()) {
+    RANGEFS_LOG(WARNING) << r.status() << "; node treated as not live";
+    health_.SetLive(id, false, false);
+    return;
+  }
+  health_.SetLive(id, true, r->health() == v1::LiveRecord::DRAINING);
 }
 
 void ClientImpl::OnNodeEvent(const ns::KvWatchUpdate& u) {
@@ -289,7 +305,7 @@ void ClientImpl::OnNodeEvent(const ns::KvWatchUpdate& u) {
     if (e.deleted) {
       health_.SetAdminState(id, lb::AdminState::kDisabled);
     } else {
-      ApplyNode(e.kv.value);
+      ApplyNode(e.kv);
     }
   }
 }
@@ -301,7 +317,7 @@ void ClientImpl::OnLiveEvent(const ns::KvWatchUpdate& u) {
     if (e.deleted) {
       health_.SetLive(id, false, false);  // lease gone: no new reads
     } else {
-      ApplyLive(e.kv.value);
+      ApplyLive(e.kv);
     }
   }
 }
@@ -353,6 +369,7 @@ absl::StatusOr<std::vector<FileInfo>> ClientImpl::List(absl::string_view dir) {
     RANGEFS_ASSIGN_OR_RETURN(ns::ListFilesResult r, store_->ListFiles(o));
     for (const ns::FileEntry& f : r.files) {
       out.push_back(ToInfo(f.path, f.layout, f.mod_revision));
+      out.back().invalid = f.invalid;
     }
     if (r.next_page_token.empty()) break;
     o.page_token = r.next_page_token;

@@ -155,8 +155,10 @@ class ClientImpl : public Client {
   NodeRuntime* Node(const std::string& id);
   void OnNodeEvent(const ns::KvWatchUpdate& u);
   void OnLiveEvent(const ns::KvWatchUpdate& u);
-  void ApplyNode(const std::string& value);
-  void ApplyLive(const std::string& value);
+  // Apply one node / live record read from etcd (after the record gate;
+  // a record that fails it takes its node out of service).
+  void ApplyNode(const ns::KvEntry& kv);
+  void ApplyLive(const ns::KvEntry& kv);
   // Starts one attempt for piece `i` (a hedge if `hedge`). Returns false if
   // no replica is left to try.
   // How long a started attempt on `n` may go unanswered before it counts

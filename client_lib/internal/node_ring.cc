@@ -26,6 +26,7 @@
 #include "base/crc32c.h"
 #include "base/errno_status.h"
 #include "base/logging.h"
+#include "base/open_beneath.h"
 #include "base/status_macros.h"
 #include "client_lib/client.h"
 #include "client_lib/fs.h"
@@ -43,6 +44,7 @@
 #include "namespace/keys.h"
 #include "namespace/layout.h"
 #include "namespace/layout_cache.h"
+#include "namespace/record_gate.h"
 #include "namespace/store.h"
 #include "storage_node/node_client.h"
 #include "storage_node/sidecar.h"
@@ -168,8 +170,8 @@ bool NodeRuntime::RingDone(ReadRing::Slot& s, int res) {
     RingDropFd(m.plan.path, m.plan.direct);  // a stale handle must not stay
     return RingFailed(
         std::move(m.task),
-        ErrnoStatus(-res, absl::StrCat("io_uring read ", m.plan.path, " at ",
-                                       m.plan.start + s.done)),
+        ErrnoStatus(-res, absl::StrCat("io_uring read ", m.plan.path.full(),
+                                       " at ", m.plan.start + s.done)),
         m.t0, false);
   }
   Attempt* a = m.task.attempt;
@@ -266,29 +268,30 @@ bool NodeRuntime::RingFailed(Task t, const absl::Status& error, absl::Time t0,
 }
 
 absl::StatusOr<std::shared_ptr<RingFile>> NodeRuntime::RingFd(
-    const std::string& path, bool direct) {
+    const MountPath& path, bool direct) {
   if (std::shared_ptr<RingFile> f = OpenRingFd(path, direct)) return f;
   // Blocks on a hung mount: only this node's ring waits.
-  int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC | (direct ? O_DIRECT : 0));
-  if (fd < 0) return ErrnoStatus(errno, absl::StrCat("open ", path));
+  RANGEFS_ASSIGN_OR_RETURN(
+      int fd,
+      OpenBeneath(path.mount, path.object, O_RDONLY | (direct ? O_DIRECT : 0)));
   auto file = std::make_shared<RingFile>(fd);
   absl::MutexLock l(&fd_mu_);
   if (ring_fds_.size() >= kMaxRingFds) ring_fds_.clear();
-  ring_fds_.emplace(absl::StrCat(direct ? "D" : "B", path), file);
+  ring_fds_.emplace(absl::StrCat(direct ? "D" : "B", path.full()), file);
   return file;
 }
 
-std::shared_ptr<RingFile> NodeRuntime::OpenRingFd(const std::string& path,
+std::shared_ptr<RingFile> NodeRuntime::OpenRingFd(const MountPath& path,
                                                   bool direct) {
-  std::string key = absl::StrCat(direct ? "D" : "B", path);
+  std::string key = absl::StrCat(direct ? "D" : "B", path.full());
   absl::MutexLock l(&fd_mu_);
   auto it = ring_fds_.find(key);
   return it == ring_fds_.end() ? nullptr : it->second;
 }
 
-void NodeRuntime::RingDropFd(const std::string& path, bool direct) {
+void NodeRuntime::RingDropFd(const MountPath& path, bool direct) {
   absl::MutexLock l(&fd_mu_);
-  ring_fds_.erase(absl::StrCat(direct ? "D" : "B", path));
+  ring_fds_.erase(absl::StrCat(direct ? "D" : "B", path.full()));
 }
 
 }  // namespace client_internal

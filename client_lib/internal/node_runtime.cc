@@ -26,6 +26,7 @@
 #include "base/crc32c.h"
 #include "base/errno_status.h"
 #include "base/logging.h"
+#include "base/open_beneath.h"
 #include "base/status_macros.h"
 #include "client_lib/client.h"
 #include "client_lib/fs.h"
@@ -42,6 +43,7 @@
 #include "namespace/keys.h"
 #include "namespace/layout.h"
 #include "namespace/layout_cache.h"
+#include "namespace/record_gate.h"
 #include "namespace/store.h"
 #include "storage_node/node_client.h"
 #include "storage_node/sidecar.h"
@@ -184,12 +186,12 @@ absl::StatusOr<std::shared_ptr<const node::Checksums>> NodeRuntime::Sidecar(
     auto it = sidecars_.find(object);
     if (it != sidecars_.end()) return it->second;
   }
-  std::string path = absl::StrCat(dir, "/", node::SidecarPathFor(object));
+  const MountPath path{dir, node::SidecarPathFor(object)};
   RANGEFS_ASSIGN_OR_RETURN(std::string data, client_->fs()->ReadFile(path));
   absl::StatusOr<node::Checksums> c = node::DecodeSidecar(data);
   if (!c.ok()) {
     return absl::DataLossError(
-        absl::StrCat("sidecar ", path, ": ", c.status().message()));
+        absl::StrCat("sidecar ", path.full(), ": ", c.status().message()));
   }
   auto sp = std::make_shared<const node::Checksums>(std::move(*c));
   absl::MutexLock l(&mu_);
@@ -199,15 +201,15 @@ absl::StatusOr<std::shared_ptr<const node::Checksums>> NodeRuntime::Sidecar(
 
 absl::Status NodeRuntime::PlanMount(Attempt* a, const std::string& dir,
                                     MountPlan* plan) {
-  plan->path = absl::StrCat(dir, "/", *a->object);
+  plan->path = MountPath{dir, *a->object};
   plan->direct = client_->options().o_direct;
   uint64_t align = plan->direct ? kDirectIoAlignment : 1;
   if (a->verify) {
     RANGEFS_ASSIGN_OR_RETURN(plan->sums, Sidecar(dir, *a->object));
     const uint64_t bs = plan->sums->block_size;
     if (bs == 0 || (plan->direct && bs % align != 0)) {
-      return absl::DataLossError(
-          absl::StrCat("sidecar of ", plan->path, ": bad block size ", bs));
+      return absl::DataLossError(absl::StrCat("sidecar of ", plan->path.full(),
+                                              ": bad block size ", bs));
     }
     align = bs;
   }
@@ -218,8 +220,8 @@ absl::Status NodeRuntime::PlanMount(Attempt* a, const std::string& dir,
   }
   if (plan->end < a->object_offset + a->length) {
     return absl::DataLossError(absl::StrCat(
-        plan->path, " is ", plan->end, " bytes by its sidecar; need up to ",
-        a->object_offset + a->length));
+        plan->path.full(), " is ", plan->end,
+        " bytes by its sidecar; need up to ", a->object_offset + a->length));
   }
   plan->span = static_cast<size_t>(plan->end - plan->start);
   plan->alloc = WorkerBuffer::RoundUp(plan->span, kDirectIoAlignment);
@@ -233,7 +235,7 @@ absl::StatusOr<size_t> NodeRuntime::CheckMount(Attempt* a,
                                                bool* checksum_failure) {
   if (n < plan.lead + a->length) {
     return absl::DataLossError(absl::StrCat(
-        "short read of ", plan.path, " at ", a->object_offset, ": ",
+        "short read of ", plan.path.full(), " at ", a->object_offset, ": ",
         n - std::min(n, plan.lead), " of ", a->length, " bytes"));
   }
   if (plan.sums != nullptr) {
@@ -247,8 +249,8 @@ absl::StatusOr<size_t> NodeRuntime::CheckMount(Attempt* a,
               sums.block_crc32c[blk]) {
         *checksum_failure = true;
         return absl::DataLossError(
-            absl::StrCat("checksum mismatch in ", plan.path, " block ", blk,
-                         " (bytes ", off, "..", off + len, ")"));
+            absl::StrCat("checksum mismatch in ", plan.path.full(), " block ",
+                         blk, " (bytes ", off, "..", off + len, ")"));
       }
     }
   }

@@ -57,7 +57,7 @@ class WorkerBuffer {
 
 // One mount read: the aligned span to read and how to check it.
 struct MountPlan {
-  std::string path;
+  MountPath path;  // the object, opened beneath its node's mount
   bool direct = false;
   uint64_t start = 0;
   uint64_t end = 0;
@@ -242,11 +242,11 @@ class NodeRuntime : public std::enable_shared_from_this<NodeRuntime> {
                   bool checksum_failure);
   // The ring reads' file of `path`, opened (which blocks on a hung mount:
   // ring thread only) and kept when not yet open.
-  absl::StatusOr<std::shared_ptr<RingFile>> RingFd(const std::string& path,
+  absl::StatusOr<std::shared_ptr<RingFile>> RingFd(const MountPath& path,
                                                    bool direct);
   // The same if already open, else null. Never blocks on the mount.
-  std::shared_ptr<RingFile> OpenRingFd(const std::string& path, bool direct);
-  void RingDropFd(const std::string& path, bool direct);
+  std::shared_ptr<RingFile> OpenRingFd(const MountPath& path, bool direct);
+  void RingDropFd(const MountPath& path, bool direct);
   std::optional<absl::StatusOr<size_t>> ReadAgent(Attempt* a, AttemptSink* b,
                                                   char* out);
   absl::StatusOr<std::shared_ptr<const node::Checksums>> Sidecar(

@@ -77,6 +77,18 @@ absl::StatusOr<std::string> SetReadahead(const std::string& target,
 
 }  // namespace
 
+absl::string_view MountManager::CallName(JobKind kind) {
+  switch (kind) {
+    case JobKind::kMount:
+      return "mount";
+    case JobKind::kUnmount:
+      return "umount";
+    case JobKind::kProbe:
+      return "stat";
+  }
+  return "call";
+}
+
 MountManager::MountManager(ns::NamespaceStore* store, Mounter* mounter,
                            MountManagerOptions options)
     : store_(store), mounter_(mounter), options_(std::move(options)) {}
@@ -121,7 +133,13 @@ absl::StatusOr<std::vector<Action>> MountManager::PlanOnce(
   RANGEFS_ASSIGN_OR_RETURN(std::vector<MountInfo> mi,
                            ReadMountInfo(options.mountinfo_path));
   std::vector<v1::NodeRecord> records;
-  for (const ns::NodeEntry& n : nodes) records.push_back(n.record);
+  for (const ns::NodeEntry& n : nodes) {
+    if (n.invalid.empty()) {
+      records.push_back(n.record);
+    } else if (notes != nullptr) {
+      notes->push_back(absl::StrCat(n.invalid, " (not mounted)"));
+    }
+  }
   auto desired = DesiredMounts(
       records, root,
       [&](const v1::NodeRecord& r) { return mounter.SourceFor(r); }, notes);
@@ -228,13 +246,18 @@ void MountManager::RestartWatch() {
   watch_broken_ = false;
 }
 
+absl::Duration MountManager::Deadline(JobKind kind) const {
+  return kind == JobKind::kProbe ? options_.stat_timeout : options_.op_timeout;
+}
+
 void MountManager::SetHealth(Entry& e, MountHealth h,
                              const std::string& error) {
   if (e.health != h) {
     e.since = absl::Now();
     if (h == MountHealth::kHealthy) {
       RANGEFS_LOG(INFO) << "mount " << e.target << " is healthy";
-    } else if (h != MountHealth::kMounting) {
+    } else if (h != MountHealth::kMounting &&
+               e.hung_since == absl::InfinitePast()) {  // MarkHung logs
       RANGEFS_LOG(WARNING) << "mount " << e.target << " is "
                            << MountHealthName(h) << ": " << error;
     }
@@ -272,90 +295,135 @@ void MountManager::RunJob(Job* job) {
       break;
     }
   }
+  FinishJob(job);
+}
+
+void MountManager::FinishJob(Job* job) {
+  // Under mu_ and nothing after it: the loop may join this thread as soon
+  // as it sees `done`, and it never joins while holding mu_.
+  absl::MutexLock l(&mu_);
+  job->finished = absl::Now();
   job->done.store(true);
-  Kick();
+  kicked_ = true;
 }
 
 void MountManager::StartJob(JobKind kind, const std::string& node_id,
                             const std::string& target,
-                            const std::string& source) {
+                            const std::string& source, int64_t generation) {
   auto job = std::make_shared<Job>();
   job->kind = kind;
   job->node_id = node_id;
   job->target = target;
   job->source = source;
+  job->generation = generation;
   job->started = absl::Now();
   Job* raw = job.get();
   (kind == JobKind::kProbe ? probes_ : ops_)[target] = job;
   job->thread = std::thread([this, raw] { RunJob(raw); });
 }
 
-void MountManager::Harvest() {
-  const absl::Time now = absl::Now();
+bool MountManager::ApplyResult(const Job& j, Entry& en, absl::Time now) {
+  switch (j.kind) {
+    case JobKind::kMount:
+      if (j.result.ok()) {
+        en.mounted = true;
+        en.source = j.source;
+        en.readahead = j.readahead;
+        en.last_probe = now;
+        en.generation = next_generation_++;
+        SetHealth(en, MountHealth::kHealthy, "");
+        RANGEFS_LOG(INFO) << "mounted " << j.source << " at " << j.target;
+      } else {
+        en.mounted = false;
+        SetHealth(en, MountHealth::kFailed, std::string(j.result.message()));
+      }
+      return false;
+    case JobKind::kUnmount:
+      if (j.result.ok()) {
+        RANGEFS_LOG(INFO) << "unmounted " << j.target;
+        return true;
+      }
+      SetHealth(en, MountHealth::kUnhealthy, std::string(j.result.message()));
+      return false;
+    case JobKind::kProbe:
+      // A probe of an earlier mount at this target says nothing of this one.
+      if (en.mounted && j.generation == en.generation) {
+        SetHealth(
+            en, j.result.ok() ? MountHealth::kHealthy : MountHealth::kUnhealthy,
+            std::string(j.result.message()));
+      }
+      return false;
+  }
+  return false;
+}
+
+std::vector<std::shared_ptr<MountManager::Job>> MountManager::Harvest(
+    absl::Time now) {
+  std::vector<std::shared_ptr<Job>> finished;
   for (auto* jobs : {&ops_, &probes_}) {
     for (auto it = jobs->begin(); it != jobs->end();) {
-      Job& j = *it->second;
-      auto e = entries_.find(j.node_id);
-      bool have = e != entries_.end() && e->second.target == j.target;
-      if (!j.done.load()) {
-        absl::Duration age = now - j.started;
-        if (have && j.kind == JobKind::kProbe && age > options_.stat_timeout) {
-          SetHealth(
-              e->second, MountHealth::kUnhealthy,
-              absl::StrCat(
-                  "stat did not answer within ",
-                  absl::FormatDuration(options_.stat_timeout), " (hung for ",
-                  absl::FormatDuration(absl::Trunc(age, absl::Milliseconds(1))),
-                  ")"));
-        } else if (have && j.kind != JobKind::kProbe &&
-                   age > options_.op_timeout) {
-          SetHealth(e->second, MountHealth::kFailed,
-                    absl::StrCat(j.kind == JobKind::kMount ? "mount" : "umount",
-                                 " did not return within ",
-                                 absl::FormatDuration(options_.op_timeout)));
-        }
+      if (!it->second->done.load()) {
         ++it;
         continue;
       }
-      j.thread.join();
-      if (have) {
-        Entry& en = e->second;
-        switch (j.kind) {
-          case JobKind::kMount:
-            if (j.result.ok()) {
-              en.mounted = true;
-              en.source = j.source;
-              en.readahead = j.readahead;
-              en.last_probe = now;
-              SetHealth(en, MountHealth::kHealthy, "");
-              RANGEFS_LOG(INFO) << "mounted " << j.source << " at " << j.target;
-            } else {
-              en.mounted = false;
-              SetHealth(en, MountHealth::kFailed,
-                        std::string(j.result.message()));
-            }
-            break;
-          case JobKind::kUnmount:
-            if (j.result.ok()) {
-              RANGEFS_LOG(INFO) << "unmounted " << j.target;
-              entries_.erase(e);
-            } else {
-              SetHealth(en, MountHealth::kUnhealthy,
-                        std::string(j.result.message()));
-            }
-            break;
-          case JobKind::kProbe:
-            if (en.mounted) {
-              SetHealth(en,
-                        j.result.ok() ? MountHealth::kHealthy
-                                      : MountHealth::kUnhealthy,
-                        std::string(j.result.message()));
-            }
-            break;
-        }
+      const Job& j = *it->second;
+      const absl::Duration took = j.finished - j.started;
+      if (took > Deadline(j.kind)) {
+        RANGEFS_LOG(WARNING)
+            << "mount " << j.target << ": the hung " << CallName(j.kind)
+            << " returned after " << absl::Trunc(took, absl::Milliseconds(1))
+            << ": " << (j.result.ok() ? "OK" : std::string(j.result.message()));
       }
+      auto e = entries_.find(j.node_id);
+      if (e != entries_.end() && e->second.target == j.target &&
+          ApplyResult(j, e->second, now)) {
+        entries_.erase(e);
+      }
+      finished.push_back(std::move(it->second));
       it = jobs->erase(it);
     }
+  }
+  MarkHung(now);
+  return finished;
+}
+
+void MountManager::MarkHung(absl::Time now) {
+  // The oldest call past its deadline, per node.
+  std::map<std::string, const Job*> late;
+  for (auto* jobs : {&ops_, &probes_}) {
+    for (const auto& [target, j] : *jobs) {
+      if (j->done.load() || now - j->started <= Deadline(j->kind)) continue;
+      auto e = entries_.find(j->node_id);
+      if (e == entries_.end() || e->second.target != j->target) continue;
+      const Job*& oldest = late[j->node_id];
+      if (oldest == nullptr || j->started < oldest->started) oldest = j.get();
+    }
+  }
+  for (auto& [id, en] : entries_) {
+    auto l = late.find(id);
+    if (l == late.end()) {
+      en.hung_since = absl::InfinitePast();
+      continue;
+    }
+    const Job& j = *l->second;
+    const bool was_hung = en.hung_since != absl::InfinitePast();
+    en.hung_since = j.started;
+    std::string error = absl::StrCat(
+        CallName(j.kind), " of ", en.target, " did not return within ",
+        absl::FormatDuration(Deadline(j.kind)), " (hung for ",
+        absl::FormatDuration(
+            absl::Trunc(now - j.started, absl::Milliseconds(1))),
+        ")");
+    if (!was_hung) {
+      RANGEFS_LOG(WARNING) << "node " << id << ": mount " << en.target
+                           << " is hung: " << error << ", since "
+                           << absl::FormatTime(j.started)
+                           << "; clients treat it as down";
+    }
+    SetHealth(en,
+              j.kind == JobKind::kMount ? MountHealth::kFailed
+                                        : MountHealth::kUnhealthy,
+              error);
   }
 }
 
@@ -363,20 +431,30 @@ void MountManager::Pass() {
   const absl::Time now = absl::Now();
   bool list = false;
   bool restart_watch = watch_ == nullptr;
+  std::vector<std::shared_ptr<Job>> finished;
   {
     absl::MutexLock l(&mu_);
-    Harvest();
+    finished = Harvest(now);
     list = nodes_dirty_ || now - last_list_ >= options_.reconcile_interval;
     nodes_dirty_ = false;
     restart_watch = restart_watch || watch_broken_;
   }
+  // Outside mu_: each of these has marked itself done and is returning.
+  for (const std::shared_ptr<Job>& j : finished) j->thread.join();
+  finished.clear();
   if (restart_watch) RestartWatch();
   if (list) {
     auto nodes = store_->ListNodes();
     last_list_ = now;
     if (nodes.ok()) {
       nodes_.clear();
-      for (const ns::NodeEntry& n : *nodes) nodes_.push_back(n.record);
+      for (const ns::NodeEntry& n : *nodes) {
+        if (n.invalid.empty()) {
+          nodes_.push_back(n.record);
+        } else {
+          RANGEFS_LOG(WARNING) << n.invalid << " (node not mounted)";
+        }
+      }
     } else {
       // Keep the mounts as they are: an etcd outage unmounts nothing.
       RANGEFS_LOG(WARNING) << "list nodes: " << nodes.status()
@@ -403,6 +481,7 @@ void MountManager::Pass() {
           en.target = c.target;
           en.mounted = true;
           en.since = now;
+          en.generation = next_generation_++;
           entries_[c.node_id] = en;
         } else {
           c.source = e->second.source;
@@ -444,12 +523,12 @@ void MountManager::Pass() {
           RANGEFS_LOG(INFO) << "mount " << a.node_id << ": "
                             << mounter_->MountCommand(a.source, a.target)
                             << " (" << a.reason << ")";
-          StartJob(JobKind::kMount, a.node_id, a.target, a.source);
+          StartJob(JobKind::kMount, a.node_id, a.target, a.source, 0);
         } else {
           RANGEFS_LOG(INFO)
               << "unmount " << a.node_id << ": "
               << mounter_->UnmountCommand(a.target) << " (" << a.reason << ")";
-          StartJob(JobKind::kUnmount, a.node_id, a.target, "");
+          StartJob(JobKind::kUnmount, a.node_id, a.target, "", 0);
         }
       }
       // Forget entries of nodes that are neither mounted nor wanted.
@@ -470,7 +549,7 @@ void MountManager::Pass() {
         continue;
       }
       en.last_probe = now;
-      StartJob(JobKind::kProbe, id, en.target, "");
+      StartJob(JobKind::kProbe, id, en.target, "", en.generation);
     }
     status_.updated_unix_ms = absl::ToUnixMillis(now);
     status_.pass = passes_.load() + 1;
@@ -483,6 +562,9 @@ void MountManager::Pass() {
       s.since_unix_ms = absl::ToUnixMillis(en.since);
       s.readahead_kb = en.readahead;
       s.error = en.error;
+      if (en.hung_since != absl::InfinitePast()) {
+        s.hung_since_unix_ms = absl::ToUnixMillis(en.hung_since);
+      }
       status_.mounts.push_back(std::move(s));
     }
     status = status_;

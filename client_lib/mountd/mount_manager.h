@@ -14,12 +14,18 @@
 // Never blocking on a hung mount: the loop thread only reads etcd (with
 // its call deadline) and /proc/self/mountinfo (which touches no mount).
 // Every mount, unmount, stat and readahead write runs in a worker thread of
-// its own; the loop checks its age on every tick and marks the mount
-// unhealthy once a stat is older than stat_timeout (or a mount/unmount
-// older than op_timeout). A hung worker is left running (not joined on the
-// loop), and its target gets no new work of that kind until it returns:
-// at most one mount/unmount worker and one probe worker per target. A lazy
-// unmount (MNT_DETACH) may run while a probe of the same target hangs.
+// its own; the loop checks its age on every tick. A call that has not
+// returned within its deadline (stat_timeout for a stat, op_timeout for a
+// mount or unmount) makes the mount `hung` in the status file, with the
+// time the call started (MountStatusEntry::hung_since_unix_ms), and
+// unhealthy (stat, unmount) or failed (mount); mountd logs when a mount
+// becomes hung and when the hung call returns. A hung worker is left
+// running (not joined on the loop), and its target gets no new work of that
+// kind until it returns: at most one mount/unmount worker and one probe
+// worker per target. A lazy unmount (MNT_DETACH) may run while a probe of
+// the same target hangs. A worker's last act is to mark itself done under
+// the manager's lock; the loop joins finished workers only after releasing
+// that lock.
 //
 // The node list is read when the watch on the nodes prefix reports a
 // change and at least every reconcile_interval; if etcd cannot be reached,
@@ -41,6 +47,7 @@
 
 #include "absl/base/thread_annotations.h"
 #include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
 #include "client_lib/mountd/mount_status.h"
@@ -109,10 +116,14 @@ class MountManager {
   struct Job {
     JobKind kind;
     std::string node_id, target, source;
+    int64_t generation = 0;  // of the entry's mount (kProbe)
     absl::Time started;
+    // Set under mu_, as the worker's last act; the fields below are
+    // written before it and read only once it is true.
     std::atomic<bool> done{false};
-    absl::Status result;    // written before done
-    std::string readahead;  // written before done (kMount)
+    absl::Time finished;
+    absl::Status result;
+    std::string readahead;  // kMount
     std::thread thread;
   };
   struct Entry {
@@ -121,6 +132,12 @@ class MountManager {
     MountHealth health = MountHealth::kMounting;
     absl::Time since;
     absl::Time last_probe = absl::InfinitePast();
+    // Changes with every mount made or adopted: a probe's result counts
+    // only for the mount it stat'ed.
+    int64_t generation = 0;
+    // Start of the oldest call on this mount that is past its deadline;
+    // InfinitePast: none.
+    absl::Time hung_since = absl::InfinitePast();
     std::string readahead;
     std::string error;
   };
@@ -129,11 +146,21 @@ class MountManager {
                MountManagerOptions options);
   void Loop();
   void Pass();
-  void Harvest() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  void StartJob(JobKind kind, const std::string& node_id,
-                const std::string& target, const std::string& source)
+  // Applies finished jobs to their entries and returns them (to be joined
+  // once mu_ is released), then marks the mounts whose calls are late.
+  std::vector<std::shared_ptr<Job>> Harvest(absl::Time now)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Returns true if the entry is to be forgotten (unmounted).
+  bool ApplyResult(const Job& job, Entry& e, absl::Time now)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void MarkHung(absl::Time now) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  absl::Duration Deadline(JobKind kind) const;
+  static absl::string_view CallName(JobKind kind);
+  void StartJob(JobKind kind, const std::string& node_id,
+                const std::string& target, const std::string& source,
+                int64_t generation) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void RunJob(Job* job);
+  void FinishJob(Job* job);
   void SetHealth(Entry& e, MountHealth h, const std::string& error);
   void RestartWatch();
 
@@ -152,6 +179,7 @@ class MountManager {
   std::map<std::string, std::shared_ptr<Job>> probes_ ABSL_GUARDED_BY(mu_);
   std::vector<std::string> skipped_ ABSL_GUARDED_BY(mu_);
   MountStatusFile status_ ABSL_GUARDED_BY(mu_);
+  int64_t next_generation_ ABSL_GUARDED_BY(mu_) = 1;
 
   // Loop thread only.
   std::unique_ptr<ns::KvWatch> watch_;

@@ -55,6 +55,7 @@ std::string FormatMountStatus(const MountStatusFile& f) {
     absl::StrAppend(
         &out, "node=", Clean(e.node_id), "\tstate=", MountHealthName(e.health),
         "\tpath=", Clean(e.path), "\tsince_unix_ms=", e.since_unix_ms,
+        "\thung_since_unix_ms=", e.hung_since_unix_ms,
         "\treadahead_kb=", Clean(e.readahead_kb), "\terror=", Clean(e.error),
         "\n");
   }
@@ -87,6 +88,11 @@ absl::StatusOr<MountStatusFile> ParseMountStatus(absl::string_view text) {
         if (k == "error") e.error = v;
         if (k == "readahead_kb") e.readahead_kb = v;
         if (k == "since_unix_ms") (void)absl::SimpleAtoi(v, &e.since_unix_ms);
+        if (k == "hung_since_unix_ms" &&
+            (!absl::SimpleAtoi(v, &e.hung_since_unix_ms) ||
+             e.hung_since_unix_ms < 0)) {
+          e.hung_since_unix_ms = 0;
+        }
         if (k == "state") {
           for (MountHealth h : {MountHealth::kHealthy, MountHealth::kUnhealthy,
                                 MountHealth::kMounting, MountHealth::kFailed}) {
@@ -100,6 +106,9 @@ absl::StatusOr<MountStatusFile> ParseMountStatus(absl::string_view text) {
       }
       if (e.node_id.empty()) return bad("empty node");
       if (!have_state) return bad("no state");
+      if (e.hung() && e.health == MountHealth::kHealthy) {
+        e.health = MountHealth::kUnhealthy;  // hung is never healthy
+      }
       f.mounts.push_back(std::move(e));
     } else {
       for (const auto& [k, v] : kv) {

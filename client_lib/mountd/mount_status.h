@@ -8,9 +8,10 @@
 //   # rangefs-mountd mount status v1
 //   updated_unix_ms=1763855100123	pass=42	mounter=nfs
 //   node=sn-01	state=healthy	path=/mnt/rangefs/sn-01	since_unix_ms=...
-//   readahead_kb=4096	error= node=sn-02	state=unhealthy
-//   path=/mnt/rangefs/sn-02	since_unix_ms=...	readahead_kb=4096
-//   error=stat did not answer within 5s
+//   hung_since_unix_ms=0	readahead_kb=4096	error=
+//   node=sn-02	state=unhealthy	path=/mnt/rangefs/sn-02	since_unix_ms=...
+//   hung_since_unix_ms=1763855094000	readahead_kb=4096
+//   error=stat of /mnt/rangefs/sn-02 did not return within 5s (hung for 6.1s)
 //
 // state: healthy (mounted, answered the last stat in time), unhealthy
 // (mounted, the last stat failed or did not answer within
@@ -20,6 +21,13 @@
 // entered. A reader should also treat the whole file as stale when
 // updated_unix_ms is older than a few reconcile intervals (mountd down).
 // Unknown keys must be ignored (forward compatibility).
+//
+// hung_since_unix_ms (added later; absent or 0 = not hung): a stat, mount
+// or umount of this mount was started then and has not returned within its
+// deadline; `error` names the call. A hung mount is never healthy (its
+// state is unhealthy or failed), so a reader that knows only `state` treats
+// it as down, which is what it should do. ParseMountStatus reads a record
+// that says healthy and hung as unhealthy.
 #ifndef RANGEFS_CLIENT_LIB_MOUNTD_MOUNT_STATUS_H_
 #define RANGEFS_CLIENT_LIB_MOUNTD_MOUNT_STATUS_H_
 
@@ -45,6 +53,10 @@ struct MountStatusEntry {
   int64_t since_unix_ms = 0;
   std::string readahead_kb;  // "4096", "" if not set by mountd
   std::string error;
+  // When the call that hangs on this mount started; 0 = none hangs.
+  int64_t hung_since_unix_ms = 0;
+
+  bool hung() const { return hung_since_unix_ms > 0; }
 };
 
 struct MountStatusFile {

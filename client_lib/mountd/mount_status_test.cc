@@ -37,6 +37,30 @@ TEST(MountStatusTest, RoundTripsThroughText) {
   EXPECT_EQ(g->Find("c"), nullptr);
 }
 
+TEST(MountStatusTest, HungSinceRoundTripsAndIsNeverHealthy) {
+  MountStatusFile f;
+  f.mounts.push_back({"a", MountHealth::kUnhealthy, "/mnt/rangefs/a", 100, "",
+                      "stat of /mnt/rangefs/a did not return within 5s", 90});
+  f.mounts.push_back({"b", MountHealth::kHealthy, "/mnt/rangefs/b", 100});
+  std::string text = FormatMountStatus(f);
+  EXPECT_THAT(text, HasSubstr("\thung_since_unix_ms=90\t"));
+  auto g = ParseMountStatus(text);
+  ASSERT_THAT(g.status(), IsOk());
+  EXPECT_TRUE(g->Find("a")->hung());
+  EXPECT_EQ(g->Find("a")->hung_since_unix_ms, 90);
+  EXPECT_FALSE(g->Find("b")->hung());
+  // A file from before the field, and records that contradict themselves.
+  g = ParseMountStatus(
+      "node=old\tstate=healthy\n"
+      "node=odd\tstate=healthy\thung_since_unix_ms=5\n"
+      "node=bad\tstate=healthy\thung_since_unix_ms=-5x\n");
+  ASSERT_THAT(g.status(), IsOk());
+  EXPECT_FALSE(g->Find("old")->hung());
+  EXPECT_EQ(g->Find("odd")->health, MountHealth::kUnhealthy);
+  EXPECT_FALSE(g->Find("bad")->hung());
+  EXPECT_EQ(g->Find("bad")->health, MountHealth::kHealthy);
+}
+
 TEST(MountStatusTest, IgnoresUnknownKeysRejectsBadRecords) {
   auto g = ParseMountStatus("node=a\tstate=failed\tfuture=1\n");
   ASSERT_THAT(g.status(), IsOk());

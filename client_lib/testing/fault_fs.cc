@@ -6,8 +6,28 @@
 #include "absl/random/random.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
+#include "base/status_macros.h"
 
 namespace rangefs {
+namespace {
+
+// The lexical half of PosixFs's confinement (there are no symlinks here).
+absl::Status CheckObject(const MountPath& path) {
+  if (path.object.empty() || path.object[0] == '/') {
+    return absl::InvalidArgumentError(
+        absl::StrCat("object path \"", path.object, "\" must be relative"));
+  }
+  for (absl::string_view c : absl::StrSplit(path.object, '/')) {
+    if (c.empty() || c == "." || c == "..") {
+      return absl::InvalidArgumentError(
+          absl::StrCat("object path \"", path.object, "\" leaves its mount"));
+    }
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
 
 void MemoryFs::AddFile(const std::string& path, std::string data) {
   absl::MutexLock l(&mu_);
@@ -38,14 +58,16 @@ void MemoryFs::RemoveDir(const std::string& dir) {
   }
 }
 
-absl::StatusOr<size_t> MemoryFs::PRead(const std::string& path, uint64_t offset,
+absl::StatusOr<size_t> MemoryFs::PRead(const MountPath& path, uint64_t offset,
                                        absl::Span<char> dst,
                                        const FsReadOptions&) {
   reads_.fetch_add(1);
+  RANGEFS_RETURN_IF_ERROR(CheckObject(path));
   absl::MutexLock l(&mu_);
-  auto it = files_.find(path);
+  auto it = files_.find(path.full());
   if (it == files_.end()) {
-    return absl::NotFoundError(absl::StrCat("open ", path, ": no such file"));
+    return absl::NotFoundError(
+        absl::StrCat("open ", path.full(), ": no such file"));
   }
   const std::string& d = it->second;
   if (offset >= d.size()) return size_t{0};
@@ -54,11 +76,13 @@ absl::StatusOr<size_t> MemoryFs::PRead(const std::string& path, uint64_t offset,
   return n;
 }
 
-absl::StatusOr<std::string> MemoryFs::ReadFile(const std::string& path) {
+absl::StatusOr<std::string> MemoryFs::ReadFile(const MountPath& path) {
+  RANGEFS_RETURN_IF_ERROR(CheckObject(path));
   absl::MutexLock l(&mu_);
-  auto it = files_.find(path);
+  auto it = files_.find(path.full());
   if (it == files_.end()) {
-    return absl::NotFoundError(absl::StrCat("open ", path, ": no such file"));
+    return absl::NotFoundError(
+        absl::StrCat("open ", path.full(), ": no such file"));
   }
   return it->second;
 }
@@ -112,7 +136,7 @@ bool FaultyFs::WaitForBlocked(int n, absl::Duration timeout) {
       timeout);
 }
 
-absl::StatusOr<size_t> FaultyFs::PRead(const std::string& path, uint64_t offset,
+absl::StatusOr<size_t> FaultyFs::PRead(const MountPath& path, uint64_t offset,
                                        absl::Span<char> dst,
                                        const FsReadOptions& options) {
   FaultRule hit;
@@ -122,7 +146,7 @@ absl::StatusOr<size_t> FaultyFs::PRead(const std::string& path, uint64_t offset,
     ++inside_;
     for (Rule& r : rules_) {
       if (!r.rule.path_contains.empty() &&
-          !absl::StrContains(path, r.rule.path_contains)) {
+          !absl::StrContains(path.full(), r.rule.path_contains)) {
         continue;
       }
       ++r.matched;

@@ -39,10 +39,12 @@ class MemoryFs : public ReadOnlyFs {
   void RemoveDir(const std::string& dir);  // CheckDir then fails
   uint64_t reads() const { return reads_.load(); }
 
-  absl::StatusOr<size_t> PRead(const std::string& path, uint64_t offset,
+  // Files are keyed by MountPath::full(); an object path with "..", "."
+  // or empty components is refused like PosixFs does (INVALID_ARGUMENT).
+  absl::StatusOr<size_t> PRead(const MountPath& path, uint64_t offset,
                                absl::Span<char> dst,
                                const FsReadOptions& options) override;
-  absl::StatusOr<std::string> ReadFile(const std::string& path) override;
+  absl::StatusOr<std::string> ReadFile(const MountPath& path) override;
   absl::Status CheckDir(const std::string& path) override;
 
  private:
@@ -80,10 +82,10 @@ class FaultyFs : public ReadOnlyFs {
   bool WaitForBlocked(int n, absl::Duration timeout);
   int faults() { return faults_.load(); }
 
-  absl::StatusOr<size_t> PRead(const std::string& path, uint64_t offset,
+  absl::StatusOr<size_t> PRead(const MountPath& path, uint64_t offset,
                                absl::Span<char> dst,
                                const FsReadOptions& options) override;
-  absl::StatusOr<std::string> ReadFile(const std::string& path) override {
+  absl::StatusOr<std::string> ReadFile(const MountPath& path) override {
     return base_->ReadFile(path);
   }
   absl::Status CheckDir(const std::string& path) override {

@@ -4,6 +4,7 @@
 #
 #   deploy/local/cluster.sh up [--nodes=4] [--etcd=1|3] [--hosts=local|netns]
 #                              [--rate=800mbit] [--dir=DIR] [--cluster=NAME]
+#                              [--tls | --insecure]
 #                              [--node-flags="--data_listen=off ..."]
 #   deploy/local/cluster.sh status [--dir=DIR]
 #   deploy/local/cluster.sh down   [--dir=DIR] [--purge]
@@ -15,7 +16,17 @@
 #   client namespace (which also runs etcd) over veth + a bridge in a third
 #   namespace; each node's egress capped with tc tbf at --rate. Addresses
 #   (10.250.<tag>.0/24) exist only inside these namespaces, with no route
-#   out. Clients use the agent (TCP) path.
+#   out. Clients use the agent (TCP) path. Agents then listen on network
+#   addresses, so this mode needs --tls or --insecure (rangefs-node refuses
+#   plaintext off loopback).
+# --tls: agents serve mTLS, as in production: <dir>/tls gets a CA, a server
+#   certificate per agent (deploy/etcd/make-certs.sh --agents), a writer
+#   client certificate rangefs-admin (the agents' --writers; cluster.sh's
+#   own rangefs-admin uses it) and a reader rangefs-client (jobs:
+#   --agent_ca/--agent_cert/--agent_key of rangefs-bench). The data port is
+#   off (plaintext). `up` prints AGENT_TLS_DIR=<dir>/tls too.
+# --insecure: plaintext agents on network addresses (rangefs-node
+#   --insecure; each warns every minute). Benchmarks only.
 # State (pids, endpoints) lives in <dir>/cluster.env; `down` stops every
 # process, deletes the namespaces and, with --purge, the directory.
 set -euo pipefail
@@ -31,6 +42,8 @@ HOSTS=local
 RATE=800mbit
 CLUSTER=local
 PURGE=0
+TLS=0
+INSECURE=0
 BIN=""
 NODE_FLAGS=()
 EXEC_ARGS=()
@@ -45,8 +58,10 @@ while [ $# -gt 0 ]; do
     --bin=*) BIN=${1#*=} ;;
     --node-flags=*) read -r -a NODE_FLAGS <<<"${1#*=}" ;;
     --purge) PURGE=1 ;;
+    --tls) TLS=1 ;;
+    --insecure) INSECURE=1 ;;
     --) shift; EXEC_ARGS=("$@"); break ;;
-    -h|--help) sed -n '2,20p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,31p' "$0"; exit 0 ;;
     *) echo "cluster.sh: unknown argument $1" >&2; exit 2 ;;
   esac
   shift
@@ -67,7 +82,18 @@ in_client() {
   if [ "${HOSTS}" = netns ]; then ip netns exec "rfs${TAG}-c" "$@"; else "$@"; fi
 }
 
-admin() { in_client "$BIN/rangefs-admin" --etcd="$ETCD_ENDPOINTS" --cluster="$CLUSTER" --no-progress "$@"; }
+# TLS material (cluster.sh up --tls); agents' flags and the writer's.
+TLS_DIR="$DIR/tls"
+admin_tls_flags() {
+  if [ "${TLS:-0}" = 1 ]; then
+    echo "--agent-ca=$TLS_DIR/ca.crt --agent-cert=$TLS_DIR/rangefs-admin.crt --agent-key=$TLS_DIR/rangefs-admin.key"
+  fi
+}
+admin() {
+  # shellcheck disable=SC2046
+  in_client "$BIN/rangefs-admin" --etcd="$ETCD_ENDPOINTS" --cluster="$CLUSTER" --no-progress \
+    $(admin_tls_flags) "$@"
+}
 
 # wait_for DESCRIPTION SECONDS CMD...: polls CMD every 0.1 s.
 wait_for() {
@@ -104,6 +130,7 @@ BIN=$BIN
 TAG=$TAG
 RATE=$RATE
 MOUNT_ROOT=$DIR/mnt
+TLS=$TLS
 ENV
 }
 
@@ -180,8 +207,12 @@ cmd_up() {
   [ -e "$STATE" ] && die "a cluster already runs in $DIR (cluster.sh down --dir=$DIR first)"
   [ "$HOSTS" = local ] || [ "$HOSTS" = netns ] || die "--hosts must be local or netns"
   [ "$NODES" -ge 1 ] || die "--nodes must be >= 1"
+  [ "$TLS" = 1 ] && [ "$INSECURE" = 1 ] && die "--tls and --insecure exclude each other"
+  if [ "$HOSTS" = netns ] && [ "$TLS" = 0 ] && [ "$INSECURE" = 0 ]; then
+    die "--hosts=netns: agents listen on veth addresses, and rangefs-node serves a network address only with mTLS; pass --tls (mTLS, certificates made here) or --insecure (plaintext, benchmarks only)"
+  fi
   # A fresh cluster: no data of a previous one (its bin/ stays).
-  rm -rf "$DIR/run" "$DIR/logs" "$DIR/exports" "$DIR/mnt" "$DIR/etcd"
+  rm -rf "$DIR/run" "$DIR/logs" "$DIR/exports" "$DIR/mnt" "$DIR/etcd" "$TLS_DIR"
   mkdir -p "$DIR/run" "$DIR/logs" "$DIR/exports" "$DIR/mnt" "$DIR/etcd"
   build_binaries
   trap 'log "start-up failed; tearing down"; cmd_down; exit 1' ERR
@@ -221,32 +252,53 @@ cmd_up() {
   save_state
   wait_for "etcd" 30 admin node list
   log "etcd up at $ETCD_ENDPOINTS"
-  # nodes
+  # nodes: addresses first (agent certificates name them)
+  local addrs=() agents=()
   for i in $(seq 1 "$NODES"); do
-    local id="n$i" export="$DIR/exports/n$i" addr port
+    if [ "$HOSTS" = netns ]; then
+      addrs[$i]="10.250.${TAG}.$((10 + i)):7070"
+      agents+=("n$i@10.250.${TAG}.$((10 + i))")
+    else
+      addrs[$i]="127.0.0.1:$(free_port)"
+      agents+=("n$i")
+    fi
+  done
+  if [ "$TLS" = 1 ]; then
+    bash "$ROOT/deploy/etcd/make-certs.sh" "$TLS_DIR" --members= \
+      --agents="$(IFS=,; echo "${agents[*]}")" --clients=rangefs-admin,rangefs-client >/dev/null
+    log "agent certificates in $TLS_DIR (writer rangefs-admin, reader rangefs-client)"
+  fi
+  for i in $(seq 1 "$NODES"); do
+    local id="n$i" export="$DIR/exports/n$i" addr=${addrs[$i]} sec=()
     mkdir -p "$export"
     if [ "$HOSTS" = netns ]; then
-      addr="10.250.${TAG}.$((10 + i)):7070"
       ns="rfs${TAG}-$i"
-      admin node add "$id" --address="$addr" --export="$export" --zone="z$(( (i - 1) % 2 ))" >/dev/null
     else
-      port=$(free_port)
-      addr="127.0.0.1:$port"
       ns=-
       ln -sfn "$export" "$DIR/mnt/$id"
-      admin node add "$id" --address="$addr" --export="$export" --zone="z$(( (i - 1) % 2 ))" >/dev/null
     fi
+    if [ "$TLS" = 1 ]; then
+      sec=(--tls_cert="$TLS_DIR/$id.crt" --tls_key="$TLS_DIR/$id.key"
+           --tls_client_ca="$TLS_DIR/ca.crt" --writers=rangefs-admin)
+    elif [ "$INSECURE" = 1 ]; then
+      sec=(--insecure)
+    fi
+    admin node add "$id" --address="$addr" --export="$export" --zone="z$(( (i - 1) % 2 ))" >/dev/null
     start_bg "$DIR/logs/node-$id.log" "$DIR/run/node-$id.pid" "$ns" \
       "$BIN/rangefs-node" --node_id="$id" --export_root="$export" --listen="$addr" \
-      --etcd_endpoints="$ETCD_ENDPOINTS" --cluster="$CLUSTER" ${NODE_FLAGS[@]+"${NODE_FLAGS[@]}"}
+      --etcd_endpoints="$ETCD_ENDPOINTS" --cluster="$CLUSTER" ${sec[@]+"${sec[@]}"} \
+      ${NODE_FLAGS[@]+"${NODE_FLAGS[@]}"}
   done
   for i in $(seq 1 "$NODES"); do
     wait_for "node n$i serving" 30 grep -q "serving on" "$DIR/logs/node-n$i.log"
   done
   wait_for "live records of $NODES nodes" 30 all_live
   trap - ERR
-  log "up: $NODES node(s), etcd $ETCD_ENDPOINTS, cluster '$CLUSTER', hosts=$HOSTS, dir $DIR"
-  echo "RANGEFS_ETCD=$ETCD_ENDPOINTS RANGEFS_CLUSTER=$CLUSTER MOUNT_ROOT=$DIR/mnt"
+  local security=plaintext
+  [ "$TLS" = 1 ] && security=mTLS
+  [ "$INSECURE" = 1 ] && security="INSECURE (--insecure)"
+  log "up: $NODES node(s), etcd $ETCD_ENDPOINTS, cluster '$CLUSTER', hosts=$HOSTS, agents $security, dir $DIR"
+  echo "RANGEFS_ETCD=$ETCD_ENDPOINTS RANGEFS_CLUSTER=$CLUSTER MOUNT_ROOT=$DIR/mnt$([ "$TLS" = 1 ] && echo " AGENT_TLS_DIR=$TLS_DIR")"
 }
 
 load_state() {

@@ -1,8 +1,11 @@
 #!/usr/bin/env bash
 # Smoke test of deploy/local/cluster.sh: up (real etcd + agents), ingest a
 # small file with rangefs-admin, read it back verified with rangefs-bench,
-# status, down — in local mode and in netns mode (capped veth links). Checks
-# that nothing is left behind: no processes, no namespaces.
+# status, down — in local mode (plaintext on loopback) and in netns mode
+# (capped veth links) with --tls: agents serve mTLS, cluster.sh's admin
+# ingests with the writer certificate, the job reads with the reader's, and
+# a reader cannot ingest. Also: netns mode without --tls/--insecure is
+# refused. Checks that nothing is left behind: no processes, no namespaces.
 set -uo pipefail
 RF="$TEST_SRCDIR/$TEST_WORKSPACE"
 BIN="$TEST_TMPDIR/bin"
@@ -13,26 +16,52 @@ CLUSTER_SH="$RF/deploy/local/cluster.sh"
 fail() { echo "FAIL: $*"; for f in "$DIR"/logs/*.log; do echo "--- $f"; tail -5 "$f"; done; bash "$CLUSTER_SH" down --dir="$DIR" >/dev/null 2>&1; exit 1; }
 
 run_mode() {
-  local hosts=$1 nodes=$2
+  local hosts=$1 nodes=$2 security=$3
   DIR="$TEST_TMPDIR/c-$hosts"
   local env
-  env=$(bash "$CLUSTER_SH" up --dir="$DIR" --nodes="$nodes" --hosts="$hosts" \
+  AGENT_TLS_DIR=""
+  env=$(bash "$CLUSTER_SH" up --dir="$DIR" --nodes="$nodes" --hosts="$hosts" $security \
         --bin="$BIN" --cluster=smoke --rate=400mbit | tail -n 1) || fail "$hosts: up failed"
   eval "$env"
+  local writer=() reader=()
+  if [ "$security" = --tls ]; then
+    [ -s "$AGENT_TLS_DIR/ca.crt" ] || fail "$hosts: no AGENT_TLS_DIR from up: $env"
+    local i
+    for ((i = 0; i < 100; i++)); do  # the line follows "serving on" closely
+      grep -q "(mTLS)" "$DIR/logs/node-n1.log" && break
+      sleep 0.1
+    done
+    grep -q "(mTLS)" "$DIR/logs/node-n1.log" || fail "$hosts: agent n1 is not serving mTLS"
+    local t=$AGENT_TLS_DIR
+    writer=(--agent-ca="$t/ca.crt" --agent-cert="$t/rangefs-admin.crt" --agent-key="$t/rangefs-admin.key")
+    reader=(--agent_ca="$t/ca.crt" --agent_cert="$t/rangefs-client.crt" --agent_key="$t/rangefs-client.key")
+  fi
   mkdir -p "$TEST_TMPDIR/data-$hosts/d"
   head -c 3000000 /dev/urandom >"$TEST_TMPDIR/data-$hosts/d/f1"
   head -c 5000 /dev/urandom >"$TEST_TMPDIR/data-$hosts/d/f2"
   for f in f1 f2; do
     bash "$CLUSTER_SH" exec --dir="$DIR" -- "$BIN/rangefs-admin" --etcd="$RANGEFS_ETCD" \
-      --cluster=smoke --no-progress file put "$TEST_TMPDIR/data-$hosts/d/$f" "/d/$f" \
-      --replicas=2 --stripe-unit=1M >/dev/null || fail "$hosts: put $f"
+      --cluster=smoke --no-progress ${writer[@]+"${writer[@]}"} file put \
+      "$TEST_TMPDIR/data-$hosts/d/$f" "/d/$f" --replicas=2 --stripe-unit=1M >/dev/null \
+      || fail "$hosts: put $f"
   done
+  if [ "$security" = --tls ]; then
+    # The reader's certificate cannot ingest.
+    local t=$AGENT_TLS_DIR out
+    if out=$(bash "$CLUSTER_SH" exec --dir="$DIR" -- "$BIN/rangefs-admin" --etcd="$RANGEFS_ETCD" \
+        --cluster=smoke --no-progress --agent-ca="$t/ca.crt" --agent-cert="$t/rangefs-client.crt" \
+        --agent-key="$t/rangefs-client.key" file put "$TEST_TMPDIR/data-$hosts/d/f2" /d/f3 \
+        --replicas=1 2>&1); then
+      fail "$hosts: the reader certificate ingested /d/f3"
+    fi
+    echo "$out" | grep -q "PERMISSION_DENIED" || fail "$hosts: reader put: $out"
+  fi
   local path=auto
   [ "$hosts" = netns ] && path=agent
   bash "$CLUSTER_SH" exec --dir="$DIR" -- "$BIN/rangefs-bench" --etcd="$RANGEFS_ETCD" \
     --cluster=smoke --mount_root="$MOUNT_ROOT" --data_path="$path" --workload=scan \
-    --once --threads=2 --verify_against="$TEST_TMPDIR/data-$hosts" --json \
-    >"$TEST_TMPDIR/scan-$hosts.json" || fail "$hosts: read job: $(cat "$TEST_TMPDIR/scan-$hosts.json")"
+    ${reader[@]+"${reader[@]}"} --once --threads=2 --verify_against="$TEST_TMPDIR/data-$hosts" \
+    --json >"$TEST_TMPDIR/scan-$hosts.json" || fail "$hosts: read job: $(cat "$TEST_TMPDIR/scan-$hosts.json")"
   grep -q '"bytes": 3005000' "$TEST_TMPDIR/scan-$hosts.json" || fail "$hosts: bytes read: $(cat "$TEST_TMPDIR/scan-$hosts.json")"
   grep -q '"mismatches": 0' "$TEST_TMPDIR/scan-$hosts.json" || fail "$hosts: mismatches"
   bash "$CLUSTER_SH" status --dir="$DIR" | grep -q "$nodes node(s), $nodes live" || fail "$hosts: status"
@@ -46,10 +75,15 @@ run_mode() {
   return 0
 }
 
-run_mode local 3
+run_mode local 3 ""
 if ip netns add rfs-smoke-probe 2>/dev/null; then
   ip netns del rfs-smoke-probe
-  run_mode netns 2
+  DIR="$TEST_TMPDIR/c-refused"
+  if out=$(bash "$CLUSTER_SH" up --dir="$DIR" --nodes=1 --hosts=netns --bin="$BIN" 2>&1); then
+    fail "netns mode without --tls or --insecure came up"
+  fi
+  echo "$out" | grep -q -- "--tls" || fail "netns refusal does not say what to do: $out"
+  run_mode netns 2 --tls
   if ip netns list | grep -q "^rfs"; then fail "network namespaces left: $(ip netns list)"; fi
 else
   echo "SKIP netns mode: cannot create network namespaces here"

@@ -61,6 +61,14 @@ verify "$tmp/units/nobin-mountd.service" >/dev/null && fail "missing binary pass
 grep -q '^KillSignal=SIGTERM' "$src/rangefs-node@.service" || fail "node: KillSignal"
 grep -q '^TimeoutStopSec=30s' "$src/rangefs-node@.service" || fail "node: stop timeout"
 grep -q 'CAP_SYS_ADMIN' "$src/rangefs-mountd.service" || fail "mountd: CAP_SYS_ADMIN"
+# Agents are wired for mTLS, and --insecure is off unless the env file says so.
+for u in rangefs-node.service rangefs-node@.service; do
+  for f in '--tls_cert=${TLS_CERT}' '--tls_key=${TLS_KEY}' '--tls_client_ca=${TLS_CLIENT_CA}' \
+           '--writers=${WRITERS}' '--insecure=${INSECURE}'; do
+    grep '^ExecStart=' "$src/$u" | grep -qF -- "$f" || fail "$u: ExecStart lacks $f"
+  done
+  grep -q '^Environment=.*INSECURE=false' "$src/$u" || fail "$u: INSECURE must default to false"
+done
 if grep -Eq '^(ProtectSystem|PrivateTmp|ProtectHome|ReadWritePaths|ProtectKernelTunables|PrivateMounts)=' \
     "$src/rangefs-mountd.service"; then
   fail "mountd must not run in a private mount namespace"

@@ -26,7 +26,7 @@ TEST(AgentTlsTest, FilePutAndFsckSpeakMtlsToAgents) {
   const std::string certs = *dir + "/certs";
   auto mk = Subprocess::Start(
       {.argv = {"/bin/bash", RunfilePath("deploy/etcd/make-certs.sh"), certs,
-                "--members=agent", "--clients=admin"},
+                "--members=", "--agents=agent", "--clients=admin,job"},
        .log_path = *dir + "/mk.log"});
   ASSERT_THAT(mk, IsOk());
   auto st = (*mk)->Wait(absl::Seconds(60));
@@ -34,12 +34,12 @@ TEST(AgentTlsTest, FilePutAndFsckSpeakMtlsToAgents) {
   ASSERT_EQ(WEXITSTATUS(*st), 0) << (*mk)->Log();
   const std::string exp = *dir + "/export";
   ASSERT_EQ(mkdir(exp.c_str(), 0755), 0);
-  auto agent =
-      node::Agent::Start({.node_id = "n1",
-                          .export_root = exp,
-                          .tls = {.cert_file = certs + "/agent.crt",
-                                  .key_file = certs + "/agent.key",
-                                  .client_ca_file = certs + "/ca.crt"}});
+  auto agent = node::Agent::Start({.node_id = "n1",
+                                   .export_root = exp,
+                                   .tls = {.cert_file = certs + "/agent.crt",
+                                           .key_file = certs + "/agent.key",
+                                           .client_ca_file = certs + "/ca.crt"},
+                                   .writers = {"admin"}});
   ASSERT_THAT(agent, IsOk());
 
   ns::MemoryKv kv;
@@ -70,7 +70,15 @@ TEST(AgentTlsTest, FilePutAndFsckSpeakMtlsToAgents) {
   EXPECT_THAT(run({"file", "put", local, "/f", "--replicas=1"}),
               ::testing::Not(IsOk()));
   EXPECT_THAT(store->GetFile("/f"), StatusIs(absl::StatusCode::kNotFound));
-  // With the admin's certificate: put and fsck work.
+  // A certificate of the CA that is not on the agent's --writers: refused
+  // (PERMISSION_DENIED), nothing is committed.
+  ctx.agent_tls = {.ca_file = certs + "/ca.crt",
+                   .cert_file = certs + "/job.crt",
+                   .key_file = certs + "/job.key"};
+  EXPECT_THAT(run({"file", "put", local, "/f", "--replicas=1"}),
+              StatusIs(absl::StatusCode::kPermissionDenied));
+  EXPECT_THAT(store->GetFile("/f"), StatusIs(absl::StatusCode::kNotFound));
+  // With the admin's certificate (a writer): put and fsck work.
   ctx.agent_tls = {.ca_file = certs + "/ca.crt",
                    .cert_file = certs + "/admin.crt",
                    .key_file = certs + "/admin.key"};

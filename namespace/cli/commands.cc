@@ -98,7 +98,13 @@ absl::StatusOr<Table> NodeList(Context& ctx, Args& a) {
                            ctx.store->ListNodes());
   Table t;
   AddNodeColumns(t);
-  for (const NodeEntry& e : nodes) AddNodeRow(t, e.record);
+  for (const NodeEntry& e : nodes) {
+    if (e.invalid.empty()) {
+      AddNodeRow(t, e.record);
+    } else {
+      t.AddRow({e.record.id(), "invalid", e.invalid, "-", "-", "-"});
+    }
+  }
   return t;
 }
 
@@ -202,6 +208,10 @@ absl::StatusOr<Table> FileLs(Context& ctx, Args& a) {
     RANGEFS_ASSIGN_OR_RETURN(ns::ListFilesResult r, ctx.store->ListFiles(o));
     for (const FileEntry& f : r.files) {
       if (limit > 0 && static_cast<int64_t>(t.rows.size()) >= limit) break;
+      if (!f.invalid.empty()) {
+        t.AddRow({f.path, "-", "invalid", f.invalid, "-", "-"});
+        continue;
+      }
       t.AddRow({f.path, absl::StrCat(f.layout.size()),
                 std::string(ns::FileStateName(f.layout.state())),
                 Shape(f.layout), absl::StrCat(Replicas(f.layout)),
@@ -287,9 +297,16 @@ absl::StatusOr<Table> Status(Context& ctx, Args& a) {
   uint64_t free_sum = 0, total_sum = 0;
   int alive = 0;
   for (const NodeEntry& n : nodes) {
+    if (!n.invalid.empty()) {
+      t.AddRow(
+          {n.record.id(), "invalid", "-", n.invalid, "-", "-", "-", "-", "-"});
+      continue;
+    }
     const v1::LiveRecord* l = nullptr;
     for (const ns::LiveEntry& e : live) {
-      if (e.record.node_id() == n.record.id()) l = &e.record;
+      if (e.invalid.empty() && e.record.node_id() == n.record.id()) {
+        l = &e.record;
+      }
     }
     std::string health = "-";
     if (l != nullptr) {
@@ -322,12 +339,23 @@ absl::StatusOr<Table> Dump(Context& ctx, Args& a) {
   dump.set_cluster(ctx.cluster);
   RANGEFS_ASSIGN_OR_RETURN(std::vector<NodeEntry> nodes,
                            ctx.store->ListNodes());
-  for (const NodeEntry& n : nodes) *dump.add_nodes() = n.record;
+  std::vector<std::string> invalid;
+  for (const NodeEntry& n : nodes) {
+    if (n.invalid.empty()) {
+      *dump.add_nodes() = n.record;
+    } else {
+      invalid.push_back(n.invalid);
+    }
+  }
   ns::ListFilesOptions o{.dir = "/", .page_size = 1000};
   while (true) {
     RANGEFS_ASSIGN_OR_RETURN(ns::ListFilesResult r, ctx.store->ListFiles(o));
     dump.set_revision(r.revision);
     for (FileEntry& f : r.files) {
+      if (!f.invalid.empty()) {
+        invalid.push_back(f.invalid);
+        continue;
+      }
       auto* e = dump.add_files();
       e->set_path(f.path);
       *e->mutable_layout() = std::move(f.layout);
@@ -336,6 +364,14 @@ absl::StatusOr<Table> Dump(Context& ctx, Args& a) {
     if (r.next_page_token.empty()) break;
     o.page_token = r.next_page_token;
     o.revision = r.revision;
+  }
+  if (!invalid.empty()) {
+    // A dump that silently dropped records would lose them on restore.
+    return absl::DataLossError(absl::StrCat(
+        "dump refused: ", invalid.size(),
+        " record(s) fail validation; fix them or remove them (file rm, "
+        "node rm) first:\n  ",
+        absl::StrJoin(invalid, "\n  ")));
   }
   dump.set_dumped_unix_ms(absl::ToUnixMillis(absl::Now()));
   RANGEFS_ASSIGN_OR_RETURN(std::string json, ToJson(dump));
@@ -440,7 +476,7 @@ std::string Usage(const std::string& group) {
 )";
   std::string other = R"(other commands:
   status                    nodes, live state, capacity
-  doctor [--mount-root=DIR] [--mounts=no]
+  doctor [--mount-root=DIR] [--mount-status=FILE] [--mounts=no]
                             checks etcd, TLS, clock skew, node/live records,
                             mounts and RDMA; prints each finding with its fix
   dump [--out=FILE]         whole namespace as JSON (stdout by default)
@@ -458,7 +494,8 @@ std::string Usage(const std::string& group) {
       "$RANGEFS_CLUSTER,\nboth and the TLS files from --config or "
       "$RANGEFS_CONFIG (see deploy/config/rangefs.conf.example).\n"
       "--agent-ca=PEM [--agent-cert=PEM --agent-key=PEM]: TLS to the "
-      "agents.\n\n",
+      "agents (file put\nneeds a certificate on the agents' --writers, "
+      "e.g. rangefs-admin.crt).\n\n",
       node, "\n", file, "\n", other);
 }
 

@@ -60,7 +60,7 @@ class Agents {
   Agents(std::vector<ns::NodeEntry> nodes, node::NodeClientTlsOptions tls)
       : tls_(std::move(tls)) {
     for (ns::NodeEntry& n : nodes) {
-      records_[n.record.id()] = std::move(n.record);
+      if (n.invalid.empty()) records_[n.record.id()] = std::move(n.record);
     }
   }
 
@@ -247,10 +247,12 @@ absl::StatusOr<Table> RunFilePut(Context& ctx, Args& a) {
   RANGEFS_ASSIGN_OR_RETURN(std::vector<ns::LiveEntry> live,
                            ctx.store->ListLive());
   std::map<std::string, const v1::LiveRecord*> live_by_id;
-  for (const ns::LiveEntry& l : live)
-    live_by_id[l.record.node_id()] = &l.record;
+  for (const ns::LiveEntry& l : live) {
+    if (l.invalid.empty()) live_by_id[l.record.node_id()] = &l.record;
+  }
   std::vector<lb::PlacementNode> candidates;
   for (const ns::NodeEntry& n : nodes) {
+    if (!n.invalid.empty()) continue;  // fails the record gate: never placed
     auto it = live_by_id.find(n.record.id());
     const v1::LiveRecord* l = it == live_by_id.end() ? nullptr : it->second;
     lb::PlacementNode p;
@@ -557,6 +559,27 @@ absl::StatusOr<Table> RunFileRegister(Context& ctx, Args& a) {
   return t;
 }
 
+// Reports node and live records that fail the record gate.
+absl::Status AddInvalidRecords(Context& ctx,
+                               const std::vector<ns::NodeEntry>& nodes,
+                               FsckReport& report) {
+  for (const ns::NodeEntry& n : nodes) {
+    if (!n.invalid.empty()) {
+      report.findings.push_back(
+          {"(node record)", n.record.id(), "-", n.invalid});
+    }
+  }
+  RANGEFS_ASSIGN_OR_RETURN(std::vector<ns::LiveEntry> live,
+                           ctx.store->ListLive());
+  for (const ns::LiveEntry& l : live) {
+    if (!l.invalid.empty()) {
+      report.findings.push_back(
+          {"(live record)", l.record.node_id(), "-", l.invalid});
+    }
+  }
+  return absl::OkStatus();
+}
+
 absl::StatusOr<FsckReport> CheckFiles(Context& ctx, const std::string& dir,
                                       bool checksums, int parallel) {
   RANGEFS_RETURN_IF_ERROR(ns::ValidateDir(dir));
@@ -572,6 +595,10 @@ absl::StatusOr<FsckReport> CheckFiles(Context& ctx, const std::string& dir,
     RANGEFS_ASSIGN_OR_RETURN(ns::ListFilesResult r, ctx.store->ListFiles(o));
     for (const ns::FileEntry& f : r.files) {
       ++report.files;
+      if (!f.invalid.empty()) {
+        report.findings.push_back({f.path, "-", "-", f.invalid});
+        continue;
+      }
       const v1::FileLayout& l = f.layout;
       const bool sidecar = l.checksum() == v1::CRC32C_SIDECAR;
       for (const v1::Extent& e : l.extents()) {
@@ -599,6 +626,7 @@ absl::StatusOr<FsckReport> CheckFiles(Context& ctx, const std::string& dir,
   }
   RANGEFS_ASSIGN_OR_RETURN(std::vector<ns::NodeEntry> nodes,
                            ctx.store->ListNodes());
+  RANGEFS_RETURN_IF_ERROR(AddInvalidRecords(ctx, nodes, report));
   Agents agents(std::move(nodes), ctx.agent_tls);
   std::vector<std::string> problems(checks.size());
   ParallelFor(checks.size(), parallel, [&](size_t i) {

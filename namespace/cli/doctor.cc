@@ -245,6 +245,60 @@ void CheckClock(const DoctorOptions& o, Report& r) {
   }
 }
 
+// One WARN row per agent whose live record says it runs insecure, or does
+// not say (an older agent), or says something unknown; an OK summary when
+// none does.
+void CheckAgentSecurity(const std::vector<ns::LiveEntry>& live, Report& r) {
+  int mtls = 0, loopback = 0, bad = 0;
+  for (const ns::LiveEntry& l : live) {
+    const std::string& id = l.record.node_id();
+    const std::string check = "security " + id;
+    switch (l.record.transport_security()) {
+      case v1::LiveRecord::MTLS:
+        ++mtls;
+        break;
+      case v1::LiveRecord::PLAINTEXT_LOOPBACK:
+      case v1::LiveRecord::TLS_LOOPBACK:
+        ++loopback;
+        break;
+      case v1::LiveRecord::INSECURE:
+        ++bad;
+        r.Add(check, kWarn,
+              "agent runs INSECURE (--insecure): no client certificates on "
+              "a network address, so anyone who can reach it can read, "
+              "write, overwrite and delete its objects",
+              absl::StrCat(
+                  "serve mTLS: make-certs.sh DIR --agents=", id,
+                  "@HOST, then TLS_CERT, TLS_KEY, TLS_CLIENT_CA (--tls_cert, "
+                  "--tls_key, --tls_client_ca) and WRITERS=rangefs-admin in "
+                  "the node's env file, INSECURE=false, restart "
+                  "rangefs-node@",
+                  id, " (deploy/README.md, \"Agent security\")"));
+        break;
+      case v1::LiveRecord::TRANSPORT_SECURITY_UNSPECIFIED:
+        ++bad;
+        r.Add(check, kWarn,
+              "agent does not report its transport security (an older "
+              "rangefs-node): it may accept writes from anyone",
+              absl::StrCat("upgrade rangefs-node on ", id));
+        break;
+      default:
+        ++bad;
+        r.Add(check, kWarn,
+              absl::StrCat("unknown transport security value ",
+                           static_cast<int>(l.record.transport_security()),
+                           " in its live record"),
+              "upgrade rangefs-admin to the agents' version");
+        break;
+    }
+  }
+  if (bad == 0 && !live.empty()) {
+    r.Add("security", kOk,
+          absl::StrCat(mtls, " agent(s) with mTLS, ", loopback,
+                       " on loopback only, none insecure"));
+  }
+}
+
 void CheckNodes(Context& ctx, const std::vector<ns::NodeEntry>& nodes,
                 Report& r) {
   auto live = ctx.store->ListLive();
@@ -255,7 +309,15 @@ void CheckNodes(Context& ctx, const std::vector<ns::NodeEntry>& nodes,
     return;
   }
   std::map<std::string, const v1::LiveRecord*> by_id;
-  for (const ns::LiveEntry& l : *live) by_id[l.record.node_id()] = &l.record;
+  for (const ns::LiveEntry& l : *live) {
+    if (l.invalid.empty()) {
+      by_id[l.record.node_id()] = &l.record;
+    } else {
+      r.Add("live " + l.record.node_id(), kFail, l.invalid,
+            "the agent rewrites its live record within seconds; if this "
+            "persists, find who writes that key (etcd auth)");
+    }
+  }
   std::set<std::string> known;
   if (nodes.empty()) {
     r.Add("nodes", kWarn, "no storage nodes registered",
@@ -265,6 +327,12 @@ void CheckNodes(Context& ctx, const std::vector<ns::NodeEntry>& nodes,
     const v1::NodeRecord& rec = n.record;
     known.insert(rec.id());
     const std::string check = "node " + rec.id();
+    if (!n.invalid.empty()) {
+      r.Add(check, kFail, n.invalid,
+            absl::StrCat("rewrite it: rangefs-admin node rm ", rec.id(),
+                         " then node add (clients and mountd ignore it)"));
+      continue;
+    }
     auto it = by_id.find(rec.id());
     const bool serving =
         rec.admin_state() == v1::ACTIVE || rec.admin_state() == v1::DRAINING;
@@ -315,6 +383,31 @@ void CheckNodes(Context& ctx, const std::vector<ns::NodeEntry>& nodes,
                          " ...) or stop that agent"));
     }
   }
+  CheckAgentSecurity(*live, r);
+}
+
+// One row per mount that rangefs-mountd reports hung: which call, since
+// when and for how long (MountStatusEntry::hung_since_unix_ms).
+void CheckHungMounts(const mountd::MountStatusFile& status, absl::Time now,
+                     Report& r) {
+  for (const mountd::MountStatusEntry& e : status.mounts) {
+    if (!e.hung()) continue;
+    const absl::Time since = absl::FromUnixMillis(e.hung_since_unix_ms);
+    r.Add("hung " + e.node_id, kFail,
+          absl::StrCat(
+              e.path, " hung for ",
+              absl::FormatDuration(absl::Trunc(now - since, absl::Seconds(1))),
+              " (since ",
+              absl::FormatTime("%Y-%m-%d %H:%M:%S UTC", since,
+                               absl::UTCTimeZone()),
+              "): ", e.error),
+          absl::StrCat("clients avoid this mount meanwhile (agent or other "
+                       "replicas); check the NFS server on ",
+                       e.node_id,
+                       " and the fabric; if it never answers: rangefs-admin "
+                       "node disable ",
+                       e.node_id, " (mountd then detaches the mount)"));
+  }
 }
 
 void CheckMounts(const DoctorOptions& o,
@@ -343,6 +436,7 @@ void CheckMounts(const DoctorOptions& o,
                   absl::Now() - absl::FromUnixMillis(status->updated_unix_ms),
                   absl::Seconds(1))),
               " ago, ", status->mounts.size(), " mount(s)"));
+    CheckHungMounts(*status, absl::Now(), r);
   }
   std::set<std::string> wanted;
   for (const ns::NodeEntry& n : nodes) {
@@ -494,12 +588,13 @@ absl::StatusOr<Table> RunDoctorWith(Context& ctx, const DoctorOptions& o) {
 absl::StatusOr<Table> RunDoctor(Context& ctx, Args& args) {
   absl::Status s = args.CheckAllowed(
       {"etcd", "ca", "cert", "key", "user", "password", "timeout", "mount-root",
-       "mounts", "mountinfo", "sysfs-root", "json", "cluster", "no-progress"});
+       "mounts", "mountinfo", "sysfs-root", "mount-status", "json", "cluster",
+       "no-progress"});
   if (!s.ok()) return s;
   if (args.positional().size() > 1 ||
       (args.positional().size() == 1 && args.positional()[0] != "doctor")) {
     return absl::InvalidArgumentError(
-        "usage: doctor [--mount-root=DIR] "
+        "usage: doctor [--mount-root=DIR] [--mount-status=FILE] "
         "[--mounts=no]");
   }
   DoctorOptions o;
@@ -525,6 +620,7 @@ absl::StatusOr<Table> RunDoctor(Context& ctx, Args& args) {
   o.check_mounts = mounts == "yes";
   o.mountinfo_path = args.Get("mountinfo", o.mountinfo_path);
   o.sysfs_root = args.Get("sysfs-root", o.sysfs_root);
+  o.mount_status_file = args.Get("mount-status", o.mount_status_file);
   return RunDoctorWith(ctx, o);
 }
 

@@ -15,11 +15,16 @@
 //           live record has its agent down; a disabled node with a live
 //           record still runs an agent; a live record without a node record;
 //           the agent's own health.
+//   security each agent's transport security from its live record: running
+//           --insecure (no mTLS on a network address), or not reporting it,
+//           is a warning with the fix.
 //   mount   for every active or draining node, <mount_root>/<id> from
 //           /proc/self/mountinfo (never a stat, so a hung mount cannot hang
 //           doctor): present, read-only, NFS, proto=rdma, rsize=1 MiB,
 //           readahead (/sys/class/bdi/<dev>/read_ahead_kb), and what
 //           rangefs-mountd's status file says; stale mounts of other nodes.
+//   hung    one FAIL row per mount the status file reports hung, with how
+//           long it has been hung and since when.
 //   rdma    RDMA devices and port states (libibverbs); none is a warning.
 //
 // Each row: check, status (OK, WARN, FAIL), finding, fix. The table's
@@ -64,8 +69,9 @@ absl::StatusOr<Table> RunDoctorWith(Context& ctx, const DoctorOptions& options);
 // `doctor` with rangefs-admin's flags: --etcd (else $RANGEFS_ETCD), --ca,
 // --cert, --key, --user, --password, --timeout (the global connection
 // flags: pass them through to doctor), --mount-root=DIR, --mounts=no (skip the
-// mount checks),
-// --mountinfo=FILE, --sysfs-root=DIR. INVALID_ARGUMENT for other flags.
+// mount checks), --mount-status=FILE (rangefs-mountd's status file, default
+// <mount-root>/.rangefs-mounts), --mountinfo=FILE, --sysfs-root=DIR.
+// INVALID_ARGUMENT for other flags.
 absl::StatusOr<Table> RunDoctor(Context& ctx, Args& args);
 
 }  // namespace admin

@@ -10,11 +10,14 @@
 #include <string>
 
 #include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
 #include "base/testing/status_matchers.h"
+#include "client_lib/mountd/mount_status.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "namespace/etcd/etcd_client.h"
 #include "namespace/etcd_kv.h"
+#include "namespace/memory_kv.h"
 #include "namespace/store.h"
 #include "tests/testing/etcd_cluster.h"
 #include "tests/testing/subprocess.h"
@@ -49,11 +52,13 @@ v1::NodeRecord Node(const std::string& id, v1::AdminState state) {
   return n;
 }
 
-absl::Status PutLive(ns::NamespaceStore& store, const std::string& id) {
+absl::Status PutLive(ns::NamespaceStore& store, const std::string& id,
+                     v1::LiveRecord::TransportSecurity security) {
   v1::LiveRecord l;
   l.set_node_id(id);
   l.set_health(v1::LiveRecord::HEALTHY);
   l.set_version("test");
+  l.set_transport_security(security);
   return store.PutLive(l, 0);
 }
 
@@ -77,9 +82,13 @@ TEST(DoctorTest, ReportsABrokenSetup) {
            {"off", v1::DISABLED}}) {
     ASSERT_THAT(store->AddNode(Node(id, state)), IsOk());
   }
-  ASSERT_THAT(PutLive(*store, "up"), IsOk());
-  ASSERT_THAT(PutLive(*store, "tcp"), IsOk());
-  ASSERT_THAT(PutLive(*store, "off"), IsOk());
+  // up serves mTLS, tcp runs --insecure, off publishes a value doctor does
+  // not know.
+  ASSERT_THAT(PutLive(*store, "up", v1::LiveRecord::MTLS), IsOk());
+  ASSERT_THAT(PutLive(*store, "tcp", v1::LiveRecord::INSECURE), IsOk());
+  ASSERT_THAT(PutLive(*store, "off",
+                      static_cast<v1::LiveRecord::TransportSecurity>(99)),
+              IsOk());
 
   // A mount table as the kernel shows it (mount checks only read text).
   const std::string root = *dir + "/mnt";
@@ -125,6 +134,19 @@ TEST(DoctorTest, ReportsABrokenSetup) {
   EXPECT_EQ(Row(*t, "node off")[1], "WARN");
   EXPECT_THAT(Row(*t, "node off")[2], HasSubstr("agent is still running"));
 
+  auto insecure = Row(*t, "security tcp");
+  EXPECT_EQ(insecure[1], "WARN");
+  EXPECT_THAT(insecure[2], HasSubstr("INSECURE"));
+  EXPECT_THAT(insecure[3], HasSubstr("--tls_client_ca"));
+  EXPECT_THAT(insecure[3], HasSubstr("--agents=tcp@HOST"));
+  EXPECT_EQ(Row(*t, "security off")[1], "WARN");
+  EXPECT_THAT(Row(*t, "security off")[2],
+              HasSubstr("unknown transport security value 99"));
+  for (const auto& row : t->rows) {
+    EXPECT_NE(row[0], "security up");  // mTLS: nothing to say
+    EXPECT_NE(row[0], "security");     // no all-clear with insecure agents
+  }
+
   EXPECT_EQ(Row(*t, "mount up")[1], "OK");
   EXPECT_THAT(Row(*t, "mount up")[2], HasSubstr("readahead 4096 KiB"));
   auto missing = Row(*t, "mount down");
@@ -151,6 +173,54 @@ TEST(DoctorTest, ReportsABrokenSetup) {
   ASSERT_THAT(bad.status(), IsOk());
   EXPECT_THAT(RunDoctor(ctx, *bad).status(),
               StatusIs(absl::StatusCode::kInvalidArgument));
+  testing::RemoveTree(*dir);
+}
+
+TEST(DoctorTest, ShowsHungMountsWithTheirDuration) {
+  auto dir = MakeTempDir("doctor-hung-");
+  ASSERT_THAT(dir.status(), IsOk());
+  ns::MemoryKv kv;
+  auto store = ns::NewKvStore(&kv, {.cluster = "doc"});
+  ASSERT_THAT(store->AddNode(Node("sn-1", v1::ACTIVE)), IsOk());
+  ASSERT_THAT(store->AddNode(Node("sn-2", v1::ACTIVE)), IsOk());
+  const std::string root = *dir + "/mnt";
+  std::ofstream(*dir + "/mountinfo")
+      << "90 22 0:51 / " << root
+      << "/sn-1 ro,relatime - nfs4 10.0.0.1:/srv/sn-1 "
+         "ro,vers=4.2,rsize=1048576,hard,proto=rdma,port=20049\n";
+  // sn-1's stat has hung for 95 s; sn-2 is healthy (and not hung).
+  const absl::Time since = absl::Now() - absl::Seconds(95);
+  mountd::MountStatusFile f;
+  f.updated_unix_ms = absl::ToUnixMillis(absl::Now());
+  f.mounts.push_back({"sn-1", mountd::MountHealth::kUnhealthy, root + "/sn-1",
+                      absl::ToUnixMillis(since), "",
+                      "stat of " + root + "/sn-1 did not return within 5s",
+                      absl::ToUnixMillis(since)});
+  f.mounts.push_back({"sn-2", mountd::MountHealth::kHealthy, root + "/sn-2"});
+  const std::string status_file = *dir + "/mounts-status";
+  ASSERT_THAT(mountd::WriteMountStatus(status_file, f), IsOk());
+
+  Context ctx;
+  ctx.store = store.get();
+  ctx.cluster = "doc";
+  auto args = Args::Parse(
+      {"doctor", "--etcd=127.0.0.1:1", "--timeout=0.2", "--mount-root=" + root,
+       "--mountinfo=" + *dir + "/mountinfo", "--sysfs-root=" + *dir + "/sys",
+       "--mount-status=" + status_file});
+  ASSERT_THAT(args.status(), IsOk());
+  auto t = RunDoctor(ctx, *args);
+  ASSERT_THAT(t.status(), IsOk());
+  SCOPED_TRACE(FormatHuman(*t));
+
+  EXPECT_EQ(Row(*t, "mountd")[1], "OK");  // read from --mount-status
+  auto hung = Row(*t, "hung sn-1");
+  EXPECT_EQ(hung[1], "FAIL");
+  EXPECT_THAT(hung[2], HasSubstr(root + "/sn-1 hung for 1m3"));  // 1m35s+
+  EXPECT_THAT(hung[2], HasSubstr(absl::FormatTime("(since %Y-%m-%d %H:%M:%S",
+                                                  since, absl::UTCTimeZone())));
+  EXPECT_THAT(hung[2], HasSubstr("did not return within 5s"));
+  EXPECT_THAT(hung[3], HasSubstr("node disable sn-1"));
+  for (const auto& row : t->rows) EXPECT_NE(row[0], "hung sn-2");
   testing::RemoveTree(*dir);
 }
 

@@ -206,6 +206,11 @@ int main(int argc, char** argv) {
   }
   std::vector<std::unique_ptr<File>> files;
   for (const auto& info : *infos) {
+    if (!info.invalid.empty()) {
+      fprintf(stderr, "rangefs-bench: skipping %s: %s\n", info.path.c_str(),
+              info.invalid.c_str());
+      continue;
+    }
     if (!info.ready || info.size < absl::GetFlag(FLAGS_min_file_size) ||
         info.size > absl::GetFlag(FLAGS_max_file_size)) {
       continue;

@@ -292,7 +292,9 @@ fi
 ip netns del rfs-bench-probe
 echo "bench: part B (agent path, 4 hosts in netns, egress capped at $RATE each)"
 CB="$WORK/clusterB"; CLUSTERS+=("$CB")
-eval "$(deploy/local/cluster.sh up --dir="$CB" --nodes=4 --hosts=netns --rate="$RATE" --bin="$BIN" --cluster=bench --node-flags="${NODE_FLAGS:-}" | tail -n 1)"
+# --insecure: plaintext agents on the veth addresses (the namespaces have no
+# route out), so the agent path is measured over the data port as before.
+eval "$(deploy/local/cluster.sh up --dir="$CB" --nodes=4 --hosts=netns --insecure --rate="$RATE" --bin="$BIN" --cluster=bench --node-flags="${NODE_FLAGS:-}" | tail -n 1)"
 # shellcheck disable=SC1090
 source "$CB/cluster.env"
 NS_C="rfs${TAG}-c"

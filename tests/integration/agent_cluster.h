@@ -40,10 +40,10 @@ struct AgentProcess {
 class AgentCluster {
  public:
   static absl::StatusOr<std::unique_ptr<AgentCluster>> Start(
-      const std::string& name) {
+      const std::string& name, const EtcdClusterOptions& etcd = {}) {
     std::unique_ptr<AgentCluster> c(new AgentCluster);
     RANGEFS_ASSIGN_OR_RETURN(c->dir_, MakeTempDir(name));
-    RANGEFS_ASSIGN_OR_RETURN(c->etcd_, EtcdCluster::Start({}));
+    RANGEFS_ASSIGN_OR_RETURN(c->etcd_, EtcdCluster::Start(etcd));
     RANGEFS_ASSIGN_OR_RETURN(
         c->client_, etcd::EtcdClient::Open({.endpoints = c->etcd_->endpoints(),
                                             .call_timeout = absl::Seconds(2)}));
@@ -69,11 +69,14 @@ class AgentCluster {
 
   // Adds node record `id` (unless !add_record) on a free port and starts
   // its agent with a 2 s lease. Does not wait for readiness when
-  // `wait` is false (the agent may be meant to fail).
+  // `wait` is false (the agent may be meant to fail). The agent listens on
+  // `listen_host` (e.g. "0.0.0.0" in a test's own network namespace); the
+  // node record and `address` name 127.0.0.1 either way.
   absl::StatusOr<AgentProcess*> AddAgent(
       const std::string& id, bool add_record = true,
       v1::AdminState state = v1::ACTIVE,
-      std::vector<std::string> extra_flags = {}, bool wait = true) {
+      std::vector<std::string> extra_flags = {}, bool wait = true,
+      const std::string& listen_host = "127.0.0.1") {
     auto a = std::make_unique<AgentProcess>();
     a->id = id;
     a->export_dir = absl::StrCat(dir_, "/export-", id);
@@ -93,7 +96,7 @@ class AgentCluster {
     a->argv = {RunfilePath("storage_node/rangefs-node"),
                "--node_id=" + id,
                "--export_root=" + a->export_dir,
-               "--listen=" + a->address,
+               absl::StrCat("--listen=", listen_host, ":", port),
                "--etcd_endpoints=" + etcd_->endpoints(),
                "--cluster=it",
                "--lease_ttl_s=2",

@@ -1,12 +1,15 @@
 // rangefs-mountd against a real etcd with real bind mounts standing in for
 // NFS: nodes added (mounted), drained (stay), disabled and removed
-// (unmounted), and a hung "mount" (blocking_fuse, a FUSE layer whose
-// getattr never returns) that is marked unhealthy while the loop goes on
-// mounting a node added afterwards.
+// (unmounted), and hung mounts (stat_hang_fuse, a FUSE layer whose getattr
+// stops answering on SIGUSR1): a hung stat and a hung mount(2) are
+// reported hung, with since when, while the loop goes on mounting a node
+// added afterwards, and recover when the layer answers again.
 //
 // The test runs in a private mount namespace (unshare in main, before any
-// thread), so its mounts vanish with the process even if it is killed;
-// TearDown also lazily unmounts everything it made.
+// thread), so its mounts vanish with the process even if it is killed.
+// TearDown is bounded even after a failure: it kills the FUSE layer (which
+// fails every call stuck on it), gives the manager's workers a bounded
+// grace, and lazily unmounts everything the test made.
 #include <errno.h>
 #include <fcntl.h>
 #include <sched.h>
@@ -96,7 +99,14 @@ class MountdTest : public ::testing::Test {
   }
 
   void TearDown() override {
-    if (fuse_ != nullptr) (void)fuse_->Kill();  // releases blocked stats
+    if (fuse_ != nullptr) (void)fuse_->Kill();  // fails the calls stuck on it
+    if (manager_ != nullptr && manager_->Shutdown(absl::Seconds(30)) > 0) {
+      // Stuck on something other than the FUSE layer: never join it here.
+      ADD_FAILURE() << manager_->running_workers()
+                    << " mountd worker(s) still stuck after the FUSE layer "
+                       "died; leaking the manager";
+      (void)manager_.release();
+    }
     manager_.reset();
     // Lazily unmount everything this test mounted, even after a failure.
     auto mi = mountd::ReadMountInfo();
@@ -133,23 +143,27 @@ class MountdTest : public ::testing::Test {
     return store_->AddNode(n);
   }
 
-  void StartManager(mountd::MountManagerOptions o = {}) {
+  // Fast passes; a stat is late after 300 ms, a mount after `op_timeout`.
+  void StartManager(mountd::MountManagerOptions o = {},
+                    absl::Duration op_timeout = absl::Seconds(5)) {
     o.mount_root = root_;
     o.stat_timeout = absl::Milliseconds(300);
     o.reconcile_interval = absl::Milliseconds(200);
-    o.op_timeout = absl::Seconds(5);
+    o.op_timeout = op_timeout;
     auto m = mountd::MountManager::Start(store_.get(), mounter_.get(), o);
     ASSERT_THAT(m.status(), IsOk());
     manager_ = *std::move(m);
   }
 
-  // The health of `id` in the status file, or "absent".
+  // The health of `id` in the status file ("+hung" if it is hung), or
+  // "absent".
   std::string FileState(const std::string& id) {
     auto f = mountd::ReadMountStatus(root_ + "/.rangefs-mounts");
     if (!f.ok()) return "no file";
     const mountd::MountStatusEntry* e = f->Find(id);
-    return e == nullptr ? "absent"
-                        : std::string(mountd::MountHealthName(e->health));
+    if (e == nullptr) return "absent";
+    return absl::StrCat(mountd::MountHealthName(e->health),
+                        e->hung() ? "+hung" : "");
   }
 
   std::string dir_, root_;
@@ -218,7 +232,7 @@ TEST_F(MountdTest, HungMountIsUnhealthyAndDoesNotStallTheLoop) {
   std::string fuse_dir = dir_ + "/fuse";
   ASSERT_EQ(mkdir(fuse_dir.c_str(), 0755), 0);
   auto fuse = Subprocess::Start(
-      {.argv = {RunfilePath("tests/integration/blocking_fuse"), fuse_dir},
+      {.argv = {RunfilePath("tests/integration/stat_hang_fuse"), fuse_dir},
        .log_path = dir_ + "/fuse.log"});
   ASSERT_THAT(fuse.status(), IsOk());
   fuse_ = *std::move(fuse);
@@ -227,24 +241,36 @@ TEST_F(MountdTest, HungMountIsUnhealthyAndDoesNotStallTheLoop) {
 
   ASSERT_THAT(AddNode("hung", fuse_dir), IsOk());
   ASSERT_THAT(AddNode("ok1", MakeExport("ok1")), IsOk());
-  StartManager();
+  // Two mounts finishing together: the race that once stalled the loop.
+  StartManager({}, /*op_timeout=*/absl::Seconds(1));
   const std::string th = root_ + "/hung";
   ASSERT_TRUE(Eventually([&] {
     return FileState("hung") == "healthy" && FileState("ok1") == "healthy";
   })) << ReadFile(root_ + "/.rangefs-mounts");
-  EXPECT_EQ(ReadFile(th + "/hello"), "hello from blocking_fuse\n");
+  EXPECT_EQ(ReadFile(th + "/hello"), "hello from stat_hang_fuse\n");
 
-  // From now on every stat of the FUSE layer hangs.
+  // From now on every stat of the FUSE layer hangs: reported hung.
   ASSERT_THAT(fuse_->Signal(SIGUSR1), IsOk());
-  ASSERT_TRUE(Eventually([&] { return FileState("hung") == "unhealthy"; }))
+  ASSERT_TRUE(Eventually([&] { return FileState("hung") == "unhealthy+hung"; }))
       << ReadFile(root_ + "/.rangefs-mounts");
-  auto snap = manager_->Snapshot();
-  EXPECT_THAT(snap.Find("hung")->error, HasSubstr("stat did not answer"));
-  EXPECT_EQ(snap.Find("ok1")->health, MountHealth::kHealthy);
+  {
+    auto f = mountd::ReadMountStatus(root_ + "/.rangefs-mounts");
+    ASSERT_THAT(f.status(), IsOk());
+    const mountd::MountStatusEntry* e = f->Find("hung");
+    ASSERT_NE(e, nullptr);
+    EXPECT_THAT(e->error, HasSubstr("stat of " + th + " did not return"));
+    // Hung since the stat started, at least stat_timeout before the pass.
+    EXPECT_LE(e->hung_since_unix_ms, f->updated_unix_ms - 300);
+    EXPECT_FALSE(f->Find("ok1")->hung());
+  }
+  EXPECT_EQ(manager_->Snapshot().Find("ok1")->health, MountHealth::kHealthy);
 
-  // The loop keeps going: a node added now is mounted promptly.
+  // The loop keeps going: a node added now is mounted promptly, and one
+  // whose mount(2) hangs (its source path is looked up on the hung layer)
+  // is reported hung after op_timeout.
   const absl::Time added = absl::Now();
   ASSERT_THAT(AddNode("late", MakeExport("late")), IsOk());
+  ASSERT_THAT(AddNode("stuck", fuse_dir + "/dir"), IsOk());
   ASSERT_TRUE(Eventually(
       [&] {
         return Mounted(root_ + "/late") != nullptr &&
@@ -253,11 +279,29 @@ TEST_F(MountdTest, HungMountIsUnhealthyAndDoesNotStallTheLoop) {
       absl::Seconds(3)))
       << ReadFile(root_ + "/.rangefs-mounts");
   EXPECT_LT(absl::Now() - added, absl::Seconds(3));
-  EXPECT_EQ(FileState("hung"), "unhealthy");
-  // At most one probe worker is stuck on the hung target.
-  EXPECT_EQ(manager_->running_workers(), 1u);
+  ASSERT_TRUE(Eventually([&] { return FileState("stuck") == "failed+hung"; }))
+      << ReadFile(root_ + "/.rangefs-mounts");
+  EXPECT_THAT(manager_->Snapshot().Find("stuck")->error,
+              HasSubstr("mount of " + root_ + "/stuck did not return"));
+  EXPECT_EQ(FileState("hung"), "unhealthy+hung");
+  // One probe worker stuck on "hung", one mount worker on "stuck".
+  EXPECT_EQ(manager_->running_workers(), 2u);
 
-  // Disabling the hung node lazily unmounts it despite the hung stat.
+  // The layer answers again: both calls return, neither mount is hung.
+  ASSERT_THAT(fuse_->Signal(SIGUSR2), IsOk());
+  ASSERT_TRUE(Eventually([&] {
+    return FileState("hung") == "healthy" && FileState("stuck") == "healthy" &&
+           manager_->running_workers() == 0;
+  })) << ReadFile(root_ + "/.rangefs-mounts");
+  EXPECT_NE(Mounted(root_ + "/stuck"), nullptr);
+  ASSERT_THAT(store_->SetNodeState("stuck", v1::DISABLED), IsOk());
+  ASSERT_TRUE(Eventually([&] { return FileState("stuck") == "absent"; }))
+      << ReadFile(root_ + "/.rangefs-mounts");
+
+  // Hung again; disabling the node lazily unmounts it despite the hung stat.
+  ASSERT_THAT(fuse_->Signal(SIGUSR1), IsOk());
+  ASSERT_TRUE(Eventually([&] { return FileState("hung") == "unhealthy+hung"; }))
+      << ReadFile(root_ + "/.rangefs-mounts");
   ASSERT_THAT(store_->SetNodeState("hung", v1::DISABLED), IsOk());
   ASSERT_TRUE(Eventually([&] {
     return Mounted(th) == nullptr && FileState("hung") == "absent";

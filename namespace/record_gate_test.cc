@@ -1,0 +1,158 @@
+#include "namespace/record_gate.h"
+
+#include <string>
+
+#include "base/testing/status_matchers.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "namespace/layout.h"
+
+namespace rangefs {
+namespace ns {
+namespace {
+
+using ::rangefs::IsOk;
+using ::rangefs::StatusIs;
+using ::testing::AllOf;
+using ::testing::HasSubstr;
+
+constexpr char kKey[] = "/rangefs/v1/c/files/d/f";
+
+v1::FileLayout OneExtent(uint64_t size) {
+  v1::FileLayout l;
+  l.set_size(size);
+  l.set_state(v1::READY);
+  v1::Extent* e = l.add_extents();
+  e->set_length(size);
+  v1::Replica* r = e->add_replicas();
+  r->set_node_id("n1");
+  r->set_object("d/f");
+  return l;
+}
+
+v1::FileLayout Striped(uint64_t size, uint64_t unit, int targets) {
+  v1::FileLayout l;
+  l.set_size(size);
+  l.set_state(v1::READY);
+  l.mutable_striped()->set_stripe_unit(unit);
+  for (int t = 0; t < targets; ++t) {
+    v1::Replica* r = l.mutable_striped()->add_targets()->add_replicas();
+    r->set_node_id("n" + std::to_string(t));
+    r->set_object("s/" + std::to_string(t));
+  }
+  return l;
+}
+
+// Expects DATA_LOSS naming the key and containing `rule`.
+void ExpectRejected(const v1::FileLayout& l, const std::string& rule) {
+  EXPECT_THAT(DecodeFileLayout(kKey, l.SerializeAsString()).status(),
+              StatusIs(absl::StatusCode::kDataLoss,
+                       AllOf(HasSubstr(kKey), HasSubstr(rule))));
+}
+
+TEST(RecordGateTest, AcceptsValidLayouts) {
+  EXPECT_THAT(DecodeFileLayout(kKey, OneExtent(100).SerializeAsString()),
+              IsOk());
+  EXPECT_THAT(DecodeFileLayout(kKey, Striped(1000, 64, 3).SerializeAsString()),
+              IsOk());
+}
+
+TEST(RecordGateTest, RejectsPoisonedLayouts) {
+  ExpectRejected(Striped(1000, 0, 3), "stripe_unit is 0");
+  ExpectRejected(Striped(1000, 64, 0), "no targets");
+  ExpectRejected(Striped(1000, uint64_t{1} << 60, 2), "stripe_unit");
+  v1::FileLayout up = OneExtent(10);
+  up.mutable_extents(0)->mutable_replicas(0)->set_object("../../../../tmp/x");
+  ExpectRejected(up, "\"..\"");
+  v1::FileLayout abs = OneExtent(10);
+  abs.mutable_extents(0)->mutable_replicas(0)->set_object("/etc/passwd");
+  ExpectRejected(abs, "absolute");
+  v1::FileLayout shortl = OneExtent(10);
+  shortl.set_size(20);
+  ExpectRejected(shortl, "have no extent");
+  v1::FileLayout huge = OneExtent(10);
+  huge.set_size(UINT64_MAX);
+  ExpectRejected(huge, "exceeds the maximum file size");
+  v1::FileLayout dup = OneExtent(10);
+  *dup.mutable_extents(0)->add_replicas() = dup.extents(0).replicas(0);
+  ExpectRejected(dup, "distinct nodes");
+  v1::FileLayout badnode = OneExtent(10);
+  badnode.mutable_extents(0)->mutable_replicas(0)->set_node_id("a/b");
+  ExpectRejected(badnode, "node id");
+}
+
+TEST(RecordGateTest, RejectsTooManyExtentsBeforeWalkingThem) {
+  v1::FileLayout l;
+  l.set_size(kMaxExtents + 1);
+  l.set_state(v1::READY);
+  for (int i = 0; i <= kMaxExtents; ++i) {
+    v1::Extent* e = l.add_extents();
+    e->set_offset(static_cast<uint64_t>(i));
+    e->set_length(1);
+  }
+  ExpectRejected(l, "extents (max");
+}
+
+TEST(RecordGateTest, RejectsGarbageAndOversizedValues) {
+  EXPECT_THAT(DecodeFileLayout(kKey, "\xff\xff\xff\xff garbage").status(),
+              StatusIs(absl::StatusCode::kDataLoss,
+                       AllOf(HasSubstr(kKey), HasSubstr("not a decodable"))));
+  std::string big(kMaxLayoutBytes + 1, '\0');
+  EXPECT_THAT(DecodeFileLayout(kKey, big).status(),
+              StatusIs(absl::StatusCode::kDataLoss, HasSubstr("bytes (max")));
+}
+
+v1::NodeRecord Node(const std::string& id) {
+  v1::NodeRecord n;
+  n.set_id(id);
+  n.add_addresses("127.0.0.1:7070");
+  n.set_export_path("/srv/rangefs");
+  n.set_admin_state(v1::ACTIVE);
+  return n;
+}
+
+TEST(RecordGateTest, NodeRecords) {
+  const std::string key = "/rangefs/v1/c/nodes/n1";
+  EXPECT_THAT(DecodeNodeRecord(key, "n1", Node("n1").SerializeAsString()),
+              IsOk());
+  EXPECT_THAT(
+      DecodeNodeRecord(key, "n1", Node("n2").SerializeAsString()).status(),
+      StatusIs(absl::StatusCode::kDataLoss, HasSubstr("its key names")));
+  v1::NodeRecord bad = Node("n1");
+  bad.set_addresses(0, "evil host;rm -rf:7070");
+  EXPECT_THAT(DecodeNodeRecord(key, "n1", bad.SerializeAsString()).status(),
+              StatusIs(absl::StatusCode::kDataLoss, HasSubstr("address 0")));
+  bad = Node("n1");
+  bad.set_addresses(0, "127.0.0.1:99999");
+  EXPECT_THAT(DecodeNodeRecord(key, "n1", bad.SerializeAsString()).status(),
+              StatusIs(absl::StatusCode::kDataLoss, HasSubstr("host:port")));
+  bad = Node("n1");
+  bad.set_mount_path("/mnt/../etc");
+  EXPECT_THAT(DecodeNodeRecord(key, "n1", bad.SerializeAsString()).status(),
+              StatusIs(absl::StatusCode::kDataLoss, HasSubstr("mount path")));
+  EXPECT_THAT(DecodeNodeRecord(key, "n1", "\x0a\xff").status(),
+              StatusIs(absl::StatusCode::kDataLoss, HasSubstr(key)));
+}
+
+TEST(RecordGateTest, LiveRecords) {
+  const std::string key = "/rangefs/v1/c/live/n1";
+  v1::LiveRecord l;
+  l.set_node_id("n1");
+  l.set_health(v1::LiveRecord::HEALTHY);
+  l.add_addresses("[::1]:7070");
+  EXPECT_THAT(DecodeLiveRecord(key, "n1", l.SerializeAsString()), IsOk());
+  EXPECT_THAT(DecodeLiveRecord(key, "n1", "garbage\xff\xff").status(),
+              StatusIs(absl::StatusCode::kDataLoss, HasSubstr(key)));
+  v1::LiveRecord bad = l;
+  bad.set_health(static_cast<v1::LiveRecord::Health>(99));
+  EXPECT_THAT(DecodeLiveRecord(key, "n1", bad.SerializeAsString()).status(),
+              StatusIs(absl::StatusCode::kDataLoss, HasSubstr("health 99")));
+  bad = l;
+  bad.set_node_id("n2");
+  EXPECT_THAT(DecodeLiveRecord(key, "n1", bad.SerializeAsString()).status(),
+              StatusIs(absl::StatusCode::kDataLoss, HasSubstr("its key")));
+}
+
+}  // namespace
+}  // namespace ns
+}  // namespace rangefs
