@@ -182,6 +182,39 @@ class ClientImpl : public Client {
                 lb::Picker& picker) ABSL_EXCLUSIVE_LOCKS_REQUIRED(b->mu);
   void FailPiece(Batch& b, PieceState& p) ABSL_EXCLUSIVE_LOCKS_REQUIRED(b.mu);
 
+  // One call (Execute), in steps; all but PlanCall with b->mu held.
+  struct CallLoop;
+  // Maps the requests onto pieces (ns::MapRange) in `b`; a request that
+  // cannot be read gets its error in `results`.
+  void PlanCall(absl::Span<const Request> reqs, Batch& b,
+                std::vector<absl::StatusOr<size_t>>& results);
+  // The call's event loop: dispatch, retry, timers, wait.
+  void RunLoop(CallLoop& c);
+  // Dispatches the pieces the global in-flight cap held back.
+  void DispatchWaiting(CallLoop& c);
+  // Failed attempts: their pieces go to another replica.
+  void RetryFailed(CallLoop& c);
+  // Attempt timeouts, stalls, sick nodes and hedge timers of every piece.
+  void RunTimers(CallLoop& c);
+  // Judges piece i's attempt in flight (started at `started_ns`, 0: still
+  // queued): false if it was abandoned (timed out, stalled, or its node
+  // went bad) and the piece moved.
+  bool JudgeAttempt(CallLoop& c, int i, int64_t started_ns);
+  void AbandonAttempt(CallLoop& c, int i, bool timed_out, bool stalled,
+                      absl::Duration silent, bool started);
+  // Sends piece i to a second replica once its hedge delay has passed.
+  void MaybeHedge(CallLoop& c, int i, int64_t started_ns);
+  absl::Duration HedgeDelayOf(
+      NodeRuntime* n,
+      std::vector<std::pair<NodeRuntime*, absl::Duration>>& cache);
+  // How long the loop may sleep now.
+  absl::Duration WaitFor(const CallLoop& c) const;
+  // Sleeps up to `wait` on the caller's ring or the batch's condvar.
+  void Wait(Batch& b, absl::Duration wait);
+  // Closes the batch: no copy starts after this; waits for started ones.
+  void CloseCall(Batch& b);
+  void CollectResults(Batch& b, std::vector<absl::StatusOr<size_t>>& results);
+
   // What the nodes' threads use; the members below up to global_inflight_
   // refer into it.
   const std::shared_ptr<ClientCore> core_;
