@@ -384,7 +384,9 @@ std::vector<absl::StatusOr<size_t>> ClientImpl::ReadV(
   reqs.reserve(ranges.size());
   for (const FileReadRange& r : ranges) {
     auto* f = dynamic_cast<FileImpl*>(r.file);
-    if (f != nullptr && f->client() != this) f = nullptr;
+    if (f != nullptr && f->client() != static_cast<FileHost*>(this)) {
+      f = nullptr;
+    }
     reqs.push_back({f, r.offset, r.dst});
   }
   return Execute(reqs, options);

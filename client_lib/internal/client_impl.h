@@ -77,6 +77,7 @@
 #include "client_lib/internal/call.h"
 #include "client_lib/internal/client_core.h"
 #include "client_lib/internal/client_hooks.h"
+#include "client_lib/internal/file_impl.h"
 #include "client_lib/internal/node_runtime.h"
 #include "client_lib/internal/read_ring.h"
 #include "client_lib/mountd/mount_status.h"
@@ -91,15 +92,7 @@
 namespace rangefs {
 namespace client_internal {
 
-class FileImpl;
-
-struct Request {
-  FileImpl* file = nullptr;
-  uint64_t offset = 0;
-  absl::Span<char> dst;
-};
-
-class ClientImpl : public Client {
+class ClientImpl : public Client, public FileHost {
  public:
   ClientImpl(const ClientOptions& o, const ClientHooks& hooks)
       : core_(std::make_shared<ClientCore>(o, hooks)),
@@ -128,13 +121,12 @@ class ClientImpl : public Client {
   ClientStats Stats() override;
   std::string PrometheusText() override { return FormatPrometheus(Stats()); }
 
-  std::vector<absl::StatusOr<size_t>> Execute(absl::Span<const Request> reqs,
-                                              const ReadOptions& options);
-
-  // Used by FileImpl.
-  ns::LayoutCache* cache() { return cache_; }
-  void CountRefresh() { layout_refreshes_.fetch_add(1); }
-  void CountAbort() { layout_aborts_.fetch_add(1); }
+  // FileHost (used by FileImpl).
+  std::vector<absl::StatusOr<size_t>> Execute(
+      absl::Span<const Request> reqs, const ReadOptions& options) override;
+  ns::LayoutCache* cache() override { return cache_; }
+  void CountRefresh() override { layout_refreshes_.fetch_add(1); }
+  void CountAbort() override { layout_aborts_.fetch_add(1); }
   // The health table's verdict, and with kMount also a mount that
   // rangefs-mountd reports down.
   bool Admissible(NodeRuntime* n) {

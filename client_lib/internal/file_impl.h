@@ -1,7 +1,8 @@
 // File: internal/file_impl.h
 //
 // FileImpl: an open File (file.h) and its layout-change rule (Current:
-// adopt a new layout when the bytes cannot differ, else ABORTED).
+// adopt a new layout when the bytes cannot differ, else ABORTED). It knows
+// its client only through FileHost.
 #ifndef RANGEFS_CLIENT_LIB_INTERNAL_FILE_IMPL_H_
 #define RANGEFS_CLIENT_LIB_INTERNAL_FILE_IMPL_H_
 
@@ -11,18 +12,45 @@
 #include <utility>
 #include <vector>
 
+#include "absl/status/statusor.h"
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/mutex.h"
+#include "absl/types/span.h"
 #include "client_lib/file.h"
-#include "client_lib/internal/client_impl.h"
+#include "client_lib/options.h"
 #include "namespace/layout_cache.h"
 
 namespace rangefs {
 namespace client_internal {
 
+namespace v1 = ::rangefs::v1;
+
+class FileImpl;
+
+// One range of a call.
+struct Request {
+  FileImpl* file = nullptr;
+  uint64_t offset = 0;
+  absl::Span<char> dst;
+};
+
+// What a FileImpl needs of its client (ClientImpl implements it).
+class FileHost {
+ public:
+  virtual ~FileHost() = default;
+  // Runs one read call over `reqs` (result[i] for reqs[i]).
+  virtual std::vector<absl::StatusOr<size_t>> Execute(
+      absl::Span<const Request> reqs, const ReadOptions& options) = 0;
+  // The layouts, current as the namespace watch knows them.
+  virtual ns::LayoutCache* cache() = 0;
+  // A new layout was adopted / a call ended ABORTED.
+  virtual void CountRefresh() = 0;
+  virtual void CountAbort() = 0;
+};
+
 class FileImpl : public File {
  public:
-  FileImpl(ClientImpl* client, std::shared_ptr<const ns::CachedLayout> l,
+  FileImpl(FileHost* client, std::shared_ptr<const ns::CachedLayout> l,
            bool pinned)
       : client_(client),
         path_(l->path),
@@ -38,7 +66,7 @@ class FileImpl : public File {
     absl::MutexLock l(&mu_);
     return layout_->layout.generation();
   }
-  ClientImpl* client() const { return client_; }
+  FileHost* client() const { return client_; }
 
   absl::StatusOr<size_t> Read(uint64_t offset, absl::Span<char> dst,
                               const ReadOptions& options) override {
@@ -106,7 +134,7 @@ class FileImpl : public File {
     return true;
   }
 
-  ClientImpl* const client_;
+  FileHost* const client_;
   const std::string path_;
   const bool pinned_;
   mutable absl::Mutex mu_;
