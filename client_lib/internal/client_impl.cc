@@ -5,34 +5,23 @@
 
 #include <algorithm>
 #include <atomic>
-#include <cstdlib>
-#include <cstring>
-#include <deque>
 #include <memory>
 #include <optional>
 #include <string>
-#include <thread>
 #include <vector>
 
 #include "absl/base/thread_annotations.h"
-#include "absl/cleanup/cleanup.h"
 #include "absl/container/flat_hash_map.h"
-#include "absl/hash/hash.h"
-#include "absl/random/random.h"
 #include "absl/strings/str_cat.h"
-#include "absl/strings/str_join.h"
 #include "absl/synchronization/mutex.h"
 #include "base/clock.h"
-#include "base/crc32c.h"
 #include "base/errno_status.h"
 #include "base/logging.h"
-#include "base/open_beneath.h"
 #include "base/status_macros.h"
 #include "client_lib/client.h"
 #include "client_lib/fs.h"
 #include "client_lib/internal/client_hooks.h"
 #include "client_lib/internal/file_impl.h"
-#include "client_lib/internal/read_ring.h"
 #include "client_lib/io_threads.h"
 #include "client_lib/mountd/mount_status.h"
 #include "loadbalancer/hedge.h"
@@ -46,9 +35,6 @@
 #include "namespace/layout_cache.h"
 #include "namespace/record_gate.h"
 #include "namespace/store.h"
-#include "storage_node/node_client.h"
-#include "storage_node/sidecar.h"
-#include "storage_node/sidecar_format.h"
 
 namespace rangefs {
 namespace client_internal {

@@ -12,6 +12,7 @@
 #include <optional>
 #include <string>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include "absl/base/thread_annotations.h"
@@ -32,23 +33,6 @@
 #include "client_lib/fs.h"
 #include "client_lib/internal/client_hooks.h"
 #include "client_lib/internal/node_runtime.h"
-#include "client_lib/internal/read_ring.h"
-#include "client_lib/io_threads.h"
-#include "client_lib/mountd/mount_status.h"
-#include "loadbalancer/hedge.h"
-#include "loadbalancer/latency_tracker.h"
-#include "loadbalancer/node_health.h"
-#include "loadbalancer/registry.h"
-#include "namespace/etcd/etcd_client.h"
-#include "namespace/etcd_kv.h"
-#include "namespace/keys.h"
-#include "namespace/layout.h"
-#include "namespace/layout_cache.h"
-#include "namespace/record_gate.h"
-#include "namespace/store.h"
-#include "storage_node/node_client.h"
-#include "storage_node/sidecar.h"
-#include "storage_node/sidecar_format.h"
 
 namespace rangefs {
 namespace client_internal {
