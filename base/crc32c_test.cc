@@ -1,6 +1,5 @@
 #include "base/crc32c.h"
 
-#include <chrono>
 #include <random>
 #include <string>
 
@@ -71,22 +70,6 @@ TEST(Crc32cTest, HardwareMatchesSoftwareOnRandomData) {
   }
 }
 
-double MeasureGBps(uint32_t (*fn)(uint32_t, const char*, size_t),
-                   const std::string& buf) {
-  uint32_t sink = 0;
-  double best = 0;
-  for (int round = 0; round < 5; ++round) {
-    auto start = std::chrono::steady_clock::now();
-    for (int i = 0; i < 8; ++i) sink ^= fn(sink, buf.data(), buf.size());
-    double secs =
-        std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
-            .count();
-    best = std::max(best, 8.0 * buf.size() / secs / 1e9);
-  }
-  EXPECT_NE(sink, 0x12345678u);  // Keeps the loop alive.
-  return best;
-}
-
 // Lengths around the three-lane group sizes (3 x 256, 3 x 8192) and big
 // buffers, at every alignment: the lane joins must be exact.
 TEST(Crc32cTest, HardwareMatchesSoftwareAroundLaneSizes) {
@@ -104,17 +87,6 @@ TEST(Crc32cTest, HardwareMatchesSoftwareAroundLaneSizes) {
             << "off " << off << " len " << len;
       }
     }
-  }
-}
-
-TEST(Crc32cTest, Throughput) {
-  std::string buf(16 << 20, 'x');
-  double sw = MeasureGBps(&ExtendSoftware, buf);
-  std::printf("crc32c software: %.2f GB/s\n", sw);
-  if (HardwareAvailable()) {
-    // Information only (speed is checked by benchmarks, not unit tests).
-    double hw = MeasureGBps(&ExtendHardware, buf);
-    std::printf("crc32c sse4.2:   %.2f GB/s\n", hw);
   }
 }
 

@@ -277,12 +277,33 @@ class HungMountTest : public ::testing::Test {
     if (env_ != nullptr) unlink(env_->control.c_str());
   }
   bool Hung() const { return access(env_->control.c_str(), F_OK) == 0; }
+  // Every thread's kernel stack and, where gdb is installed, user stack of
+  // a child that did not exit: what a hang needs to be understood.
+  static std::string ThreadStacks(pid_t pid) {
+    std::string out = "\n--- threads of the stuck child ---\n";
+    const std::string cmd = absl::StrCat(
+        "for t in /proc/", pid, "/task/*; do echo \"$t $(cat $t/comm) ",
+        "$(cat $t/wchan)\"; cat $t/stack 2>/dev/null; done; ",
+        "command -v gdb >/dev/null && timeout 30 gdb -batch -p ", pid,
+        " -ex 'thread apply all bt' 2>&1 | grep -E '^(#|Thread)'");
+    FILE* f = popen(cmd.c_str(), "r");
+    if (f == nullptr) return out;
+    char buf[4096];
+    size_t n;
+    while ((n = fread(buf, 1, sizeof(buf), f)) > 0) out.append(buf, n);
+    pclose(f);
+    return out;
+  }
+
   // Reads the FUSE layer blocked so far (its log has a line per read).
-  int BlockedReads() const {
+  int BlockedReads() const { return CountInLog("blocked read "); }
+  // Data reads the FUSE layer answered so far.
+  int ServedReads() const { return CountInLog("served read "); }
+  int CountInLog(const std::string& needle) const {
     const std::string log = env_->fuse->Log();
     int n = 0;
-    for (size_t at = 0;
-         (at = log.find("blocked read ", at)) != std::string::npos; ++at) {
+    for (size_t at = 0; (at = log.find(needle, at)) != std::string::npos;
+         ++at) {
       ++n;
     }
     return n;
@@ -327,11 +348,11 @@ class HungMountTest : public ::testing::Test {
          .log_path = absl::StrCat(env_->dir, "/bench-", ++runs, ".log")});
     EXPECT_THAT(p, IsOk());
     if (!p.ok()) return run;
-    absl::StatusOr<int> status = (*p)->Wait(absl::Seconds(60));
+    absl::StatusOr<int> status = (*p)->Wait(absl::Seconds(30));
     const int64_t exited_ns = MonotonicNs();
     run.hung_at_exit = Hung();
     run.log = (*p)->Log();
-    EXPECT_THAT(status, IsOk()) << run.log;
+    EXPECT_THAT(status, IsOk()) << run.log << ThreadStacks((*p)->pid());
     if (!status.ok()) return run;
     run.exit_code = WIFEXITED(*status) ? WEXITSTATUS(*status) : -1;
     for (absl::string_view line : absl::StrSplit(run.log, '\n')) {
@@ -408,11 +429,16 @@ TEST_F(HungMountTest, MountHangsInTheMiddleOfAScan) {
        std::vector<Mode>{{"mount", true, "full"}, {"mount", false, "off"}}) {
     Hang(/*after=*/4);  // the layer's next 4 reads pass
     const int blocked_before = BlockedReads();
+    const int served_before = ServedReads();
     BenchRun run = RunBench(m.Flags());
     ExpectCleanRun(run, "hung mid-scan, " + m.Name());
     EXPECT_TRUE(run.hung_at_exit);
     EXPECT_GT(BlockedReads(), blocked_before) << m.Name();
-    EXPECT_GT(run.NodeBytes(kHung), 0) << m.Name();  // before it hung
+    // The mount answered this process's first reads (4, or a few more when
+    // concurrent reads pass the layer's check together), then hung. Whether
+    // any whole piece completed first depends on how the kernel split the
+    // concurrent reads: not asserted.
+    EXPECT_GE(ServedReads() - served_before, 4) << m.Name();
     EXPECT_EQ(run.Node(kHung, "timeouts"), 0) << m.Name();
   }
 }

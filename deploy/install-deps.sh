@@ -8,6 +8,7 @@ PACKAGES=(
   bazel-bootstrap pkg-config g++ protobuf-compiler protobuf-compiler-grpc
   libgrpc++-dev libprotobuf-dev libabsl-dev libgtest-dev libgmock-dev
   libibverbs-dev librdmacm-dev liburing-dev libfuse3-dev clang-format
+  libcli11-dev nlohmann-json3-dev libbenchmark-dev
   # run and test
   etcd-server etcd-client fuse3 iproute2 procps psmisc openssl python3 curl
   systemd

@@ -15,6 +15,7 @@
 
 #include "absl/synchronization/notification.h"
 #include "base/testing/status_matchers.h"
+#include "base/testing/temp_dir.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "storage_node/agent.h"
@@ -122,9 +123,10 @@ class SilentServer {
 class DataPortTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    auto dir = testing::MakeTempDir("export-");
+    auto dir = testing::ScopedTempDir::Make("export-");
     ASSERT_THAT(dir, IsOk());
-    dir_ = *dir;
+    tmp_ = *std::move(dir);
+    dir_ = tmp_.path();
     StartAgent(/*max_concurrent_reads=*/64);
   }
   void StartAgent(int max_concurrent_reads) {
@@ -158,7 +160,6 @@ class DataPortTest : public ::testing::Test {
     Release();
     client_.reset();
     agent_.reset();
-    testing::RemoveTree(dir_);
   }
   // Ingests `data` (so it has a sidecar with 4 KiB blocks).
   void Write(const std::string& path, const std::string& data) {
@@ -188,6 +189,7 @@ class DataPortTest : public ::testing::Test {
     return dp_->ReadRange(path, off, absl::MakeSpan(*buf), o);
   }
 
+  testing::ScopedTempDir tmp_;  // Removed when the fixture is destroyed.
   std::string dir_;
   std::unique_ptr<Agent> agent_;
   std::unique_ptr<NodeClient> client_;

@@ -14,6 +14,7 @@
 #include "absl/strings/escaping.h"
 #include "absl/strings/str_cat.h"
 #include "base/testing/status_matchers.h"
+#include "base/testing/temp_dir.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "tests/testing/subprocess.h"
@@ -45,9 +46,10 @@ std::set<std::string> ListDir(const std::string& dir) {
 class ExportRootTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    auto base = testing::MakeTempDir("export_root_test");
+    auto base = testing::ScopedTempDir::Make("export_root_test");
     ASSERT_THAT(base, IsOk());
-    base_ = *base;
+    tmp_ = *std::move(base);
+    base_ = tmp_.path();
     root_dir_ = base_ + "/root";
     outside_ = base_ + "/outside";
     ASSERT_EQ(mkdir(root_dir_.c_str(), 0755), 0);
@@ -70,7 +72,6 @@ class ExportRootTest : public ::testing::Test {
     ASSERT_THAT(r, IsOk());
     root_ = std::move(*r);
   }
-  void TearDown() override { testing::RemoveTree(base_); }
 
   void Symlink(const std::string& target, const std::string& rel) {
     ASSERT_EQ(symlink(target.c_str(), (root_dir_ + "/" + rel).c_str()), 0)
@@ -82,6 +83,7 @@ class ExportRootTest : public ::testing::Test {
     return st.st_dev == sentinel_.st_dev && st.st_ino == sentinel_.st_ino;
   }
 
+  testing::ScopedTempDir tmp_;  // Removed when the fixture is destroyed.
   std::string base_, root_dir_, outside_;
   struct stat sentinel_ {};
   std::unique_ptr<ExportRoot> root_;

@@ -41,7 +41,7 @@
 #include "proto/node_agent.grpc.pb.h"
 #include "storage_node/call_canceller.h"
 #include "storage_node/data_port_client.h"
-#include "storage_node/tls.h"
+#include "storage_node/tls_client.h"
 
 namespace rangefs {
 namespace node {

@@ -11,6 +11,7 @@
 
 #include "absl/synchronization/notification.h"
 #include "base/testing/status_matchers.h"
+#include "base/testing/temp_dir.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "storage_node/agent.h"
@@ -33,9 +34,10 @@ std::string Pattern(size_t n, uint32_t seed) {
 class NodeClientTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    auto dir = testing::MakeTempDir("export-");
+    auto dir = testing::ScopedTempDir::Make("export-");
     ASSERT_THAT(dir, IsOk());
-    dir_ = *dir;
+    tmp_ = *std::move(dir);
+    dir_ = tmp_.path();
     AgentOptions o;
     o.node_id = "n1";
     o.export_root = dir_;
@@ -62,7 +64,6 @@ class NodeClientTest : public ::testing::Test {
   void TearDown() override {
     Release();
     agent_.reset();
-    testing::RemoveTree(dir_);
   }
   absl::StatusOr<WriteObjectResponse> Write(const std::string& path,
                                             const std::string& data) {
@@ -77,6 +78,7 @@ class NodeClientTest : public ::testing::Test {
         },
         {.deadline = absl::Now() + absl::Seconds(10), .chunk_bytes = 777});
   }
+  testing::ScopedTempDir tmp_;  // Removed when the fixture is destroyed.
   std::string dir_;
   std::unique_ptr<Agent> agent_;
   std::unique_ptr<NodeClient> client_;

@@ -12,6 +12,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "base/testing/status_matchers.h"
+#include "base/testing/temp_dir.h"
 #include "gmock/gmock.h"
 #include "grpcpp/grpcpp.h"
 #include "gtest/gtest.h"
@@ -29,13 +30,13 @@ using testing::Subprocess;
 class NodeIntegrationTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    auto dir = testing::MakeTempDir("node_integration_test");
+    auto dir = testing::ScopedTempDir::Make("node_integration_test");
     ASSERT_THAT(dir, IsOk());
-    dir_ = *dir;
+    tmp_ = *std::move(dir);
+    dir_ = tmp_.path();
     export_ = dir_ + "/export";
     ASSERT_EQ(mkdir(export_.c_str(), 0755), 0);
   }
-  void TearDown() override { testing::RemoveTree(dir_); }
 
   // Starts the node and waits for its "serving on" line; sets stub_.
   void StartNode(const std::string& log_name) {
@@ -60,6 +61,7 @@ class NodeIntegrationTest : public ::testing::Test {
         absl::StrCat("127.0.0.1:", port), grpc::InsecureChannelCredentials()));
   }
 
+  testing::ScopedTempDir tmp_;  // First: removed after the node exits.
   std::string dir_, export_;
   std::unique_ptr<Subprocess> node_;
   std::unique_ptr<NodeAgent::Stub> stub_;

@@ -8,10 +8,10 @@
 
 #include "base/testing/fake_clock.h"
 #include "base/testing/status_matchers.h"
+#include "base/testing/temp_dir.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "storage_node/sidecar.h"
-#include "tests/testing/subprocess.h"
 
 namespace rangefs {
 namespace node {
@@ -23,14 +23,14 @@ using ::testing::HasSubstr;
 class ScrubberTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    auto dir = testing::MakeTempDir("scrubber_test");
+    auto dir = testing::ScopedTempDir::Make("scrubber_test");
     ASSERT_THAT(dir, IsOk());
-    dir_ = *dir;
+    tmp_ = *std::move(dir);
+    dir_ = tmp_.path();
     auto r = ExportRoot::Open(dir_);
     ASSERT_THAT(r, IsOk());
     root_ = std::move(*r);
   }
-  void TearDown() override { testing::RemoveTree(dir_); }
 
   // Writes an object with its sidecar through the ExportRoot.
   void Put(const std::string& path, const std::string& data) {
@@ -49,6 +49,7 @@ class ScrubberTest : public ::testing::Test {
                 IsOk());
   }
 
+  testing::ScopedTempDir tmp_;  // First: removed after root_ closes.
   std::string dir_;
   std::unique_ptr<ExportRoot> root_;
 };

@@ -1,7 +1,9 @@
 // File: tls.h
 //
-// TLS material for the agent's gRPC service and for NodeClient: PEM files
-// named in options are read once, at Agent::Start / NodeClient::Connect.
+// TLS material for the agent's gRPC service (the server side; NodeClient's
+// side, NodeClientTlsOptions and MakeNodeChannelCredentials, is in
+// tls_client.h, included here): PEM files named in options are read once,
+// at Agent::Start / NodeClient::Connect.
 //
 //   // Server (rangefs-node --tls_cert --tls_key [--tls_client_ca]):
 //   RANGEFS_ASSIGN_OR_RETURN(auto creds, MakeAgentServerCredentials(
@@ -22,8 +24,8 @@
 
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
-#include "grpcpp/security/credentials.h"
 #include "grpcpp/security/server_credentials.h"
+#include "storage_node/tls_client.h"
 
 namespace rangefs {
 namespace node {
@@ -41,35 +43,10 @@ struct AgentTlsOptions {
   }
 };
 
-// TLS of a NodeClient channel. ca_file empty (and the rest empty):
-// plaintext.
-struct NodeClientTlsOptions {
-  std::string ca_file;    // PEM CA bundle the agent's cert must chain to.
-  std::string cert_file;  // PEM client certificate, for agents doing mTLS.
-  std::string key_file;   // PEM key of cert_file; required with it.
-  // Name checked against the agent certificate instead of the host of the
-  // address (tests, or certificates naming a DNS alias). Empty: the host.
-  std::string server_name_override;
-
-  bool enabled() const {
-    return !ca_file.empty() || !cert_file.empty() || !key_file.empty();
-  }
-};
-
-// Reads a whole PEM file. INVALID_ARGUMENT "<what> file '<path>' ..." if it
-// cannot be read or is empty.
-absl::StatusOr<std::string> ReadPemFile(const std::string& path,
-                                        absl::string_view what);
-
 // Insecure credentials when !options.enabled(), else TLS (and mTLS with a
 // client CA). Errors: see the file comment.
 absl::StatusOr<std::shared_ptr<grpc::ServerCredentials>>
 MakeAgentServerCredentials(const AgentTlsOptions& options);
-
-// Insecure credentials when !options.enabled(), else TLS. A client
-// certificate is sent when cert_file is set. Errors: see the file comment.
-absl::StatusOr<std::shared_ptr<grpc::ChannelCredentials>>
-MakeNodeChannelCredentials(const NodeClientTlsOptions& options);
 
 }  // namespace node
 }  // namespace rangefs

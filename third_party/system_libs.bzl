@@ -28,6 +28,11 @@ _LIBS = {
     "fuse3": ["fuse3"],
     "liburing": ["liburing"],
     "ibverbs": ["libibverbs", "librdmacm"],
+    # Header-only: rangefs-admin's argument parsing and its JSON output.
+    "cli11": ["CLI11"],
+    "nlohmann_json": ["nlohmann_json"],
+    # Google Benchmark, for the micro-benchmarks (*_benchmark targets).
+    "benchmark": ["benchmark"],
 }
 
 def _pkg_config(ctx, args):

@@ -163,7 +163,10 @@ static int Read(const char* path, char* buf, size_t size, off_t off,
   }
   ssize_t n = pread((int)fi->fh, buf, size, off);
   const char* base = strrchr(path, '/');
-  if (base[1] != '.') atomic_fetch_add(&g_served, 1);
+  if (base[1] != '.') {
+    atomic_fetch_add(&g_served, 1);
+    fprintf(stderr, "served read %s\n", path);
+  }
   return n < 0 ? -errno : (int)n;
 }
 

@@ -110,13 +110,13 @@ build_binaries() {
   if [ -n "$BIN" ]; then return; fi
   log "building rangefs-node and rangefs-admin"
   (cd "$ROOT" && bazel build --noshow_progress //storage_node:rangefs-node \
-      //namespace/cli:rangefs-admin 2>&1 | grep -E "ERROR|error:" >&2 || true)
+      //admin:rangefs-admin 2>&1 | grep -E "ERROR|error:" >&2 || true)
   local bazel_bin
   bazel_bin=$(cd "$ROOT" && bazel info bazel-bin 2>/dev/null)
   [ -x "$bazel_bin/storage_node/rangefs-node" ] || die "build failed"
   BIN="$DIR/bin"
   mkdir -p "$BIN"
-  cp -f "$bazel_bin/storage_node/rangefs-node" "$bazel_bin/namespace/cli/rangefs-admin" "$BIN/"
+  cp -f "$bazel_bin/storage_node/rangefs-node" "$bazel_bin/admin/rangefs-admin" "$BIN/"
 }
 
 save_state() {

@@ -10,7 +10,7 @@ set -uo pipefail
 RF="$TEST_SRCDIR/$TEST_WORKSPACE"
 BIN="$TEST_TMPDIR/bin"
 mkdir -p "$BIN"
-cp "$RF/storage_node/rangefs-node" "$RF/namespace/cli/rangefs-admin" \
+cp "$RF/storage_node/rangefs-node" "$RF/admin/rangefs-admin" \
    "$RF/tests/bench/rangefs-bench" "$BIN/"
 CLUSTER_SH="$RF/deploy/local/cluster.sh"
 fail() { echo "FAIL: $*"; for f in "$DIR"/logs/*.log; do echo "--- $f"; tail -5 "$f"; done; bash "$CLUSTER_SH" down --dir="$DIR" >/dev/null 2>&1; exit 1; }

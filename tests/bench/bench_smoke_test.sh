@@ -5,7 +5,7 @@ set -uo pipefail
 RF="$TEST_SRCDIR/$TEST_WORKSPACE"
 BIN="$TEST_TMPDIR/bin"
 mkdir -p "$BIN"
-cp "$RF/storage_node/rangefs-node" "$RF/namespace/cli/rangefs-admin" \
+cp "$RF/storage_node/rangefs-node" "$RF/admin/rangefs-admin" \
    "$RF/tests/bench/rangefs-bench" "$RF/client_lib/blocking_fuse" "$BIN/"
 OUT="$TEST_TMPDIR/out"
 if ! bash "$RF/tests/bench/run.sh" --quick --bin="$BIN" --out="$OUT" >"$TEST_TMPDIR/log" 2>&1; then

@@ -72,10 +72,10 @@ fi
 if [ -z "$BIN" ]; then
   echo "bench: building (-c opt)"
   bazel build -c opt --noshow_progress //storage_node:rangefs-node \
-    //namespace/cli:rangefs-admin //tests/bench:rangefs-bench \
+    //admin:rangefs-admin //tests/bench:rangefs-bench \
     //client_lib:blocking_fuse 2>&1 | grep -E "^ERROR" || true
   BIN="$WORK/bin"; mkdir -p "$BIN"
-  for b in storage_node/rangefs-node namespace/cli/rangefs-admin tests/bench/rangefs-bench \
+  for b in storage_node/rangefs-node admin/rangefs-admin tests/bench/rangefs-bench \
            client_lib/blocking_fuse; do
     cp "bazel-out/k8-opt/bin/$b" "$BIN/"
   done

@@ -31,7 +31,7 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "storage_node/node_client.h"
-#include "tests/integration/agent_cluster.h"
+#include "tests/testing/agent_cluster.h"
 
 namespace rangefs {
 namespace {
@@ -284,7 +284,7 @@ TEST_F(AgentSecurityTest, InsecureAgentStartsWarnsAndIsFlagged) {
 
   // doctor names the agent and the fix.
   const std::string log = cluster_->dir() + "/doctor.log";
-  RunToExit({RunfilePath("namespace/cli/rangefs-admin"),
+  RunToExit({RunfilePath("admin/rangefs-admin"),
              "--etcd=" + cluster_->etcd()->endpoints(), "--cluster=it",
              "doctor", "--mounts=no"},
             log);

@@ -114,7 +114,7 @@ TEST_F(EtcdTlsTest, ClientWithCertTalksToEveryMember) {
 }
 
 TEST_F(EtcdTlsTest, RangefsAdminBinaryWorksOverTls) {
-  std::string admin = RunfilePath("namespace/cli/rangefs-admin");
+  std::string admin = RunfilePath("admin/rangefs-admin");
   std::vector<std::string> base = {admin,
                                    "--etcd=" + etcd_->endpoints(),
                                    "--cluster=tls",

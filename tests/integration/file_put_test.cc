@@ -14,16 +14,16 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
+#include "admin/commands.h"
+#include "admin/data_commands.h"
 #include "base/crc32c.h"
 #include "base/testing/status_matchers.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "namespace/cli/commands.h"
-#include "namespace/cli/data_commands.h"
 #include "namespace/layout.h"
 #include "storage_node/export_root.h"
 #include "storage_node/node_client.h"
-#include "tests/integration/agent_cluster.h"
+#include "tests/testing/agent_cluster.h"
 
 namespace rangefs {
 namespace {

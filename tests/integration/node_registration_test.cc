@@ -11,7 +11,7 @@
 #include "base/testing/status_matchers.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "tests/integration/agent_cluster.h"
+#include "tests/testing/agent_cluster.h"
 
 namespace rangefs {
 namespace {

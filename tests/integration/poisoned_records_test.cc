@@ -18,7 +18,7 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "namespace/keys.h"
-#include "tests/integration/agent_cluster.h"
+#include "tests/testing/agent_cluster.h"
 
 namespace rangefs {
 namespace {
@@ -221,7 +221,7 @@ TEST_P(PoisonedRecordsTest, BadRecordsFailAloneAndGoodFilesRead) {
 TEST_P(PoisonedRecordsTest, FsckReportsEveryBadRecordAndExits4) {
   if (GetParam() != DataPath::kMount) GTEST_SKIP() << "fsck: one run";
   auto fsck = testing::Subprocess::Start(
-      {.argv = {testing::RunfilePath("namespace/cli/rangefs-admin"),
+      {.argv = {testing::RunfilePath("admin/rangefs-admin"),
                 "--etcd=" + cluster_->etcd()->endpoints(), "--cluster=it",
                 "fsck", "/poison"},
        .log_path = cluster_->dir() + "/fsck.log"});

@@ -196,69 +196,6 @@ std::string Subprocess::LogTail(size_t max_bytes) const {
   return log.substr(log.size() - max_bytes);
 }
 
-absl::StatusOr<int> PickUnusedPort() {
-  int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  if (fd < 0) return ErrnoStatus(errno, "socket");
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  addr.sin_port = 0;
-  if (bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0) {
-    int e = errno;
-    close(fd);
-    return ErrnoStatus(e, "bind 127.0.0.1:0");
-  }
-  socklen_t len = sizeof(addr);
-  if (getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len) != 0) {
-    int e = errno;
-    close(fd);
-    return ErrnoStatus(e, "getsockname");
-  }
-  close(fd);
-  return ntohs(addr.sin_port);
-}
-
-bool TcpPortOpen(int port) {
-  int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  if (fd < 0) return false;
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  addr.sin_port = htons(static_cast<uint16_t>(port));
-  bool ok = connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) == 0;
-  close(fd);
-  return ok;
-}
-
-std::string TestTempDir() {
-  const char* t = getenv("TEST_TMPDIR");
-  if (t != nullptr && *t != '\0') return t;
-  static std::string* dir = [] {
-    char tmpl[] = "/tmp/rangefs-test-XXXXXX";
-    char* d = mkdtemp(tmpl);
-    return new std::string(d != nullptr ? d : "/tmp");
-  }();
-  return *dir;
-}
-
-absl::StatusOr<std::string> MakeTempDir(absl::string_view prefix) {
-  std::string tmpl = absl::StrCat(TestTempDir(), "/", prefix, "XXXXXX");
-  if (mkdtemp(tmpl.data()) == nullptr) {
-    return ErrnoStatus(errno, absl::StrCat("mkdtemp ", tmpl));
-  }
-  return tmpl;
-}
-
-void RemoveTree(const std::string& path) {
-  nftw(
-      path.c_str(),
-      [](const char* p, const struct stat*, int, struct FTW*) {
-        remove(p);
-        return 0;
-      },
-      16, FTW_DEPTH | FTW_PHYS);
-}
-
 std::string RunfilePath(const std::string& workspace_relative) {
   const char* srcdir = getenv("TEST_SRCDIR");
   const char* ws = getenv("TEST_WORKSPACE");

@@ -28,6 +28,8 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "absl/time/time.h"
+#include "base/testing/ports.h"     // PickUnusedPort, TcpPortOpen
+#include "base/testing/temp_dir.h"  // MakeTempDir, RemoveTree
 
 namespace rangefs {
 namespace testing {
@@ -89,24 +91,6 @@ class Subprocess {
   bool reaped_ = false;
   int wait_status_ = 0;
 };
-
-// Returns a TCP port on 127.0.0.1 that was free a moment ago (bind to port
-// 0). Another process may still take it; callers retry a failed start.
-absl::StatusOr<int> PickUnusedPort();
-
-// Returns true if 127.0.0.1:`port` accepts a TCP connection.
-bool TcpPortOpen(int port);
-
-// Returns the directory for a test's temporary files: $TEST_TMPDIR under
-// Bazel, else a new directory from mkdtemp under /tmp.
-std::string TestTempDir();
-
-// Creates a fresh unique directory under TestTempDir() named
-// "<prefix>XXXXXX".
-absl::StatusOr<std::string> MakeTempDir(absl::string_view prefix);
-
-// Removes a directory tree (best effort, for teardown).
-void RemoveTree(const std::string& path);
 
 // Path of a file or binary in the test's runfiles, e.g.
 // RunfilePath("storage_node/rangefs-node"). Outside Bazel: the path as is.

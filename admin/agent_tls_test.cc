@@ -4,10 +4,10 @@
 
 #include <fstream>
 
+#include "admin/commands.h"
 #include "base/testing/status_matchers.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "namespace/cli/commands.h"
 #include "namespace/memory_kv.h"
 #include "storage_node/agent.h"
 #include "tests/testing/subprocess.h"

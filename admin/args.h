@@ -1,9 +1,12 @@
 // File: args.h
 //
-// Command-line arguments of rangefs-admin: positionals plus --name=value,
-// --name value, and boolean --name flags (a fixed set). Thread-compatible.
-#ifndef RANGEFS_NAMESPACE_CLI_ARGS_H_
-#define RANGEFS_NAMESPACE_CLI_ARGS_H_
+// The arguments of one rangefs-admin command as the commands read them:
+// positionals plus --name=value, --name value, and boolean --name flags (a
+// fixed set). The command line itself is parsed and checked by CLI11
+// (cli.h), which hands each command an Args; commands and their unit tests
+// build one with Args::Parse. Thread-compatible.
+#ifndef RANGEFS_ADMIN_ARGS_H_
+#define RANGEFS_ADMIN_ARGS_H_
 
 #include <cstdint>
 #include <map>
@@ -49,4 +52,4 @@ std::string HumanBytes(uint64_t bytes);
 }  // namespace admin
 }  // namespace rangefs
 
-#endif  // RANGEFS_NAMESPACE_CLI_ARGS_H_
+#endif  // RANGEFS_ADMIN_ARGS_H_

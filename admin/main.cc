@@ -11,28 +11,19 @@
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "admin/args.h"
+#include "admin/cli.h"
+#include "admin/commands.h"
+#include "admin/doctor.h"
 #include "base/config.h"
-#include "namespace/cli/args.h"
-#include "namespace/cli/commands.h"
-#include "namespace/cli/doctor.h"
 #include "namespace/etcd/etcd_client.h"
 #include "namespace/etcd_kv.h"
 #include "namespace/store.h"
 
 namespace {
 
-const char* const kGlobalFlags[] = {
-    "etcd",        "cluster", "json",     "ca",         "cert",
-    "key",         "user",    "password", "timeout",    "help",
-    "no-progress", "config",  "agent-ca", "agent-cert", "agent-key"};
-
 int Fail(const absl::Status& s, bool json) {
-  if (json) {
-    fprintf(
-        stdout, "{\"error\": %s, \"code\": %s}\n",
-        rangefs::admin::JsonQuote(std::string(s.message())).c_str(),
-        rangefs::admin::JsonQuote(absl::StatusCodeToString(s.code())).c_str());
-  }
+  if (json) fputs(rangefs::admin::FormatJsonError(s).c_str(), stdout);
   fprintf(stderr, "rangefs-admin: %s: %s\n",
           absl::StatusCodeToString(s.code()).c_str(),
           std::string(s.message()).c_str());
@@ -43,22 +34,18 @@ int Fail(const absl::Status& s, bool json) {
 
 int main(int argc, char** argv) {
   std::vector<std::string> raw(argv + 1, argv + argc);
-  auto parsed = rangefs::admin::Args::Parse(raw);
-  if (!parsed.ok()) return Fail(parsed.status(), false);
-  rangefs::admin::Args args = *std::move(parsed);
-  const bool json = args.GetBool("json");
-  if (args.GetBool("help") || args.positional().empty() ||
-      args.positional()[0] == "help") {
-    std::string group =
-        args.positional().size() > 1 ? args.positional()[1]
-        : args.positional().size() == 1 && args.positional()[0] != "help"
-            ? args.positional()[0]
-            : "";
-    fputs(rangefs::admin::Usage(group).c_str(), stdout);
-    return args.positional().empty() && !args.GetBool("help") ? 2 : 0;
+  // --json is needed before parsing succeeds, for the error's form.
+  bool json = false;
+  for (const std::string& a : raw) json = json || a == "--json";
+  auto parsed = rangefs::admin::ParseCommandLine(raw);
+  if (!parsed.ok()) return Fail(parsed.status(), json);
+  if (parsed->help) {
+    fputs(parsed->help_text.c_str(), stdout);
+    return parsed->no_command ? 2 : 0;
   }
-  // Split global connection flags from command flags.
-  std::vector<std::string> command_argv;
+  const rangefs::admin::Args& args = parsed->global;
+  rangefs::admin::Args& command_args = parsed->command;
+  json = args.GetBool("json");
   rangefs::etcd::EtcdClientOptions eo;
   // Precedence: flags, then environment, then the config file, then
   // built-in defaults.
@@ -103,21 +90,6 @@ int main(int argc, char** argv) {
     if (!d.ok()) return Fail(d.status(), json);
     eo.call_timeout = *d;
   }
-  for (size_t i = 0; i < raw.size(); ++i) {
-    std::string name = raw[i];
-    bool global = false;
-    if (name.rfind("--", 0) == 0) {
-      std::string body = name.substr(2, name.find('=') - 2);
-      for (const char* g : kGlobalFlags) global = global || body == g;
-      if (global && name.find('=') == std::string::npos &&
-          !rangefs::admin::IsBoolFlag(body)) {
-        ++i;  // skip its value
-      }
-    }
-    if (!global) command_argv.push_back(name);
-  }
-  auto command_args = rangefs::admin::Args::Parse(command_argv);
-  if (!command_args.ok()) return Fail(command_args.status(), json);
 
   auto client = rangefs::etcd::EtcdClient::Open(eo);
   if (!client.ok()) return Fail(client.status(), json);
@@ -141,13 +113,10 @@ int main(int argc, char** argv) {
     };
   }
   absl::StatusOr<rangefs::admin::Table> table;
-  if (args.positional()[0] == "doctor") {
-    // doctor checks the connection itself: it gets the global flags too.
-    rangefs::admin::Args doctor_args = args;
-    doctor_args.Shift();
-    table = rangefs::admin::RunDoctor(ctx, doctor_args);
+  if (parsed->doctor) {
+    table = rangefs::admin::RunDoctor(ctx, command_args);
   } else {
-    table = rangefs::admin::RunCommand(ctx, *command_args);
+    table = rangefs::admin::RunCommand(ctx, command_args);
   }
   if (!table.ok()) return Fail(table.status(), json);
   std::string out = json ? rangefs::admin::FormatJson(*table)

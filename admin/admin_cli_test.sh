@@ -4,7 +4,7 @@
 set -uo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 source "$TEST_SRCDIR/$TEST_WORKSPACE/tests/testing/etcd_harness.sh"
-admin="$TEST_SRCDIR/$TEST_WORKSPACE/namespace/cli/rangefs-admin"
+admin="$TEST_SRCDIR/$TEST_WORKSPACE/admin/rangefs-admin"
 fail() { echo "FAIL: $*"; exit 1; }
 expect_rc() {  # expect_rc RC CMD...
   local want=$1; shift

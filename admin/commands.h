@@ -4,15 +4,15 @@
 // independent of how the table is printed (table.h) and of main.cc, so
 // they are unit-tested over a MemoryKv store and integration-tested over a
 // real etcd.
-#ifndef RANGEFS_NAMESPACE_CLI_COMMANDS_H_
-#define RANGEFS_NAMESPACE_CLI_COMMANDS_H_
+#ifndef RANGEFS_ADMIN_COMMANDS_H_
+#define RANGEFS_ADMIN_COMMANDS_H_
 
 #include <functional>
 #include <string>
 
 #include "absl/status/statusor.h"
-#include "namespace/cli/args.h"
-#include "namespace/cli/table.h"
+#include "admin/args.h"
+#include "admin/table.h"
 #include "namespace/store.h"
 #include "storage_node/node_client.h"
 
@@ -43,4 +43,4 @@ int ExitCode(const absl::Status& status);
 }  // namespace admin
 }  // namespace rangefs
 
-#endif  // RANGEFS_NAMESPACE_CLI_COMMANDS_H_
+#endif  // RANGEFS_ADMIN_COMMANDS_H_

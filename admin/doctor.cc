@@ -1,4 +1,4 @@
-#include "namespace/cli/doctor.h"
+#include "admin/doctor.h"
 
 #include <arpa/inet.h>
 #include <errno.h>

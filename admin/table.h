@@ -2,11 +2,13 @@
 //
 // What an admin command returns, formatted separately (3FS's OutputTable /
 // Printer split): human-aligned columns by default, JSON for scripts.
-#ifndef RANGEFS_NAMESPACE_CLI_TABLE_H_
-#define RANGEFS_NAMESPACE_CLI_TABLE_H_
+#ifndef RANGEFS_ADMIN_TABLE_H_
+#define RANGEFS_ADMIN_TABLE_H_
 
 #include <string>
 #include <vector>
+
+#include "absl/status/status.h"
 
 namespace rangefs {
 namespace admin {
@@ -26,13 +28,14 @@ struct Table {
 // Aligned columns, then the message.
 std::string FormatHuman(const Table& t);
 // `json` if set; else an array of objects keyed by column name
-// (lower-cased, spaces as '_'); a message-only table gives
-// {"message": ...}.
+// (lower-cased, spaces and '/' as '_'; in column order), one key a line; a
+// message-only table gives {"message": ...}. Built with nlohmann-json.
 std::string FormatJson(const Table& t);
-// JSON string literal with escapes.
-std::string JsonQuote(const std::string& s);
+// {"error": message, "code": "NOT_FOUND"} on one line: --json's form of a
+// failed command.
+std::string FormatJsonError(const absl::Status& s);
 
 }  // namespace admin
 }  // namespace rangefs
 
-#endif  // RANGEFS_NAMESPACE_CLI_TABLE_H_
+#endif  // RANGEFS_ADMIN_TABLE_H_

@@ -29,8 +29,8 @@
 //
 // Each row: check, status (OK, WARN, FAIL), finding, fix. The table's
 // message counts them. The call itself fails only on bad arguments.
-#ifndef RANGEFS_NAMESPACE_CLI_DOCTOR_H_
-#define RANGEFS_NAMESPACE_CLI_DOCTOR_H_
+#ifndef RANGEFS_ADMIN_DOCTOR_H_
+#define RANGEFS_ADMIN_DOCTOR_H_
 
 #include <functional>
 #include <string>
@@ -38,9 +38,9 @@
 
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
-#include "namespace/cli/args.h"
-#include "namespace/cli/commands.h"
-#include "namespace/cli/table.h"
+#include "admin/args.h"
+#include "admin/commands.h"
+#include "admin/table.h"
 #include "namespace/etcd/etcd_client.h"
 #include "storage_node/rdma/rdma_devices.h"
 
@@ -77,4 +77,4 @@ absl::StatusOr<Table> RunDoctor(Context& ctx, Args& args);
 }  // namespace admin
 }  // namespace rangefs
 
-#endif  // RANGEFS_NAMESPACE_CLI_DOCTOR_H_
+#endif  // RANGEFS_ADMIN_DOCTOR_H_

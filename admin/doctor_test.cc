@@ -2,7 +2,7 @@
 // agent is not running (no live record), a missing mount, a mount with the
 // wrong options, a disabled node whose agent still runs, and a TLS etcd
 // reached with the wrong CA.
-#include "namespace/cli/doctor.h"
+#include "admin/doctor.h"
 
 #include <sys/wait.h>
 

@@ -4,8 +4,8 @@
 // real etcd (EtcdCluster), a NamespaceStore over it, and real rangefs-node
 // processes, each with a temp export directory, registered with
 // `node add`-equivalent records. Thread-compatible; testonly.
-#ifndef RANGEFS_TESTS_INTEGRATION_AGENT_CLUSTER_H_
-#define RANGEFS_TESTS_INTEGRATION_AGENT_CLUSTER_H_
+#ifndef RANGEFS_TESTS_TESTING_AGENT_CLUSTER_H_
+#define RANGEFS_TESTS_TESTING_AGENT_CLUSTER_H_
 
 #include <sys/stat.h>
 
@@ -173,4 +173,4 @@ class AgentCluster {
 }  // namespace testing
 }  // namespace rangefs
 
-#endif  // RANGEFS_TESTS_INTEGRATION_AGENT_CLUSTER_H_
+#endif  // RANGEFS_TESTS_TESTING_AGENT_CLUSTER_H_

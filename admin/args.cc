@@ -1,4 +1,4 @@
-#include "namespace/cli/args.h"
+#include "admin/args.h"
 
 #include <algorithm>
 

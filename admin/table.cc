@@ -1,11 +1,13 @@
-#include "namespace/cli/table.h"
+#include "admin/table.h"
 
 #include <algorithm>
+#include <utility>
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_replace.h"
+#include "nlohmann/json.hpp"
 
 namespace rangefs {
 namespace admin {
@@ -43,50 +45,36 @@ std::string FormatHuman(const Table& t) {
   return out;
 }
 
-std::string JsonQuote(const std::string& s) {
-  std::string out = "\"";
-  for (unsigned char c : s) {
-    switch (c) {
-      case '"':
-        out += "\\\"";
-        break;
-      case '\\':
-        out += "\\\\";
-        break;
-      case '\n':
-        out += "\\n";
-        break;
-      case '\t':
-        out += "\\t";
-        break;
-      default:
-        if (c < 0x20) {
-          out += absl::StrFormat("\\u%04x", c);
-        } else {
-          out.push_back(static_cast<char>(c));
-        }
-    }
-  }
-  return out + "\"";
-}
-
 std::string FormatJson(const Table& t) {
   if (!t.json.empty()) return t.json + "\n";
   if (t.columns.empty()) {
-    return absl::StrCat("{\"message\": ", JsonQuote(t.message), "}\n");
+    nlohmann::ordered_json doc = {{"message", t.message}};
+    return doc.dump(1) + "\n";
   }
-  std::string out = "[";
-  for (size_t r = 0; r < t.rows.size(); ++r) {
-    out += r ? ",\n {" : "\n {";
-    for (size_t c = 0; c < t.columns.size(); ++c) {
-      std::string key = absl::StrReplaceAll(absl::AsciiStrToLower(t.columns[c]),
-                                            {{" ", "_"}, {"/", "_"}});
-      absl::StrAppend(&out, c ? ", " : "", JsonQuote(key), ": ",
-                      JsonQuote(c < t.rows[r].size() ? t.rows[r][c] : ""));
+  std::vector<std::string> keys;
+  for (const std::string& c : t.columns) {
+    keys.push_back(absl::StrReplaceAll(absl::AsciiStrToLower(c),
+                                       {{" ", "_"}, {"/", "_"}}));
+  }
+  nlohmann::ordered_json doc = nlohmann::ordered_json::array();
+  for (const auto& row : t.rows) {
+    nlohmann::ordered_json obj = nlohmann::ordered_json::object();
+    for (size_t c = 0; c < keys.size(); ++c) {
+      obj[keys[c]] = c < row.size() ? row[c] : "";
     }
-    out += "}";
+    doc.push_back(std::move(obj));
   }
-  return out + (t.rows.empty() ? "]\n" : "\n]\n");
+  // Cells are text from etcd and agents: invalid UTF-8 is replaced (U+FFFD)
+  // rather than aborting the dump.
+  return doc.dump(1, ' ', false, nlohmann::json::error_handler_t::replace) +
+         "\n";
+}
+
+std::string FormatJsonError(const absl::Status& s) {
+  nlohmann::ordered_json doc = {{"error", std::string(s.message())},
+                                {"code", absl::StatusCodeToString(s.code())}};
+  return doc.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) +
+         "\n";
 }
 
 }  // namespace admin

@@ -11,17 +11,17 @@
 // Agents are found through NodeRecord.addresses (the next address is tried
 // on UNAVAILABLE). Blocking; each command uses its own bounded thread pool
 // and joins it before returning.
-#ifndef RANGEFS_NAMESPACE_CLI_DATA_COMMANDS_H_
-#define RANGEFS_NAMESPACE_CLI_DATA_COMMANDS_H_
+#ifndef RANGEFS_ADMIN_DATA_COMMANDS_H_
+#define RANGEFS_ADMIN_DATA_COMMANDS_H_
 
 #include <cstdint>
 #include <string>
 #include <vector>
 
 #include "absl/status/statusor.h"
-#include "namespace/cli/args.h"
-#include "namespace/cli/commands.h"
-#include "namespace/cli/table.h"
+#include "admin/args.h"
+#include "admin/commands.h"
+#include "admin/table.h"
 
 namespace rangefs {
 namespace admin {
@@ -71,4 +71,4 @@ absl::StatusOr<Table> RunFsck(Context& ctx, Args& args);
 }  // namespace admin
 }  // namespace rangefs
 
-#endif  // RANGEFS_NAMESPACE_CLI_DATA_COMMANDS_H_
+#endif  // RANGEFS_ADMIN_DATA_COMMANDS_H_

@@ -1,4 +1,4 @@
-#include "namespace/cli/commands.h"
+#include "admin/commands.h"
 
 #include <fstream>
 
@@ -155,6 +155,23 @@ TEST(ArgsTest, ParsesBytesAndFlags) {
   EXPECT_EQ(a->positional().size(), 2u);
   EXPECT_THAT(Args::Parse({"--dangling"}),
               StatusIs(absl::StatusCode::kInvalidArgument));
+}
+
+TEST(TableTest, JsonKeepsColumnOrderAndEscapes) {
+  Table t;
+  t.columns = {"Zeta", "free space"};
+  t.AddRow({"a\"b\n\x01", "1"});
+  EXPECT_EQ(FormatJson(t),
+            "[\n {\n  \"zeta\": \"a\\\"b\\n\\u0001\",\n  \"free_space\": "
+            "\"1\"\n }\n]\n");
+  Table empty;
+  empty.columns = {"id"};
+  EXPECT_EQ(FormatJson(empty), "[]\n");
+  Table msg;
+  msg.message = "node n1 drained";
+  EXPECT_EQ(FormatJson(msg), "{\n \"message\": \"node n1 drained\"\n}\n");
+  EXPECT_EQ(FormatJsonError(absl::NotFoundError("no \"x\"")),
+            "{\"error\":\"no \\\"x\\\"\",\"code\":\"NOT_FOUND\"}\n");
 }
 
 }  // namespace

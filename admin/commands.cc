@@ -1,4 +1,4 @@
-#include "namespace/cli/commands.h"
+#include "admin/commands.h"
 
 #include <fstream>
 #include <sstream>
@@ -6,9 +6,9 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/time/time.h"
+#include "admin/data_commands.h"
 #include "base/status_macros.h"
 #include "google/protobuf/util/json_util.h"
-#include "namespace/cli/data_commands.h"
 #include "namespace/layout.h"
 
 namespace rangefs {

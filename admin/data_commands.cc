@@ -1,0 +1,330 @@
+#include "admin/data_commands.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <functional>
+#include <map>
+#include <memory>
+#include <thread>
+#include <tuple>
+#include <utility>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/random/random.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
+#include "absl/synchronization/mutex.h"
+#include "absl/time/clock.h"
+#include "admin/ingest/agents.h"
+#include "admin/ingest/ingest_writer.h"
+#include "base/errno_status.h"
+#include "base/status_macros.h"
+#include "namespace/layout.h"
+#include "storage_node/node_client.h"
+#include "storage_node/sidecar.h"
+
+namespace rangefs {
+namespace admin {
+namespace {
+
+namespace v1 = ::rangefs::v1;
+using node::NodeClient;
+
+constexpr absl::Duration kSmallCallTimeout = absl::Seconds(30);
+
+}  // namespace
+
+absl::StatusOr<Table> RunFilePut(Context& ctx, Args& a) {
+  RANGEFS_RETURN_IF_ERROR(a.CheckAllowed(
+      {"stripe-unit", "width", "replicas", "overwrite", "parallel"}));
+  if (a.positional().size() != 2) {
+    return absl::InvalidArgumentError(
+        "usage: file put LOCAL PATH [--stripe-unit=1M] [--width=N] "
+        "[--replicas=2] [--overwrite] [--parallel=8]");
+  }
+  const std::string local = a.positional()[0];
+  const std::string path = a.positional()[1];
+  RANGEFS_RETURN_IF_ERROR(ns::ValidatePath(path));
+  IngestOptions o;
+  RANGEFS_ASSIGN_OR_RETURN(o.stripe_unit,
+                           ParseBytes(a.Get("stripe-unit", "1M")));
+  RANGEFS_ASSIGN_OR_RETURN(int64_t replicas, a.GetInt("replicas", 2));
+  RANGEFS_ASSIGN_OR_RETURN(int64_t width, a.GetInt("width", 0));
+  RANGEFS_ASSIGN_OR_RETURN(int64_t parallel, a.GetInt("parallel", 8));
+  // Out-of-int values fail IngestFile's range checks with the same message.
+  o.replicas = static_cast<int>(std::clamp<int64_t>(replicas, -1, 1 << 20));
+  o.width = static_cast<int>(std::clamp<int64_t>(width, -1, 1 << 20));
+  o.parallel = static_cast<int>(std::clamp<int64_t>(parallel, 0, 1 << 20));
+  o.overwrite = a.GetBool("overwrite");
+  o.agent_tls = ctx.agent_tls;
+  o.progress = ctx.progress;
+  RANGEFS_ASSIGN_OR_RETURN(IngestResult r,
+                           IngestFile(*ctx.store, local, path, o));
+  Table t;
+  t.columns = {"path", "size", "width", "replicas", "stripe unit", "file id"};
+  t.AddRow({path, HumanBytes(r.size), absl::StrCat(r.striped ? r.width : 0),
+            absl::StrCat(o.replicas),
+            r.striped ? HumanBytes(o.stripe_unit) : "-",
+            absl::StrCat(r.file_id)});
+  t.message = absl::StrCat("put ", local, " as ", path, ": ", r.size,
+                           " bytes in ", r.objects, " object(s)");
+  return t;
+}
+
+absl::StatusOr<Table> RunFileRegister(Context& ctx, Args& a) {
+  RANGEFS_RETURN_IF_ERROR(a.CheckAllowed({"replica", "size"}));
+  if (a.positional().size() != 1 || !a.Has("replica")) {
+    return absl::InvalidArgumentError(
+        "usage: file register PATH --replica=NODE:OBJECT[,NODE:OBJECT] "
+        "[--size=N]");
+  }
+  const std::string path = a.positional()[0];
+  RANGEFS_RETURN_IF_ERROR(ns::ValidatePath(path));
+  std::vector<std::pair<std::string, std::string>> replicas;
+  for (const std::string& flag : a.GetAll("replica")) {
+    for (absl::string_view item :
+         absl::StrSplit(flag, ',', absl::SkipEmpty())) {
+      size_t colon = item.find(':');
+      if (colon == absl::string_view::npos || colon == 0 ||
+          colon + 1 == item.size()) {
+        return absl::InvalidArgumentError(
+            absl::StrCat("--replica=", item, ": expected NODE:OBJECT"));
+      }
+      replicas.emplace_back(std::string(item.substr(0, colon)),
+                            std::string(item.substr(colon + 1)));
+      RANGEFS_RETURN_IF_ERROR(ns::ValidateObjectPath(replicas.back().second));
+    }
+  }
+  int64_t want_size = -1;
+  if (a.Has("size")) {
+    RANGEFS_ASSIGN_OR_RETURN(uint64_t s, ParseBytes(a.Get("size")));
+    want_size = static_cast<int64_t>(s);
+  }
+  RANGEFS_ASSIGN_OR_RETURN(std::vector<ns::NodeEntry> nodes,
+                           ctx.store->ListNodes());
+  Agents agents(std::move(nodes), ctx.agent_tls);
+  std::vector<absl::StatusOr<node::StatObjectResponse>> stats(
+      replicas.size(), absl::InternalError("not asked"));
+  ParallelFor(replicas.size(), 8, [&](size_t i) {
+    absl::StatusOr<node::StatObjectResponse> r;
+    absl::Status s = agents.Call(replicas[i].first, [&](NodeClient& c) {
+      r = c.StatObject(replicas[i].second, absl::Now() + kSmallCallTimeout);
+      return r.status();
+    });
+    stats[i] = s.ok() ? r : absl::StatusOr<node::StatObjectResponse>(s);
+  });
+  std::vector<std::string> sizes;
+  bool mismatch = false;
+  for (size_t i = 0; i < replicas.size(); ++i) {
+    if (!stats[i].ok()) {
+      return absl::Status(
+          stats[i].status().code(),
+          absl::StrCat("file register ", path, ": replica ", replicas[i].first,
+                       ":", replicas[i].second, ": ",
+                       stats[i].status().message(), " (nothing written)"));
+    }
+    const int64_t got = static_cast<int64_t>(stats[i]->size());
+    if (want_size < 0) want_size = got;  // First replica sets the size.
+    mismatch = mismatch || got != want_size;
+    sizes.push_back(absl::StrCat(replicas[i].first, ":", replicas[i].second,
+                                 " is ", got, " bytes"));
+  }
+  if (mismatch) {
+    return absl::DataLossError(absl::StrCat(
+        "file register ", path, ": size mismatch, expected ", want_size,
+        " bytes; ", absl::StrJoin(sizes, ", "), " (nothing written)"));
+  }
+  v1::FileLayout layout;
+  layout.set_size(static_cast<uint64_t>(want_size));
+  layout.set_state(v1::READY);
+  bool sidecars = true;
+  uint32_t block = stats[0]->block_size();
+  for (const auto& s : stats) {
+    sidecars = sidecars && s->has_checksums() && s->block_size() == block;
+  }
+  layout.set_checksum(sidecars ? v1::CRC32C_SIDECAR : v1::CHECKSUM_NONE);
+  if (sidecars) layout.set_checksum_block_size(block);
+  if (want_size > 0) {
+    v1::Extent* e = layout.add_extents();
+    e->set_length(static_cast<uint64_t>(want_size));
+    for (const auto& [n, o] : replicas) {
+      v1::Replica* r = e->add_replicas();
+      r->set_node_id(n);
+      r->set_object(o);
+    }
+  }
+  RANGEFS_ASSIGN_OR_RETURN(ns::FileEntry f,
+                           ctx.store->CreateFile(path, layout));
+  Table t;
+  t.message = absl::StrCat("registered ", path, " (", want_size, " bytes, ",
+                           replicas.size(), " replica(s), file id ",
+                           f.layout.file_id(), ")");
+  return t;
+}
+
+// Reports node and live records that fail the record gate.
+absl::Status AddInvalidRecords(Context& ctx,
+                               const std::vector<ns::NodeEntry>& nodes,
+                               FsckReport& report) {
+  for (const ns::NodeEntry& n : nodes) {
+    if (!n.invalid.empty()) {
+      report.findings.push_back(
+          {"(node record)", n.record.id(), "-", n.invalid});
+    }
+  }
+  RANGEFS_ASSIGN_OR_RETURN(std::vector<ns::LiveEntry> live,
+                           ctx.store->ListLive());
+  for (const ns::LiveEntry& l : live) {
+    if (!l.invalid.empty()) {
+      report.findings.push_back(
+          {"(live record)", l.record.node_id(), "-", l.invalid});
+    }
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<FsckReport> CheckFiles(Context& ctx, const std::string& dir,
+                                      bool checksums, int parallel) {
+  RANGEFS_RETURN_IF_ERROR(ns::ValidateDir(dir));
+  struct Check {
+    std::string path, node, object;
+    uint64_t need = 0;  // Object must hold at least this many bytes.
+    bool sidecar = false;
+  };
+  std::vector<Check> checks;
+  FsckReport report;
+  ns::ListFilesOptions o{.dir = dir, .page_size = 1000};
+  while (true) {
+    RANGEFS_ASSIGN_OR_RETURN(ns::ListFilesResult r, ctx.store->ListFiles(o));
+    for (const ns::FileEntry& f : r.files) {
+      ++report.files;
+      if (!f.invalid.empty()) {
+        report.findings.push_back({f.path, "-", "-", f.invalid});
+        continue;
+      }
+      const v1::FileLayout& l = f.layout;
+      const bool sidecar = l.checksum() == v1::CRC32C_SIDECAR;
+      for (const v1::Extent& e : l.extents()) {
+        for (const v1::Replica& rep : e.replicas()) {
+          checks.push_back({f.path, rep.node_id(), rep.object(),
+                            rep.object_offset() + e.length(), sidecar});
+        }
+      }
+      if (l.has_striped() && l.striped().targets_size() > 0) {
+        const uint64_t w = l.striped().targets_size();
+        for (uint64_t t = 0; t < w; ++t) {
+          const uint64_t col =
+              ColumnBytes(l.size(), l.striped().stripe_unit(), w, t);
+          for (const v1::Replica& rep : l.striped().targets(t).replicas()) {
+            checks.push_back({f.path, rep.node_id(), rep.object(),
+                              rep.object_offset() + col, sidecar});
+          }
+        }
+      }
+    }
+    if (ctx.progress) ctx.progress(report.files, 0);
+    if (r.next_page_token.empty()) break;
+    o.page_token = r.next_page_token;
+    o.revision = r.revision;
+  }
+  RANGEFS_ASSIGN_OR_RETURN(std::vector<ns::NodeEntry> nodes,
+                           ctx.store->ListNodes());
+  RANGEFS_RETURN_IF_ERROR(AddInvalidRecords(ctx, nodes, report));
+  Agents agents(std::move(nodes), ctx.agent_tls);
+  std::vector<std::string> problems(checks.size());
+  ParallelFor(checks.size(), parallel, [&](size_t i) {
+    const Check& c = checks[i];
+    std::string& problem = problems[i];
+    absl::Status s = agents.Call(c.node, [&](NodeClient& nc) -> absl::Status {
+      const absl::Time deadline = absl::Now() + kSmallCallTimeout;
+      RANGEFS_ASSIGN_OR_RETURN(node::StatObjectResponse st,
+                               nc.StatObject(c.object, deadline));
+      if (st.size() < c.need) {
+        problem =
+            absl::StrCat("short: ", st.size(), " bytes, layout needs ", c.need);
+        return absl::OkStatus();
+      }
+      if (!checksums) return absl::OkStatus();
+      if (!st.has_checksums()) {
+        if (c.sidecar) problem = "no checksum sidecar";
+        return absl::OkStatus();
+      }
+      RANGEFS_ASSIGN_OR_RETURN(
+          node::ChecksumObjectResponse stored,
+          nc.ChecksumObject(c.object, /*recompute=*/false, deadline));
+      RANGEFS_ASSIGN_OR_RETURN(
+          node::ChecksumObjectResponse now,
+          nc.ChecksumObject(c.object, /*recompute=*/true,
+                            absl::Now() + absl::Minutes(10)));
+      std::vector<std::string> bad;
+      const int n =
+          std::max(stored.block_crc32c_size(), now.block_crc32c_size());
+      for (int b = 0; b < n; ++b) {
+        if (b >= stored.block_crc32c_size() || b >= now.block_crc32c_size() ||
+            stored.block_crc32c(b) != now.block_crc32c(b)) {
+          if (bad.size() < 5) bad.push_back(absl::StrCat(b));
+        }
+      }
+      if (!bad.empty() || stored.size() != now.size()) {
+        problem = absl::StrCat(
+            "checksum mismatch (data differs from sidecar) in block(s) ",
+            absl::StrJoin(bad, ","), " of ", stored.block_size(), " bytes");
+      }
+      return absl::OkStatus();
+    });
+    if (!s.ok()) {
+      problem = absl::IsNotFound(s)
+                    ? absl::StrCat("missing: ", s.message())
+                    : absl::StrCat("unreachable or error: ", s.message());
+    }
+  });
+  report.objects_checked = checks.size();
+  for (size_t i = 0; i < checks.size(); ++i) {
+    if (problems[i].empty()) continue;
+    report.findings.push_back(
+        {checks[i].path, checks[i].node, checks[i].object, problems[i]});
+  }
+  std::sort(report.findings.begin(), report.findings.end(),
+            [](const FsckFinding& x, const FsckFinding& y) {
+              return std::tie(x.path, x.node, x.object) <
+                     std::tie(y.path, y.node, y.object);
+            });
+  return report;
+}
+
+absl::StatusOr<Table> RunFsck(Context& ctx, Args& a) {
+  RANGEFS_RETURN_IF_ERROR(a.CheckAllowed({"checksums", "parallel"}));
+  if (a.positional().size() > 1) {
+    return absl::InvalidArgumentError(
+        "usage: fsck [DIR] [--checksums] [--parallel=N]");
+  }
+  const std::string dir = a.positional().empty() ? "/" : a.positional()[0];
+  RANGEFS_ASSIGN_OR_RETURN(int64_t parallel, a.GetInt("parallel", 8));
+  RANGEFS_ASSIGN_OR_RETURN(
+      FsckReport r,
+      CheckFiles(ctx, dir, a.GetBool("checksums"),
+                 static_cast<int>(std::max<int64_t>(1, parallel))));
+  Table t;
+  t.columns = {"path", "node", "object", "problem"};
+  for (const FsckFinding& f : r.findings) {
+    t.AddRow({f.path, f.node, f.object, f.problem});
+  }
+  t.message = absl::StrCat("fsck ", dir, ": ", r.files, " file(s), ",
+                           r.objects_checked, " replica object(s) checked, ",
+                           r.findings.size(), " problem(s)");
+  if (!r.findings.empty()) {
+    return absl::FailedPreconditionError(
+        absl::StrCat(r.findings.size(), " problem(s) found\n", FormatHuman(t)));
+  }
+  return t;
+}
+
+}  // namespace admin
+}  // namespace rangefs

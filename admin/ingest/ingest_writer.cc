@@ -1,0 +1,442 @@
+#include "admin/ingest/ingest_writer.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <map>
+#include <utility>
+#include <vector>
+
+#include "absl/random/random.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "absl/synchronization/mutex.h"
+#include "absl/time/clock.h"
+#include "admin/ingest/agents.h"
+#include "base/errno_status.h"
+#include "base/status_macros.h"
+#include "loadbalancer/placement.h"
+#include "namespace/layout.h"
+#include "storage_node/sidecar.h"
+
+namespace rangefs {
+namespace admin {
+namespace {
+
+using node::NodeClient;
+
+constexpr uint64_t kProgressStep = 64 << 20;
+constexpr absl::Duration kSmallCallTimeout = absl::Seconds(30);
+
+// Reads stripe column t of the local file with pread. Thread-compatible.
+class ColumnReader {
+ public:
+  ColumnReader(int fd, const std::string& name, uint64_t size, uint64_t unit,
+               uint64_t width, uint64_t t)
+      : fd_(fd), name_(name), size_(size), unit_(unit), width_(width), k_(t) {}
+
+  absl::StatusOr<size_t> Read(absl::Span<char> dst) {
+    size_t filled = 0;
+    while (filled < dst.size() && k_ * unit_ < size_) {
+      const uint64_t off = k_ * unit_ + in_unit_;
+      const uint64_t unit_len = std::min(unit_, size_ - k_ * unit_);
+      const size_t want = static_cast<size_t>(
+          std::min<uint64_t>(dst.size() - filled, unit_len - in_unit_));
+      ssize_t n = pread(fd_, dst.data() + filled, want, off);
+      if (n < 0) {
+        if (errno == EINTR) continue;
+        return ErrnoStatus(errno, absl::StrCat("pread ", name_, " at ", off));
+      }
+      if (n == 0) {
+        return absl::DataLossError(
+            absl::StrCat("local file ", name_,
+                         " shrank while being read (EOF at ", off, ")"));
+      }
+      filled += static_cast<size_t>(n);
+      in_unit_ += static_cast<uint64_t>(n);
+      if (in_unit_ == unit_len) {
+        in_unit_ = 0;
+        k_ += width_;
+      }
+    }
+    return filled;
+  }
+
+ private:
+  const int fd_;
+  const std::string name_;
+  const uint64_t size_, unit_, width_;
+  uint64_t k_;
+  uint64_t in_unit_ = 0;
+};
+
+std::string RandomHex() {
+  absl::BitGen gen;
+  return absl::StrCat(
+      absl::Hex(absl::Uniform<uint64_t>(gen), absl::kZeroPad16));
+}
+
+struct ScopedFile {
+  int fd = -1;
+  ~ScopedFile() {
+    if (fd >= 0) close(fd);
+  }
+};
+
+// One object to write: column/extent `unit` on replica node `node`.
+struct WriteTask {
+  size_t unit = 0;
+  std::string node;
+  std::string object;
+  uint64_t bytes = 0;
+  bool started = false;
+  absl::Status status;
+  uint32_t crc32c = 0;
+};
+
+// Where the columns go.
+struct Placement {
+  std::vector<ns::NodeEntry> nodes;  // every node record read
+  bool striped = false;
+  int width = 1;
+  std::vector<std::vector<std::string>> columns;  // column -> replica nodes
+};
+
+absl::Status ValidateOptions(const std::string& path, const IngestOptions& o) {
+  RANGEFS_RETURN_IF_ERROR(ns::ValidatePath(path));
+  if (o.stripe_unit == 0 || o.stripe_unit > (uint64_t{1} << 32)) {
+    return absl::InvalidArgumentError("--stripe-unit must be in (0, 4G]");
+  }
+  if (o.replicas < 1 || o.replicas > ns::kMaxReplicas) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--replicas must be in [1, ", ns::kMaxReplicas, "]"));
+  }
+  if (o.width < 0 || o.parallel < 1) {
+    return absl::InvalidArgumentError("--width >= 1, --parallel >= 1");
+  }
+  return absl::OkStatus();
+}
+
+// Opens `local` (a regular file) into `file`; returns its size.
+absl::StatusOr<uint64_t> OpenLocal(const std::string& local, ScopedFile& file) {
+  file.fd = open(local.c_str(), O_RDONLY | O_CLOEXEC);
+  if (file.fd < 0) return ErrnoStatus(errno, absl::StrCat("open ", local));
+  struct stat st;
+  if (fstat(file.fd, &st) != 0) {
+    return ErrnoStatus(errno, absl::StrCat("fstat ", local));
+  }
+  if (!S_ISREG(st.st_mode)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(local, " is not a regular file"));
+  }
+  return static_cast<uint64_t>(st.st_size);
+}
+
+// The mod revision of an existing `path` (0: none). ALREADY_EXISTS when it
+// exists and `overwrite` is false.
+absl::StatusOr<int64_t> ExistingRevision(ns::NamespaceStore& store,
+                                         const std::string& path,
+                                         bool overwrite) {
+  absl::StatusOr<ns::FileEntry> existing = store.GetFile(path);
+  if (existing.ok()) {
+    if (!overwrite) {
+      return absl::AlreadyExistsError(absl::StrCat(
+          "file ", path, " exists (use --overwrite to replace it)"));
+    }
+    return existing->mod_revision;
+  }
+  if (!absl::IsNotFound(existing.status())) return existing.status();
+  return 0;
+}
+
+// Placement candidates from the node and live records that pass the gate.
+std::vector<lb::PlacementNode> Candidates(
+    const std::vector<ns::NodeEntry>& nodes,
+    const std::vector<ns::LiveEntry>& live) {
+  std::map<std::string, const v1::LiveRecord*> live_by_id;
+  for (const ns::LiveEntry& l : live) {
+    if (l.invalid.empty()) live_by_id[l.record.node_id()] = &l.record;
+  }
+  std::vector<lb::PlacementNode> candidates;
+  for (const ns::NodeEntry& n : nodes) {
+    if (!n.invalid.empty()) continue;  // fails the record gate: never placed
+    auto it = live_by_id.find(n.record.id());
+    const v1::LiveRecord* l = it == live_by_id.end() ? nullptr : it->second;
+    lb::PlacementNode p;
+    p.id = n.record.id();
+    p.zone = n.record.zone();
+    p.admin = n.record.admin_state() == v1::ACTIVE ? lb::AdminState::kActive
+              : n.record.admin_state() == v1::DRAINING
+                  ? lb::AdminState::kDraining
+                  : lb::AdminState::kDisabled;
+    p.live = l != nullptr && (l->health() == v1::LiveRecord::HEALTHY ||
+                              l->health() == v1::LiveRecord::DEGRADED);
+    p.free_bytes = l != nullptr ? l->free_bytes() : 0;
+    candidates.push_back(std::move(p));
+  }
+  return candidates;
+}
+
+absl::StatusOr<Placement> Place(ns::NamespaceStore& store,
+                                const std::string& path, uint64_t size,
+                                const IngestOptions& o) {
+  Placement out;
+  RANGEFS_ASSIGN_OR_RETURN(out.nodes, store.ListNodes());
+  RANGEFS_ASSIGN_OR_RETURN(std::vector<ns::LiveEntry> live, store.ListLive());
+  const std::vector<lb::PlacementNode> candidates = Candidates(out.nodes, live);
+  size_t eligible = 0;
+  for (const lb::PlacementNode& p : candidates) {
+    eligible +=
+        p.live && p.admin == lb::AdminState::kActive && p.free_bytes > 0;
+  }
+  out.striped = size >= o.stripe_unit;
+  if (out.striped) {
+    out.width =
+        o.width > 0 ? o.width : std::max<int>(1, static_cast<int>(eligible));
+    const uint64_t units = (size + o.stripe_unit - 1) / o.stripe_unit;
+    out.width = static_cast<int>(std::min<uint64_t>(out.width, units));
+  }
+  if (size == 0) return out;
+  absl::BitGen bitgen;
+  absl::StatusOr<std::vector<std::vector<lb::NodeId>>> placed =
+      lb::PlaceStripes(candidates, out.width, o.replicas, bitgen);
+  if (!placed.ok()) {
+    return absl::Status(placed.status().code(),
+                        absl::StrCat("placing ", path, " (", eligible,
+                                     " live active node(s) with free space): ",
+                                     placed.status().message()));
+  }
+  out.columns = *std::move(placed);
+  return out;
+}
+
+std::vector<WriteTask> MakeTasks(const Placement& p, uint64_t size,
+                                 uint64_t unit) {
+  const std::string prefix = absl::StrCat("f/", RandomHex());
+  std::vector<WriteTask> tasks;
+  for (size_t t = 0; t < p.columns.size(); ++t) {
+    for (const std::string& n : p.columns[t]) {
+      WriteTask w;
+      w.unit = t;
+      w.node = n;
+      w.object = p.striped ? absl::StrCat(prefix, "/c", t)
+                           : absl::StrCat(prefix, "/e0");
+      w.bytes = p.striped ? ColumnBytes(size, unit, p.width, t) : size;
+      tasks.push_back(std::move(w));
+    }
+  }
+  return tasks;
+}
+
+// Shared state of one put's writers. Thread-safe.
+struct WriteState {
+  std::atomic<bool> failed{false};
+  std::atomic<uint64_t> done{0};
+  uint64_t total = 0;
+  absl::Mutex progress_mu;
+  const IngestOptions* options = nullptr;
+
+  void Report(uint64_t before, uint64_t after) {
+    if (!options->progress) return;
+    if (before / kProgressStep != after / kProgressStep || after == total) {
+      absl::MutexLock l(&progress_mu);
+      options->progress(after, total);
+    }
+  }
+};
+
+// Streams task `w`'s column of the local file to one agent.
+absl::Status WriteOne(NodeClient& c, WriteTask& w, const ScopedFile& file,
+                      const std::string& local, uint64_t size,
+                      const Placement& p, WriteState& state) {
+  const uint64_t unit = state.options->stripe_unit;
+  ColumnReader reader(file.fd, local, size, p.striped ? unit : size,
+                      p.striped ? p.width : 1, p.striped ? w.unit : 0);
+  uint64_t sent = 0;
+  node::WriteCallOptions o;
+  o.deadline = absl::Now() + absl::Seconds(60) +
+               absl::Seconds(static_cast<double>(w.bytes) / (20 << 20));
+  o.overwrite = false;
+  o.block_size = node::kDefaultBlockSize;
+  o.expected_size = static_cast<int64_t>(w.bytes);
+  auto r = c.WriteObject(
+      w.object,
+      [&](absl::Span<char> dst) -> absl::StatusOr<size_t> {
+        if (state.failed.load()) return absl::CancelledError("put aborted");
+        RANGEFS_ASSIGN_OR_RETURN(size_t n, reader.Read(dst));
+        sent += n;
+        const uint64_t after = state.done.fetch_add(n) + n;
+        state.Report(after - n, after);
+        return n;
+      },
+      o);
+  if (!r.ok()) {
+    state.done.fetch_sub(sent);
+    return r.status();
+  }
+  if (r->size() != w.bytes) {
+    return absl::DataLossError(absl::StrCat("node ", w.node, " stored ",
+                                            r->size(), " bytes of ", w.object,
+                                            ", expected ", w.bytes));
+  }
+  w.crc32c = r->crc32c();
+  return absl::OkStatus();
+}
+
+// The first real failure among the tasks (a cancellation only if nothing
+// else failed), with the object and node named.
+absl::Status FirstError(const std::vector<WriteTask>& tasks) {
+  for (const WriteTask& w : tasks) {
+    if (!w.status.ok() && !absl::IsCancelled(w.status)) {
+      return absl::Status(w.status.code(),
+                          absl::StrCat("writing ", w.object, " to node ",
+                                       w.node, ": ", w.status.message()));
+    }
+  }
+  absl::Status first;
+  for (const WriteTask& w : tasks) {
+    if (!w.status.ok()) first = w.status;
+  }
+  return first;
+}
+
+v1::FileLayout BuildLayout(const Placement& p, uint64_t size, uint64_t unit,
+                           const std::vector<WriteTask>& tasks) {
+  v1::FileLayout layout;
+  layout.set_size(size);
+  layout.set_state(v1::READY);
+  layout.set_checksum(v1::CRC32C_SIDECAR);
+  layout.set_checksum_block_size(node::kDefaultBlockSize);
+  if (p.striped) {
+    v1::StripedLayout* s = layout.mutable_striped();
+    s->set_stripe_unit(unit);
+    for (size_t t = 0; t < p.columns.size(); ++t) s->add_targets();
+    for (const WriteTask& w : tasks) {
+      v1::Replica* r = s->mutable_targets(w.unit)->add_replicas();
+      r->set_node_id(w.node);
+      r->set_object(w.object);
+    }
+  } else if (size > 0) {
+    v1::Extent* e = layout.add_extents();
+    e->set_length(size);
+    e->set_has_crc32c(true);
+    e->set_crc32c(tasks.front().crc32c);
+    for (const WriteTask& w : tasks) {
+      v1::Replica* r = e->add_replicas();
+      r->set_node_id(w.node);
+      r->set_object(w.object);
+    }
+  }
+  return layout;
+}
+
+// Deletes what a failed put wrote (or may have written); returns the
+// objects ("node:object", sorted) that could not be removed.
+std::vector<std::string> RemoveWritten(const std::vector<WriteTask>& tasks,
+                                       Agents& agents, int parallel) {
+  std::vector<std::string> leftovers;
+  absl::Mutex left_mu;
+  ParallelFor(tasks.size(), parallel, [&](size_t i) {
+    const WriteTask& w = tasks[i];
+    // A definite refusal by the agent (read-only, exists, bad argument)
+    // wrote nothing: never delete an object this put did not create.
+    const absl::StatusCode code = w.status.code();
+    const bool maybe_written = w.status.ok() ||
+                               code == absl::StatusCode::kUnavailable ||
+                               code == absl::StatusCode::kDeadlineExceeded ||
+                               code == absl::StatusCode::kCancelled ||
+                               code == absl::StatusCode::kUnknown ||
+                               code == absl::StatusCode::kInternal ||
+                               code == absl::StatusCode::kAborted;
+    if (!w.started || !maybe_written) return;
+    absl::Status s = agents.Call(w.node, [&](NodeClient& c) {
+      return c.DeleteObject(w.object, absl::Now() + kSmallCallTimeout);
+    });
+    // A read-only node (FAILED_PRECONDITION) refuses every write, so it
+    // cannot hold an object of this put either.
+    if (!s.ok() && !absl::IsNotFound(s) && !absl::IsFailedPrecondition(s)) {
+      absl::MutexLock l(&left_mu);
+      leftovers.push_back(absl::StrCat(w.node, ":", w.object));
+    }
+  });
+  std::sort(leftovers.begin(), leftovers.end());
+  return leftovers;
+}
+
+absl::Status Undo(const std::string& path, const absl::Status& error,
+                  const std::vector<WriteTask>& tasks, Agents& agents,
+                  int parallel) {
+  const std::vector<std::string> leftovers =
+      RemoveWritten(tasks, agents, parallel);
+  std::string note =
+      leftovers.empty()
+          ? " (nothing visible; written objects removed)"
+          : absl::StrCat(" (nothing visible; could not remove ",
+                         leftovers.size(), " object(s), remove by hand: ",
+                         absl::StrJoin(leftovers, " "), ")");
+  return absl::Status(error.code(), absl::StrCat("file put ", path, ": ",
+                                                 error.message(), note));
+}
+
+}  // namespace
+
+absl::StatusOr<IngestResult> IngestFile(ns::NamespaceStore& store,
+                                        const std::string& local,
+                                        const std::string& path,
+                                        const IngestOptions& options) {
+  RANGEFS_RETURN_IF_ERROR(ValidateOptions(path, options));
+  ScopedFile file;
+  RANGEFS_ASSIGN_OR_RETURN(const uint64_t size, OpenLocal(local, file));
+  RANGEFS_ASSIGN_OR_RETURN(const int64_t existing_rev,
+                           ExistingRevision(store, path, options.overwrite));
+  RANGEFS_ASSIGN_OR_RETURN(Placement placement,
+                           Place(store, path, size, options));
+  std::vector<WriteTask> tasks =
+      MakeTasks(placement, size, options.stripe_unit);
+
+  Agents agents(placement.nodes, options.agent_tls);
+  WriteState state;
+  state.total = size * static_cast<uint64_t>(options.replicas);
+  state.options = &options;
+  ParallelFor(tasks.size(), options.parallel, [&](size_t i) {
+    WriteTask& w = tasks[i];
+    if (state.failed.load()) {
+      w.status = absl::CancelledError("put aborted");
+      return;
+    }
+    w.started = true;
+    w.status = agents.Call(w.node, [&](NodeClient& c) {
+      return WriteOne(c, w, file, local, size, placement, state);
+    });
+    if (!w.status.ok()) state.failed.store(true);
+  });
+
+  absl::Status error = FirstError(tasks);
+  if (!error.ok()) return Undo(path, error, tasks, agents, options.parallel);
+  const v1::FileLayout layout =
+      BuildLayout(placement, size, options.stripe_unit, tasks);
+  absl::StatusOr<ns::FileEntry> committed =
+      existing_rev != 0 ? store.ReplaceLayout(path, layout, existing_rev)
+                        : store.CreateFile(path, layout);
+  if (!committed.ok()) {
+    error = absl::Status(committed.status().code(),
+                         absl::StrCat("committing layout of ", path,
+                                      " (data written, not visible): ",
+                                      committed.status().message()));
+    return Undo(path, error, tasks, agents, options.parallel);
+  }
+  IngestResult result;
+  result.size = size;
+  result.striped = placement.striped;
+  result.width = placement.width;
+  result.file_id = committed->layout.file_id();
+  result.objects = tasks.size();
+  return result;
+}
+
+}  // namespace admin
+}  // namespace rangefs

@@ -1,0 +1,68 @@
+// File: ingest_writer.h
+//
+// The ingest writer: puts a local file into rangefs. It places stripe
+// columns on live ACTIVE nodes (lb::PlaceStripes), writes every column
+// object to every replica through the agents in parallel (WriteObject; the
+// agent writes the CRC32C sidecar), then commits the layout with one
+// CreateFile (or, with `overwrite`, ReplaceLayout) only after every replica
+// acknowledged. On any failure nothing becomes visible and the objects
+// written are deleted (objects on unreachable nodes are named in the
+// error). Files smaller than the stripe unit get one extent.
+//
+// `rangefs-admin file put` is a thin front end to this library:
+//
+//   IngestOptions o;
+//   o.replicas = 2;
+//   absl::StatusOr<IngestResult> r = IngestFile(store, "/data/seg0",
+//   "/crawl/seg0", o);
+#ifndef RANGEFS_ADMIN_INGEST_INGEST_WRITER_H_
+#define RANGEFS_ADMIN_INGEST_INGEST_WRITER_H_
+
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <string>
+
+#include "absl/status/statusor.h"
+#include "namespace/store.h"
+#include "storage_node/node_client.h"
+
+namespace rangefs {
+namespace admin {
+
+struct IngestOptions {
+  uint64_t stripe_unit = uint64_t{1} << 20;  // in (0, 4 GiB]
+  int width = 0;           // stripe columns; 0 = one per eligible node
+  int replicas = 2;        // in [1, ns::kMaxReplicas]
+  bool overwrite = false;  // replace an existing PATH (new objects)
+  int parallel = 8;        // concurrent object writes, >= 1
+  // TLS towards the agents; empty ca_file = plaintext.
+  node::NodeClientTlsOptions agent_tls;
+  // Called with (bytes written, total bytes) every 64 MiB and at the end,
+  // serialized; may be empty.
+  std::function<void(size_t, size_t)> progress;
+};
+
+struct IngestResult {
+  uint64_t size = 0;     // bytes of the file
+  bool striped = false;  // striped layout (else one extent)
+  int width = 1;         // stripe columns (1 when not striped)
+  uint64_t file_id = 0;  // the committed layout's file_id
+  size_t objects = 0;    // objects written (columns x replicas)
+};
+
+// Ingests `local` as namespace path `path` through `store` (not owned).
+// Blocking; uses at most options.parallel threads, joined before return.
+// Codes: INVALID_ARGUMENT (bad path or options, `local` not a regular
+// file), NOT_FOUND (local file), ALREADY_EXISTS (PATH exists, no
+// overwrite), FAILED_PRECONDITION (too few eligible nodes), agent and etcd
+// errors as they come (prefixed with what failed and where).
+absl::StatusOr<IngestResult> IngestFile(ns::NamespaceStore& store,
+                                        const std::string& local,
+                                        const std::string& path,
+                                        const IngestOptions& options);
+
+}  // namespace admin
+}  // namespace rangefs
+
+#endif  // RANGEFS_ADMIN_INGEST_INGEST_WRITER_H_
