@@ -36,6 +36,12 @@
 // it dies (a read on an NFS hard mount is killable; so is one on a FUSE
 // file system whose daemon answers interrupts, e.g.
 // client_lib/testing/blocking_fuse).
+//
+// Debian's Abseil is a debug build: every absl::Mutex lock runs deadlock
+// detection (~5% of the CPU of small reads). The library leaves that
+// process-wide switch alone; a job's main() may turn it off, as Abseil's
+// release builds have it:
+//   absl::SetMutexDeadlockDetectionMode(absl::OnDeadlockCycle::kIgnore);
 #ifndef RANGEFS_CLIENT_LIB_CLIENT_H_
 #define RANGEFS_CLIENT_LIB_CLIENT_H_
 
@@ -67,10 +73,11 @@ struct FileInfo {
 
 class Client {
  public:
-  // Connects to etcd (or uses options.kv / options.layout_cache), loads the
-  // node records and starts watching nodes/ and live/. INVALID_ARGUMENT for
-  // bad options (unknown lb_policy, zero caps); UNAVAILABLE if etcd cannot
-  // be reached.
+  // Connects to etcd, loads the node records and starts watching nodes/ and
+  // live/. INVALID_ARGUMENT for bad options (unknown lb_policy, zero caps);
+  // UNAVAILABLE if etcd cannot be reached. Changes no process-wide setting.
+  // (Tests open a Client over an in-memory namespace, a test file system or
+  // a fake clock with client_lib/testing/client_testing.h.)
   static absl::StatusOr<std::unique_ptr<Client>> Open(
       const ClientOptions& options);
   virtual ~Client() = default;

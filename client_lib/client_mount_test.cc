@@ -22,6 +22,7 @@
 #include "base/testing/status_matchers.h"
 #include "client_lib/client.h"
 #include "client_lib/mountd/mount_status.h"
+#include "client_lib/testing/client_testing.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "namespace/memory_kv.h"
@@ -109,7 +110,6 @@ class ClientMountTest : public ::testing::Test {
 
   ClientOptions Options() {
     ClientOptions o;
-    o.kv = &kv_;
     o.mount_root = root_;
     o.data_path = DataPath::kMount;
     o.seed = 42;
@@ -117,8 +117,15 @@ class ClientMountTest : public ::testing::Test {
     return o;
   }
 
+  // The in-memory namespace; the mounts are real directories.
+  ClientTestHooks Hooks() {
+    ClientTestHooks h;
+    h.kv = &kv_;
+    return h;
+  }
+
   Client* OpenClient(ClientOptions o) {
-    auto c = Client::Open(o);
+    auto c = OpenClientForTesting(o, Hooks());
     EXPECT_THAT(c, IsOk());
     clients_.push_back(c.ok() ? std::move(*c) : nullptr);
     return clients_.back().get();
@@ -386,7 +393,7 @@ TEST_F(ClientMountTest, TeardownLeavesAHungRingReadWithItsFileOpen) {
   ClientOptions o = Options();
   o.hedging = false;
   o.teardown_timeout = absl::Milliseconds(200);
-  auto client = Client::Open(o);
+  auto client = OpenClientForTesting(o, Hooks());
   ASSERT_THAT(client, IsOk());
   {
     auto hung = (*client)->OpenFile("/hung");

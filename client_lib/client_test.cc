@@ -17,6 +17,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "base/testing/status_matchers.h"
+#include "client_lib/testing/client_testing.h"
 #include "client_lib/testing/fault_fs.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
@@ -103,8 +104,6 @@ class ClientTest : public ::testing::Test {
 
   ClientOptions Options() {
     ClientOptions o;
-    o.kv = &kv_;
-    o.fs = &faulty_;
     o.mount_root = kMountRoot;
     o.data_path = DataPath::kMount;
     o.seed = 42;
@@ -112,10 +111,18 @@ class ClientTest : public ::testing::Test {
     return o;
   }
 
+  // The in-memory namespace and the fault-injecting mounts.
+  ClientTestHooks Hooks() {
+    ClientTestHooks h;
+    h.kv = &kv_;
+    h.fs = &faulty_;
+    return h;
+  }
+
   // The fixture owns the client so that TearDown can release blocked
   // reads before the client joins its workers.
   Client* OpenClient(ClientOptions o) {
-    auto c = Client::Open(o);
+    auto c = OpenClientForTesting(o, Hooks());
     EXPECT_THAT(c, IsOk());
     clients_.push_back(c.ok() ? std::move(*c) : nullptr);
     return clients_.back().get();
@@ -641,12 +648,13 @@ TEST_F(ClientTest, RetriesGoToTheFrontOfTheirNodesQueueInOrder) {
   }
   OrderFs order(&faulty_);
   ClientOptions o = Options();
-  o.fs = &order;
+  ClientTestHooks hooks = Hooks();
+  hooks.fs = &order;
   o.max_inflight_per_node = 1;
   o.hedging = false;
   o.stall_factor = 0;
   o.attempt_timeout = absl::Seconds(60);
-  auto client = Client::Open(o);  // destroyed before `order`
+  auto client = OpenClientForTesting(o, hooks);  // destroyed before `order`
   ASSERT_THAT(client, IsOk());
   auto f = (*client)->OpenFile("/fq");
   ASSERT_THAT(f, IsOk());
@@ -763,7 +771,9 @@ TEST_F(ClientTest, ReaderAndMultiFileReadV) {
   auto fb = client->OpenFile("/rb");
   ASSERT_THAT(fa, IsOk());
   ASSERT_THAT(fb, IsOk());
-  Reader reader(fa->get(), {.initial_readahead = 4096, .max_readahead = 65536});
+  std::unique_ptr<Reader> owned_reader =
+      fa->get()->NewReader({.initial_readahead = 4096, .max_readahead = 65536});
+  Reader& reader = *owned_reader;
   std::string got;
   char chunk[1000];
   for (int i = 0; i < 1000; ++i) {
@@ -814,9 +824,11 @@ TEST_F(ClientTest, ReaderIsByteExactWithAndWithoutPrefetch) {
   for (bool prefetch : {false, true}) {
     for (size_t chunk : {1000, 4096, 65536, 300000}) {
       SCOPED_TRACE(absl::StrCat("prefetch=", prefetch, " chunk=", chunk));
-      Reader reader(f->get(), {.initial_readahead = 4096,
+      std::unique_ptr<Reader> owned_reader =
+          f->get()->NewReader({.initial_readahead = 4096,
                                .max_readahead = 65536,
                                .prefetch = prefetch});
+      Reader& reader = *owned_reader;
       std::string got, buf(chunk, '\0');
       for (int i = 0; i < 2000; ++i) {
         auto n = reader.Read(absl::MakeSpan(buf));
@@ -856,9 +868,11 @@ TEST_F(ClientTest, ReaderNextViewsAreByteExact) {
   for (bool prefetch : {false, true}) {
     for (size_t max : {size_t{1000}, size_t{65536}, size_t{300000}}) {
       SCOPED_TRACE(absl::StrCat("prefetch=", prefetch, " max=", max));
-      Reader reader(f->get(), {.initial_readahead = 4096,
+      std::unique_ptr<Reader> owned_reader =
+          f->get()->NewReader({.initial_readahead = 4096,
                                .max_readahead = 65536,
                                .prefetch = prefetch});
+      Reader& reader = *owned_reader;
       std::string got;
       for (int i = 0; i < 5000; ++i) {
         auto view = reader.Next(max);
@@ -891,9 +905,11 @@ TEST_F(ClientTest, ReaderNextReportsAFailedWindowOnce) {
   Client* client = OpenClient(Options());
   auto f = client->OpenFile("/nx");
   ASSERT_THAT(f, IsOk());
-  Reader reader(f->get(), {.initial_readahead = kWindow,
+  std::unique_ptr<Reader> owned_reader =
+      f->get()->NewReader({.initial_readahead = kWindow,
                            .max_readahead = kWindow,
                            .prefetch = true});
+  Reader& reader = *owned_reader;
   auto first = reader.Next();
   ASSERT_THAT(first, IsOk());
   ASSERT_EQ(first->size(), kWindow);
@@ -924,9 +940,11 @@ TEST_F(ClientTest, ReaderPrefetchErrorComesWithTheReadThatNeedsIt) {
     Client* client = OpenClient(Options());
     auto f = client->OpenFile(path);
     ASSERT_THAT(f, IsOk());
-    Reader reader(f->get(), {.initial_readahead = kWindow,
+    std::unique_ptr<Reader> owned_reader =
+        f->get()->NewReader({.initial_readahead = kWindow,
                              .max_readahead = kWindow,
                              .prefetch = prefetch});
+    Reader& reader = *owned_reader;
     std::string got, buf(24576, '\0');
     // 24K reads: the sixth one, at 120K, gets the 8K before the bad window.
     for (int i = 0; i < 5; ++i) {
@@ -963,8 +981,7 @@ TEST_F(ClientTest, ReaderDestroyedMidStreamWaitsForItsPrefetch) {
   ASSERT_THAT(f, IsOk());
   const uint64_t reads_before = mem_.reads();
   for (int round = 0; round < 20; ++round) {
-    auto reader = std::make_unique<Reader>(
-        f->get(),
+    auto reader = (*f)->NewReader(
         ReaderOptions{.initial_readahead = 65536, .max_readahead = 262144});
     char buf[5000];
     for (int i = 0; i <= round; ++i) {
@@ -981,9 +998,11 @@ TEST_F(ClientTest, ReaderDestroyedMidStreamWaitsForItsPrefetch) {
   // A blocked prefetch: reads return by their deadline, destruction at once.
   faulty_.ClearRules();
   {
-    Reader reader(f->get(), {.initial_readahead = 65536,
+    std::unique_ptr<Reader> owned_reader =
+        f->get()->NewReader({.initial_readahead = 65536,
                              .max_readahead = 65536,
                              .read = {.deadline = absl::Milliseconds(200)}});
+    Reader& reader = *owned_reader;
     char buf[1000];
     ASSERT_THAT(reader.Read(absl::MakeSpan(buf)), IsOk());
     faulty_.AddRule({.action = FaultAction::kBlock});
@@ -1007,10 +1026,11 @@ TEST_F(ClientTest, DestructionIsBoundedWithReadsStuckAndLeavesThemHarmless) {
   CountingClock clock;
   const int threads_before = ThreadCount();
   ClientOptions o = Options();
-  o.clock = &clock;
+  ClientTestHooks hooks = Hooks();
+  hooks.clock = &clock;
   o.hedging = false;
   o.teardown_timeout = absl::Milliseconds(200);
-  auto client = Client::Open(o);
+  auto client = OpenClientForTesting(o, hooks);
   ASSERT_THAT(client, IsOk());
   auto f = (*client)->OpenFile("/stuck");
   ASSERT_THAT(f, IsOk());
@@ -1048,8 +1068,7 @@ TEST_F(ClientTest, ReaderDestructionCancelsItsHungPrefetchAtOnce) {
   Client* client = OpenClient(o);
   auto f = client->OpenFile("/rh");
   ASSERT_THAT(f, IsOk());
-  auto reader = std::make_unique<Reader>(
-      f->get(),
+  auto reader = (*f)->NewReader(
       ReaderOptions{.initial_readahead = 65536, .max_readahead = 1 << 20});
   std::string buf(1000, '\0');
   ASSERT_THAT(reader->Read(absl::MakeSpan(buf)), IsOk());  // e0; prefetch e1
@@ -1169,10 +1188,12 @@ TEST_F(ClientTest, ColdHealthyReadsAreNotHedged) {
 TEST_F(ClientTest, BadOptionsAreInvalidArgument) {
   ClientOptions o = Options();
   o.lb_policy = "fastest_please";
-  EXPECT_THAT(Client::Open(o), StatusIs(absl::StatusCode::kInvalidArgument));
+  EXPECT_THAT(OpenClientForTesting(o, Hooks()),
+              StatusIs(absl::StatusCode::kInvalidArgument));
   o = Options();
   o.max_inflight_per_node = 0;
-  EXPECT_THAT(Client::Open(o), StatusIs(absl::StatusCode::kInvalidArgument));
+  EXPECT_THAT(OpenClientForTesting(o, Hooks()),
+              StatusIs(absl::StatusCode::kInvalidArgument));
 }
 
 }  // namespace

@@ -18,40 +18,18 @@
 #ifndef RANGEFS_CLIENT_LIB_FILE_H_
 #define RANGEFS_CLIENT_LIB_FILE_H_
 
+#include <cstddef>
 #include <cstdint>
 #include <memory>
 #include <string>
-#include <thread>
 #include <vector>
 
+#include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/types/span.h"
 #include "client_lib/options.h"
 
 namespace rangefs {
-
-class File {
- public:
-  virtual ~File() = default;
-  virtual const std::string& path() const = 0;
-  virtual uint64_t size() const = 0;
-  virtual uint64_t generation() const = 0;
-
-  // Reads up to dst.size() bytes at `offset`, blocking; returns the count
-  // (short only at end of file; 0 at offset == size()). Codes:
-  // OUT_OF_RANGE if offset > size(); UNAVAILABLE listing each replica's
-  // error if all replicas of a piece failed; DATA_LOSS if every replica
-  // failed its checksum; DEADLINE_EXCEEDED; CANCELLED (options.canceller
-  // fired, see read_canceller.h); ABORTED (see above). `dst` is never
-  // written after this returns.
-  virtual absl::StatusOr<size_t> Read(uint64_t offset, absl::Span<char> dst,
-                                      const ReadOptions& options = {}) = 0;
-
-  // Reads all ranges in parallel across nodes; result[i] is for ranges[i],
-  // with the codes of Read. No dst is written after this returns.
-  virtual std::vector<absl::StatusOr<size_t>> ReadV(
-      absl::Span<const ReadRange> ranges, const ReadOptions& options = {}) = 0;
-};
 
 struct ReaderOptions {
   size_t initial_readahead = 256 << 10;
@@ -74,68 +52,56 @@ struct ReaderOptions {
 // A prefetch that is no longer wanted (a Seek elsewhere, the Reader's
 // destruction, a Cancel of options.read.canceller) is cancelled
 // (ReadCanceller), so destruction returns within milliseconds whatever the
-// prefetch waits for (a hung mount). Thread-compatible. `file` is not owned
-// and must outlive the Reader.
+// prefetch waits for (a hung mount). Thread-compatible. Made by
+// File::NewReader; the File must outlive the Reader.
 class Reader {
  public:
-  explicit Reader(File* file, ReaderOptions options = {});
-  ~Reader();
-  Reader(const Reader&) = delete;
-  Reader& operator=(const Reader&) = delete;
+  virtual ~Reader() = default;
 
   // Copies up to dst.size() bytes from the current position into `dst` and
   // advances; returns 0 at end of file. Errors as File::Read (a prefetched
   // window's error is returned by the Read that needs its bytes). If an
   // error occurs after some bytes were copied, those bytes are returned and
   // the error comes with the next Read.
-  absl::StatusOr<size_t> Read(absl::Span<char> dst);
+  virtual absl::StatusOr<size_t> Read(absl::Span<char> dst) = 0;
   // Zero-copy Read: returns a view of up to `max` bytes at the current
   // position, inside the Reader's own window buffer, and advances past them;
   // empty at end of file. The view is valid until the next call on this
   // Reader (Read, Next, Seek) or its destruction. A window is at most
   // max_readahead bytes, so a view may be shorter than `max` before the end.
   // Saves the copy that Read makes out of a prefetched window.
-  absl::StatusOr<absl::Span<const char>> Next(size_t max = SIZE_MAX);
+  virtual absl::StatusOr<absl::Span<const char>> Next(
+      size_t max = SIZE_MAX) = 0;
   // Moves the position; OUT_OF_RANGE past size(). Non-blocking.
-  absl::Status Seek(uint64_t position);
-  uint64_t position() const { return position_; }
-  size_t readahead() const { return window_; }
+  virtual absl::Status Seek(uint64_t position) = 0;
+  virtual uint64_t position() const = 0;
+  virtual size_t readahead() const = 0;
+};
 
- private:
-  // A background read of [offset, offset + want) into `buffer`. `result`
-  // and `buffer` belong to `thread` until it is joined; `cancel` ends it
-  // (`link` cancels it with options.read.canceller).
-  struct Prefetch {
-    bool pending = false;
-    std::thread thread;
-    uint64_t offset = 0;
-    std::string buffer;
-    absl::StatusOr<size_t> result;
-    std::unique_ptr<ReadCanceller> cancel;
-    std::unique_ptr<client_internal::CancelHook> link;
-  };
-  // Fetches the window at position_ into buffer_ (or, if `direct` is at
-  // least a window, straight into `direct`: *direct_n bytes, position_
-  // advanced). `need`: the bytes the caller still wants; `hint`: the
-  // caller's whole read size (a prefetch is at least that). `report`: a
-  // failed prefetch's error is consumed (else the next call sees it again).
-  absl::Status Refill(size_t need, size_t hint, absl::Span<char> direct,
-                      bool report, size_t* direct_n);
-  bool Buffered() const;  // position_ is inside buffer_
-  void StartPrefetch(uint64_t offset, size_t want);
-  void JoinPrefetch();     // waits for the thread, if any
-  void DiscardPrefetch();  // cancels and joins it
+class File {
+ public:
+  virtual ~File() = default;
+  virtual const std::string& path() const = 0;
+  virtual uint64_t size() const = 0;
+  virtual uint64_t generation() const = 0;
 
-  File* const file_;
-  const ReaderOptions options_;
-  uint64_t position_ = 0;
-  size_t window_;
-  bool filled_ = false;  // a fill happened since construction or last seek
-  std::string buffer_;   // bytes [buffer_offset_, +buffer_len_)
-  uint64_t buffer_offset_ = 0;
-  size_t buffer_len_ = 0;
-  uint64_t next_expected_ = 0;
-  Prefetch prefetch_;
+  // Reads up to dst.size() bytes at `offset`, blocking; returns the count
+  // (short only at end of file; 0 at offset == size()). Codes:
+  // OUT_OF_RANGE if offset > size(); UNAVAILABLE listing each replica's
+  // error if all replicas of a piece failed; DATA_LOSS if every replica
+  // failed its checksum; DEADLINE_EXCEEDED; CANCELLED (options.canceller
+  // fired, see read_canceller.h); ABORTED (see above). `dst` is never
+  // written after this returns.
+  virtual absl::StatusOr<size_t> Read(uint64_t offset, absl::Span<char> dst,
+                                      const ReadOptions& options = {}) = 0;
+
+  // Reads all ranges in parallel across nodes; result[i] is for ranges[i],
+  // with the codes of Read. No dst is written after this returns.
+  virtual std::vector<absl::StatusOr<size_t>> ReadV(
+      absl::Span<const ReadRange> ranges, const ReadOptions& options = {}) = 0;
+
+  // A sequential Reader over this File (see Reader above).
+  std::unique_ptr<Reader> NewReader(ReaderOptions options = {});
 };
 
 }  // namespace rangefs

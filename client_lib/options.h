@@ -16,17 +16,9 @@
 
 #include "absl/time/time.h"
 #include "absl/types/span.h"
-#include "base/clock.h"
-#include "client_lib/fs.h"
 #include "client_lib/read_canceller.h"
-#include "storage_node/node_client.h"
 
 namespace rangefs {
-
-namespace ns {
-class KvBackend;
-class LayoutCache;
-}  // namespace ns
 
 // How the client reaches a node's bytes.
 enum class DataPath {
@@ -45,22 +37,28 @@ enum class VerifyMode {
   kFull,     // every piece is verified
 };
 
+// TLS towards the agents (agent data path): PEM file paths. All empty =
+// plaintext.
+struct ClientTlsOptions {
+  std::string ca_file;    // CA bundle the agent's certificate must chain to
+  std::string cert_file;  // client certificate, for agents doing mTLS
+  std::string key_file;   // key of cert_file; required with it
+  // Name checked against the agent certificate instead of the host of the
+  // address (tests, or certificates naming a DNS alias). Empty: the host.
+  std::string server_name_override;
+};
+
 struct ClientOptions {
   // --- namespace ---
-  // etcd endpoints "host:port,host:port" (used unless `kv` or
-  // `layout_cache` is given).
+  // etcd endpoints "host:port,host:port" (required; tests replace etcd
+  // through client_lib/testing/client_testing.h).
   std::string etcd_endpoints;
   std::string cluster = "default";
   // TLS / auth for etcd: PEM file paths; empty = plaintext.
   std::string etcd_ca_file, etcd_cert_file, etcd_key_file;
   std::string etcd_username, etcd_password;
   // TLS towards the agents (agent data path); empty ca_file = plaintext.
-  node::NodeClientTlsOptions agent_tls;
-  // Test or embedding hooks: not owned, must outlive the Client. `kv`
-  // replaces the etcd connection; `layout_cache` (built over the same kv)
-  // replaces the client's own cache.
-  ns::KvBackend* kv = nullptr;
-  ns::LayoutCache* layout_cache = nullptr;
+  ClientTlsOptions agent_tls;
   // Layouts are served this long from cache while etcd is unreachable.
   absl::Duration max_layout_staleness = absl::Minutes(5);
 
@@ -70,23 +68,19 @@ struct ClientOptions {
   DataPath data_path = DataPath::kAuto;
   bool o_direct = false;  // mount path: O_DIRECT through aligned buffers
   absl::Duration mount_recheck_interval = absl::Seconds(5);
-  // nullptr = NewPosixFs(). Not owned; must outlive the Client and, if the
-  // Client's teardown left threads blocked in it (teardown_timeout), stay
-  // usable until their calls return.
-  ReadOnlyFs* fs = nullptr;
   // Mount path through io_uring: each node gets one ring-owning I/O thread
   // that takes the node's queued pieces in batches and keeps up to
   // `io_uring_depth` reads in flight (IORING_OP_READ into buffers the ring
   // thread owns; the bytes are copied out while the call still holds the
   // piece, as on the thread-pool path). Used only with the production file
-  // system (`fs` == nullptr) and a data_path other than kAgent; a node whose
-  // io_uring_queue_init fails (ENOSYS, EPERM, EINVAL for a depth the kernel
-  // refuses) falls back to `max_inflight_per_node` worker threads. Agent
-  // reads (kAuto with a bad mount) still run on worker threads. A hung read
-  // occupies one ring slot of its node only.
-  // Small reads (pieces of at most 64 KiB: index lookups) skip the ring
-  // thread: the calling thread submits and reaps them itself on a ring it
-  // borrows for the call (one per concurrent call, at most 64 per client),
+  // system (no test file system, client_lib/testing/client_testing.h) and a
+  // data_path other than kAgent; a node whose io_uring_queue_init fails
+  // (ENOSYS, EPERM, EINVAL for a depth the kernel refuses) falls back to
+  // `max_inflight_per_node` worker threads. Agent reads (kAuto with a bad
+  // mount) still run on worker threads. A hung read occupies one ring slot of
+  // its node only. Small reads (pieces of at most 64 KiB: index lookups) skip
+  // the ring thread: the calling thread submits and reaps them itself on a ring
+  // it borrows for the call (one per concurrent call, at most 64 per client),
   // once the node's ring thread has opened the object and found the mount
   // good; anything that could block (an open, a sidecar to load, a mount
   // check after an error) stays with the node's ring thread. These reads
@@ -168,16 +162,6 @@ struct ClientOptions {
   // --- verification ---
   VerifyMode verify = VerifyMode::kOff;
   int verify_sample_every = 64;
-
-  // Debian's Abseil is built in debug mode, so every absl::Mutex lock runs
-  // deadlock detection (a global graph behind a spin lock: ~5% of the CPU
-  // of small reads here). false turns it off process-wide at Open, as
-  // Abseil's release builds have it; true leaves the process's setting.
-  bool abseil_deadlock_detection = false;
-
-  // Not owned, must outlive the Client; nullptr = Clock::Real(). With a
-  // non-real clock the engine re-reads it at least every 2 ms of real time.
-  Clock* clock = nullptr;
 
   // --- teardown ---
   // Destroying the Client waits at most this long (real time) for its I/O

@@ -13,7 +13,7 @@ void Counter(std::string& out, const char* name, const char* help, uint64_t v) {
 }
 
 void Histogram(std::string& out, const std::string& name,
-               const std::string& labels, const lb::HistogramSnapshot& h) {
+               const std::string& labels, const LatencyHistogram& h) {
   uint64_t cum = 0;
   std::string sep = labels.empty() ? "" : ",";
   for (size_t i = 0; i < h.upper_bounds_seconds.size(); ++i) {

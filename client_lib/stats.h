@@ -9,9 +9,21 @@
 #include <string>
 #include <vector>
 
-#include "loadbalancer/latency_tracker.h"
-
 namespace rangefs {
+
+// A latency histogram in the shape of a Prometheus histogram.
+struct LatencyHistogram {
+  // Finite bucket upper bounds in seconds, ascending ("le" labels). The last
+  // bucket, counts.back(), is +Inf and has no entry here.
+  std::vector<double> upper_bounds_seconds;
+  // Samples per bucket, NOT cumulative; size = upper_bounds_seconds.size()+1.
+  std::vector<uint64_t> counts;
+  double sum_seconds = 0;
+  uint64_t count = 0;
+  // The smallest and largest sample; 0 if count == 0.
+  double min_seconds = 0;
+  double max_seconds = 0;
+};
 
 struct NodeStats {
   std::string node;
@@ -33,7 +45,7 @@ struct NodeStats {
   int64_t outstanding_bytes = 0;
   bool admissible = true;  // the NodeHealthTable's verdict now
   // Windowed latency histogram of this node's successful attempts.
-  lb::HistogramSnapshot latency;
+  LatencyHistogram latency;
 };
 
 struct ClientStats {
@@ -50,7 +62,7 @@ struct ClientStats {
   uint64_t layout_refreshes = 0;     // same bytes, new layout adopted
   uint64_t stale_layout_serves = 0;  // LayoutCache stats
   std::vector<NodeStats> nodes;      // sorted by node id
-  lb::HistogramSnapshot latency;     // all attempts, cumulative
+  LatencyHistogram latency;          // all attempts, cumulative
 };
 
 // Formats `stats` in the Prometheus text exposition format (rangefs_client_*

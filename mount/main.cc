@@ -28,6 +28,7 @@
 #include "base/logging.h"
 #include "base/status_macros.h"
 #include "client_lib/client.h"
+#include "client_lib/embedding.h"
 #include "mount/fuse_bridge.h"
 #include "mount/metrics.h"
 #include "mount/mount_fs.h"
@@ -165,8 +166,6 @@ absl::Status Serve(const MountOptions& o, int* ready_fd) {
                            }));
 
   ClientOptions co;
-  co.kv = kv.get();
-  co.layout_cache = cache.get();
   co.cluster = o.cluster;
   co.max_layout_staleness = o.max_staleness;
   co.mount_root = o.mount_root;
@@ -179,7 +178,9 @@ absl::Status Serve(const MountOptions& o, int* ready_fd) {
   co.io_uring = o.io_uring;
   co.hedging = o.hedging;
   co.default_deadline = o.read_deadline;
-  RANGEFS_ASSIGN_OR_RETURN(std::unique_ptr<Client> client, Client::Open(co));
+  RANGEFS_ASSIGN_OR_RETURN(
+      std::unique_ptr<Client> client,
+      OpenClientSharingNamespace(co, kv.get(), cache.get()));
 
   MountCounters counters;
   MountFsOptions fo;

@@ -83,7 +83,7 @@ absl::StatusOr<OpenResult> MountFs::Open(uint64_t ino, int flags) {
     ReaderOptions ro = options_.reader;
     ro.read = options_.read;
     absl::MutexLock l(&h->reader_mu);
-    h->reader = std::make_unique<Reader>(h->file.get(), ro);
+    h->reader = h->file->NewReader(ro);
   }
   OpenResult out;
   out.keep_cache = inodes_.SwapCacheTag(ino, h->tag);

@@ -18,6 +18,7 @@
 #include "absl/synchronization/notification.h"
 #include "base/crc32c.h"
 #include "base/testing/status_matchers.h"
+#include "client_lib/embedding.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "mount/read_batcher.h"
@@ -99,12 +100,10 @@ class MountFsTest : public ::testing::Test {
     ASSERT_THAT(index, IsOk());
     index_ = *std::move(index);
     ClientOptions co;
-    co.kv = &kv_;
-    co.layout_cache = cache_.get();
     co.mount_root = root_;
     co.data_path = DataPath::kMount;
     co.io_uring = false;
-    auto client = Client::Open(co);
+    auto client = OpenClientSharingNamespace(co, &kv_, cache_.get());
     ASSERT_THAT(client, IsOk());
     client_ = *std::move(client);
     MountFsOptions fo;

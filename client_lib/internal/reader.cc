@@ -1,21 +1,23 @@
+#include "client_lib/internal/reader.h"
+
 #include <algorithm>
 #include <cstring>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
 #include "base/status_macros.h"
-#include "client_lib/file.h"
 
 namespace rangefs {
+namespace client_internal {
 
-Reader::Reader(File* file, ReaderOptions options)
+PrefetchReader::PrefetchReader(File* file, ReaderOptions options)
     : file_(file),
       options_(options),
       window_(std::max<size_t>(1, options.initial_readahead)) {}
 
-Reader::~Reader() { DiscardPrefetch(); }
+PrefetchReader::~PrefetchReader() { DiscardPrefetch(); }
 
-absl::Status Reader::Seek(uint64_t position) {
+absl::Status PrefetchReader::Seek(uint64_t position) {
   if (position > file_->size()) {
     return absl::OutOfRangeError(absl::StrCat("seek to ", position, " past ",
                                               file_->path(), " size ",
@@ -27,7 +29,7 @@ absl::Status Reader::Seek(uint64_t position) {
   return absl::OkStatus();
 }
 
-void Reader::StartPrefetch(uint64_t offset, size_t want) {
+void PrefetchReader::StartPrefetch(uint64_t offset, size_t want) {
   prefetch_.pending = true;
   prefetch_.offset = offset;
   if (prefetch_.buffer.size() < want) prefetch_.buffer.resize(want);
@@ -45,18 +47,19 @@ void Reader::StartPrefetch(uint64_t offset, size_t want) {
   });
 }
 
-void Reader::JoinPrefetch() {
+void PrefetchReader::JoinPrefetch() {
   if (prefetch_.thread.joinable()) prefetch_.thread.join();
 }
 
-void Reader::DiscardPrefetch() {
+void PrefetchReader::DiscardPrefetch() {
   if (prefetch_.thread.joinable()) prefetch_.cancel->Cancel();
   JoinPrefetch();
   prefetch_.pending = false;
 }
 
-absl::Status Reader::Refill(size_t need, size_t hint, absl::Span<char> direct,
-                            bool report, size_t* direct_n) {
+absl::Status PrefetchReader::Refill(size_t need, size_t hint,
+                                    absl::Span<char> direct, bool report,
+                                    size_t* direct_n) {
   *direct_n = 0;
   // Sequential continuation grows the window; a seek resets it.
   const bool sequential = position_ == next_expected_;
@@ -116,12 +119,12 @@ absl::Status Reader::Refill(size_t need, size_t hint, absl::Span<char> direct,
   return absl::OkStatus();
 }
 
-bool Reader::Buffered() const {
+bool PrefetchReader::Buffered() const {
   return position_ >= buffer_offset_ &&
          position_ < buffer_offset_ + buffer_len_;
 }
 
-absl::StatusOr<size_t> Reader::Read(absl::Span<char> dst) {
+absl::StatusOr<size_t> PrefetchReader::Read(absl::Span<char> dst) {
   size_t done = 0;
   while (done < dst.size() && position_ < file_->size()) {
     if (Buffered()) {
@@ -145,7 +148,7 @@ absl::StatusOr<size_t> Reader::Read(absl::Span<char> dst) {
   return done;
 }
 
-absl::StatusOr<absl::Span<const char>> Reader::Next(size_t max) {
+absl::StatusOr<absl::Span<const char>> PrefetchReader::Next(size_t max) {
   if (max == 0 || position_ >= file_->size()) return absl::Span<const char>();
   if (!Buffered()) {
     size_t unused = 0;
@@ -156,6 +159,12 @@ absl::StatusOr<absl::Span<const char>> Reader::Next(size_t max) {
   const size_t n = std::min(max, buffer_len_ - at);
   position_ += n;
   return absl::Span<const char>(buffer_.data() + at, n);
+}
+
+}  // namespace client_internal
+
+std::unique_ptr<Reader> File::NewReader(ReaderOptions options) {
+  return std::make_unique<client_internal::PrefetchReader>(this, options);
 }
 
 }  // namespace rangefs

@@ -1,0 +1,74 @@
+// File: internal/batch.h
+//
+// Batch: the state of one read call, shared by the calling thread (which
+// plans, dispatches and waits: read_call.cc) and the I/O threads (which
+// report through AttemptSink). The claim rule: an attempt's bytes are
+// copied into the caller's buffer only after claiming the piece under
+// Batch::mu while the Batch is open; closing the Batch waits for copies
+// already started (memcpy only, never I/O), so no caller buffer is written
+// after the call returns.
+#ifndef RANGEFS_CLIENT_LIB_INTERNAL_BATCH_H_
+#define RANGEFS_CLIENT_LIB_INTERNAL_BATCH_H_
+
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/status/statusor.h"
+#include "absl/synchronization/mutex.h"
+#include "absl/time/time.h"
+#include "client_lib/internal/call.h"
+#include "client_lib/internal/read_ring.h"
+#include "namespace/layout_cache.h"
+
+namespace rangefs {
+namespace client_internal {
+
+struct Batch final : AttemptSink {
+  absl::Mutex mu;
+  absl::CondVar cv;
+  bool closed ABSL_GUARDED_BY(mu) = false;
+  std::atomic<bool> closed_hint{false};  // lock-free early-out for workers
+  int copiers ABSL_GUARDED_BY(mu) = 0;
+  int remaining ABSL_GUARDED_BY(mu) = 0;
+  std::vector<Attempt*> failed ABSL_GUARDED_BY(mu);
+  std::vector<PieceState> pieces;  // fixed after planning; fields: see above
+  std::vector<std::unique_ptr<Attempt>> attempts ABSL_GUARDED_BY(mu);
+  std::vector<std::shared_ptr<const ns::CachedLayout>> layouts;
+  absl::Time deadline;
+  // Attempts dispatched and not yet handed to their nodes (Flush).
+  std::vector<Task> outbox ABSL_GUARDED_BY(mu);
+  // The ring the calling thread borrowed for this call (null: none). Its
+  // small mount reads are submitted and reaped by the caller itself.
+  ReadRing* ring = nullptr;
+  // The caller waits on `ring` rather than on `cv`.
+  bool ring_waiting ABSL_GUARDED_BY(mu) = false;
+  // ReadOptions::canceller fired: the call returns now.
+  bool cancelled ABSL_GUARDED_BY(mu) = false;
+  // ClientCore's count of hedges that won their piece.
+  std::atomic<uint64_t>* hedge_wins = nullptr;
+
+  bool Ended() const override {
+    return closed_hint.load(std::memory_order_acquire);
+  }
+  absl::Time Deadline() const override { return deadline; }
+  void Dropped(Attempt* a) override;
+  bool Completed(Attempt* a, const absl::StatusOr<size_t>& r,
+                 const char* out) override;
+
+  // Wakes the caller, wherever it waits.
+  void Notify() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu) {
+    cv.Signal();
+    if (ring_waiting) {
+      ring_waiting = false;
+      ring->Wake();
+    }
+  }
+};
+
+}  // namespace client_internal
+}  // namespace rangefs
+
+#endif  // RANGEFS_CLIENT_LIB_INTERNAL_BATCH_H_

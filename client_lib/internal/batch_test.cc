@@ -1,0 +1,89 @@
+// Batch's claim rule (AttemptSink): the first good answer of a piece is
+// copied into the caller's buffer, later ones and answers after Close are
+// not; failures are queued for the caller's loop.
+#include "client_lib/internal/batch.h"
+
+#include <string>
+
+#include "absl/status/status.h"
+#include "gtest/gtest.h"
+
+namespace rangefs {
+namespace client_internal {
+namespace {
+
+class BatchTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    b_.hedge_wins = &hedge_wins_;
+    PieceState p;
+    p.dst = dst_.data();
+    p.active = 2;
+    b_.pieces.push_back(std::move(p));
+    absl::MutexLock l(&b_.mu);
+    b_.remaining = 1;
+  }
+  Attempt* NewAttempt(bool hedge) {
+    auto a = std::make_unique<Attempt>();
+    a->piece = 0;
+    a->length = dst_.size();
+    a->hedge = hedge;
+    absl::MutexLock l(&b_.mu);
+    b_.attempts.push_back(std::move(a));
+    return b_.attempts.back().get();
+  }
+
+  std::string dst_ = std::string(8, '.');
+  std::atomic<uint64_t> hedge_wins_{0};
+  Batch b_;
+};
+
+TEST_F(BatchTest, FirstAnswerWinsThePiece) {
+  Attempt* primary = NewAttempt(false);
+  Attempt* hedge = NewAttempt(true);
+  EXPECT_TRUE(b_.Completed(hedge, size_t{8}, "hedgeABC"));
+  EXPECT_FALSE(b_.Completed(primary, size_t{8}, "primary!"));
+  EXPECT_EQ(dst_, "hedgeABC");
+  EXPECT_EQ(hedge_wins_.load(), 1u);
+  absl::MutexLock l(&b_.mu);
+  EXPECT_TRUE(b_.pieces[0].done);
+  EXPECT_EQ(b_.remaining, 0);
+  EXPECT_EQ(b_.pieces[0].active, 0);
+  EXPECT_TRUE(primary->finished && hedge->finished);
+}
+
+TEST_F(BatchTest, NothingIsWrittenAfterClose) {
+  Attempt* a = NewAttempt(false);
+  {
+    absl::MutexLock l(&b_.mu);
+    b_.closed = true;
+    b_.closed_hint.store(true);
+  }
+  EXPECT_TRUE(b_.Ended());
+  EXPECT_FALSE(b_.Completed(a, size_t{8}, "too late"));
+  EXPECT_EQ(dst_, "........");
+}
+
+TEST_F(BatchTest, FailuresAreQueuedForTheCaller) {
+  Attempt* a = NewAttempt(false);
+  EXPECT_FALSE(b_.Completed(a, absl::UnavailableError("n1 down"), nullptr));
+  absl::MutexLock l(&b_.mu);
+  ASSERT_EQ(b_.failed.size(), 1u);
+  EXPECT_EQ(b_.failed[0], a);
+  EXPECT_TRUE(absl::IsUnavailable(a->status));
+  EXPECT_EQ(dst_, "........");
+}
+
+TEST_F(BatchTest, DroppedAttemptEndsAsNotNeeded) {
+  Attempt* a = NewAttempt(false);
+  b_.Dropped(a);
+  absl::MutexLock l(&b_.mu);
+  EXPECT_TRUE(a->finished);
+  EXPECT_TRUE(absl::IsCancelled(a->status));
+  EXPECT_EQ(b_.pieces[0].active, 1);
+  EXPECT_TRUE(b_.failed.empty());
+}
+
+}  // namespace
+}  // namespace client_internal
+}  // namespace rangefs

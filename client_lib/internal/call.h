@@ -1,0 +1,109 @@
+// File: internal/call.h
+//
+// What a read call (Client::ReadV, File::Read/ReadV) shares with the nodes'
+// I/O threads: its pieces, their attempts (Attempt), the queued work
+// (Task), and the completion interface (AttemptSink) through which an I/O
+// thread reports an attempt's outcome. The call's own state is Batch
+// (batch.h).
+#ifndef RANGEFS_CLIENT_LIB_INTERNAL_CALL_H_
+#define RANGEFS_CLIENT_LIB_INTERNAL_CALL_H_
+
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/synchronization/mutex.h"
+#include "absl/time/time.h"
+#include "client_lib/internal/read_ring.h"
+#include "namespace/layout.h"
+#include "namespace/layout_cache.h"
+#include "storage_node/node_client.h"
+
+namespace rangefs {
+namespace client_internal {
+
+namespace v1 = ::rangefs::v1;
+
+class AttemptSink;
+class NodeRuntime;
+
+// One physical read of one piece on one replica.
+struct Attempt {
+  int piece = 0;
+  NodeRuntime* node = nullptr;
+  const std::string* object = nullptr;  // in a layout the Batch keeps alive
+  uint64_t object_offset = 0;
+  uint64_t length = 0;
+  bool hedge = false;
+  bool verify = false;
+  // Sent to a node that was not admissible (a probe, or the last replica
+  // left): its node's verdict does not cut it short.
+  bool forced = false;
+  absl::Time dispatched;
+  // Guarded by Batch::mu.
+  // Set by the worker when the I/O begins (MonotonicNow in ns; 0 = queued).
+  std::atomic<int64_t> started_ns{0};
+  bool finished = false;
+  // Timed out or its node went bad: result ignored unless it still wins the
+  // piece. Written under Batch::mu; atomic so that Finish may peek without it.
+  std::atomic<bool> abandoned{false};
+  absl::Status status;
+  node::CallCanceller canceller;
+};
+
+struct PieceState {
+  ns::Piece piece;
+  int range = 0;
+  char* dst = nullptr;
+  uint64_t stream_key = 0;
+  const std::string* path = nullptr;
+  // Guarded by Batch::mu.
+  bool done = false;
+  bool claimed = false;
+  bool hedged = false;
+  int active = 0;
+  std::vector<NodeRuntime*> excluded;  // failed or in flight
+  std::vector<std::string> reasons;
+  int data_loss = 0;
+  Attempt* last = nullptr;  // the primary/retry in flight
+  absl::Status status;
+};
+
+// The completion interface: how an I/O thread hands an attempt's outcome
+// to the call that owns it. The node engine never touches a call's state
+// itself; the call (Batch, batch.h) applies the claim rule. Thread-safe.
+class AttemptSink {
+ public:
+  virtual ~AttemptSink() = default;
+  // The call has returned: an attempt not started yet need not run.
+  // Lock-free.
+  virtual bool Ended() const = 0;
+  // When the call gives up (Clock::MonotonicNow's time line).
+  virtual absl::Time Deadline() const = 0;
+  // `a` was not run: its call ended before it started.
+  virtual void Dropped(Attempt* a) = 0;
+  // `a` ended with `r`; if r.ok(), `out` holds a->length bytes (valid only
+  // during this call), copied into the caller's buffer if the piece is
+  // still open and unclaimed. Returns true if they won the piece for a
+  // hedge. Never blocks on I/O.
+  virtual bool Completed(Attempt* a, const absl::StatusOr<size_t>& r,
+                         const char* out) = 0;
+};
+
+struct Task {
+  std::shared_ptr<AttemptSink> call;  // the call the attempt belongs to
+  Attempt* attempt;
+  // A retry, a hedge or a piece moved off a bad node: its call is already
+  // late, so it goes to the front of its node's queue.
+  bool urgent = false;
+};
+
+}  // namespace client_internal
+}  // namespace rangefs
+
+#endif  // RANGEFS_CLIENT_LIB_INTERNAL_CALL_H_

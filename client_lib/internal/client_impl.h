@@ -1,0 +1,258 @@
+// File: internal/client_impl.h
+//
+// ClientImpl: the Client. Its namespace view (node records and live records
+// from etcd watches, layouts through ns::LayoutCache) and stats are in
+// client_impl.cc; the read call (plan, dispatch, retry, hedge, stall and
+// deadline timers) in read_call.cc; the per-node engine in node_runtime.*.
+//
+// Engine, in short. A call (Read / ReadV) maps its ranges onto pieces
+// (ns::MapRange: cut at extent / stripe-unit boundaries and max_io_size)
+// and owns a Batch shared with the workers. The calling thread runs a small
+// event loop: it dispatches one attempt per piece to the chosen replica's
+// node queue, then waits for failures (retry on another replica), hedge
+// timers (second attempt on another replica after the node's p95), attempt
+// timeouts and the deadline. Workers (max_inflight_per_node threads per
+// node) do the blocking I/O into a buffer they own, verify it, and copy into
+// the caller's span only after claiming the piece under the Batch mutex
+// while the Batch is open. Closing the Batch (on return) waits for copies
+// already started (memcpy only, never I/O), so no caller buffer is written
+// after the call returns, whatever the workers are stuck in.
+//
+// io_uring mount path (ClientOptions::io_uring). Instead of worker threads,
+// a node's mount pieces go to one ring thread per node: it takes the queued
+// pieces in batches, submits up to io_uring_depth IORING_OP_READs at once
+// into buffers it owns, reaps the completions, verifies and hands each
+// result to its Batch exactly like a worker (claim under Batch::mu, copy,
+// done), so the rule above holds unchanged: the ring thread writes caller
+// memory only through that claim. The ring thread sleeps in the kernel on
+// its ring; Submit wakes it through an eventfd read kept armed in the ring.
+// A hung read occupies one slot (and one io-wq kernel worker) of its node.
+//
+// Small reads skip that hand-off (a thread wake-up each way): a call
+// borrows a ReadRing of its own (BorrowRing), Flush starts its small pieces
+// there when nothing can block the caller (file already open by the node's
+// ring thread, mount known good, no sidecar to load), and the call's loop
+// waits on that ring instead of its condition variable, reaping its own
+// completions (Batch::Notify wakes it through the ring's eventfd when
+// another thread ends an attempt). The claim-and-copy rule is the same.
+// Those reads are RWF_NOWAIT: one that would block (a hung NFS server, a
+// FUSE mount) ends with -EAGAIN and moves to the node's ring thread, since
+// io_uring would park it in an io-wq worker of the calling thread, whose
+// exit then waits for it.
+// Reads a call abandoned stay in its ring's slots; the next borrower, or
+// Stats(), settles them.
+//
+// Teardown (client.h). A node's I/O threads (IoThreads) bracket every call
+// that may block forever (file system calls, agent reads, the ring thread's
+// wait for completions) and hold the node (NodeRuntime) and what those
+// calls use (ClientCore: options, file system, tables) through shared_ptrs.
+// ~ClientImpl stops the nodes and waits for their threads up to
+// teardown_timeout, not at all for a node marked dead or silent for its
+// stall delay; threads still inside a bracketed call are then detached and,
+// when the call returns, leave without touching the client again (a ring
+// thread first waits for its ring's reads to end: until then the kernel
+// writes into the ring's buffers). Calls can be cut short with a
+// ReadCanceller (Batch::cancelled); Reader uses one for its prefetch.
+//
+// Cold start. Stall and hedge delays of a node without 10 latency samples
+// use the process-wide window, else ClientOptions::cold_latency as a prior
+// (StallDelay, lb::HedgeDelay). Attempts still queued are judged from
+// their dispatch (a node whose threads are all stuck never starts them).
+#ifndef RANGEFS_CLIENT_LIB_INTERNAL_CLIENT_IMPL_H_
+#define RANGEFS_CLIENT_LIB_INTERNAL_CLIENT_IMPL_H_
+
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/container/flat_hash_map.h"
+#include "absl/status/statusor.h"
+#include "absl/synchronization/mutex.h"
+#include "client_lib/client.h"
+#include "client_lib/internal/batch.h"
+#include "client_lib/internal/call.h"
+#include "client_lib/internal/client_core.h"
+#include "client_lib/internal/client_hooks.h"
+#include "client_lib/internal/file_impl.h"
+#include "client_lib/internal/node_runtime.h"
+#include "client_lib/internal/read_ring.h"
+#include "client_lib/mountd/mount_status.h"
+#include "loadbalancer/hedge.h"
+#include "loadbalancer/registry.h"
+#include "namespace/etcd/etcd_client.h"
+#include "namespace/keys.h"
+#include "namespace/kv.h"
+#include "namespace/layout_cache.h"
+#include "namespace/store.h"
+
+namespace rangefs {
+namespace client_internal {
+
+class ClientImpl : public Client, public FileHost {
+ public:
+  ClientImpl(const ClientOptions& o, const ClientHooks& hooks)
+      : core_(std::make_shared<ClientCore>(o, hooks)),
+        hooks_(hooks),
+        options_(core_->options()),
+        clock_(core_->clock()),
+        real_clock_(hooks.clock == nullptr || hooks.clock == Clock::Real()),
+        keys_(o.cluster),
+        health_(core_->health()),
+        latency_(core_->latency()),
+        budget_(clock_, o.hedge_max_ratio, o.hedge_burst),
+        global_inflight_(core_->global_inflight()) {}
+  ~ClientImpl() override;
+
+  absl::Status Init();
+
+  absl::StatusOr<std::unique_ptr<File>> OpenFile(
+      absl::string_view path) override;
+  absl::StatusOr<std::unique_ptr<File>> OpenFile(absl::string_view path,
+                                                 int64_t at_revision) override;
+  absl::StatusOr<FileInfo> Stat(absl::string_view path) override;
+  absl::StatusOr<std::vector<FileInfo>> List(absl::string_view dir) override;
+  std::vector<absl::StatusOr<size_t>> ReadV(
+      absl::Span<const FileReadRange> ranges,
+      const ReadOptions& options) override;
+  ClientStats Stats() override;
+  std::string PrometheusText() override { return FormatPrometheus(Stats()); }
+
+  // FileHost (used by FileImpl).
+  std::vector<absl::StatusOr<size_t>> Execute(
+      absl::Span<const Request> reqs, const ReadOptions& options) override;
+  ns::LayoutCache* cache() override { return cache_; }
+  void CountRefresh() override { layout_refreshes_.fetch_add(1); }
+  void CountAbort() override { layout_aborts_.fetch_add(1); }
+  // The health table's verdict, and with kMount also a mount that
+  // rangefs-mountd reports down.
+  bool Admissible(NodeRuntime* n) {
+    if (options_.data_path == DataPath::kMount && n->mount_down()) {
+      return false;
+    }
+    return health_.Admissible(n->id());
+  }
+
+ private:
+  // Re-reads rangefs-mountd's status file when mount_recheck_interval has
+  // passed since the last read (one caller reads; the others go on with the
+  // previous view). A plain read of a local file, never inside a mount.
+  void MaybeReloadMountStatus();
+  // Whether the current status view says node `id`'s mount is unusable.
+  bool MountDownLocked(const std::string& id)
+      ABSL_SHARED_LOCKS_REQUIRED(status_mu_);
+  NodeRuntime* Node(const std::string& id);
+  void OnNodeEvent(const ns::KvWatchUpdate& u);
+  void OnLiveEvent(const ns::KvWatchUpdate& u);
+  // Apply one node / live record read from etcd (after the record gate;
+  // a record that fails it takes its node out of service).
+  void ApplyNode(const ns::KvEntry& kv);
+  void ApplyLive(const ns::KvEntry& kv);
+  // Starts one attempt for piece `i` (a hedge if `hedge`). Returns false if
+  // no replica is left to try.
+  // How long a started attempt on `n` may go unanswered before it counts
+  // as stalled (see ClientOptions::stall_factor); `cache` holds the values
+  // computed in this pass of the call's loop.
+  absl::Duration StallDelay(
+      NodeRuntime* n,
+      std::vector<std::pair<NodeRuntime*, absl::Duration>>& cache);
+  // Whether a replica of `p` has not been tried yet in this call.
+  bool HasUntriedReplica(const PieceState& p);
+  // Hands the attempts Dispatch queued in b.outbox to their nodes, or
+  // starts them on the caller's ring (NodeRuntime::StartOnCaller).
+  void Flush(Batch& b) ABSL_EXCLUSIVE_LOCKS_REQUIRED(b.mu);
+  // A ring for the calling thread's small mount reads, while its call
+  // runs; null when io_uring is off or refused, or kMaxCallerRings are out.
+  ReadRing* BorrowRing();
+  void ReturnRing(ReadRing* ring);
+  // Ends the reads a borrowed ring reports (any thread that holds it).
+  static void ReapCallerRing(ReadRing& ring);
+  bool Dispatch(const std::shared_ptr<Batch>& b, int i, bool hedge,
+                lb::Picker& picker) ABSL_EXCLUSIVE_LOCKS_REQUIRED(b->mu);
+  void FailPiece(Batch& b, PieceState& p) ABSL_EXCLUSIVE_LOCKS_REQUIRED(b.mu);
+
+  // One call (Execute), in steps; all but PlanCall with b->mu held.
+  struct CallLoop;
+  // Maps the requests onto pieces (ns::MapRange) in `b`; a request that
+  // cannot be read gets its error in `results`.
+  void PlanCall(absl::Span<const Request> reqs, Batch& b,
+                std::vector<absl::StatusOr<size_t>>& results);
+  // The call's event loop: dispatch, retry, timers, wait.
+  void RunLoop(CallLoop& c);
+  // Dispatches the pieces the global in-flight cap held back.
+  void DispatchWaiting(CallLoop& c);
+  // Failed attempts: their pieces go to another replica.
+  void RetryFailed(CallLoop& c);
+  // Attempt timeouts, stalls, sick nodes and hedge timers of every piece.
+  void RunTimers(CallLoop& c);
+  // Judges piece i's attempt in flight (started at `started_ns`, 0: still
+  // queued): false if it was abandoned (timed out, stalled, or its node
+  // went bad) and the piece moved.
+  bool JudgeAttempt(CallLoop& c, int i, int64_t started_ns);
+  void AbandonAttempt(CallLoop& c, int i, bool timed_out, bool stalled,
+                      absl::Duration silent, bool started);
+  // Sends piece i to a second replica once its hedge delay has passed.
+  void MaybeHedge(CallLoop& c, int i, int64_t started_ns);
+  absl::Duration HedgeDelayOf(
+      NodeRuntime* n,
+      std::vector<std::pair<NodeRuntime*, absl::Duration>>& cache);
+  // How long the loop may sleep now.
+  absl::Duration WaitFor(const CallLoop& c) const;
+  // Sleeps up to `wait` on the caller's ring or the batch's condvar.
+  void Wait(Batch& b, absl::Duration wait);
+  // Closes the batch: no copy starts after this; waits for started ones.
+  void CloseCall(Batch& b);
+  void CollectResults(Batch& b, std::vector<absl::StatusOr<size_t>>& results);
+
+  // What the nodes' threads use; the members below up to global_inflight_
+  // refer into it.
+  const std::shared_ptr<ClientCore> core_;
+  const ClientHooks hooks_;
+  const ClientOptions& options_;
+  Clock* const clock_;
+  const bool real_clock_;
+  const ns::Keys keys_;
+  lb::NodeHealthTable& health_;
+  lb::LatencyTracker& latency_;
+  lb::HedgeBudget budget_;
+  std::atomic<int>& global_inflight_;
+  std::unique_ptr<lb::Policy> policy_;
+  std::unique_ptr<etcd::EtcdClient> etcd_;
+  std::unique_ptr<ns::KvBackend> own_kv_;
+  ns::KvBackend* kv_ = nullptr;
+  std::unique_ptr<ns::LayoutCache> own_cache_;
+  ns::LayoutCache* cache_ = nullptr;
+  std::unique_ptr<ns::NamespaceStore> store_;
+
+  absl::Mutex nodes_mu_;
+  absl::flat_hash_map<std::string, std::shared_ptr<NodeRuntime>> nodes_
+      ABSL_GUARDED_BY(nodes_mu_);
+
+  // rangefs-mountd's report (mount_status_file).
+  std::string status_path_;                 // empty: not read
+  std::atomic<int64_t> status_next_ns_{0};  // monotonic; next reload due
+  absl::Mutex status_mu_;  // held while reloading; before nodes_mu_
+  bool status_valid_ ABSL_GUARDED_BY(status_mu_) = false;
+  mountd::MountStatusFile status_ ABSL_GUARDED_BY(status_mu_);
+
+  std::unique_ptr<ns::KvWatch> node_watch_, live_watch_;
+
+  // Rings that calling threads borrow (BorrowRing).
+  absl::Mutex rings_mu_;
+  std::vector<std::unique_ptr<ReadRing>> rings_ ABSL_GUARDED_BY(rings_mu_);
+  std::vector<ReadRing*> idle_rings_ ABSL_GUARDED_BY(rings_mu_);
+  bool rings_refused_ ABSL_GUARDED_BY(rings_mu_) = false;
+
+  std::atomic<uint64_t> seed_counter_{0};
+  std::atomic<uint64_t> reads_{0}, pieces_{0}, bytes_{0}, retries_{0},
+      hedges_{0}, deadline_exceeded_{0}, unavailable_{0}, layout_aborts_{0},
+      layout_refreshes_{0}, verify_counter_{0};
+};
+
+}  // namespace client_internal
+}  // namespace rangefs
+
+#endif  // RANGEFS_CLIENT_LIB_INTERNAL_CLIENT_IMPL_H_

@@ -1,0 +1,147 @@
+// File: internal/file_impl.h
+//
+// FileImpl: an open File (file.h) and its layout-change rule (Current:
+// adopt a new layout when the bytes cannot differ, else ABORTED). It knows
+// its client only through FileHost.
+#ifndef RANGEFS_CLIENT_LIB_INTERNAL_FILE_IMPL_H_
+#define RANGEFS_CLIENT_LIB_INTERNAL_FILE_IMPL_H_
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "absl/strings/str_cat.h"
+#include "absl/synchronization/mutex.h"
+#include "absl/types/span.h"
+#include "client_lib/file.h"
+#include "client_lib/options.h"
+#include "namespace/layout_cache.h"
+
+namespace rangefs {
+namespace client_internal {
+
+namespace v1 = ::rangefs::v1;
+
+class FileImpl;
+
+// One range of a call.
+struct Request {
+  FileImpl* file = nullptr;
+  uint64_t offset = 0;
+  absl::Span<char> dst;
+};
+
+// What a FileImpl needs of its client (ClientImpl implements it).
+class FileHost {
+ public:
+  virtual ~FileHost() = default;
+  // Runs one read call over `reqs` (result[i] for reqs[i]).
+  virtual std::vector<absl::StatusOr<size_t>> Execute(
+      absl::Span<const Request> reqs, const ReadOptions& options) = 0;
+  // The layouts, current as the namespace watch knows them.
+  virtual ns::LayoutCache* cache() = 0;
+  // A new layout was adopted / a call ended ABORTED.
+  virtual void CountRefresh() = 0;
+  virtual void CountAbort() = 0;
+};
+
+class FileImpl : public File {
+ public:
+  FileImpl(FileHost* client, std::shared_ptr<const ns::CachedLayout> l,
+           bool pinned)
+      : client_(client),
+        path_(l->path),
+        pinned_(pinned),
+        layout_(std::move(l)) {}
+
+  const std::string& path() const override { return path_; }
+  uint64_t size() const override {
+    absl::MutexLock l(&mu_);
+    return layout_->layout.size();
+  }
+  uint64_t generation() const override {
+    absl::MutexLock l(&mu_);
+    return layout_->layout.generation();
+  }
+  FileHost* client() const { return client_; }
+
+  absl::StatusOr<size_t> Read(uint64_t offset, absl::Span<char> dst,
+                              const ReadOptions& options) override {
+    Request r{this, offset, dst};
+    return std::move(client_->Execute({&r, 1}, options)[0]);
+  }
+  std::vector<absl::StatusOr<size_t>> ReadV(
+      absl::Span<const ReadRange> ranges, const ReadOptions& options) override {
+    std::vector<Request> reqs;
+    reqs.reserve(ranges.size());
+    for (const ReadRange& r : ranges) reqs.push_back({this, r.offset, r.dst});
+    return client_->Execute(reqs, options);
+  }
+
+  // The layout to read with now (see file.h for the ABORTED rule).
+  absl::StatusOr<std::shared_ptr<const ns::CachedLayout>> Current() {
+    std::shared_ptr<const ns::CachedLayout> cur;
+    {
+      absl::MutexLock l(&mu_);
+      cur = layout_;
+    }
+    if (pinned_) return cur;
+    absl::StatusOr<std::shared_ptr<const ns::CachedLayout>> now =
+        client_->cache()->Lookup(path_);
+    if (!now.ok()) {
+      if (absl::IsNotFound(now.status())) {
+        client_->CountAbort();
+        return absl::AbortedError(
+            absl::StrCat(path_, " was deleted since it was opened; reopen"));
+      }
+      return cur;  // etcd unreachable: the snapshot stays valid
+    }
+    const v1::FileLayout& a = cur->layout;
+    const v1::FileLayout& b = (*now)->layout;
+    if (a.generation() == b.generation() && a.file_id() == b.file_id()) {
+      return cur;
+    }
+    if (!SameBytes(a, b)) {
+      client_->CountAbort();
+      return absl::AbortedError(absl::StrCat(
+          path_, " changed since it was opened (file_id ", a.file_id(), "->",
+          b.file_id(), ", size ", a.size(), "->", b.size(), ", generation ",
+          a.generation(), "->", b.generation(), "); reopen"));
+    }
+    client_->CountRefresh();
+    absl::MutexLock l(&mu_);
+    layout_ = *now;
+    return *now;
+  }
+
+ private:
+  static bool SameBytes(const v1::FileLayout& a, const v1::FileLayout& b) {
+    if (a.file_id() != b.file_id() || a.size() != b.size()) return false;
+    if (b.state() != v1::READY) return false;
+    if (a.extents_size() == b.extents_size()) {
+      for (int i = 0; i < a.extents_size(); ++i) {
+        const v1::Extent& x = a.extents(i);
+        const v1::Extent& y = b.extents(i);
+        if (x.offset() == y.offset() && x.length() == y.length() &&
+            x.has_crc32c() && y.has_crc32c() && x.crc32c() != y.crc32c()) {
+          return false;
+        }
+      }
+    }
+    return true;
+  }
+
+  FileHost* const client_;
+  const std::string path_;
+  const bool pinned_;
+  mutable absl::Mutex mu_;
+  std::shared_ptr<const ns::CachedLayout> layout_ ABSL_GUARDED_BY(mu_);
+};
+
+}  // namespace client_internal
+}  // namespace rangefs
+
+#endif  // RANGEFS_CLIENT_LIB_INTERNAL_FILE_IMPL_H_

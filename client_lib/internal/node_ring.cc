@@ -1,0 +1,282 @@
+// NodeRuntime's io_uring path: the node's ring thread, and small reads
+// on a calling thread's borrowed ring.
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cstdlib>
+#include <cstring>
+#include <deque>
+#include <memory>
+#include <optional>
+#include <string>
+#include <thread>
+#include <utility>
+#include <vector>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/cleanup/cleanup.h"
+#include "absl/container/flat_hash_map.h"
+#include "absl/hash/hash.h"
+#include "absl/random/random.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "absl/synchronization/mutex.h"
+#include "base/clock.h"
+#include "base/crc32c.h"
+#include "base/errno_status.h"
+#include "base/logging.h"
+#include "base/open_beneath.h"
+#include "base/status_macros.h"
+#include "client_lib/client.h"
+#include "client_lib/fs.h"
+#include "client_lib/internal/client_hooks.h"
+#include "client_lib/internal/node_runtime.h"
+
+namespace rangefs {
+namespace client_internal {
+
+bool NodeRuntime::StartRingLocked() {
+  std::string error;
+  ring_ = ReadRing::Create(client_->options().io_uring_depth, false, &error);
+  if (ring_ == nullptr) {
+    RANGEFS_LOG(WARNING) << "node " << id_ << ": " << error
+                         << "; using worker threads";
+    return false;
+  }
+  if (!threads_.Start([self = shared_from_this()] { self->RingLoop(); })) {
+    ring_.reset();  // stopping: no thread will own it
+    return false;
+  }
+  return true;
+}
+
+void NodeRuntime::RingLoop() {
+  ReadRing& ring = *ring_;
+  std::vector<Task> take;
+  for (;;) {
+    bool block;
+    {
+      absl::MutexLock l(&qmu_);
+      while (!ring_queue_.empty() && take.size() < ring.free_slots()) {
+        take.push_back(ring_queue_.Pop());
+      }
+      if (take.empty() && ring.inflight() == 0 && stop_) break;
+      block = take.empty();
+      ring_sleeping_ = block;
+    }
+    for (Task& t : take) {
+      if (!ring_abandoned_ && !RingStart(std::move(t))) ring_abandoned_ = true;
+    }
+    take.clear();
+    if (ring_abandoned_) break;
+    if (block) {
+      // Idle, or (stopping) waiting for reads a hung mount holds.
+      std::optional<bool> woke = Blocking([&] {
+        ring.SubmitAndWait(absl::InfiniteDuration());
+        return true;
+      });
+      if (!woke.has_value()) ring_abandoned_ = true;
+    } else {
+      ring.SubmitAndWait(absl::ZeroDuration());
+    }
+    ring.Reap([this](ReadRing::Slot& s, int res) {
+      if (!ring_abandoned_ && !RingDone(s, res)) ring_abandoned_ = true;
+    });
+    if (ring_abandoned_) break;
+  }
+  if (ring_abandoned_) {
+    RingDrain();
+    return;
+  }
+  absl::MutexLock l(&fd_mu_);
+  ring_fds_.clear();
+}
+
+void NodeRuntime::RingDrain() {
+  ReadRing& ring = *ring_;
+  while (ring.inflight() > 0) {
+    ring.SubmitAndWait(absl::InfiniteDuration());
+    ring.Reap([](ReadRing::Slot&, int) {});  // drops the tasks
+  }
+  absl::MutexLock l(&fd_mu_);
+  ring_fds_.clear();
+}
+
+bool NodeRuntime::RingStart(Task t) {
+  Attempt* a = t.attempt;
+  AttemptSink* b = t.call.get();
+  if (b->Ended()) {
+    CancelQueued(a, b);
+    return true;
+  }
+  const std::string dir = mount_dir();
+  // Started before the mount check: a check that hangs (a hung mount) is
+  // this attempt's stall.
+  const absl::Time t0 = client_->clock()->MonotonicNow();
+  a->started_ns.store(std::max<int64_t>(1, absl::ToUnixNanos(t0)),
+                      std::memory_order_release);
+  std::optional<bool> mount = UseMount(dir);
+  if (!mount.has_value()) return false;
+  if (!*mount) {  // kAuto without a usable mount: the agent
+    a->started_ns.store(0, std::memory_order_release);
+    absl::MutexLock l(&qmu_);
+    SubmitPoolLocked(std::move(t));
+    return true;
+  }
+  counters_.mount_reads.fetch_add(1);
+  counters_.uring_reads.fetch_add(1);
+  MountPlan plan;
+  std::optional<absl::Status> s =
+      Blocking([&] { return PlanMount(a, dir, &plan); });  // may read sidecar
+  if (!s.has_value()) return false;
+  absl::StatusOr<std::shared_ptr<RingFile>> file = nullptr;
+  if (!s->ok()) {
+    file = *s;
+  } else {
+    file = OpenRingFd(plan.path, plan.direct);
+    if (*file == nullptr) {
+      std::optional<absl::StatusOr<std::shared_ptr<RingFile>>> opened =
+          Blocking([&] { return RingFd(plan.path, plan.direct); });
+      if (!opened.has_value()) return false;
+      file = std::move(*opened);
+    }
+  }
+  if (!file.ok()) return RingFailed(std::move(t), file.status(), t0, false);
+  StartMountRead(*ring_, std::move(t), std::move(plan), std::move(*file), t0);
+  return true;
+}
+
+bool NodeRuntime::RingDone(ReadRing::Slot& s, int res) {
+  MountRead& m = MountReadOf(s);
+  if (res < 0) {
+    RingDropFd(m.plan.path, m.plan.direct);  // a stale handle must not stay
+    return RingFailed(
+        std::move(m.task),
+        ErrnoStatus(-res, absl::StrCat("io_uring read ", m.plan.path.full(),
+                                       " at ", m.plan.start + s.done)),
+        m.t0, false);
+  }
+  Attempt* a = m.task.attempt;
+  bool checksum_failure = false;
+  absl::StatusOr<size_t> r =
+      CheckMount(a, m.plan, s.buf, s.done, &checksum_failure);
+  if (r.ok()) {
+    Finish(a, m.task.call.get(), r, s.buf + m.plan.lead, false, m.t0);
+    return true;
+  }
+  return RingFailed(std::move(m.task), r.status(), m.t0, checksum_failure);
+}
+
+bool NodeRuntime::StartOnCaller(Task& t, ReadRing& ring) {
+  if (ring.free_slots() == 0) return false;
+  const DataPath mode = client_->options().data_path;
+  if (mode == DataPath::kAgent || mount_down() ||
+      !caller_ok_.load(std::memory_order_relaxed) ||
+      (mode == DataPath::kAuto &&
+       mount_state_.load(std::memory_order_relaxed) != 1)) {
+    return false;
+  }
+  Attempt* a = t.attempt;
+  if (a->length > kCallerReadMax) return false;
+  if (a->verify) {
+    absl::MutexLock l(&mu_);
+    if (!sidecars_.contains(*a->object)) return false;  // would read it
+  }
+  MountPlan plan;
+  if (!PlanMount(a, mount_dir(), &plan).ok() || plan.alloc > kCallerReadMax) {
+    return false;  // the ring thread reports the error
+  }
+  std::shared_ptr<RingFile> file = OpenRingFd(plan.path, plan.direct);
+  if (file == nullptr) return false;  // the ring thread opens it
+  const absl::Time t0 = client_->clock()->MonotonicNow();
+  a->started_ns.store(std::max<int64_t>(1, absl::ToUnixNanos(t0)),
+                      std::memory_order_release);
+  counters_.mount_reads.fetch_add(1);
+  counters_.uring_reads.fetch_add(1);
+  counters_.caller_reads.fetch_add(1);
+  StartMountRead(ring, std::move(t), std::move(plan), std::move(file), t0);
+  return true;
+}
+
+void NodeRuntime::CallerDone(ReadRing::Slot& s, int res) {
+  MountRead& m = MountReadOf(s);
+  if (res >= 0) {
+    Attempt* a = m.task.attempt;
+    bool checksum_failure = false;
+    absl::StatusOr<size_t> r =
+        CheckMount(a, m.plan, s.buf, s.done, &checksum_failure);
+    if (r.ok() || absl::IsDataLoss(r.status())) {
+      Finish(a, m.task.call.get(), r, s.buf + m.plan.lead, checksum_failure,
+             m.t0);
+      return;
+    }
+  }
+  // It would block (-EAGAIN: not in the page cache, a busy device, a mount
+  // that does not answer), the file system cannot tell (-EOPNOTSUPP: this
+  // node's reads stay with its ring thread from now on), or an error: the
+  // node's ring thread reads the attempt (again), and may fall back to the
+  // agent (checking the mount may block: not on this thread).
+  if (res == -EOPNOTSUPP) {
+    caller_ok_.store(false, std::memory_order_relaxed);
+  } else if (res != -EAGAIN) {
+    RingDropFd(m.plan.path, m.plan.direct);
+  }
+  m.task.attempt->started_ns.store(0, std::memory_order_release);
+  m.task.urgent = true;
+  Submit(absl::MakeSpan(&m.task, 1));
+}
+
+bool NodeRuntime::RingFailed(Task t, const absl::Status& error, absl::Time t0,
+                             bool checksum_failure) {
+  if (client_->options().data_path == DataPath::kAuto &&
+      !absl::IsDataLoss(error)) {
+    const std::string dir = mount_dir();
+    std::optional<absl::Status> there =
+        Blocking([&] { return client_->fs()->CheckDir(dir); });
+    if (!there.has_value()) return false;
+    if (!there->ok()) {
+      // The mount itself is gone: the agent reads this attempt (on a
+      // worker).
+      mount_state_.store(-1);
+      mount_checked_ns_.store(
+          absl::ToUnixNanos(client_->clock()->MonotonicNow()));
+      absl::MutexLock l(&qmu_);
+      SubmitPoolLocked(std::move(t));
+      return true;
+    }
+  }
+  Finish(t.attempt, t.call.get(), error, nullptr, checksum_failure, t0);
+  return true;
+}
+
+absl::StatusOr<std::shared_ptr<RingFile>> NodeRuntime::RingFd(
+    const MountPath& path, bool direct) {
+  if (std::shared_ptr<RingFile> f = OpenRingFd(path, direct)) return f;
+  // Blocks on a hung mount: only this node's ring waits.
+  RANGEFS_ASSIGN_OR_RETURN(
+      int fd,
+      OpenBeneath(path.mount, path.object, O_RDONLY | (direct ? O_DIRECT : 0)));
+  auto file = std::make_shared<RingFile>(fd);
+  absl::MutexLock l(&fd_mu_);
+  if (ring_fds_.size() >= kMaxRingFds) ring_fds_.clear();
+  ring_fds_.emplace(absl::StrCat(direct ? "D" : "B", path.full()), file);
+  return file;
+}
+
+std::shared_ptr<RingFile> NodeRuntime::OpenRingFd(const MountPath& path,
+                                                  bool direct) {
+  std::string key = absl::StrCat(direct ? "D" : "B", path.full());
+  absl::MutexLock l(&fd_mu_);
+  auto it = ring_fds_.find(key);
+  return it == ring_fds_.end() ? nullptr : it->second;
+}
+
+void NodeRuntime::RingDropFd(const MountPath& path, bool direct) {
+  absl::MutexLock l(&fd_mu_);
+  ring_fds_.erase(absl::StrCat(direct ? "D" : "B", path.full()));
+}
+
+}  // namespace client_internal
+}  // namespace rangefs

@@ -1,0 +1,308 @@
+// File: internal/node_runtime.h
+//
+// NodeRuntime: the per-node engine. Each storage node gets a queue of
+// attempts and either worker threads (blocking pread through ReadOnlyFs, or
+// agent reads) or one io_uring ring thread (node_ring.cc); small reads may
+// run on a calling thread's borrowed ring. It reads the node's mount (with
+// sidecar CRC verification) or its agent, and hands each outcome to the
+// attempt's call through the completion interface (AttemptSink, call.h):
+// it never touches a call's state itself.
+#ifndef RANGEFS_CLIENT_LIB_INTERNAL_NODE_RUNTIME_H_
+#define RANGEFS_CLIENT_LIB_INTERNAL_NODE_RUNTIME_H_
+
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+#include <cstdlib>
+#include <deque>
+#include <memory>
+#include <optional>
+#include <string>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/container/flat_hash_map.h"
+#include "absl/status/statusor.h"
+#include "absl/strings/str_cat.h"
+#include "absl/synchronization/mutex.h"
+#include "absl/types/span.h"
+#include "client_lib/internal/call.h"
+#include "client_lib/internal/client_core.h"
+#include "client_lib/internal/read_ring.h"
+#include "client_lib/io_threads.h"
+#include "storage_node/node_client.h"
+#include "storage_node/sidecar.h"
+
+namespace rangefs {
+namespace client_internal {
+
+// A buffer owned by one worker thread, aligned for O_DIRECT; grows only.
+class WorkerBuffer {
+ public:
+  ~WorkerBuffer() { free(data_); }
+  char* Get(size_t n) {
+    if (n > size_) {
+      free(data_);
+      size_ = std::max(n, size_t{1} << 20);
+      data_ = static_cast<char*>(aligned_alloc(
+          kDirectIoAlignment, RoundUp(size_, kDirectIoAlignment)));
+    }
+    return data_;
+  }
+  static size_t RoundUp(size_t n, size_t a) { return (n + a - 1) / a * a; }
+
+ private:
+  char* data_ = nullptr;
+  size_t size_ = 0;
+};
+
+// One mount read: the aligned span to read and how to check it.
+struct MountPlan {
+  MountPath path;  // the object, opened beneath its node's mount
+  bool direct = false;
+  uint64_t start = 0;
+  uint64_t end = 0;
+  size_t span = 0;   // end - start
+  size_t alloc = 0;  // span rounded up to kDirectIoAlignment
+  size_t lead = 0;   // object_offset - start
+  std::shared_ptr<const node::Checksums> sums;  // set when verifying
+};
+
+// What the engine attaches to a read on a ReadRing (which knows nothing of
+// it): the attempt's task, how to check the bytes, when it started.
+struct MountRead : ReadRing::Context {
+  MountRead(Task t, MountPlan p, absl::Time start)
+      : task(std::move(t)), plan(std::move(p)), t0(start) {}
+  Task task;
+  MountPlan plan;
+  absl::Time t0;
+};
+
+inline MountRead& MountReadOf(ReadRing::Slot& s) {
+  return static_cast<MountRead&>(*s.context);
+}
+
+// Starts the read of `plan` for `t` on `ring` (precondition: a free slot).
+inline void StartMountRead(ReadRing& ring, Task t, MountPlan plan,
+                           std::shared_ptr<RingFile> file, absl::Time t0) {
+  const uint64_t start = plan.start;
+  const size_t want = plan.direct ? plan.alloc : plan.span;
+  const size_t alloc = plan.alloc;
+  const bool direct = plan.direct;
+  ring.Start(std::move(file), start, want, alloc, direct,
+             std::make_unique<MountRead>(std::move(t), std::move(plan), t0));
+}
+
+// A node's queue of tasks: urgent ones (retries, hedges, moved pieces)
+// first, each kind first in, first out.
+class TaskQueue {
+ public:
+  void Push(Task t) { (t.urgent ? urgent_ : normal_).push_back(std::move(t)); }
+  bool empty() const { return urgent_.empty() && normal_.empty(); }
+  // Precondition: !empty().
+  Task Pop() {
+    std::deque<Task>& q = urgent_.empty() ? normal_ : urgent_;
+    Task t = std::move(q.front());
+    q.pop_front();
+    return t;
+  }
+
+ private:
+  std::deque<Task> urgent_;
+  std::deque<Task> normal_;
+};
+
+struct NodeCounters {
+  std::atomic<uint64_t> bytes{0}, requests{0}, errors{0}, timeouts{0},
+      stalls{0}, moved{0}, checksum_failures{0}, mount_reads{0}, agent_reads{0},
+      uring_reads{0}, caller_reads{0};
+  std::atomic<int64_t> inflight{0}, outstanding_bytes{0};
+};
+
+constexpr size_t kMaxRingFds = 1024;
+// The largest read a calling thread submits itself: lookups and other small
+// reads skip two thread hand-offs. Larger pieces go to their node's ring
+// thread, which overlaps their copies with the next reads, and a borrowed
+// ring's buffers stay small (depth x 64 KiB).
+constexpr size_t kCallerReadMax = size_t{64} << 10;
+
+// Everything the client keeps per storage node. Thread-safe. Owned through
+// shared_ptrs by the client and by each of the node's I/O threads: a thread
+// that the client's teardown left blocked in a call (a hung mount) keeps
+// the node (its buffers, ring and files) and the ClientCore alive until
+// that call returns, then drops them (see IoThreads).
+class NodeRuntime : public std::enable_shared_from_this<NodeRuntime> {
+ public:
+  NodeRuntime(std::shared_ptr<ClientCore> client, std::string id)
+      : client_(std::move(client)), id_(std::move(id)) {}
+  ~NodeRuntime();
+
+  const std::string& id() const { return id_; }
+  NodeCounters& counters() { return counters_; }
+  // MonotonicNow (ns) when an attempt on this node last finished, with any
+  // outcome: the node still answers. 0 = never.
+  int64_t last_answer_ns() const {
+    return last_answer_ns_.load(std::memory_order_relaxed);
+  }
+  // An attempt was dispatched here at `now_ns` (MonotonicNow), `before` in
+  // flight until then.
+  void Dispatched(int64_t now_ns, int64_t before) {
+    if (before == 0) busy_since_ns_.store(now_ns, std::memory_order_relaxed);
+  }
+  // When (MonotonicNow) the node will have answered none of its attempts
+  // in flight (queued or reading) for `d`, if it stays silent: from then on
+  // it looks hung, even if no call waits for those attempts any more
+  // (hedges answered their pieces). InfiniteFuture with none in flight.
+  absl::Time SilentFor(absl::Duration d) const {
+    if (counters_.inflight.load() <= 0) return absl::InfiniteFuture();
+    const int64_t since = std::max(busy_since_ns_.load(), last_answer_ns());
+    return absl::FromUnixNanos(since) + d;
+  }
+
+  void SetRecord(const v1::NodeRecord& r, const std::string& mount_root) {
+    absl::MutexLock l(&mu_);
+    address_ = r.addresses_size() > 0 ? r.addresses(0) : "";
+    mount_dir_ = r.mount_path().empty() ? absl::StrCat(mount_root, "/", id_)
+                                        : r.mount_path();
+    agent_.reset();  // reconnect to the new address on next use
+  }
+  void SetDefaultMount(const std::string& mount_root) {
+    absl::MutexLock l(&mu_);
+    if (mount_dir_.empty()) mount_dir_ = absl::StrCat(mount_root, "/", id_);
+  }
+  std::string mount_dir() {
+    absl::MutexLock l(&mu_);
+    return mount_dir_;
+  }
+  // rangefs-mountd reports this node's mount as not usable.
+  bool mount_down() const {
+    return mount_down_.load(std::memory_order_relaxed);
+  }
+  void set_mount_down(bool down) { mount_down_.store(down); }
+
+  // Queues `tasks` (moved from) with one lock and at most one wake-up.
+  void Submit(absl::Span<Task> tasks);
+  // Starts `t`'s read on the calling thread's ring when that needs no
+  // blocking call here (a mount known good, its file already open, no
+  // sidecar to load, at most kCallerReadMax bytes); false, with `t` left
+  // as it was, otherwise.
+  bool StartOnCaller(Task& t, ReadRing& ring);
+  // A read started by StartOnCaller ended (ReadRing::Reap).
+  void CallerDone(ReadRing::Slot& s, int res);
+  // Tells the threads to stop: queued attempts (of calls that returned) end
+  // as not needed; the ring thread leaves once its reads have ended. No new
+  // thread starts.
+  void BeginStop();
+  // After BeginStop: waits until the threads have returned, up to
+  // `deadline`, then leaves those blocked in a call (IoThreads::Shutdown).
+  // Returns how many were left.
+  int Shutdown(absl::Time deadline);
+
+ private:
+  // Runs `call`, which may block forever (a file system call on a hung
+  // mount, an agent read), as a bracketed call of this node's threads
+  // (IoThreads): it may use only what outlives the client (this node, the
+  // ClientCore, the attempt's batch, the thread's own buffers), never the
+  // caller's clock. nullopt if the client was torn down meanwhile: the
+  // thread must then return at once, dropping what it holds. From a thread
+  // outside the node (a caller's), just the call.
+  template <typename F>
+  auto Blocking(F&& call) -> std::optional<decltype(call())>;
+  void WorkerLoop();
+  // Runs one attempt; false if the client was torn down meanwhile.
+  bool Execute(Attempt* a, AttemptSink* b, WorkerBuffer& buf);
+  // Ends an attempt whose batch closed before it started.
+  void CancelQueued(Attempt* a, AttemptSink* b);
+  // Accounts an attempt's outcome and hands its bytes (`out`, valid until
+  // this returns) to the batch.
+  void Finish(Attempt* a, AttemptSink* b, const absl::StatusOr<size_t>& r,
+              const char* out, bool checksum_failure, absl::Time t0);
+  absl::Status PlanMount(Attempt* a, const std::string& dir, MountPlan* plan);
+  absl::StatusOr<size_t> CheckMount(Attempt* a, const MountPlan& plan,
+                                    const char* p, size_t n,
+                                    bool* checksum_failure);
+  // nullopt: the client was torn down meanwhile (see Blocking), here and
+  // below.
+  std::optional<absl::StatusOr<size_t>> ReadMount(Attempt* a, WorkerBuffer& buf,
+                                                  const char** data,
+                                                  bool* checksum_failure);
+  void SubmitPoolLocked(Task t) ABSL_EXCLUSIVE_LOCKS_REQUIRED(qmu_);
+  bool StartRingLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(qmu_);
+  void Wake();
+  void RingLoop();
+  // After the client's teardown left the ring thread: waits for the ring's
+  // reads to end (they write into its buffers until then) and drops them.
+  void RingDrain();
+  // Starts `t` on the ring. False: the client was torn down meanwhile.
+  bool RingStart(Task t);
+  // A read of the node's ring ended. False: as RingStart.
+  bool RingDone(ReadRing::Slot& s, int res);
+  // A mount read failed: falls back to the agent (kAuto, mount gone) or
+  // finishes the attempt with `error`. False: as RingStart.
+  bool RingFailed(Task t, const absl::Status& error, absl::Time t0,
+                  bool checksum_failure);
+  // The ring reads' file of `path`, opened (which blocks on a hung mount:
+  // ring thread only) and kept when not yet open.
+  absl::StatusOr<std::shared_ptr<RingFile>> RingFd(const MountPath& path,
+                                                   bool direct);
+  // The same if already open, else null. Never blocks on the mount.
+  std::shared_ptr<RingFile> OpenRingFd(const MountPath& path, bool direct);
+  void RingDropFd(const MountPath& path, bool direct);
+  std::optional<absl::StatusOr<size_t>> ReadAgent(Attempt* a, AttemptSink* b,
+                                                  char* out);
+  absl::StatusOr<std::shared_ptr<const node::Checksums>> Sidecar(
+      const std::string& dir, const std::string& object);
+  std::shared_ptr<node::NodeClient> Agent(absl::Status* error);
+  // Whether to read `dir` (the mount) rather than the agent.
+  std::optional<bool> UseMount(const std::string& dir);
+
+  const std::shared_ptr<ClientCore> client_;
+  const std::string id_;
+  NodeCounters counters_;
+
+  absl::Mutex mu_;
+  std::string address_ ABSL_GUARDED_BY(mu_);
+  std::string mount_dir_ ABSL_GUARDED_BY(mu_);
+  std::shared_ptr<node::NodeClient> agent_ ABSL_GUARDED_BY(mu_);
+  absl::flat_hash_map<std::string, std::shared_ptr<const node::Checksums>>
+      sidecars_ ABSL_GUARDED_BY(mu_);
+  std::atomic<int64_t> last_answer_ns_{0};
+  // When the attempts in flight went from none to some.
+  std::atomic<int64_t> busy_since_ns_{0};
+  std::atomic<int> mount_state_{0};  // 0 unknown, 1 ok, -1 bad
+  std::atomic<int64_t> mount_checked_ns_{0};
+  std::atomic<bool> mount_down_{false};
+  // Callers may read this node on their rings (no RWF_NOWAIT refusal yet).
+  std::atomic<bool> caller_ok_{true};
+
+  // The worker threads and the ring thread.
+  IoThreads threads_;
+  absl::Mutex qmu_;
+  TaskQueue queue_ ABSL_GUARDED_BY(qmu_);  // worker threads' queue
+  bool stop_ ABSL_GUARDED_BY(qmu_) = false;
+  bool workers_started_ ABSL_GUARDED_BY(qmu_) = false;
+  bool started_ ABSL_GUARDED_BY(qmu_) = false;
+  bool use_ring_ ABSL_GUARDED_BY(qmu_) = false;
+  TaskQueue ring_queue_ ABSL_GUARDED_BY(qmu_);
+  bool ring_sleeping_ ABSL_GUARDED_BY(qmu_) = false;
+  // Set before the ring thread starts, then used by it only (Wake aside).
+  std::unique_ptr<ReadRing> ring_;
+  // The ring thread's: a bracketed call reported the client torn down.
+  bool ring_abandoned_ = false;
+  // Files the ring thread opened, shared with callers' rings.
+  absl::Mutex fd_mu_;
+  absl::flat_hash_map<std::string, std::shared_ptr<RingFile>> ring_fds_
+      ABSL_GUARDED_BY(fd_mu_);
+};
+
+template <typename F>
+auto NodeRuntime::Blocking(F&& call) -> std::optional<decltype(call())> {
+  if (!threads_.BeginBlocking()) return std::nullopt;
+  auto r = call();
+  if (!threads_.EndBlocking()) return std::nullopt;
+  return r;
+}
+
+}  // namespace client_internal
+}  // namespace rangefs
+
+#endif  // RANGEFS_CLIENT_LIB_INTERNAL_NODE_RUNTIME_H_

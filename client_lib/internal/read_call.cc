@@ -1,0 +1,432 @@
+// ClientImpl's read call: plan the pieces (PlanCall), then the calling
+// thread's event loop: dispatch, retry failed attempts elsewhere, and the
+// timers (attempt timeouts, stalls: JudgeAttempt; hedges: MaybeHedge),
+// until every piece is done, the deadline passes or the call is cancelled.
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cstdlib>
+#include <cstring>
+#include <deque>
+#include <memory>
+#include <optional>
+#include <random>
+#include <string>
+#include <thread>
+#include <utility>
+#include <vector>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/cleanup/cleanup.h"
+#include "absl/container/flat_hash_map.h"
+#include "absl/hash/hash.h"
+#include "absl/random/random.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "absl/synchronization/mutex.h"
+#include "base/clock.h"
+#include "base/crc32c.h"
+#include "base/errno_status.h"
+#include "base/logging.h"
+#include "base/open_beneath.h"
+#include "base/status_macros.h"
+#include "client_lib/client.h"
+#include "client_lib/fs.h"
+#include "client_lib/internal/client_hooks.h"
+#include "client_lib/internal/client_impl.h"
+#include "client_lib/read_canceller.h"
+#include "loadbalancer/hedge.h"
+#include "loadbalancer/latency_tracker.h"
+#include "namespace/layout.h"
+
+namespace rangefs {
+namespace client_internal {
+namespace {
+
+// How often a call with attempts running re-reads its nodes' health (a
+// node another call marked dead).
+constexpr absl::Duration kHealthRecheck = absl::Milliseconds(20);
+
+}  // namespace
+
+absl::Duration ClientImpl::StallDelay(
+    NodeRuntime* n,
+    std::vector<std::pair<NodeRuntime*, absl::Duration>>& cache) {
+  for (const auto& [node, d] : cache) {
+    if (node == n) return d;
+  }
+  constexpr uint64_t kMinSamples = 10;
+  lb::HistogramSnapshot s = latency_.NodeSnapshot(n->id());
+  if (s.count < kMinSamples) s = latency_.GlobalWindowSnapshot();
+  // The node's p99, else the process's (the other nodes'), else (a new
+  // process) the cold prior, or the slowest answer seen if larger.
+  const absl::Duration p99 =
+      s.count >= kMinSamples
+          ? s.Quantile(0.99)
+          : std::max(options_.cold_latency, absl::Seconds(s.max_seconds));
+  const absl::Duration d =
+      std::clamp(options_.stall_factor * p99, options_.stall_min_delay,
+                 options_.attempt_timeout);
+  cache.emplace_back(n, d);
+  return d;
+}
+
+// The calling thread's state in one call's loop.
+struct ClientImpl::CallLoop {
+  std::shared_ptr<Batch> b;
+  std::unique_ptr<lb::Picker> picker;
+  std::vector<int> waiting;  // pieces held back by the global cap
+  std::vector<lb::NodeId> ids;
+  // Per pass and node: StallDelay and HedgeDelay take histogram snapshots.
+  std::vector<std::pair<NodeRuntime*, absl::Duration>> stall_delays;
+  std::vector<std::pair<NodeRuntime*, absl::Duration>> hedge_delays;
+  // This pass of the timers: its time, the earliest timer, whether an
+  // attempt is still queued, whether any is in flight.
+  absl::Time now;
+  absl::Time wake;
+  bool unstarted = false;
+  bool running = false;
+};
+
+void ClientImpl::PlanCall(absl::Span<const Request> reqs, Batch& b,
+                          std::vector<absl::StatusOr<size_t>>& results) {
+  for (size_t i = 0; i < reqs.size(); ++i) {
+    const Request& r = reqs[i];
+    if (r.file == nullptr) {
+      results[i] = absl::InvalidArgumentError(
+          "ReadV: range's File is null or from another Client");
+      continue;
+    }
+    absl::StatusOr<std::shared_ptr<const ns::CachedLayout>> l =
+        r.file->Current();
+    if (!l.ok()) {
+      results[i] = l.status();
+      continue;
+    }
+    const v1::FileLayout& layout = (*l)->layout;
+    if (r.offset > layout.size()) {
+      results[i] = absl::OutOfRangeError(
+          absl::StrCat("read at ", r.offset, " past the end of ",
+                       r.file->path(), " (size ", layout.size(), ")"));
+      continue;
+    }
+    if (b.layouts.empty() || b.layouts.back() != *l) b.layouts.push_back(*l);
+    std::vector<ns::Piece> ps =
+        ns::MapRange(layout, r.offset, r.dst.size(), options_.max_io_size);
+    size_t total = 0;
+    for (const ns::Piece& p : ps) {
+      PieceState s;
+      s.piece = p;
+      s.range = static_cast<int>(i);
+      s.dst = r.dst.data() + (p.offset - r.offset);
+      s.stream_key = absl::HashOf(layout.file_id(), p.unit) | 1;
+      s.path = &(*l)->path;
+      total += p.length;
+      b.pieces.push_back(std::move(s));
+    }
+    results[i] = total;
+  }
+}
+
+absl::Duration ClientImpl::HedgeDelayOf(
+    NodeRuntime* n,
+    std::vector<std::pair<NodeRuntime*, absl::Duration>>& cache) {
+  for (const auto& [node, d] : cache) {
+    if (node == n) return d;
+  }
+  const absl::Duration d =
+      lb::HedgeDelay(latency_, n->id(), options_.hedge_quantile,
+                     options_.hedge_min_delay, 10, options_.cold_latency);
+  cache.emplace_back(n, d);
+  return d;
+}
+
+void ClientImpl::DispatchWaiting(CallLoop& c) {
+  Batch& b = *c.b;
+  while (!c.waiting.empty() &&
+         global_inflight_.load() < options_.max_inflight_global) {
+    int i = c.waiting.back();
+    c.waiting.pop_back();
+    PieceState& p = b.pieces[i];
+    if (p.done) continue;
+    budget_.OnRead();
+    if (!Dispatch(c.b, i, false, *c.picker)) {
+      p.reasons.push_back("no replica");
+      FailPiece(b, p);
+    }
+  }
+}
+
+void ClientImpl::RetryFailed(CallLoop& c) {
+  Batch& b = *c.b;
+  std::vector<Attempt*> failed;
+  failed.swap(b.failed);
+  for (Attempt* a : failed) {
+    PieceState& p = b.pieces[a->piece];
+    if (p.done) continue;
+    p.reasons.push_back(
+        absl::StrCat("node ", a->node->id(), ": ", a->status.ToString()));
+    if (absl::IsDataLoss(a->status)) p.data_loss++;
+    if (p.active > 0) continue;  // a hedge is still running
+    retries_.fetch_add(1);
+    if (!Dispatch(c.b, a->piece, false, *c.picker)) FailPiece(b, p);
+  }
+}
+
+bool ClientImpl::JudgeAttempt(CallLoop& c, int i, int64_t started_ns) {
+  Batch& b = *c.b;
+  PieceState& p = b.pieces[i];
+  Attempt* a = p.last;
+  const absl::Time now = c.now;
+  const absl::Time timeout_at = a->dispatched + options_.attempt_timeout;
+  // A started attempt is judged from its start. One still queued is
+  // judged from its dispatch, one health recheck later than a started
+  // one would be (those decide first): every thread of its node may be
+  // stuck, and the attempts they hold may be out of any call's sight
+  // (their pieces done by hedges, or their calls returned).
+  const absl::Time since = started_ns != 0 ? absl::FromUnixNanos(started_ns)
+                                           : a->dispatched + kHealthRecheck;
+  absl::Time stall_at = absl::InfiniteFuture();
+  if (options_.stall_factor > 0) {
+    const absl::Duration delay = StallDelay(a->node, c.stall_delays);
+    stall_at = since + delay;
+    // A node that answered other attempts meanwhile is slow, not
+    // hung: this attempt is a straggler (or queued behind some), left
+    // to hedging.
+    const absl::Time answered = absl::FromUnixNanos(a->node->last_answer_ns());
+    if (answered > since) stall_at = std::max(stall_at, answered + delay);
+  }
+  const bool timed_out = now >= timeout_at;
+  bool stalled = !timed_out && now >= stall_at;
+  // Its node went bad (here or in another call): move the piece now.
+  bool sick = !timed_out && !stalled && !a->forced &&
+              (started_ns == 0 || options_.stall_factor > 0) &&
+              !Admissible(a->node);
+  // Stalls and sickness only move a piece that has somewhere to go: an
+  // untried replica, or its hedge in flight (then the stall still
+  // marks the node, whose other attempts move). The last hope of a
+  // piece is waited for up to attempt_timeout.
+  if ((stalled || sick) && p.active <= 1 && !HasUntriedReplica(p)) {
+    stalled = sick = false;
+    stall_at = absl::InfiniteFuture();
+  }
+  if (timed_out || stalled || sick) {
+    AbandonAttempt(c, i, timed_out, stalled, now - since, started_ns != 0);
+    return false;
+  }
+  c.wake = std::min({c.wake, timeout_at, stall_at});
+  return true;
+}
+
+void ClientImpl::AbandonAttempt(CallLoop& c, int i, bool timed_out,
+                                bool stalled, absl::Duration silent,
+                                bool started) {
+  Batch& b = *c.b;
+  PieceState& p = b.pieces[i];
+  Attempt* a = p.last;
+  a->abandoned = true;
+  p.active--;
+  a->canceller.Cancel();
+  NodeCounters& nc = a->node->counters();
+  if (timed_out || stalled) {
+    (timed_out ? nc.timeouts : nc.stalls).fetch_add(1);
+    nc.errors.fetch_add(1);
+    health_.RecordFailure(
+        a->node->id(), absl::DeadlineExceededError(
+                           timed_out ? "attempt timeout" : "attempt stalled"));
+  } else {
+    nc.moved.fetch_add(1);
+  }
+  p.reasons.push_back(absl::StrCat(
+      "node ", a->node->id(), ": ",
+      timed_out  ? absl::StrCat("attempt timed out after ",
+                                absl::FormatDuration(options_.attempt_timeout))
+      : stalled  ? absl::StrCat("no answer ", absl::FormatDuration(silent),
+                               started ? " after it started" : " while queued",
+                                " (stall)")
+      : !started ? std::string("marked unhealthy while queued")
+                 : std::string("marked unhealthy while reading")));
+  if (p.active == 0) {
+    retries_.fetch_add(1);
+    if (!Dispatch(c.b, i, false, *c.picker)) FailPiece(b, p);
+  }
+}
+
+void ClientImpl::MaybeHedge(CallLoop& c, int i, int64_t started_ns) {
+  PieceState& p = c.b->pieces[i];
+  if (!options_.hedging || p.hedged || started_ns == 0) return;
+  const absl::Time hedge_at = absl::FromUnixNanos(started_ns) +
+                              HedgeDelayOf(p.last->node, c.hedge_delays);
+  if (c.now < hedge_at) {
+    c.wake = std::min(c.wake, hedge_at);
+    return;
+  }
+  p.hedged = true;
+  c.ids.clear();
+  for (const v1::Replica& r : *p.piece.replicas) c.ids.push_back(r.node_id());
+  if (lb::HedgingAllowed(latency_, c.ids) && budget_.TryAcquire()) {
+    if (Dispatch(c.b, i, true, *c.picker)) hedges_.fetch_add(1);
+  }
+}
+
+void ClientImpl::RunTimers(CallLoop& c) {
+  Batch& b = *c.b;
+  c.wake = b.deadline;
+  c.unstarted = c.running = false;
+  c.stall_delays.clear();
+  c.hedge_delays.clear();
+  for (int i = 0; i < static_cast<int>(b.pieces.size()); ++i) {
+    PieceState& p = b.pieces[i];
+    if (p.done || p.last == nullptr || p.last->finished || p.last->abandoned) {
+      continue;
+    }
+    // When it started (0: still queued), read once for the whole pass.
+    const int64_t started_ns =
+        p.last->started_ns.load(std::memory_order_acquire);
+    if (!JudgeAttempt(c, i, started_ns)) continue;
+    if (started_ns == 0) c.unstarted = true;
+    c.running = true;
+    MaybeHedge(c, i, started_ns);
+  }
+}
+
+absl::Duration ClientImpl::WaitFor(const CallLoop& c) const {
+  const absl::Duration slice =
+      real_clock_ ? absl::InfiniteDuration() : absl::Milliseconds(2);
+  absl::Duration wait = std::min(c.wake - c.now, slice);
+  // Attempts still queued start without telling us: poll for their hedge
+  // timers.
+  if (options_.hedging && c.unstarted) {
+    wait = std::min(wait,
+                    std::max(options_.hedge_min_delay, absl::Milliseconds(1)));
+  }
+  if (!c.waiting.empty()) wait = std::min(wait, absl::Milliseconds(1));
+  // Another call may mark one of our nodes dead: look again now and then.
+  if (c.running && options_.stall_factor > 0) {
+    wait = std::min(wait, kHealthRecheck);
+  }
+  return wait;
+}
+
+void ClientImpl::Wait(Batch& b, absl::Duration wait) {
+  if (b.ring != nullptr && b.ring->inflight() > 0) {
+    // Reads of ours are on the caller's ring: wait there; other threads
+    // end the wait with Batch::Notify.
+    b.ring_waiting = true;
+    b.mu.Unlock();
+    b.ring->SubmitAndWait(wait);
+    b.mu.Lock();
+    b.ring_waiting = false;  // our own completions need not wake us
+    b.mu.Unlock();
+    ReapCallerRing(*b.ring);
+    b.mu.Lock();
+  } else {
+    b.cv.WaitWithTimeout(&b.mu, wait);
+  }
+}
+
+void ClientImpl::RunLoop(CallLoop& c) {
+  Batch& b = *c.b;
+  while (b.remaining > 0 && !b.cancelled) {
+    DispatchWaiting(c);  // what the global cap allows
+    Flush(b);
+    RetryFailed(c);  // failed attempts: retry elsewhere
+    Flush(b);
+    if (b.remaining == 0) break;
+    // Timers: attempt timeouts, stalls, sick nodes, hedges.
+    c.now = clock_->MonotonicNow();
+    if (c.now >= b.deadline) break;
+    RunTimers(c);
+    Flush(b);  // moved pieces and hedges
+    if (b.remaining == 0) break;
+    if (!b.failed.empty()) continue;
+    const absl::Duration wait = WaitFor(c);
+    if (wait <= absl::ZeroDuration()) continue;
+    Wait(b, wait);
+  }
+}
+
+void ClientImpl::CloseCall(Batch& b) {
+  // Close: no worker may start a copy from now on; wait for started ones.
+  // Anything still in the outbox (a deadline broke the loop) is handed over
+  // all the same: its node ends it as not needed and settles its counters.
+  b.closed = true;
+  b.closed_hint.store(true, std::memory_order_release);
+  Flush(b);
+  for (auto& a : b.attempts) {
+    if (!a->finished) a->canceller.Cancel();
+  }
+  while (b.copiers > 0) b.cv.Wait(&b.mu);
+}
+
+void ClientImpl::CollectResults(Batch& b,
+                                std::vector<absl::StatusOr<size_t>>& results) {
+  for (PieceState& p : b.pieces) {
+    absl::StatusOr<size_t>& res = results[p.range];
+    if (!res.ok()) continue;
+    if (!p.done && b.cancelled) {
+      res = absl::CancelledError(
+          absl::StrCat("read of ", *p.path, " bytes [", p.piece.offset, ", ",
+                       p.piece.offset + p.piece.length, ") cancelled"));
+    } else if (!p.done) {
+      deadline_exceeded_.fetch_add(1);
+      res = absl::DeadlineExceededError(absl::StrCat(
+          "read of ", *p.path, " bytes [", p.piece.offset, ", ",
+          p.piece.offset + p.piece.length, ") not done by its deadline",
+          p.reasons.empty() ? "" : ": ", absl::StrJoin(p.reasons, "; ")));
+    } else if (!p.status.ok()) {
+      res = p.status;
+    }
+  }
+}
+
+std::vector<absl::StatusOr<size_t>> ClientImpl::Execute(
+    absl::Span<const Request> reqs, const ReadOptions& options) {
+  std::vector<absl::StatusOr<size_t>> results(reqs.size(), size_t{0});
+  const absl::Time start = clock_->MonotonicNow();
+  CallLoop c;
+  c.b = std::make_shared<Batch>();
+  Batch& b = *c.b;
+  b.hedge_wins = &core_->hedge_wins_counter();
+  b.deadline = start + (options.deadline > absl::ZeroDuration()
+                            ? options.deadline
+                            : options_.default_deadline);
+  reads_.fetch_add(reqs.size());
+  MaybeReloadMountStatus();
+  PlanCall(reqs, b, results);
+  pieces_.fetch_add(b.pieces.size());
+  if (b.pieces.empty()) return results;
+  b.ring = BorrowRing();
+  // Declared before the lock below: runs after it is released, since
+  // reaping may end attempts of this very batch (Completed locks b.mu).
+  absl::Cleanup give_back = [this, &b] { ReturnRing(b.ring); };
+  // Also before the lock below: the hook locks b.mu, and its destructor
+  // (waiting for a Cancel in progress) must run without b.mu.
+  client_internal::CancelHook cancel_hook(options.canceller, [&b] {
+    absl::MutexLock l(&b.mu);
+    b.cancelled = true;
+    b.Notify();
+  });
+
+  absl::InsecureBitGen bitgen(std::seed_seq{
+      options_.seed == 0 ? absl::Uniform<uint64_t>(absl::InsecureBitGen())
+                         : options_.seed + seed_counter_.fetch_add(1)});
+  c.picker = policy_->NewPicker(bitgen);
+  absl::MutexLock l(&b.mu);
+  b.remaining = static_cast<int>(b.pieces.size());
+  for (int i = static_cast<int>(b.pieces.size()) - 1; i >= 0; --i) {
+    c.waiting.push_back(i);
+  }
+  RunLoop(c);
+  CloseCall(b);
+  CollectResults(b, results);
+  for (const auto& r : results) {
+    if (r.ok()) bytes_.fetch_add(*r);
+  }
+  return results;
+}
+
+}  // namespace client_internal
+}  // namespace rangefs

@@ -1,0 +1,77 @@
+// File: internal/reader.h
+//
+// PrefetchReader: the Reader that File::NewReader returns (file.h says what
+// it does). One window buffer, and at most one background read of the next
+// window into a buffer of its own.
+#ifndef RANGEFS_CLIENT_LIB_INTERNAL_READER_H_
+#define RANGEFS_CLIENT_LIB_INTERNAL_READER_H_
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <thread>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/types/span.h"
+#include "client_lib/file.h"
+#include "client_lib/read_canceller.h"
+
+namespace rangefs {
+namespace client_internal {
+
+class PrefetchReader : public Reader {
+ public:
+  PrefetchReader(File* file, ReaderOptions options);
+  ~PrefetchReader() override;
+  PrefetchReader(const PrefetchReader&) = delete;
+  PrefetchReader& operator=(const PrefetchReader&) = delete;
+
+  absl::StatusOr<size_t> Read(absl::Span<char> dst) override;
+  absl::StatusOr<absl::Span<const char>> Next(size_t max) override;
+  absl::Status Seek(uint64_t position) override;
+  uint64_t position() const override { return position_; }
+  size_t readahead() const override { return window_; }
+
+ private:
+  // A background read of [offset, offset + want) into `buffer`. `result`
+  // and `buffer` belong to `thread` until it is joined; `cancel` ends it
+  // (`link` cancels it with options.read.canceller).
+  struct Prefetch {
+    bool pending = false;
+    std::thread thread;
+    uint64_t offset = 0;
+    std::string buffer;
+    absl::StatusOr<size_t> result;
+    std::unique_ptr<ReadCanceller> cancel;
+    std::unique_ptr<CancelHook> link;
+  };
+  // Fetches the window at position_ into buffer_ (or, if `direct` is at
+  // least a window, straight into `direct`: *direct_n bytes, position_
+  // advanced). `need`: the bytes the caller still wants; `hint`: the
+  // caller's whole read size (a prefetch is at least that). `report`: a
+  // failed prefetch's error is consumed (else the next call sees it again).
+  absl::Status Refill(size_t need, size_t hint, absl::Span<char> direct,
+                      bool report, size_t* direct_n);
+  bool Buffered() const;  // position_ is inside buffer_
+  void StartPrefetch(uint64_t offset, size_t want);
+  void JoinPrefetch();     // waits for the thread, if any
+  void DiscardPrefetch();  // cancels and joins it
+
+  File* const file_;
+  const ReaderOptions options_;
+  uint64_t position_ = 0;
+  size_t window_;
+  bool filled_ = false;  // a fill happened since construction or last seek
+  std::string buffer_;   // bytes [buffer_offset_, +buffer_len_)
+  uint64_t buffer_offset_ = 0;
+  size_t buffer_len_ = 0;
+  uint64_t next_expected_ = 0;
+  Prefetch prefetch_;
+};
+
+}  // namespace client_internal
+}  // namespace rangefs
+
+#endif  // RANGEFS_CLIENT_LIB_INTERNAL_READER_H_
