@@ -84,7 +84,10 @@ if ip netns add rfs-smoke-probe 2>/dev/null; then
   fi
   echo "$out" | grep -q -- "--tls" || fail "netns refusal does not say what to do: $out"
   run_mode netns 2 --tls
-  if ip netns list | grep -q "^rfs"; then fail "network namespaces left: $(ip netns list)"; fi
+  # This run's namespaces only (cluster.sh names them rfs<TAG>-*, TAG from
+  # the cluster dir): other tests' clusters may run on the machine meanwhile.
+  tag=$(printf '%s' "$TEST_TMPDIR/c-netns" | cksum | awk '{print $1 % 200 + 20}')
+  if ip netns list | grep -q "^rfs${tag}-"; then fail "network namespaces left: $(ip netns list)"; fi
 else
   echo "SKIP netns mode: cannot create network namespaces here"
 fi
