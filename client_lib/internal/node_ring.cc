@@ -1,6 +1,7 @@
 // NodeRuntime's io_uring path: the node's ring thread, and small reads
 // on a calling thread's borrowed ring.
 #include <fcntl.h>
+#include <sys/vfs.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -37,9 +38,38 @@
 namespace rangefs {
 namespace client_internal {
 
+// Whether an RWF_NOWAIT io_uring read of `fd` never blocks the thread that
+// submits it: true only on local disk and memory file systems. A network
+// or FUSE file system may ignore RWF_NOWAIT: a FUSE O_DIRECT read is sent
+// to the daemon anyway (it hangs with the mount instead of ending with
+// -EAGAIN, and the submitting thread's exit waits for it), and once the
+// connection has max_background such reads unanswered, the next one
+// blocks inside io_uring_enter, holding the ring's lock.
+static bool CallerSafe(int fd) {
+  struct statfs st;
+  if (fstatfs(fd, &st) != 0) return false;
+  switch (static_cast<uint64_t>(st.f_type)) {
+    case 0xEF53:      // ext2/3/4
+    case 0x58465342:  // xfs
+    case 0x9123683E:  // btrfs
+    case 0x01021994:  // tmpfs
+      return true;
+    default:
+      return false;
+  }
+}
+
 bool NodeRuntime::StartRingLocked() {
   std::string error;
-  ring_ = ReadRing::Create(client_->options().io_uring_depth, false, &error);
+  // Created on a short-lived thread, not on this (calling) one: the kernel
+  // links a ring to every thread that created or entered it, and such a
+  // thread's exit takes the ring's lock, which the ring thread holds while
+  // it submits. A submit on a hung mount can block (a FUSE connection with
+  // max_background reads unanswered), and the calling thread's exit would
+  // wait for the mount.
+  std::thread([&] {
+    ring_ = ReadRing::Create(client_->options().io_uring_depth, false, &error);
+  }).join();
   if (ring_ == nullptr) {
     RANGEFS_LOG(WARNING) << "node " << id_ << ": " << error
                          << "; using worker threads";
@@ -189,7 +219,8 @@ bool NodeRuntime::StartOnCaller(Task& t, ReadRing& ring) {
     return false;  // the ring thread reports the error
   }
   std::shared_ptr<RingFile> file = OpenRingFd(plan.path, plan.direct);
-  if (file == nullptr) return false;  // the ring thread opens it
+  if (file == nullptr) return false;       // the ring thread opens it
+  if (!file->caller_safe()) return false;  // it could block this thread
   const absl::Time t0 = client_->clock()->MonotonicNow();
   a->started_ns.store(std::max<int64_t>(1, absl::ToUnixNanos(t0)),
                       std::memory_order_release);
@@ -258,7 +289,8 @@ absl::StatusOr<std::shared_ptr<RingFile>> NodeRuntime::RingFd(
   RANGEFS_ASSIGN_OR_RETURN(
       int fd,
       OpenBeneath(path.mount, path.object, O_RDONLY | (direct ? O_DIRECT : 0)));
-  auto file = std::make_shared<RingFile>(fd);
+  // fstatfs may block on a hung mount too: here, not on a calling thread.
+  auto file = std::make_shared<RingFile>(fd, CallerSafe(fd));
   absl::MutexLock l(&fd_mu_);
   if (ring_fds_.size() >= kMaxRingFds) ring_fds_.clear();
   ring_fds_.emplace(absl::StrCat(direct ? "D" : "B", path.full()), file);

@@ -36,14 +36,19 @@ namespace client_internal {
 // read in flight that may still have to read the rest).
 class RingFile {
  public:
-  explicit RingFile(int fd) : fd_(fd) {}
+  // `caller_safe`: a calling thread may read it on its own ring
+  // (CallerSafe in node_ring.cc).
+  explicit RingFile(int fd, bool caller_safe = false)
+      : fd_(fd), caller_safe_(caller_safe) {}
   ~RingFile() { close(fd_); }
   RingFile(const RingFile&) = delete;
   RingFile& operator=(const RingFile&) = delete;
   int fd() const { return fd_; }
+  bool caller_safe() const { return caller_safe_; }
 
  private:
   const int fd_;
+  const bool caller_safe_;
 };
 
 class ReadRing {
