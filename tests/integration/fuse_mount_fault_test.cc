@@ -28,8 +28,8 @@
 #include "base/testing/status_matchers.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "tests/testing/agent_cluster.h"
 #include "tests/integration/mount_harness.h"
+#include "tests/testing/agent_cluster.h"
 
 namespace rangefs {
 namespace {
@@ -302,15 +302,3 @@ TEST_F(FuseMountFaultTest, KilledNodeUnderFioVerify) {
 
 }  // namespace
 }  // namespace rangefs
-
-int main(int argc, char** argv) {
-  if (unshare(CLONE_NEWNS) == 0) {
-    mount(nullptr, "/", nullptr, MS_REC | MS_PRIVATE, nullptr);
-  } else {
-    fprintf(stderr,
-            "fuse_mount_fault_test: unshare(CLONE_NEWNS): %s (continuing)\n",
-            strerror(errno));
-  }
-  ::testing::InitGoogleTest(&argc, argv);
-  return RUN_ALL_TESTS();
-}

@@ -5,9 +5,9 @@
 // agents' exports bind-mounted as <mount_root>/<node>); the fault tests
 // (fuse_mount_fault_test) use the agent path.
 //
-// The test runs in a private mount namespace (unshare in main, before any
-// thread): every mount it makes dies with it even if it is killed. Each
-// mount process is also unmounted (fusermount3 -u -z) and killed by its
+// The test runs in a private mount namespace (base/testing:private_mounts_main,
+// before any thread): every mount it makes dies with it even if it is killed.
+// Each mount process is also unmounted (fusermount3 -u -z) and killed by its
 // harness object.
 #include <errno.h>
 #include <fcntl.h>
@@ -26,13 +26,13 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "absl/time/clock.h"
+#include "admin/doctor.h"
 #include "base/testing/status_matchers.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "mount/mount_status.h"
-#include "admin/doctor.h"
-#include "tests/testing/agent_cluster.h"
 #include "tests/integration/mount_harness.h"
+#include "tests/testing/agent_cluster.h"
 
 namespace rangefs {
 namespace {
@@ -563,16 +563,3 @@ TEST_F(FuseMountTest, DoctorChecksRangefsMounts) {
 
 }  // namespace
 }  // namespace rangefs
-
-int main(int argc, char** argv) {
-  // A private mount namespace (before any thread exists): every mount made
-  // here dies with this process.
-  if (unshare(CLONE_NEWNS) == 0) {
-    mount(nullptr, "/", nullptr, MS_REC | MS_PRIVATE, nullptr);
-  } else {
-    fprintf(stderr, "fuse_mount_test: unshare(CLONE_NEWNS): %s (continuing)\n",
-            strerror(errno));
-  }
-  ::testing::InitGoogleTest(&argc, argv);
-  return RUN_ALL_TESTS();
-}

@@ -5,8 +5,8 @@
 // reported hung, with since when, while the loop goes on mounting a node
 // added afterwards, and recover when the layer answers again.
 //
-// The test runs in a private mount namespace (unshare in main, before any
-// thread), so its mounts vanish with the process even if it is killed.
+// The test runs in a private mount namespace (base/testing:private_mounts_main)
+// so its mounts vanish with the process even if it is killed.
 // TearDown is bounded even after a failure: it kills the FUSE layer (which
 // fails every call stuck on it), gives the manager's workers a bounded
 // grace, and lazily unmounts everything the test made.
@@ -339,16 +339,3 @@ TEST_F(MountdTest, DryRunPrintsNfsCommandsAndTouchesNothing) {
 
 }  // namespace
 }  // namespace rangefs
-
-int main(int argc, char** argv) {
-  // A private mount namespace (before any thread exists): every mount made
-  // here dies with this process.
-  if (unshare(CLONE_NEWNS) == 0) {
-    mount(nullptr, "/", nullptr, MS_REC | MS_PRIVATE, nullptr);
-  } else {
-    fprintf(stderr, "mountd_test: unshare(CLONE_NEWNS): %s (continuing)\n",
-            strerror(errno));
-  }
-  ::testing::InitGoogleTest(&argc, argv);
-  return RUN_ALL_TESTS();
-}
