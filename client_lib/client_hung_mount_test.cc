@@ -194,18 +194,21 @@ struct Env {
     return store->CreateFile(path, l).status();
   }
 
-  // n1's mount becomes the FUSE layer over its export.
-  absl::Status MountFuse() {
-    fuse_mount = dir + "/fuse1";
+  // n1's mount becomes the FUSE layer over its export, mounted at
+  // `name`, with blocking_fuse's own `options` (e.g. --max_background=1).
+  absl::Status MountFuse(const std::string& name = "fuse1",
+                         const std::string& options = "") {
+    fuse_mount = dir + "/" + name;
     control = dir + "/block1";
     if (mkdir(fuse_mount.c_str(), 0755) != 0) {
       return absl::InternalError("mkdir " + fuse_mount);
     }
+    std::vector<std::string> argv = {RunfilePath("client_lib/blocking_fuse"),
+                                     Export(kHung), control, fuse_mount, "-f"};
+    if (!options.empty()) argv.insert(argv.begin() + 4, options);
     RANGEFS_ASSIGN_OR_RETURN(
-        fuse,
-        Subprocess::Start({.argv = {RunfilePath("client_lib/blocking_fuse"),
-                                    Export(kHung), control, fuse_mount, "-f"},
-                           .log_path = dir + "/fuse1.log"}));
+        fuse, Subprocess::Start(
+                  {.argv = argv, .log_path = dir + "/" + name + ".log"}));
     const std::string probe = fuse_mount + "/objs";
     RANGEFS_RETURN_IF_ERROR(
         fuse->WaitUntil([&] { return access(probe.c_str(), F_OK) == 0; },
@@ -214,6 +217,16 @@ struct Env {
                              store->GetNode(absl::StrCat("n", kHung)));
     n1.record.set_mount_path(fuse_mount);
     return store->UpdateNode(n1.record, n1.mod_revision);
+  }
+
+  // Replaces the FUSE layer by a new one at `name` with `options`.
+  absl::Status RemountFuse(const std::string& name,
+                           const std::string& options) {
+    unlink(control.c_str());  // releases any reader of the old layer
+    const std::string cmd = "fusermount3 -u -z " + fuse_mount;
+    if (system(cmd.c_str()) != 0) return absl::InternalError("failed: " + cmd);
+    fuse.reset();
+    return MountFuse(name, options);
   }
 
   static absl::StatusOr<std::unique_ptr<Env>> Start() {
@@ -446,6 +459,26 @@ TEST_F(HungMountTest, MountHangsInTheMiddleOfAScan) {
     // concurrent reads: not asserted.
     EXPECT_GE(ServedReads() - served_before, 4) << m.Name();
     EXPECT_EQ(run.Node(kHung, "timeouts"), 0) << m.Name();
+  }
+}
+
+// A FUSE or NFS connection admits max_background asynchronous requests;
+// the next one (readahead of an io_uring read) waits for a free request in
+// the submitting thread, inside io_uring_enter. With a limit of 1 every
+// scan of the hung mount gets there: the node's ring thread blocks in a
+// submit, and teardown must neither wait for it nor for its reads.
+TEST_F(HungMountTest, SubmitBlockedAtTheMountsBackgroundLimit) {
+  ASSERT_THAT(env_->RemountFuse("fuse-bg1", "--max_background=1"), IsOk());
+  for (const Mode& m : std::vector<Mode>{{"mount", true, "off"},
+                                         {"auto", true, "full"},
+                                         {"mount", false, "off"}}) {
+    Hang();
+    const int blocked_before = BlockedReads();
+    BenchRun run = RunBench(m.Flags());
+    ExpectCleanRun(run, "background limit 1, " + m.Name());
+    EXPECT_TRUE(run.hung_at_exit);
+    EXPECT_GT(BlockedReads(), blocked_before) << m.Name();
+    EXPECT_EQ(run.NodeBytes(kHung), 0) << m.Name();
   }
 }
 

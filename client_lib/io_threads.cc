@@ -9,6 +9,7 @@
 #include "absl/base/thread_annotations.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/clock.h"
+#include "base/logging.h"
 
 namespace rangefs {
 namespace client_internal {
@@ -109,12 +110,22 @@ int IoThreads::Shutdown(absl::Time deadline) {
   s->abandoned.store(true);
   // Threads in owner code get to a bracketed call or return soon: owner
   // code never blocks. Their `blocking` is not under the mutex: poll.
+  // A thread that stays in owner code breaks that rule (a blocking call
+  // left out of a bracket): say so once, loudly, rather than hang quietly.
+  const absl::Time warn_at = absl::Now() + absl::Seconds(5);
+  bool warned = false;
   for (;;) {
-    bool settled = true;
+    int in_owner_code = 0;
     for (const Entry& e : s->entries) {
-      if (!e.returned && !e.blocking.load()) settled = false;
+      if (!e.returned && !e.blocking.load()) ++in_owner_code;
     }
-    if (settled) break;
+    if (in_owner_code == 0) break;
+    if (!warned && absl::Now() > warn_at) {
+      warned = true;
+      RANGEFS_LOG(ERROR) << "I/O teardown: " << in_owner_code
+                         << " thread(s) still outside a blocking bracket "
+                            "after 5 s (an unbracketed call that blocks)";
+    }
     s->mu.Unlock();
     absl::SleepFor(absl::Microseconds(200));
     s->mu.Lock();

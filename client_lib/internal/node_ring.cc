@@ -109,7 +109,15 @@ void NodeRuntime::RingLoop() {
       });
       if (!woke.has_value()) ring_abandoned_ = true;
     } else {
-      ring.SubmitAndWait(absl::ZeroDuration());
+      // Submitting may block too: a FUSE or NFS connection with its
+      // max_background reads unanswered makes the next read wait for a
+      // free request inside io_uring_enter. Bracketed, so teardown does not
+      // wait for a thread it would otherwise take to be in owner code.
+      std::optional<bool> sent = Blocking([&] {
+        ring.SubmitAndWait(absl::ZeroDuration());
+        return true;
+      });
+      if (!sent.has_value()) ring_abandoned_ = true;
     }
     ring.Reap([this](ReadRing::Slot& s, int res) {
       if (!ring_abandoned_ && !RingDone(s, res)) ring_abandoned_ = true;

@@ -4,7 +4,12 @@
 // it is removed. Kernel caching is off (direct_io), so every read reaches
 // this process.
 //
-//   blocking_fuse <backing> <control> <mountpoint> -f [fuse options]
+//   blocking_fuse <backing> <control> <mountpoint> [--max_background=N]
+//                 -f [fuse options]
+//
+// --max_background=N: the kernel connection admits N asynchronous requests
+// (readahead, async direct I/O) at once; the next one waits, in the thread
+// that submits it, until one ends (the kernel's default is 12).
 //
 // <control> empty (or not a number): every read blocks. <control> holding a
 // number N: N more reads of data pass (of files whose name does not start
@@ -103,8 +108,10 @@ static int Killed(pid_t tid) {
   return killed;
 }
 
+static int g_max_background = 0;  // 0: the kernel's default
+
 static void* Init(struct fuse_conn_info* conn, struct fuse_config* cfg) {
-  (void)conn;
+  if (g_max_background > 0) conn->max_background = g_max_background;
   cfg->direct_io = 1;
   cfg->kernel_cache = 0;
   cfg->attr_timeout = 0;
@@ -198,7 +205,19 @@ int main(int argc, char** argv) {
     perror("realpath");
     return 2;
   }
-  // fuse_main sees: prog mountpoint opts...
+  // Our own options leave argv; fuse_main sees: prog mountpoint opts...
+  int kept = 4;
+  for (int i = 4; i < argc; ++i) {
+    if (strncmp(argv[i], "--max_background=", 17) == 0) {
+      g_max_background = atoi(argv[i] + 17);
+      if (g_max_background <= 0 || g_max_background > 65535) {
+        fprintf(stderr, "bad %s\n", argv[i]);
+        return 2;
+      }
+    } else {
+      argv[kept++] = argv[i];
+    }
+  }
   argv[2] = argv[0];
-  return fuse_main(argc - 2, argv + 2, &kOps, NULL);
+  return fuse_main(kept - 2, argv + 2, &kOps, NULL);
 }
