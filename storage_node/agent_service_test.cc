@@ -16,6 +16,7 @@
 #include "base/crc32c.h"
 #include "base/status_macros.h"
 #include "base/testing/status_matchers.h"
+#include "base/testing/temp_dir.h"
 #include "gmock/gmock.h"
 #include "grpcpp/grpcpp.h"
 #include "gtest/gtest.h"
@@ -107,9 +108,10 @@ absl::StatusOr<std::string> Read(NodeAgent::Stub& stub, const std::string& path,
 class AgentServiceTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    auto base = testing::MakeTempDir("agent_service_test");
+    auto base = testing::ScopedTempDir::Make("agent_service_test");
     ASSERT_THAT(base, IsOk());
-    base_ = *base;
+    dir_ = *std::move(base);
+    base_ = dir_.path();
     root_dir_ = base_ + "/export";
     outside_ = base_ + "/outside";
     ASSERT_EQ(mkdir(root_dir_.c_str(), 0755), 0);
@@ -121,7 +123,6 @@ class AgentServiceTest : public ::testing::Test {
     server_.reset();
     service_.reset();
     root_.reset();
-    testing::RemoveTree(base_);
   }
 
   void StartServer(AgentServiceOptions opts = {}) {
@@ -163,6 +164,7 @@ class AgentServiceTest : public ::testing::Test {
     return cond();
   }
 
+  testing::ScopedTempDir dir_;  // removed with the fixture
   std::string base_, root_dir_, outside_;
   std::unique_ptr<ExportRoot> root_;
   std::unique_ptr<AgentService> service_;

@@ -12,6 +12,7 @@
 
 #include "absl/time/clock.h"
 #include "base/testing/status_matchers.h"
+#include "base/testing/temp_dir.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "namespace/etcd/etcd_client.h"
@@ -41,9 +42,10 @@ class RegistrarTest : public ::testing::Test {
   }
 
   void SetUp() override {
-    auto dir = testing::MakeTempDir("registrar_test");
+    auto dir = testing::ScopedTempDir::Make("registrar_test");
     ASSERT_THAT(dir, IsOk());
-    dir_ = *dir;
+    temp_ = *std::move(dir);
+    dir_ = temp_.path();
     auto etcd = etcd::EtcdClient::Open(
         {.endpoints = cluster_->endpoints(), .call_timeout = absl::Seconds(2)});
     ASSERT_THAT(etcd, IsOk());
@@ -58,7 +60,6 @@ class RegistrarTest : public ::testing::Test {
   void TearDown() override {
     agent_.reset();
     registrar_.reset();
-    testing::RemoveTree(dir_);
   }
 
   void AddNode(const std::string& id, v1::AdminState state) {
@@ -107,6 +108,7 @@ class RegistrarTest : public ::testing::Test {
   }
 
   static testing::EtcdCluster* cluster_;
+  testing::ScopedTempDir temp_;  // removed with the fixture
   std::string dir_;
   std::unique_ptr<etcd::EtcdClient> etcd_;
   std::unique_ptr<ns::KvBackend> kv_;

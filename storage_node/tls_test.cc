@@ -18,6 +18,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "base/testing/status_matchers.h"
+#include "base/testing/temp_dir.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "storage_node/agent.h"
@@ -72,15 +73,15 @@ class TlsTest : public ::testing::Test {
   }
 
   void SetUp() override {
-    auto e = MakeTempDir("export");
+    auto e = testing::ScopedTempDir::Make("export");
     ASSERT_THAT(e, IsOk());
-    export_ = *e;
+    export_dir_ = *std::move(e);
+    export_ = export_dir_.path();
     ASSERT_EQ(mkdir((export_ + "/data").c_str(), 0755), 0);
     for (int i = 0; i < 300000; ++i) data_.push_back(static_cast<char>(i * 13));
     std::ofstream(export_ + "/" + kObject, std::ios::binary)
         .write(data_.data(), static_cast<std::streamsize>(data_.size()));
   }
-  void TearDown() override { testing::RemoveTree(export_); }
 
   absl::StatusOr<std::unique_ptr<Agent>> StartAgent(AgentTlsOptions tls) {
     return Agent::Start(
@@ -104,6 +105,7 @@ class TlsTest : public ::testing::Test {
   }
 
   static std::string* dir_;
+  testing::ScopedTempDir export_dir_;  // removed with the fixture
   std::string export_;
   std::string data_;
 };

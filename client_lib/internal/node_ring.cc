@@ -167,7 +167,7 @@ bool NodeRuntime::RingStart(Task t) {
   counters_.uring_reads.fetch_add(1);
   MountPlan plan;
   std::optional<absl::Status> s =
-      Blocking([&] { return PlanMount(a, dir, &plan); });  // may read sidecar
+      Blocking([&] { return mount_reader_.Plan(PieceOf(a), dir, &plan); });
   if (!s.has_value()) return false;
   absl::StatusOr<std::shared_ptr<RingFile>> file = nullptr;
   if (!s->ok()) {
@@ -199,7 +199,7 @@ bool NodeRuntime::RingDone(ReadRing::Slot& s, int res) {
   Attempt* a = m.task.attempt;
   bool checksum_failure = false;
   absl::StatusOr<size_t> r =
-      CheckMount(a, m.plan, s.buf, s.done, &checksum_failure);
+      MountReader::Check(PieceOf(a), m.plan, s.buf, s.done, &checksum_failure);
   if (r.ok()) {
     Finish(a, m.task.call.get(), r, s.buf + m.plan.lead, false, m.t0);
     return true;
@@ -218,12 +218,12 @@ bool NodeRuntime::StartOnCaller(Task& t, ReadRing& ring) {
   }
   Attempt* a = t.attempt;
   if (a->length > kCallerReadMax) return false;
-  if (a->verify) {
-    absl::MutexLock l(&mu_);
-    if (!sidecars_.contains(*a->object)) return false;  // would read it
+  if (a->verify && !mount_reader_.HasSidecar(*a->object)) {
+    return false;  // Plan would read it
   }
   MountPlan plan;
-  if (!PlanMount(a, mount_dir(), &plan).ok() || plan.alloc > kCallerReadMax) {
+  if (!mount_reader_.Plan(PieceOf(a), mount_dir(), &plan).ok() ||
+      plan.alloc > kCallerReadMax) {
     return false;  // the ring thread reports the error
   }
   std::shared_ptr<RingFile> file = OpenRingFd(plan.path, plan.direct);
@@ -244,8 +244,8 @@ void NodeRuntime::CallerDone(ReadRing::Slot& s, int res) {
   if (res >= 0) {
     Attempt* a = m.task.attempt;
     bool checksum_failure = false;
-    absl::StatusOr<size_t> r =
-        CheckMount(a, m.plan, s.buf, s.done, &checksum_failure);
+    absl::StatusOr<size_t> r = MountReader::Check(PieceOf(a), m.plan, s.buf,
+                                                  s.done, &checksum_failure);
     if (r.ok() || absl::IsDataLoss(r.status())) {
       Finish(a, m.task.call.get(), r, s.buf + m.plan.lead, checksum_failure,
              m.t0);

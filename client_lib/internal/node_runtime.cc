@@ -9,25 +9,11 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/mutex.h"
-#include "base/crc32c.h"
 #include "base/status_macros.h"
 #include "client_lib/fs.h"
-#include "storage_node/node_client.h"
-#include "storage_node/sidecar.h"
-#include "storage_node/sidecar_format.h"
 
 namespace rangefs {
 namespace client_internal {
-namespace {
-
-node::NodeClientTlsOptions ToNodeTls(const ClientTlsOptions& t) {
-  return {.ca_file = t.ca_file,
-          .cert_file = t.cert_file,
-          .key_file = t.key_file,
-          .server_name_override = t.server_name_override};
-}
-
-}  // namespace
 
 void NodeRuntime::Submit(absl::Span<Task> tasks) {
   bool wake = false;
@@ -126,121 +112,22 @@ std::optional<bool> NodeRuntime::UseMount(const std::string& dir) {
   return state > 0;
 }
 
-std::shared_ptr<node::NodeClient> NodeRuntime::Agent(absl::Status* error) {
-  absl::MutexLock l(&mu_);
-  if (agent_ == nullptr) {
-    if (address_.empty()) {
-      *error = absl::FailedPreconditionError(
-          absl::StrCat("node ", id_, " has no agent address"));
-      return nullptr;
-    }
-    absl::StatusOr<std::unique_ptr<node::NodeClient>> c =
-        node::NodeClient::Connect(address_,
-                                  ToNodeTls(client_->options().agent_tls));
-    if (!c.ok()) {
-      *error = c.status();
-      return nullptr;
-    }
-    agent_ = std::move(*c);
-  }
-  return agent_;
-}
-
-absl::StatusOr<std::shared_ptr<const node::Checksums>> NodeRuntime::Sidecar(
-    const std::string& dir, const std::string& object) {
-  {
-    absl::MutexLock l(&mu_);
-    auto it = sidecars_.find(object);
-    if (it != sidecars_.end()) return it->second;
-  }
-  const MountPath path{dir, node::SidecarPathFor(object)};
-  RANGEFS_ASSIGN_OR_RETURN(std::string data, client_->fs()->ReadFile(path));
-  absl::StatusOr<node::Checksums> c = node::DecodeSidecar(data);
-  if (!c.ok()) {
-    return absl::DataLossError(
-        absl::StrCat("sidecar ", path.full(), ": ", c.status().message()));
-  }
-  auto sp = std::make_shared<const node::Checksums>(std::move(*c));
-  absl::MutexLock l(&mu_);
-  sidecars_[object] = sp;
-  return sp;
-}
-
-absl::Status NodeRuntime::PlanMount(Attempt* a, const std::string& dir,
-                                    MountPlan* plan) {
-  plan->path = MountPath{dir, *a->object};
-  plan->direct = client_->options().o_direct;
-  uint64_t align = plan->direct ? kDirectIoAlignment : 1;
-  if (a->verify) {
-    RANGEFS_ASSIGN_OR_RETURN(plan->sums, Sidecar(dir, *a->object));
-    const uint64_t bs = plan->sums->block_size;
-    if (bs == 0 || (plan->direct && bs % align != 0)) {
-      return absl::DataLossError(absl::StrCat("sidecar of ", plan->path.full(),
-                                              ": bad block size ", bs));
-    }
-    align = bs;
-  }
-  plan->start = a->object_offset / align * align;
-  plan->end = (a->object_offset + a->length + align - 1) / align * align;
-  if (plan->sums != nullptr) {
-    plan->end = std::min(plan->end, plan->sums->object_size);
-  }
-  if (plan->end < a->object_offset + a->length) {
-    return absl::DataLossError(absl::StrCat(
-        plan->path.full(), " is ", plan->end,
-        " bytes by its sidecar; need up to ", a->object_offset + a->length));
-  }
-  plan->span = static_cast<size_t>(plan->end - plan->start);
-  plan->alloc = WorkerBuffer::RoundUp(plan->span, kDirectIoAlignment);
-  plan->lead = static_cast<size_t>(a->object_offset - plan->start);
-  return absl::OkStatus();
-}
-
-absl::StatusOr<size_t> NodeRuntime::CheckMount(Attempt* a,
-                                               const MountPlan& plan,
-                                               const char* p, size_t n,
-                                               bool* checksum_failure) {
-  if (n < plan.lead + a->length) {
-    return absl::DataLossError(absl::StrCat(
-        "short read of ", plan.path.full(), " at ", a->object_offset, ": ",
-        n - std::min(n, plan.lead), " of ", a->length, " bytes"));
-  }
-  if (plan.sums != nullptr) {
-    const node::Checksums& sums = *plan.sums;
-    const uint64_t bs = sums.block_size;
-    for (uint64_t off = plan.start; off < plan.end; off += bs) {
-      uint64_t blk = off / bs;
-      size_t len = static_cast<size_t>(std::min(bs, plan.end - off));
-      if (blk >= sums.block_crc32c.size() ||
-          Crc32cExtend(0, p + (off - plan.start), len) !=
-              sums.block_crc32c[blk]) {
-        *checksum_failure = true;
-        return absl::DataLossError(
-            absl::StrCat("checksum mismatch in ", plan.path.full(), " block ",
-                         blk, " (bytes ", off, "..", off + len, ")"));
-      }
-    }
-  }
-  return a->length;
-}
-
 std::optional<absl::StatusOr<size_t>> NodeRuntime::ReadMount(
     Attempt* a, WorkerBuffer& buf, const char** data, bool* checksum_failure) {
   const std::string dir = mount_dir();
+  const MountPiece piece = PieceOf(a);
   MountPlan plan;
+  // Planning may read the object's sidecar.
   std::optional<absl::Status> planned =
-      Blocking([&] { return PlanMount(a, dir, &plan); });  // may read sidecar
+      Blocking([&] { return mount_reader_.Plan(piece, dir, &plan); });
   if (!planned.has_value()) return std::nullopt;
   if (!planned->ok()) return absl::StatusOr<size_t>(*planned);
   char* p = buf.Get(plan.alloc);
-  std::optional<absl::StatusOr<size_t>> n = Blocking([&] {
-    return client_->fs()->PRead(
-        plan.path, plan.start,
-        absl::MakeSpan(p, plan.direct ? plan.alloc : plan.span),
-        {.direct = plan.direct});
-  });
+  std::optional<absl::StatusOr<size_t>> n =
+      Blocking([&] { return mount_reader_.Read(plan, p); });
   if (!n.has_value() || !n->ok()) return n;
-  absl::StatusOr<size_t> len = CheckMount(a, plan, p, **n, checksum_failure);
+  absl::StatusOr<size_t> len =
+      MountReader::Check(piece, plan, p, **n, checksum_failure);
   if (len.ok()) *data = p + plan.lead;
   return len;
 }
@@ -248,27 +135,17 @@ std::optional<absl::StatusOr<size_t>> NodeRuntime::ReadMount(
 std::optional<absl::StatusOr<size_t>> NodeRuntime::ReadAgent(Attempt* a,
                                                              AttemptSink* b,
                                                              char* out) {
-  absl::Status err;
-  std::shared_ptr<node::NodeClient> agent = Agent(&err);
-  if (agent == nullptr) return absl::StatusOr<size_t>(err);
-  node::ReadCallOptions o;
-  // The batch deadline is on the client's monotonic clock; gRPC needs
-  // wall time.
-  o.deadline = absl::Now() + (b->Deadline() - client_->clock()->MonotonicNow());
-  o.verify_on_server = a->verify;
-  o.check_chunk_crc = true;
-  o.canceller = &a->canceller;
-  std::optional<absl::StatusOr<size_t>> n = Blocking([&] {
-    return agent->ReadRange(*a->object, a->object_offset,
-                            absl::MakeSpan(out, a->length), o);
-  });
-  if (!n.has_value() || !n->ok()) return n;
-  if (**n < a->length) {
-    return absl::StatusOr<size_t>(absl::DataLossError(
-        absl::StrCat("short read of ", *a->object, " from ", agent->address(),
-                     ": ", **n, " of ", a->length, " bytes")));
-  }
-  return n;
+  // The batch deadline is on the client's monotonic clock; the agent's
+  // transport needs wall time.
+  const AgentRead r = {
+      .object = *a->object,
+      .offset = a->object_offset,
+      .out = absl::MakeSpan(out, a->length),
+      .verify = a->verify,
+      .deadline =
+          absl::Now() + (b->Deadline() - client_->clock()->MonotonicNow()),
+      .canceller = &a->canceller};
+  return Blocking([&] { return agent_reader_.Read(r); });
 }
 
 void NodeRuntime::CancelQueued(Attempt* a, AttemptSink* b) {

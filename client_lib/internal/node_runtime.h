@@ -3,10 +3,11 @@
 // NodeRuntime: the per-node engine. Each storage node gets a queue of
 // attempts and either worker threads (blocking pread through ReadOnlyFs, or
 // agent reads) or one io_uring ring thread (node_ring.cc); small reads may
-// run on a calling thread's borrowed ring. It reads the node's mount (with
-// sidecar CRC verification) or its agent, and hands each outcome to the
-// attempt's call through the completion interface (AttemptSink, call.h):
-// it never touches a call's state itself.
+// run on a calling thread's borrowed ring. It schedules reads of the node's
+// mount (MountReader: planning, sidecar CRC verification) or its agent
+// (AgentReader), decides between them, accounts each outcome and hands it
+// to the attempt's call through the completion interface (AttemptSink,
+// call.h): it never touches a call's state itself.
 #ifndef RANGEFS_CLIENT_LIB_INTERNAL_NODE_RUNTIME_H_
 #define RANGEFS_CLIENT_LIB_INTERNAL_NODE_RUNTIME_H_
 
@@ -25,12 +26,12 @@
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/types/span.h"
+#include "client_lib/internal/agent_reader.h"
 #include "client_lib/internal/call.h"
 #include "client_lib/internal/client_core.h"
+#include "client_lib/internal/mount_reader.h"
 #include "client_lib/internal/read_ring.h"
 #include "client_lib/io_threads.h"
-#include "storage_node/node_client.h"
-#include "storage_node/sidecar.h"
 
 namespace rangefs {
 namespace client_internal {
@@ -53,18 +54,6 @@ class WorkerBuffer {
  private:
   char* data_ = nullptr;
   size_t size_ = 0;
-};
-
-// One mount read: the aligned span to read and how to check it.
-struct MountPlan {
-  MountPath path;  // the object, opened beneath its node's mount
-  bool direct = false;
-  uint64_t start = 0;
-  uint64_t end = 0;
-  size_t span = 0;   // end - start
-  size_t alloc = 0;  // span rounded up to kDirectIoAlignment
-  size_t lead = 0;   // object_offset - start
-  std::shared_ptr<const node::Checksums> sums;  // set when verifying
 };
 
 // What the engine attaches to a read on a ReadRing (which knows nothing of
@@ -133,7 +122,10 @@ constexpr size_t kCallerReadMax = size_t{64} << 10;
 class NodeRuntime : public std::enable_shared_from_this<NodeRuntime> {
  public:
   NodeRuntime(std::shared_ptr<ClientCore> client, std::string id)
-      : client_(std::move(client)), id_(std::move(id)) {}
+      : client_(std::move(client)),
+        id_(std::move(id)),
+        mount_reader_(client_->fs(), client_->options().o_direct),
+        agent_reader_(id_, client_->options().agent_tls) {}
   ~NodeRuntime();
 
   const std::string& id() const { return id_; }
@@ -159,11 +151,10 @@ class NodeRuntime : public std::enable_shared_from_this<NodeRuntime> {
   }
 
   void SetRecord(const v1::NodeRecord& r, const std::string& mount_root) {
+    agent_reader_.SetAddress(r.addresses_size() > 0 ? r.addresses(0) : "");
     absl::MutexLock l(&mu_);
-    address_ = r.addresses_size() > 0 ? r.addresses(0) : "";
     mount_dir_ = r.mount_path().empty() ? absl::StrCat(mount_root, "/", id_)
                                         : r.mount_path();
-    agent_.reset();  // reconnect to the new address on next use
   }
   void SetDefaultMount(const std::string& mount_root) {
     absl::MutexLock l(&mu_);
@@ -216,10 +207,9 @@ class NodeRuntime : public std::enable_shared_from_this<NodeRuntime> {
   // this returns) to the batch.
   void Finish(Attempt* a, AttemptSink* b, const absl::StatusOr<size_t>& r,
               const char* out, bool checksum_failure, absl::Time t0);
-  absl::Status PlanMount(Attempt* a, const std::string& dir, MountPlan* plan);
-  absl::StatusOr<size_t> CheckMount(Attempt* a, const MountPlan& plan,
-                                    const char* p, size_t n,
-                                    bool* checksum_failure);
+  static MountPiece PieceOf(const Attempt* a) {
+    return {*a->object, a->object_offset, a->length, a->verify};
+  }
   // nullopt: the client was torn down meanwhile (see Blocking), here and
   // below.
   std::optional<absl::StatusOr<size_t>> ReadMount(Attempt* a, WorkerBuffer& buf,
@@ -249,9 +239,6 @@ class NodeRuntime : public std::enable_shared_from_this<NodeRuntime> {
   void RingDropFd(const MountPath& path, bool direct);
   std::optional<absl::StatusOr<size_t>> ReadAgent(Attempt* a, AttemptSink* b,
                                                   char* out);
-  absl::StatusOr<std::shared_ptr<const node::Checksums>> Sidecar(
-      const std::string& dir, const std::string& object);
-  std::shared_ptr<node::NodeClient> Agent(absl::Status* error);
   // Whether to read `dir` (the mount) rather than the agent.
   std::optional<bool> UseMount(const std::string& dir);
 
@@ -259,12 +246,10 @@ class NodeRuntime : public std::enable_shared_from_this<NodeRuntime> {
   const std::string id_;
   NodeCounters counters_;
 
+  MountReader mount_reader_;  // the node's mount, with its sidecars
+  AgentReader agent_reader_;  // the node's agent
   absl::Mutex mu_;
-  std::string address_ ABSL_GUARDED_BY(mu_);
   std::string mount_dir_ ABSL_GUARDED_BY(mu_);
-  std::shared_ptr<node::NodeClient> agent_ ABSL_GUARDED_BY(mu_);
-  absl::flat_hash_map<std::string, std::shared_ptr<const node::Checksums>>
-      sidecars_ ABSL_GUARDED_BY(mu_);
   std::atomic<int64_t> last_answer_ns_{0};
   // When the attempts in flight went from none to some.
   std::atomic<int64_t> busy_since_ns_{0};
