@@ -118,6 +118,9 @@ class ClientImpl : public Client, public FileHost {
   std::vector<absl::StatusOr<size_t>> ReadV(
       absl::Span<const FileReadRange> ranges,
       const ReadOptions& options) override;
+  absl::StatusOr<std::vector<RangeLocation>> Locate(absl::string_view path,
+                                                    uint64_t offset,
+                                                    uint64_t length) override;
   ClientStats Stats() override;
   std::string PrometheusText() override { return FormatPrometheus(Stats()); }
 

@@ -18,6 +18,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "absl/base/thread_annotations.h"
 #include "absl/container/flat_hash_map.h"
@@ -161,6 +162,7 @@ class NodeRuntime : public std::enable_shared_from_this<NodeRuntime> {
   void SetRecord(const v1::NodeRecord& r, const std::string& mount_root) {
     absl::MutexLock l(&mu_);
     address_ = r.addresses_size() > 0 ? r.addresses(0) : "";
+    addresses_.assign(r.addresses().begin(), r.addresses().end());
     mount_dir_ = r.mount_path().empty() ? absl::StrCat(mount_root, "/", id_)
                                         : r.mount_path();
     agent_.reset();  // reconnect to the new address on next use
@@ -168,6 +170,11 @@ class NodeRuntime : public std::enable_shared_from_this<NodeRuntime> {
   void SetDefaultMount(const std::string& mount_root) {
     absl::MutexLock l(&mu_);
     if (mount_dir_.empty()) mount_dir_ = absl::StrCat(mount_root, "/", id_);
+  }
+  // Every agent address of the node's record (Client::Locate).
+  std::vector<std::string> addresses() {
+    absl::MutexLock l(&mu_);
+    return addresses_;
   }
   std::string mount_dir() {
     absl::MutexLock l(&mu_);
@@ -261,6 +268,7 @@ class NodeRuntime : public std::enable_shared_from_this<NodeRuntime> {
 
   absl::Mutex mu_;
   std::string address_ ABSL_GUARDED_BY(mu_);
+  std::vector<std::string> addresses_ ABSL_GUARDED_BY(mu_);
   std::string mount_dir_ ABSL_GUARDED_BY(mu_);
   std::shared_ptr<node::NodeClient> agent_ ABSL_GUARDED_BY(mu_);
   absl::flat_hash_map<std::string, std::shared_ptr<const node::Checksums>>
