@@ -61,6 +61,7 @@ absl::StatusOr<std::vector<RangeLocation>> ClientImpl::Locate(
                                               " past the end of ", path,
                                               " (size ", layout.size(), ")"));
   }
+  length = std::min(length, layout.size() - offset);  // no overflow below
   std::vector<RangeLocation> out;
   for (const ns::Piece& p : ns::MapRange(layout, offset, length, 0)) {
     std::vector<ReplicaLocation> healthy, other;
