@@ -246,14 +246,29 @@ def _bounds(start: Optional[int], end: Optional[int], size: int) -> tuple:
 
 
 class RangefsBufferedFile(AbstractBufferedFile):
-    """A file of RangefsFileSystem.open: fsspec's read cache over one
-    layout snapshot (rangefs.Client.open); misses are parallel reads."""
+    """A file of RangefsFileSystem.open: one layout snapshot
+    (rangefs.Client.open). Reads of at least DIRECT_READ bytes (a Parquet
+    column chunk) go straight to the client, exactly the bytes asked for;
+    smaller ones through fsspec's read cache (readahead of block_size, 1 MiB
+    by default), whose misses are parallel reads."""
+
+    DIRECT_READ = 64 << 10
 
     def __init__(self, fs: RangefsFileSystem, path: str, **kwargs: Any) -> None:
         self._raw = fs.client.open(path)
         if kwargs.get("block_size") is None:
             kwargs["block_size"] = 1 << 20
         super().__init__(fs, path, size=self._raw.size, **kwargs)
+
+    def read(self, length: int = -1) -> bytes:
+        if length is not None and length >= self.DIRECT_READ and not self.closed:
+            length = min(length, self.size - self.loc)
+            if length <= 0:
+                return b""
+            data = self._raw._f.pread(self.loc, length)
+            self.loc += len(data)
+            return data
+        return super().read(length)
 
     def _fetch_range(self, start: int, end: int) -> bytes:
         return self._raw._f.pread(start, max(0, end - start))

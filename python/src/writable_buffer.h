@@ -8,6 +8,8 @@
 
 #include <pybind11/pybind11.h>
 
+#include <string>
+
 #include "absl/types/span.h"
 
 namespace rangefs {
@@ -20,7 +22,11 @@ class WritableBuffer {
   explicit WritableBuffer(pybind11::handle obj) {
     if (PyObject_GetBuffer(obj.ptr(), &view_,
                            PyBUF_WRITABLE | PyBUF_C_CONTIGUOUS) != 0) {
-      throw pybind11::error_already_set();
+      // As io.FileIO.readinto: TypeError, saying what was wrong.
+      pybind11::error_already_set why;
+      throw pybind11::type_error(
+          std::string("a writable, C-contiguous buffer is needed, not ") +
+          Py_TYPE(obj.ptr())->tp_name + ": " + why.what());
     }
   }
   // GIL held.
