@@ -30,7 +30,8 @@ struct ReplicaLocation {
 struct RangeLocation {
   uint64_t offset = 0;
   uint64_t length = 0;
-  // In the order the library reads them: the healthy replicas (the
+  // In the order the library reads them: this host's node
+  // (ClientOptions::local_node) if healthy; the other healthy replicas (the
   // load-balancing policy picks among these by load), in layout order; then
   // the others.
   std::vector<ReplicaLocation> replicas;

@@ -10,6 +10,7 @@
 #include "absl/time/clock.h"
 #include "base/testing/status_matchers.h"
 #include "client_lib/client.h"
+#include "client_lib/internal/local_node.h"
 #include "client_lib/testing/client_testing.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
@@ -41,10 +42,17 @@ class LocateTest : public ::testing::Test {
       r.set_export_path("/export");
       ASSERT_THAT(store_->AddNode(r), IsOk());
     }
+    Open("");
+  }
+
+  // (Re)opens client_ with ClientOptions::local_node = `local_node`.
+  void Open(const std::string& local_node) {
+    client_.reset();
     ClientTestHooks h;
     h.kv = &kv_;
     ClientOptions o;
     o.data_path = DataPath::kMount;
+    o.local_node = local_node;
     auto c = OpenClientForTesting(o, h);
     ASSERT_THAT(c, IsOk());
     client_ = std::move(*c);
@@ -132,6 +140,33 @@ TEST_F(LocateTest, DrainedReplicaGoesLast) {
     absl::SleepFor(absl::Milliseconds(5));
   }
   EXPECT_THAT(order, ElementsAre("n1", "n0"));
+}
+
+TEST_F(LocateTest, LocalNodeGoesFirstWhileHealthy) {
+  CreateFile("/l", {{0, 1, 2}});
+  Open("n2");
+  auto where = client_->Locate("/l", 0, 1000);
+  ASSERT_THAT(where, IsOk());
+  EXPECT_THAT(Nodes((*where)[0]), ElementsAre("n2", "n0", "n1"));
+}
+
+TEST(LocalNodeTest, ConfiguredIdOrAnInterfaceAddress) {
+  using client_internal::HostOfAddress;
+  using client_internal::IsLocalNode;
+  EXPECT_EQ(HostOfAddress("10.1.2.3:7070"), "10.1.2.3");
+  EXPECT_EQ(HostOfAddress("[fd00::1]:7070"), "fd00::1");
+  EXPECT_EQ(HostOfAddress("fd00::1"), "fd00::1");
+  EXPECT_EQ(HostOfAddress("host"), "host");
+  const std::vector<std::string> mine = {"10.0.0.5", "fd00::5"};
+  EXPECT_TRUE(IsLocalNode("n1", {"10.0.0.9:1", "10.0.0.5:7070"}, "", mine));
+  EXPECT_TRUE(IsLocalNode("n1", {"[fd00::5]:7070"}, "", mine));
+  EXPECT_FALSE(IsLocalNode("n1", {"10.0.0.6:7070"}, "", mine));
+  EXPECT_FALSE(IsLocalNode("n1", {"10.0.0.5:7070"}, "n2", mine));
+  EXPECT_TRUE(IsLocalNode("n2", {}, "n2", mine));
+  for (const std::string& h : client_internal::LocalInterfaceHosts()) {
+    EXPECT_NE(h, "127.0.0.1");  // loopback never counts
+    EXPECT_NE(h, "::1");
+  }
 }
 
 }  // namespace

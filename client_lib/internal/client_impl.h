@@ -249,6 +249,9 @@ class ClientImpl : public Client, public FileHost {
   std::vector<ReadRing*> idle_rings_ ABSL_GUARDED_BY(rings_mu_);
   bool rings_refused_ ABSL_GUARDED_BY(rings_mu_) = false;
 
+  // This host's interface addresses (local_node detection), set by Init.
+  std::vector<std::string> local_hosts_;
+
   std::atomic<uint64_t> seed_counter_{0};
   std::atomic<uint64_t> reads_{0}, pieces_{0}, bytes_{0}, retries_{0},
       hedges_{0}, deadline_exceeded_{0}, unavailable_{0}, layout_aborts_{0},

@@ -1,6 +1,7 @@
 // ClientImpl::Locate: where the bytes of a range live, in the order a read
-// would try the replicas (Dispatch: healthy candidates first, the others
-// only as a last resort). Reads the layout cache and the node table only.
+// would try the replicas (Dispatch: this host's node if healthy, then the
+// healthy candidates, the others only as a last resort). Reads the layout cache
+// and the node table only.
 #include "client_lib/locate.h"
 
 #include <algorithm>
@@ -14,27 +15,12 @@
 #include "absl/strings/string_view.h"
 #include "base/status_macros.h"
 #include "client_lib/internal/client_impl.h"
+#include "client_lib/internal/local_node.h"
 #include "namespace/layout.h"
 
 namespace rangefs {
 namespace client_internal {
 namespace {
-
-// "host:port" -> "host"; "[v6]:port" -> "v6"; no port: unchanged.
-std::string HostOf(absl::string_view address) {
-  if (!address.empty() && address.front() == '[') {
-    const size_t close = address.find(']');
-    if (close != absl::string_view::npos) {
-      return std::string(address.substr(1, close - 1));
-    }
-    return std::string(address);
-  }
-  const size_t colon = address.rfind(':');
-  if (colon == absl::string_view::npos || address.find(':') != colon) {
-    return std::string(address);  // no port, or a bare IPv6 address
-  }
-  return std::string(address.substr(0, colon));
-}
 
 bool SameNodes(const std::vector<ReplicaLocation>& a,
                const std::vector<ReplicaLocation>& b) {
@@ -69,14 +55,18 @@ absl::StatusOr<std::vector<RangeLocation>> ClientImpl::Locate(
       NodeRuntime* n = Node(r.node_id());
       ReplicaLocation loc{.node = r.node_id(), .addresses = n->addresses()};
       for (const std::string& a : loc.addresses) {
-        std::string host = HostOf(a);
+        std::string host = HostOfAddress(a);
         if (std::find(loc.hosts.begin(), loc.hosts.end(), host) ==
             loc.hosts.end()) {
           loc.hosts.push_back(std::move(host));
         }
       }
       loc.healthy = Admissible(n);
-      (loc.healthy ? healthy : other).push_back(std::move(loc));
+      if (loc.healthy && n->local()) {  // Dispatch prefers it
+        healthy.insert(healthy.begin(), std::move(loc));
+      } else {
+        (loc.healthy ? healthy : other).push_back(std::move(loc));
+      }
     }
     for (ReplicaLocation& r : other) healthy.push_back(std::move(r));
     if (!out.empty() && out.back().offset + out.back().length == p.offset &&

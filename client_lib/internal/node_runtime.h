@@ -185,6 +185,9 @@ class NodeRuntime : public std::enable_shared_from_this<NodeRuntime> {
     return mount_down_.load(std::memory_order_relaxed);
   }
   void set_mount_down(bool down) { mount_down_.store(down); }
+  // This host's own node (ClientOptions::local_node): preferred by Dispatch.
+  bool local() const { return local_.load(std::memory_order_relaxed); }
+  void set_local(bool local) { local_.store(local); }
 
   // Queues `tasks` (moved from) with one lock and at most one wake-up.
   void Submit(absl::Span<Task> tasks);
@@ -279,6 +282,7 @@ class NodeRuntime : public std::enable_shared_from_this<NodeRuntime> {
   std::atomic<int> mount_state_{0};  // 0 unknown, 1 ok, -1 bad
   std::atomic<int64_t> mount_checked_ns_{0};
   std::atomic<bool> mount_down_{false};
+  std::atomic<bool> local_{false};
   // Callers may read this node on their rings (no RWF_NOWAIT refusal yet).
   std::atomic<bool> caller_ok_{true};
 

@@ -107,6 +107,7 @@ const std::map<std::string, Setter>& Setters() {
       {"hedge_max_ratio", Field(&ClientOptions::hedge_max_ratio)},
       {"hedge_burst", Field(&ClientOptions::hedge_burst)},
       {"hedge_min_delay", Seconds(&ClientOptions::hedge_min_delay)},
+      {"local_node", Field(&ClientOptions::local_node)},
       {"seed", Field(&ClientOptions::seed)},
       {"verify", SetVerify},
       {"verify_sample_every", Field(&ClientOptions::verify_sample_every)},

@@ -42,6 +42,7 @@ py::dict NodeToDict(const NodeStats& n) {
   d["uring_reads"] = n.uring_reads;
   d["caller_reads"] = n.caller_reads;
   d["mount_reported_down"] = n.mount_reported_down;
+  d["local"] = n.local;
   d["inflight"] = n.inflight;
   d["outstanding_bytes"] = n.outstanding_bytes;
   d["admissible"] = n.admissible;
@@ -65,6 +66,7 @@ py::dict StatsToDict(const ClientStats& s) {
   d["layout_aborts"] = s.layout_aborts;
   d["layout_refreshes"] = s.layout_refreshes;
   d["stale_layout_serves"] = s.stale_layout_serves;
+  d["local_bytes"] = s.local_bytes;
   py::dict nodes;
   for (const NodeStats& n : s.nodes) nodes[py::str(n.node)] = NodeToDict(n);
   d["nodes"] = nodes;

@@ -50,3 +50,24 @@ def test_locate_errors(client, striped):
         client.locate(path, size + 1)
     with pytest.raises(FileNotFoundError):
         client.locate("/loc/missing")
+
+
+def test_local_node_is_read_first_from_its_export(cluster):
+    """local_node=n2: n2 comes first in locate and serves every read,
+    from its export directory (the client's mount root has no mounts)."""
+    import os
+    from conftest import TMP
+    data = random_bytes(3 << 20, seed=5)
+    cluster.put_bytes(data, "/loc/everywhere", "--replicas=3")  # on every node
+    c = cluster.client(local_node="n2", data_path="mount", hedging=False,
+                       mount_root=os.path.join(TMP, "no-mounts-here"))
+    assert all(r.replicas[0].node == "n2" for r in c.locate("/loc/everywhere"))
+    assert c.open("/loc/everywhere").readall() == data
+    s = c.stats()
+    assert s["local_bytes"] == len(data)
+    assert s["nodes"]["n2"]["local"] and s["nodes"]["n2"]["bytes"] == len(data)
+    assert all(n["requests"] == 0 for k, n in s["nodes"].items() if k != "n2")
+    # Without local_node the reads spread over the replicas.
+    plain = cluster.client(hedging=False)
+    assert plain.open("/loc/everywhere").readall() == data
+    assert plain.stats()["local_bytes"] == 0
