@@ -181,8 +181,10 @@ class NodeRuntime : public std::enable_shared_from_this<NodeRuntime> {
     return mount_dir_;
   }
   // rangefs-mountd reports this node's mount as not usable.
+  // Never this host's own node: it is read from its export directory, not
+  // a mount that rangefs-mountd manages.
   bool mount_down() const {
-    return mount_down_.load(std::memory_order_relaxed);
+    return !local() && mount_down_.load(std::memory_order_relaxed);
   }
   void set_mount_down(bool down) { mount_down_.store(down); }
   // This host's own node (ClientOptions::local_node): preferred by Dispatch.

@@ -102,6 +102,8 @@ class RangefsFile(io.RawIOBase):
     def readinto(self, buffer: Any) -> int:
         """Reads up to len(buffer) bytes at the position into `buffer`."""
         self._check_open()
+        if self._pos >= self._f.size:
+            return 0  # at or past the end (after a seek there)
         n = self._f.pread_into(self._pos, buffer)
         self._pos += n
         return n
@@ -117,6 +119,8 @@ class RangefsFile(io.RawIOBase):
         self._check_open()
         if size is None or size < 0:
             return self.readall()
+        if self._pos >= self._f.size:
+            return b""
         data = self._f.pread(self._pos, size)
         self._pos += len(data)
         return data
@@ -188,16 +192,22 @@ class Client:
         self.cluster = cluster
         self._c = _rangefs._Client(etcd, cluster, options)
 
+    @property
+    def _live(self) -> Any:
+        if self._c is None:
+            raise ValueError("rangefs.Client is closed")
+        return self._c
+
     def open(self, path: str, revision: Optional[int] = None) -> RangefsFile:
         """Opens `path` (its current layout, or as of etcd `revision`)."""
-        return RangefsFile(self._c.open(path, revision), path)
+        return RangefsFile(self._live.open(path, revision), path)
 
     def stat(self, path: str) -> FileInfo:
-        return self._c.stat(path)
+        return self._live.stat(path)
 
     def ls(self, dir: str = "/") -> List[FileInfo]:
         """Every file below `dir`, recursively, sorted by path."""
-        return self._c.ls(dir)
+        return self._live.ls(dir)
 
     def read_ranges(self, ranges: Iterable[Tuple[str, int, int]]) -> List[RangeResult]:
         """Reads [(path, offset, length), ...] in one parallel batch.
@@ -207,21 +217,21 @@ class Client:
         or the exception for that range (e.g. rangefs.NotFound); a bad
         range does not fail the others.
         """
-        return self._c.read_ranges(list(ranges))
+        return self._live.read_ranges(list(ranges))
 
     def locate(self, path: str, offset: int = 0,
                length: Optional[int] = None) -> List[RangeLocation]:
         """Where [offset, offset+length) of `path` lives (to the end if
         length is None): ranges with their replicas' nodes and hosts, in
         the order reads try them."""
-        return self._c.locate(path, offset, length)
+        return self._live.locate(path, offset, length)
 
     def stats(self) -> dict:
         """The client's counters (client_lib/stats.h) as nested dicts."""
-        return self._c.stats()
+        return self._live.stats()
 
     def prometheus_text(self) -> str:
-        return self._c.prometheus_text()
+        return self._live.prometheus_text()
 
     def close(self) -> None:
         """Drops this object's reference; the client ends when its last

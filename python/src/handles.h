@@ -7,6 +7,8 @@
 #ifndef RANGEFS_PYTHON_SRC_HANDLES_H_
 #define RANGEFS_PYTHON_SRC_HANDLES_H_
 
+#include <pybind11/pybind11.h>
+
 #include <memory>
 #include <utility>
 
@@ -17,6 +19,14 @@ namespace rangefs {
 namespace python {
 
 struct ClientHandle {
+  // The Client's teardown may wait (up to teardown_timeout) for its I/O
+  // threads: other Python threads run meanwhile.
+  ~ClientHandle() {
+    if (PyGILState_Check()) {
+      pybind11::gil_scoped_release release;
+      client.reset();
+    }
+  }
   std::unique_ptr<Client> client;
 };
 

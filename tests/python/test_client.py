@@ -48,6 +48,8 @@ def test_round_trip_at_edge_size(client, files, size):
         if size:
             f.seek(-1, io.SEEK_END)
             assert f.read(10) == data[-1:]
+        f.seek(size + 10)  # past the end: reads return nothing
+        assert f.read(5) == b"" and f.readinto(bytearray(5)) == 0
     assert client.read_ranges([(path, 0, size + 5)]) == [data]
 
 
@@ -139,6 +141,10 @@ def test_errors_are_python_exceptions(cluster, client):
     f.close()
     with pytest.raises(ValueError):
         f.read()
+    closed = cluster.client()
+    closed.close()
+    with pytest.raises(ValueError):
+        closed.stat("/edge/1")
 
 
 def test_dead_etcd_is_connection_error(cluster):
