@@ -79,46 +79,67 @@ std::vector<FileInfo> List(const Client_& self, const std::string& dir) {
 
 using PathRange = std::tuple<std::string, int64_t, int64_t>;
 
-// One Client::ReadV over the files of `ranges`, each opened once; a range
-// whose file cannot be opened gets that error.
+// One Client::ReadV over the files of `ranges`, kept open between calls
+// (FileCache); a range whose file cannot be opened gets that error. Ranges
+// of a kept File that was replaced meanwhile (ABORTED) are read once more
+// from the file reopened.
 py::list ReadRanges(const Client_& self, const std::vector<PathRange>& ranges) {
-  std::vector<uint64_t> offsets(ranges.size()), lengths(ranges.size());
-  for (size_t i = 0; i < ranges.size(); ++i) {
+  const size_t n = ranges.size();
+  std::vector<uint64_t> offsets(n), lengths(n);
+  std::vector<size_t> pending(n);
+  for (size_t i = 0; i < n; ++i) {
     offsets[i] = NonNegative(std::get<1>(ranges[i]), "offset");
     lengths[i] = NonNegative(std::get<2>(ranges[i]), "length");
+    pending[i] = i;
   }
-  std::map<std::string, absl::StatusOr<std::unique_ptr<File>>> files;
-  {
-    py::gil_scoped_release release;
-    for (const PathRange& r : ranges) {
-      const std::string& path = std::get<0>(r);
-      if (files.count(path) == 0)
-        files.emplace(path, self->client->OpenFile(path));
+  std::vector<py::object> bufs(n);
+  std::vector<absl::StatusOr<size_t>> results(n);
+  std::map<std::string, const File*> stale;  // path -> File that said ABORTED
+  for (int attempt = 0; attempt < 2 && !pending.empty(); ++attempt) {
+    std::map<std::string, absl::StatusOr<std::shared_ptr<File>>> files;
+    {
+      py::gil_scoped_release release;
+      for (size_t i : pending) {
+        const std::string& path = std::get<0>(ranges[i]);
+        if (files.count(path) != 0) continue;
+        auto it = stale.find(path);
+        files.emplace(
+            path, it == stale.end()
+                      ? self->files.Get(*self->client, path)
+                      : self->files.Refresh(*self->client, path, it->second));
+      }
     }
-  }
-  std::vector<py::object> bufs(ranges.size());
-  std::vector<FileReadRange> reqs;
-  std::vector<size_t> index;  // reqs[k] is for ranges[index[k]]
-  std::vector<absl::StatusOr<size_t>> results(ranges.size());
-  for (size_t i = 0; i < ranges.size(); ++i) {
-    const auto& f = files.at(std::get<0>(ranges[i]));
-    if (!f.ok()) {
-      results[i] = f.status();
-      continue;
+    std::vector<FileReadRange> reqs;
+    std::vector<size_t> index;  // reqs[k] is for ranges[index[k]]
+    for (size_t i : pending) {
+      const auto& f = files.at(std::get<0>(ranges[i]));
+      if (!f.ok()) {
+        results[i] = f.status();
+        continue;
+      }
+      const uint64_t size = (*f)->size();
+      const uint64_t len =
+          offsets[i] > size ? 0 : std::min(lengths[i], size - offsets[i]);
+      FileReadRange q{.file = f->get(), .offset = offsets[i]};
+      bufs[i] = NewBytes(len, &q.dst);
+      reqs.push_back(q);
+      index.push_back(i);
     }
-    const uint64_t size = (*f)->size();
-    const uint64_t len =
-        offsets[i] > size ? 0 : std::min(lengths[i], size - offsets[i]);
-    FileReadRange q{.file = f->get(), .offset = offsets[i]};
-    bufs[i] = NewBytes(len, &q.dst);
-    reqs.push_back(q);
-    index.push_back(i);
-  }
-  {
-    py::gil_scoped_release release;
-    std::vector<absl::StatusOr<size_t>> got = self->client->ReadV(reqs);
-    for (size_t k = 0; k < got.size(); ++k) results[index[k]] = got[k];
-    files.clear();  // File destruction, with the GIL released too
+    std::vector<absl::StatusOr<size_t>> got;
+    {
+      py::gil_scoped_release release;
+      got = self->client->ReadV(reqs);
+    }
+    pending.clear();
+    stale.clear();
+    for (size_t k = 0; k < got.size(); ++k) {
+      results[index[k]] = got[k];
+      if (attempt == 0 && !got[k].ok() &&
+          got[k].status().code() == absl::StatusCode::kAborted) {
+        pending.push_back(index[k]);
+        stale[std::get<0>(ranges[index[k]])] = reqs[k].file;
+      }
+    }
   }
   return RangeResults(bufs, results);
 }

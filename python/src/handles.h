@@ -14,20 +14,25 @@
 
 #include "client_lib/client.h"
 #include "client_lib/file.h"
+#include "python/src/file_cache.h"
 
 namespace rangefs {
 namespace python {
 
 struct ClientHandle {
   // The Client's teardown may wait (up to teardown_timeout) for its I/O
-  // threads: other Python threads run meanwhile.
+  // threads: other Python threads run meanwhile. Kept Files go first.
   ~ClientHandle() {
     if (PyGILState_Check()) {
       pybind11::gil_scoped_release release;
+      files.Clear();
       client.reset();
+    } else {
+      files.Clear();
     }
   }
   std::unique_ptr<Client> client;
+  FileCache files;  // read_ranges' open Files
 };
 
 struct FileHandle {
