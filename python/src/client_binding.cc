@@ -5,7 +5,6 @@
 
 #include <algorithm>
 #include <cstdint>
-#include <map>
 #include <memory>
 #include <optional>
 #include <string>
@@ -17,6 +16,7 @@
 #include "python/src/bindings.h"
 #include "python/src/errors.h"
 #include "python/src/handles.h"
+#include "python/src/path_ranges.h"
 #include "python/src/range_reads.h"
 
 namespace py = pybind11;
@@ -77,50 +77,45 @@ std::vector<FileInfo> List(const Client_& self, const std::string& dir) {
   return ValueOrThrow(std::move(files));
 }
 
-using PathRange = std::tuple<std::string, int64_t, int64_t>;
-
 // One Client::ReadV over the files of `ranges`, kept open between calls
 // (FileCache); a range whose file cannot be opened gets that error. Ranges
 // of a kept File that was replaced meanwhile (ABORTED) are read once more
 // from the file reopened.
-py::list ReadRanges(const Client_& self, const std::vector<PathRange>& ranges) {
-  const size_t n = ranges.size();
-  std::vector<uint64_t> offsets(n), lengths(n);
+py::list ReadRanges(const Client_& self, py::handle ranges) {
+  const PathRanges r = ParsePathRanges(ranges);
+  const size_t n = r.path_of.size();
   std::vector<size_t> pending(n);
-  for (size_t i = 0; i < n; ++i) {
-    offsets[i] = NonNegative(std::get<1>(ranges[i]), "offset");
-    lengths[i] = NonNegative(std::get<2>(ranges[i]), "length");
-    pending[i] = i;
-  }
+  for (size_t i = 0; i < n; ++i) pending[i] = i;
   std::vector<py::object> bufs(n);
   std::vector<absl::StatusOr<size_t>> results(n);
-  std::map<std::string, const File*> stale;  // path -> File that said ABORTED
+  // Per path: its File now, and the File that said ABORTED.
+  std::vector<absl::StatusOr<std::shared_ptr<File>>> files(r.paths.size());
+  std::vector<const File*> stale(r.paths.size(), nullptr);
   for (int attempt = 0; attempt < 2 && !pending.empty(); ++attempt) {
-    std::map<std::string, absl::StatusOr<std::shared_ptr<File>>> files;
     {
       py::gil_scoped_release release;
-      for (size_t i : pending) {
-        const std::string& path = std::get<0>(ranges[i]);
-        if (files.count(path) != 0) continue;
-        auto it = stale.find(path);
-        files.emplace(
-            path, it == stale.end()
-                      ? self->files.Get(*self->client, path)
-                      : self->files.Refresh(*self->client, path, it->second));
+      for (size_t p = 0; p < r.paths.size(); ++p) {
+        if (attempt == 0) {
+          files[p] = self->files.Get(*self->client, r.paths[p]);
+        } else if (stale[p] != nullptr) {
+          files[p] = self->files.Refresh(*self->client, r.paths[p], stale[p]);
+        }
       }
     }
     std::vector<FileReadRange> reqs;
-    std::vector<size_t> index;  // reqs[k] is for ranges[index[k]]
+    std::vector<size_t> index;  // reqs[k] is for range index[k]
+    reqs.reserve(pending.size());
+    index.reserve(pending.size());
     for (size_t i : pending) {
-      const auto& f = files.at(std::get<0>(ranges[i]));
+      const auto& f = files[r.path_of[i]];
       if (!f.ok()) {
         results[i] = f.status();
         continue;
       }
       const uint64_t size = (*f)->size();
-      const uint64_t len =
-          offsets[i] > size ? 0 : std::min(lengths[i], size - offsets[i]);
-      FileReadRange q{.file = f->get(), .offset = offsets[i]};
+      const uint64_t off = r.offsets[i];
+      const uint64_t len = off > size ? 0 : std::min(r.lengths[i], size - off);
+      FileReadRange q{.file = f->get(), .offset = off};
       bufs[i] = NewBytes(len, &q.dst);
       reqs.push_back(q);
       index.push_back(i);
@@ -131,15 +126,19 @@ py::list ReadRanges(const Client_& self, const std::vector<PathRange>& ranges) {
       got = self->client->ReadV(reqs);
     }
     pending.clear();
-    stale.clear();
+    std::fill(stale.begin(), stale.end(), nullptr);
     for (size_t k = 0; k < got.size(); ++k) {
       results[index[k]] = got[k];
       if (attempt == 0 && !got[k].ok() &&
           got[k].status().code() == absl::StatusCode::kAborted) {
         pending.push_back(index[k]);
-        stale[std::get<0>(ranges[index[k]])] = reqs[k].file;
+        stale[r.path_of[index[k]]] = reqs[k].file;
       }
     }
+  }
+  {
+    py::gil_scoped_release release;
+    files.clear();  // shared with the cache: usually not the last owner
   }
   return RangeResults(bufs, results);
 }

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 import rangefs
-from conftest import SlowMount, error_names, random_bytes
+from conftest import SlowMount, error_names, random_bytes, wait_until
 
 # Edge sizes around the 4 KiB page, the 64 KiB stripe unit used below, and
 # the 1 MiB max_io_size.
@@ -105,6 +105,10 @@ def test_read_ranges_good_and_bad_mixed(client, files):
     assert "/edge/missing" in str(got[1])
     with pytest.raises(ValueError):
         client.read_ranges([(p1, -1, 10)])
+    with pytest.raises(TypeError):
+        client.read_ranges([(p1, 0)])
+    with pytest.raises(TypeError):
+        client.read_ranges([(b"/edge/1", 0, 1)])
     # Per file: one File::ReadV.
     with client.open(p2) as f:
         got = f.read_ranges([(0, 5), (1 << 20, 10), (2 << 20, 1)])
@@ -120,8 +124,12 @@ def test_stat_ls_and_revisions(cluster, client, files):
     # A snapshot at a revision survives a replacement of the file.
     cluster.put_bytes(b"old contents", "/rev/f")
     rev = client.stat("/rev/f").mod_revision
+    assert client.read_ranges([["/rev/f", 0, 100]]) == [b"old contents"]
     cluster.put_bytes(b"new", "/rev/f", "--overwrite")
     assert client.open("/rev/f", revision=rev).readall() == b"old contents"
+    # read_ranges keeps its Files open: a replaced one is reopened.
+    wait_until(lambda: client.read_ranges([("/rev/f", 0, 100)]) == [b"new"], 10,
+               "read_ranges to see the new /rev/f")
     assert client.open("/rev/f").readall() == b"new"
 
 
