@@ -16,4 +16,4 @@ trap 'rm -rf "$stage"' EXIT
 cp -rL python/pyproject.toml python/rangefs "$stage/"
 cp -L "$bin/python/rangefs/_rangefs.so" "$stage/rangefs/"
 chmod -R u+w "$stage"
-"$py" -m pip install --no-build-isolation "$@" "$stage"
+"$py" -m pip install "$@" "$stage"

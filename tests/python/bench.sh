@@ -70,4 +70,10 @@ print("| workload | Python (rangefs package) | C++ rangefs-bench | ratio | targe
 print("|---|---|---|---|---|")
 print(f"| sequential, 4 MiB readinto | {ps:.2f} GB/s | {cs:.2f} GB/s | {ps / cs:.2f} | >= 0.8 |")
 print(f"| 4 KiB ranges, {batch} per ReadV | {pi:,.0f} IOPS | {ci:,.0f} IOPS | {pi / ci:.2f} | >= 0.6 |")
+print("\n| round | Python GB/s | C++ GB/s | Python IOPS | C++ IOPS |")
+print("|---|---|---|---|---|")
+for r in range(1, rounds + 1):
+    p = load(f"py-{r}.json")
+    print(f"| {r} | {p['scan_gbps']:.2f} | {load(f'cpp-scan-{r}.json')['gbps']:.2f} "
+          f"| {p['lookup_iops']:,.0f} | {load(f'cpp-lookup-{r}.json')['iops']:,.0f} |")
 PY
