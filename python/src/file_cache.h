@@ -1,12 +1,10 @@
 // File: python/src/file_cache.h
 //
 // Files that Client.read_ranges opened, kept open by path for the next
-// calls: opening a rangefs File is cheap on the namespace side (a layout
-// cache hit) but its first reads set up per-file state on the nodes, which
-// dominated small batched reads when every call opened its files anew.
-// A kept File re-checks the namespace on each read (file.h): one replaced
-// since returns ABORTED, and the caller drops it and reopens (Refresh).
-// Bounded: when full, every entry is dropped. Thread-safe.
+// calls, so that a batch of small reads does not open (and set up) its
+// files anew each time. A kept File re-checks the namespace on each read
+// (file.h): one replaced since returns ABORTED, and the caller drops it and
+// reopens (Refresh). Bounded: when full, every entry is dropped. Thread-safe.
 #ifndef RANGEFS_PYTHON_SRC_FILE_CACHE_H_
 #define RANGEFS_PYTHON_SRC_FILE_CACHE_H_
 
