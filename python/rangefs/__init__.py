@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import io
 import os
-from typing import Any, Iterable, List, Optional, Sequence, Tuple, Union
+from typing import Any, Iterable, List, Optional, Tuple, Union
 
 from rangefs import _rangefs
 from rangefs.errors import (

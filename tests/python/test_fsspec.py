@@ -12,7 +12,6 @@ import pyarrow.fs as pafs
 import pyarrow.parquet as pq
 import pytest
 
-import rangefs
 from conftest import TMP, random_bytes
 from rangefs.fsspec import RangefsFileSystem
 
