@@ -54,6 +54,7 @@
 #include "absl/strings/string_view.h"
 #include "absl/types/span.h"
 #include "client_lib/file.h"
+#include "client_lib/locate.h"
 #include "client_lib/options.h"
 #include "client_lib/stats.h"
 
@@ -105,6 +106,14 @@ class Client {
   virtual std::vector<absl::StatusOr<size_t>> ReadV(
       absl::Span<const FileReadRange> ranges,
       const ReadOptions& options = {}) = 0;
+
+  // Where the bytes of [offset, offset + length) of `path` live (the
+  // current layout, clipped at the file size): ranges in file order, cut
+  // where the replica set changes (extent and stripe-unit boundaries), each
+  // with its replicas in the order a read would try them (locate.h).
+  // Codes of OpenFile; OUT_OF_RANGE if offset > size. No I/O to the nodes.
+  virtual absl::StatusOr<std::vector<RangeLocation>> Locate(
+      absl::string_view path, uint64_t offset, uint64_t length) = 0;
 
   virtual ClientStats Stats() = 0;
   virtual std::string PrometheusText() = 0;

@@ -156,6 +156,13 @@ struct ClientOptions {
   double hedge_max_ratio = 0.05;  // hedges per primary read (token bucket)
   int hedge_burst = 10;
   absl::Duration hedge_min_delay = absl::Milliseconds(1);
+  // This host's own storage node (a job running beside its data): its
+  // replicas are read first while it is healthy (admissible), straight from
+  // its export directory (NodeRecord.export_path) unless data_path is kAgent;
+  // ClientStats::local_bytes counts what it delivered. Empty: a node one of
+  // whose agent addresses belongs to this host's network interfaces
+  // (loopback excluded), if any.
+  std::string local_node;
   // Seed of the pickers' random generator; 0 = random.
   uint64_t seed = 0;
 

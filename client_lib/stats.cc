@@ -37,6 +37,8 @@ std::string FormatPrometheus(const ClientStats& s) {
   Counter(out, "reads_total", "Read ranges.", s.reads);
   Counter(out, "pieces_total", "Physical pieces planned.", s.pieces);
   Counter(out, "bytes_total", "Bytes returned to callers.", s.bytes);
+  Counter(out, "local_bytes_total", "Bytes delivered by this host's node.",
+          s.local_bytes);
   Counter(out, "retries_total", "Pieces retried on another replica.",
           s.retries);
   Counter(out, "hedges_total", "Hedged attempts.", s.hedges);

@@ -41,7 +41,8 @@ struct NodeStats {
   // of its own (no hand-off to the node's ring thread).
   uint64_t caller_reads = 0;
   bool mount_reported_down = false;  // rangefs-mountd: mount not healthy
-  int64_t inflight = 0;              // now
+  bool local = false;    // this host's node (ClientOptions::local_node)
+  int64_t inflight = 0;  // now
   int64_t outstanding_bytes = 0;
   bool admissible = true;  // the NodeHealthTable's verdict now
   // Windowed latency histogram of this node's successful attempts.
@@ -61,6 +62,7 @@ struct ClientStats {
   uint64_t layout_aborts = 0;        // ABORTED: layout changed
   uint64_t layout_refreshes = 0;     // same bytes, new layout adopted
   uint64_t stale_layout_serves = 0;  // LayoutCache stats
+  uint64_t local_bytes = 0;          // bytes delivered by this host's node
   std::vector<NodeStats> nodes;      // sorted by node id
   LatencyHistogram latency;          // all attempts, cumulative
 };

@@ -9,6 +9,9 @@ PACKAGES=(
   libgrpc++-dev libprotobuf-dev libabsl-dev libgtest-dev libgmock-dev
   libibverbs-dev librdmacm-dev liburing-dev libfuse3-dev clang-format
   libcli11-dev nlohmann-json3-dev libbenchmark-dev
+  # the Python package (python/): pybind11 and CPython's headers; the test
+  # virtualenv is made from Debian's python3 (python/venv.sh)
+  python3-pybind11 python3-dev python3-venv
   # run and test (fio and attr: the rangefs-mount tests run fio --verify and
   # getfattr through the mount)
   etcd-server etcd-client fuse3 iproute2 procps psmisc openssl python3 curl

@@ -12,7 +12,9 @@ cd "$(dirname "$0")/.."
 
 bash deploy/install-deps.sh || { echo "install-deps failed"; echo "0 passed, 1 failed"; exit 1; }
 
-flags=()
+# The Python tests' pinned virtualenv (python/venv.sh makes it on first use;
+# .cache/ is ignored by git and Bazel).
+flags=("--test_env=RANGEFS_PYTHON_VENV=$PWD/.cache/python-venv")
 targets=()
 for a in "$@"; do
   case "$a" in

@@ -33,6 +33,11 @@ _LIBS = {
     "nlohmann_json": ["nlohmann_json"],
     # Google Benchmark, for the micro-benchmarks (*_benchmark targets).
     "benchmark": ["benchmark"],
+    # The rangefs Python extension (python/): CPython's headers (module
+    # `python3`, not `python3-embed`: an extension does not link libpython).
+    # pybind11's headers (Debian python3-pybind11 -> pybind11-dev) are in
+    # /usr/include/pybind11, on the compiler's default path.
+    "python3": ["python3"],
 }
 
 def _pkg_config(ctx, args):

@@ -22,6 +22,7 @@
 #include "client_lib/fs.h"
 #include "client_lib/internal/client_hooks.h"
 #include "client_lib/internal/file_impl.h"
+#include "client_lib/internal/local_node.h"
 #include "client_lib/io_threads.h"
 #include "client_lib/mountd/mount_status.h"
 #include "loadbalancer/hedge.h"
@@ -130,6 +131,7 @@ absl::Status ClientImpl::Init() {
     return absl::InvalidArgumentError("verify_sample_every must be >= 1");
   }
   RANGEFS_ASSIGN_OR_RETURN(policy_, lb::NewPolicy(o.lb_policy));
+  if (o.local_node.empty()) local_hosts_ = LocalInterfaceHosts();
   if (o.mount_status_file != "-" && o.data_path != DataPath::kAgent) {
     status_path_ = o.mount_status_file.empty()
                        ? absl::StrCat(o.mount_root, "/.rangefs-mounts")
@@ -264,7 +266,14 @@ void ClientImpl::ApplyNode(const ns::KvEntry& kv) {
     health_.SetAdminState(id, lb::AdminState::kDisabled);
     return;
   }
-  const v1::NodeRecord& r = *rec;
+  v1::NodeRecord& r = *rec;
+  const bool local =
+      IsLocalNode(r.id(), {r.addresses().begin(), r.addresses().end()},
+                  options_.local_node, local_hosts_);
+  if (local && !r.export_path().empty()) {
+    r.set_mount_path(r.export_path());  // this host's own export directory
+  }
+  Node(r.id())->set_local(local);
   Node(r.id())->SetRecord(r, options_.mount_root);
   lb::AdminState s = lb::AdminState::kActive;
   if (r.admin_state() == v1::DRAINING) s = lb::AdminState::kDraining;
@@ -419,6 +428,8 @@ ClientStats ClientImpl::Stats() {
     ns.agent_reads = c.agent_reads.load();
     ns.uring_reads = c.uring_reads.load();
     ns.caller_reads = c.caller_reads.load();
+    ns.local = n->local();
+    if (ns.local) s.local_bytes += ns.bytes;
     ns.mount_reported_down = n->mount_down();
     ns.inflight = c.inflight.load();
     ns.outstanding_bytes = c.outstanding_bytes.load();

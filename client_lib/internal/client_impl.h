@@ -118,6 +118,9 @@ class ClientImpl : public Client, public FileHost {
   std::vector<absl::StatusOr<size_t>> ReadV(
       absl::Span<const FileReadRange> ranges,
       const ReadOptions& options) override;
+  absl::StatusOr<std::vector<RangeLocation>> Locate(absl::string_view path,
+                                                    uint64_t offset,
+                                                    uint64_t length) override;
   ClientStats Stats() override;
   std::string PrometheusText() override { return FormatPrometheus(Stats()); }
 
@@ -245,6 +248,9 @@ class ClientImpl : public Client, public FileHost {
   std::vector<std::unique_ptr<ReadRing>> rings_ ABSL_GUARDED_BY(rings_mu_);
   std::vector<ReadRing*> idle_rings_ ABSL_GUARDED_BY(rings_mu_);
   bool rings_refused_ ABSL_GUARDED_BY(rings_mu_) = false;
+
+  // This host's interface addresses (local_node detection), set by Init.
+  std::vector<std::string> local_hosts_;
 
   std::atomic<uint64_t> seed_counter_{0};
   std::atomic<uint64_t> reads_{0}, pieces_{0}, bytes_{0}, retries_{0},

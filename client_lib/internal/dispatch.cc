@@ -135,7 +135,7 @@ bool ClientImpl::Dispatch(const std::shared_ptr<Batch>& b, int i, bool hedge,
   // Candidates: admissible, not excluded. Probes and last resorts aside.
   absl::InlinedVector<lb::Candidate, 4> cands;
   absl::InlinedVector<int, 4> index;
-  int probe = -1, last_resort = -1;
+  int probe = -1, last_resort = -1, local = -1;
   for (int r = 0; r < replicas.size(); ++r) {
     NodeRuntime* n = Node(replicas[r].node_id());
     if (std::find(p.excluded.begin(), p.excluded.end(), n) !=
@@ -143,6 +143,7 @@ bool ClientImpl::Dispatch(const std::shared_ptr<Batch>& b, int i, bool hedge,
       continue;
     }
     if (Admissible(n)) {
+      if (local < 0 && n->local()) local = static_cast<int>(cands.size());
       NodeCounters& c = n->counters();
       cands.push_back({.node = n->id(),
                        .inflight = static_cast<int>(c.inflight.load()),
@@ -161,6 +162,9 @@ bool ClientImpl::Dispatch(const std::shared_ptr<Batch>& b, int i, bool hedge,
   bool forced = true;
   if (probe >= 0) {
     chosen = probe;
+  } else if (local >= 0) {
+    chosen = index[local];  // this host's node, while healthy
+    forced = false;
   } else if (!cands.empty()) {
     chosen = index[picker.Pick(cands, p.stream_key)];
     forced = false;

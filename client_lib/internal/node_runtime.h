@@ -19,6 +19,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "absl/base/thread_annotations.h"
 #include "absl/container/flat_hash_map.h"
@@ -153,6 +154,7 @@ class NodeRuntime : public std::enable_shared_from_this<NodeRuntime> {
   void SetRecord(const v1::NodeRecord& r, const std::string& mount_root) {
     agent_reader_.SetAddress(r.addresses_size() > 0 ? r.addresses(0) : "");
     absl::MutexLock l(&mu_);
+    addresses_.assign(r.addresses().begin(), r.addresses().end());
     mount_dir_ = r.mount_path().empty() ? absl::StrCat(mount_root, "/", id_)
                                         : r.mount_path();
   }
@@ -160,15 +162,25 @@ class NodeRuntime : public std::enable_shared_from_this<NodeRuntime> {
     absl::MutexLock l(&mu_);
     if (mount_dir_.empty()) mount_dir_ = absl::StrCat(mount_root, "/", id_);
   }
+  // Every agent address of the node's record (Client::Locate).
+  std::vector<std::string> addresses() {
+    absl::MutexLock l(&mu_);
+    return addresses_;
+  }
   std::string mount_dir() {
     absl::MutexLock l(&mu_);
     return mount_dir_;
   }
   // rangefs-mountd reports this node's mount as not usable.
+  // Never this host's own node: it is read from its export directory, not
+  // a mount that rangefs-mountd manages.
   bool mount_down() const {
-    return mount_down_.load(std::memory_order_relaxed);
+    return !local() && mount_down_.load(std::memory_order_relaxed);
   }
   void set_mount_down(bool down) { mount_down_.store(down); }
+  // This host's own node (ClientOptions::local_node): preferred by Dispatch.
+  bool local() const { return local_.load(std::memory_order_relaxed); }
+  void set_local(bool local) { local_.store(local); }
 
   // Queues `tasks` (moved from) with one lock and at most one wake-up.
   void Submit(absl::Span<Task> tasks);
@@ -249,6 +261,7 @@ class NodeRuntime : public std::enable_shared_from_this<NodeRuntime> {
   MountReader mount_reader_;  // the node's mount, with its sidecars
   AgentReader agent_reader_;  // the node's agent
   absl::Mutex mu_;
+  std::vector<std::string> addresses_ ABSL_GUARDED_BY(mu_);
   std::string mount_dir_ ABSL_GUARDED_BY(mu_);
   std::atomic<int64_t> last_answer_ns_{0};
   // When the attempts in flight went from none to some.
@@ -256,6 +269,7 @@ class NodeRuntime : public std::enable_shared_from_this<NodeRuntime> {
   std::atomic<int> mount_state_{0};  // 0 unknown, 1 ok, -1 bad
   std::atomic<int64_t> mount_checked_ns_{0};
   std::atomic<bool> mount_down_{false};
+  std::atomic<bool> local_{false};
   // Callers may read this node on their rings (no RWF_NOWAIT refusal yet).
   std::atomic<bool> caller_ok_{true};
 

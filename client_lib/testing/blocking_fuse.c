@@ -28,6 +28,10 @@
 // that exited: no one waits for it, no interrupt comes) ends the same way,
 // within 50 ms, so that it does not hold one of this process's threads.
 //
+// With BLOCKING_FUSE_DELAY_MS=N in the environment, every data read (not
+// blocked) first sleeps N ms: a slow mount whose reads wait without using
+// CPU (tests/python: threads reading in parallel).
+//
 // Each read that blocks logs "blocked read <path>" to stderr, each
 // read that a kill ended "killed read <path>", so that tests can wait for
 // them.
@@ -50,6 +54,7 @@
 static const char* g_backing;
 static const char* g_control;
 static atomic_long g_served;  // data reads answered so far
+static long g_delay_us;        // BLOCKING_FUSE_DELAY_MS, in microseconds
 // The control file last seen holding a number, and g_served then.
 static pthread_mutex_t g_mu = PTHREAD_MUTEX_INITIALIZER;
 static ino_t g_ino;
@@ -168,8 +173,9 @@ static int Read(const char* path, char* buf, size_t size, off_t off,
       usleep(5000);
     } while (Blocked());
   }
-  ssize_t n = pread((int)fi->fh, buf, size, off);
   const char* base = strrchr(path, '/');
+  if (g_delay_us > 0 && base[1] != '.') usleep((useconds_t)g_delay_us);
+  ssize_t n = pread((int)fi->fh, buf, size, off);
   if (base[1] != '.') {
     atomic_fetch_add(&g_served, 1);
     fprintf(stderr, "served read %s\n", path);
@@ -201,6 +207,8 @@ int main(int argc, char** argv) {
   setvbuf(stderr, NULL, _IOLBF, 0);
   g_backing = realpath(argv[1], NULL);
   g_control = argv[2];
+  const char* delay = getenv("BLOCKING_FUSE_DELAY_MS");
+  if (delay != NULL) g_delay_us = strtol(delay, NULL, 10) * 1000;
   if (g_backing == NULL) {
     perror("realpath");
     return 2;
