@@ -12,6 +12,7 @@
 #include "client_lib/client.h"
 #include "client_lib/internal/local_node.h"
 #include "client_lib/testing/client_testing.h"
+#include "client_lib/testing/fault_fs.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "namespace/memory_kv.h"
@@ -50,9 +51,12 @@ class LocateTest : public ::testing::Test {
     client_.reset();
     ClientTestHooks h;
     h.kv = &kv_;
+    h.fs = &mem_;
     ClientOptions o;
     o.data_path = DataPath::kMount;
+    o.mount_root = "/m";
     o.local_node = local_node;
+    o.hedging = false;
     auto c = OpenClientForTesting(o, h);
     ASSERT_THAT(c, IsOk());
     client_ = std::move(*c);
@@ -78,6 +82,7 @@ class LocateTest : public ::testing::Test {
   }
 
   ns::MemoryKv kv_;
+  MemoryFs mem_;  // the nodes' mounts /m/<node>; the local one's /export
   std::unique_ptr<ns::NamespaceStore> store_;
   std::unique_ptr<Client> client_;
 };
@@ -148,6 +153,44 @@ TEST_F(LocateTest, LocalNodeGoesFirstWhileHealthy) {
   auto where = client_->Locate("/l", 0, 1000);
   ASSERT_THAT(where, IsOk());
   EXPECT_THAT(Nodes((*where)[0]), ElementsAre("n2", "n0", "n1"));
+}
+
+TEST_F(LocateTest, LocalNodeServesEveryReadFromItsExport) {
+  std::string data;
+  for (int k = 0; k < 5; ++k) data += std::string(1000, 'a' + k);
+  CreateFile("/r", {{0, 1, 2}, {0, 1, 2}, {0, 1, 2}, {0, 1, 2}, {0, 1, 2}});
+  for (int k = 0; k < 5; ++k) {
+    const std::string obj = absl::StrCat("o", k);
+    for (int n = 0; n < 2; ++n) {  // n2 has no mount: only its export
+      mem_.AddFile(absl::StrCat("/m/n", n, "/", obj),
+                   data.substr(1000 * k, 1000));
+    }
+    mem_.AddFile("/export/" + obj, data.substr(1000 * k, 1000));  // n2's
+  }
+  Open("n2");
+  auto f = client_->OpenFile("/r");
+  ASSERT_THAT(f, IsOk());
+  std::string buf(5000, '\0');
+  for (int i = 0; i < 4; ++i) {
+    ASSERT_THAT((*f)->Read(0, absl::MakeSpan(buf)), IsOk());
+  }
+  EXPECT_EQ(buf, data);
+  const ClientStats s = client_->Stats();
+  EXPECT_EQ(s.local_bytes, 4 * data.size());
+  for (const NodeStats& n : s.nodes) {
+    EXPECT_EQ(n.local, n.node == "n2") << n.node;
+    if (n.node != "n2") EXPECT_EQ(n.requests, 0u) << n.node;
+  }
+  f->reset();
+  // Without it the reads go to the replicas' mounts (n2's fails over).
+  Open("");
+  f = client_->OpenFile("/r");
+  ASSERT_THAT(f, IsOk());
+  for (int i = 0; i < 4; ++i) {
+    ASSERT_THAT((*f)->Read(0, absl::MakeSpan(buf)), IsOk());
+  }
+  EXPECT_EQ(client_->Stats().local_bytes, 0u);
+  f->reset();
 }
 
 TEST(LocalNodeTest, ConfiguredIdOrAnInterfaceAddress) {
