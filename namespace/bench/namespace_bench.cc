@@ -126,10 +126,11 @@ int RunChild(const std::string& endpoints, int files) {
   const auto run_for = std::chrono::duration<double>(
       std::max(0.1, absl::GetFlag(FLAGS_lookup_seconds)));
   // Latencies in 10 ns bins up to 1 ms (a fixed 800 KB per thread, so that
-  // the RSS after the run is the cache's, not the samples').
+  // the RSS after the run is the cache's, not the samples'); slower ones
+  // (at most one per ms) kept as they are.
   constexpr size_t kBins = 100000;
-  std::vector<std::vector<uint64_t>> lat(threads,
-                                         std::vector<uint64_t>(kBins + 1));
+  std::vector<std::vector<uint64_t>> lat(threads, std::vector<uint64_t>(kBins));
+  std::vector<std::vector<double>> slow(threads);
   std::atomic<bool> failed{false};
   std::vector<std::thread> workers;
   for (int t = 0; t < threads; ++t) {
@@ -160,7 +161,11 @@ int RunChild(const std::string& endpoints, int files) {
         const auto ns =
             std::chrono::duration_cast<std::chrono::nanoseconds>(done - now)
                 .count();
-        ++mine[std::min<size_t>(kBins, static_cast<size_t>(ns / 10))];
+        if (ns / 10 < static_cast<int64_t>(kBins)) {
+          ++mine[ns / 10];
+        } else {
+          slow[t].push_back(ns / 1e3);
+        }
         now = done;
       }
     });
@@ -171,21 +176,26 @@ int RunChild(const std::string& endpoints, int files) {
     return 1;
   }
   const long rss2 = RssKb();
-  std::vector<uint64_t> all(kBins + 1);
+  std::vector<uint64_t> all(kBins);
+  std::vector<double> all_slow;
   uint64_t n = 0;
-  for (auto& v : lat) {
-    for (size_t i = 0; i <= kBins; ++i) all[i] += v[i];
+  for (int t = 0; t < threads; ++t) {
+    for (size_t i = 0; i < kBins; ++i) all[i] += lat[t][i];
+    all_slow.insert(all_slow.end(), slow[t].begin(), slow[t].end());
   }
   for (uint64_t c : all) n += c;
-  // The q-quantile in us (the upper edge of its 10 ns bin).
+  n += all_slow.size();
+  std::sort(all_slow.begin(), all_slow.end());
+  // The q-quantile in us (the upper edge of its 10 ns bin below 1 ms).
   auto quantile = [&](double q) {
     if (n == 0) return 0.0;
+    const uint64_t rank = static_cast<uint64_t>(q * (n - 1));
     uint64_t seen = 0;
-    for (size_t i = 0; i <= kBins; ++i) {
+    for (size_t i = 0; i < kBins; ++i) {
       seen += all[i];
-      if (seen > q * (n - 1)) return (i + 1) * 0.01;
+      if (seen > rank) return (i + 1) * 0.01;
     }
-    return kBins * 0.01;
+    return all_slow[rank - seen];
   };
   printf("%ld %ld %ld %.3f %zu %llu %.3f %.3f %llu\n", rss0, rss1, rss2, warm_s,
          *loaded, static_cast<unsigned long long>(n), quantile(0.5),

@@ -3,11 +3,13 @@
 //
 //   sendfile_stream serve ADDR PORT FILE...
 //     Listens on ADDR:PORT; connection k gets FILE[k % n] and is sent that
-//     file from offset 0, again and again, until the peer closes.
+//     file from offset 0, again and again, until the peer closes
+//     (TCP_NODELAY, as the agent's data port).
 //   sendfile_stream fetch ADDR PORT STREAMS WARMUP_S SECONDS
-//     STREAMS connections read into a 1 MiB buffer each for WARMUP_S +
-//     SECONDS; prints one JSON object: the bytes received in the last
-//     SECONDS, the exact window, MB/s and this process's CPU s per GB.
+//     STREAMS connections read into a 1 MiB buffer each (recv MSG_WAITALL,
+//     as the client's data-port reader does: one wake-up per MiB) for
+//     WARMUP_S + SECONDS; prints one JSON object: the bytes received in the
+//     last SECONDS, the exact window, MB/s and this process's CPU s per GB.
 // Any failure (connect, a short file, a closed stream) exits 1 with a
 // message, so a failed ceiling is reported as failed, never as 0.
 #define _GNU_SOURCE
@@ -15,6 +17,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdatomic.h>
@@ -58,6 +61,8 @@ struct conn {
 // Sends the file over and over until the peer goes away.
 static void* serve_one(void* arg) {
   struct conn* c = arg;
+  int one = 1;
+  setsockopt(c->sock, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
   int fd = open(c->file, O_RDONLY);
   struct stat st;
   if (fd < 0 || fstat(fd, &st) != 0 || st.st_size == 0) {
@@ -125,7 +130,7 @@ static void* fetch_one(void* arg) {
   char* buf = malloc(1 << 20);
   uint64_t counted = 0;
   for (;;) {
-    ssize_t n = read(s, buf, 1 << 20);
+    ssize_t n = recv(s, buf, 1 << 20, MSG_WAITALL);
     int64_t now = mono_ns();
     if (n <= 0) {
       fprintf(stderr, "sendfile_stream: stream closed early\n");
