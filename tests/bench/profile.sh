@@ -19,8 +19,8 @@
 #                               this VM has no hardware counters)
 #   NAME.top.txt                perf report: top symbols by self samples
 #   NAME.children.txt           the same, inclusive (callers' share)
-#   NAME.threads.txt            samples per thread name (where CPU goes:
-#                               callers, ring/worker threads, kernel)
+#   NAME.threads.txt            samples per thread (how many threads share
+#                               the work; the flame graph's roots say which)
 #   NAME.folded, NAME.svg       folded stacks and a flame graph
 #                               (tests/bench/flamegraph.py)
 # perf samples cpu-clock at 999 Hz with frame-pointer call chains (-g):
@@ -76,11 +76,11 @@ profile() {
   perf stat -e task-clock,context-switches,cpu-migrations,page-faults -o "$OUT/$name.stat" -- "$@" >"$OUT/$name.json"
   perf record -e cpu-clock -F 999 -g -o "$WORK/$name.data" -- "$@" >/dev/null 2>"$WORK/$name.record.log"
   perf report -i "$WORK/$name.data" --stdio --no-children --sort symbol --percent-limit 0.5 2>/dev/null \
-    | grep -E '^ +[0-9]' | head -n 40 >"$OUT/$name.top.txt"
+    | grep -E '^ +[0-9]' | head -n 40 >"$OUT/$name.top.txt" || true
   perf report -i "$WORK/$name.data" --stdio --children --sort symbol --percent-limit 2 -g none 2>/dev/null \
-    | grep -E '^ +[0-9]' | head -n 60 >"$OUT/$name.children.txt"
-  perf report -i "$WORK/$name.data" --stdio --no-children --sort comm -g none 2>/dev/null \
-    | grep -E '^ +[0-9]' >"$OUT/$name.threads.txt"
+    | grep -v -E '^ +0x' | grep -E '^ +[0-9]' | head -n 60 >"$OUT/$name.children.txt" || true
+  perf report -i "$WORK/$name.data" --stdio --no-children --sort tid -g none 2>/dev/null \
+    | grep -E '^ +[0-9]' >"$OUT/$name.threads.txt" || true
   perf script -i "$WORK/$name.data" 2>/dev/null | python3 tests/bench/flamegraph.py "$OUT/$name" "$name: $*"
   rm -f "$WORK/$name.data"
 }
