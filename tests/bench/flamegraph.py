@@ -6,7 +6,9 @@
 Writes OUT_PREFIX.folded (one "comm;frame;...;leaf count" line per stack,
 root first, as Brendan Gregg's stackcollapse-perf.pl does) and
 OUT_PREFIX.svg (widths proportional to samples; hover shows the frame, its
-samples and its share). Debian has no FlameGraph package; this is the same
+samples and its share) and OUT_PREFIX.threads.txt (samples by the kind of
+thread: the first project or fio frame of each stack, e.g.
+NodeRuntime::RingLoop for a node's ring thread). Debian has no FlameGraph package; this is the same
 picture from the same data, with no dependency.
 """
 import collections
@@ -43,6 +45,17 @@ def fold(lines):
     if comm is not None:
         stacks[";".join([comm] + frames[::-1])] += 1
     return stacks
+
+
+def thread_kinds(stacks):
+    kinds = collections.Counter()
+    for stack, n in stacks.items():
+        frames = [f for f in stack.split(";")[1:] if not f.startswith("std::")]
+        kind = next((f for f in frames if re.search(r"rangefs::|main::|^main$|grpc|fio|thread_main", f)),
+                    frames[0] if frames else "?")
+        kinds[re.sub(r"\(.*", "", kind)[:120]] += n
+    total = max(sum(kinds.values()), 1)
+    return ["%6.1f%%  %6d  %s" % (100.0 * n / total, n, k) for k, n in kinds.most_common(25)]
 
 
 def color(name):
@@ -104,6 +117,8 @@ def main():
         for stack, n in sorted(stacks.items()):
             f.write("%s %d\n" % (stack, n))
     svg(stacks, title, prefix + ".svg")
+    with open(prefix + ".threads.txt", "w") as f:
+        f.write("\n".join(thread_kinds(stacks)) + "\n")
 
 
 if __name__ == "__main__":

@@ -19,13 +19,14 @@
 #                               this VM has no hardware counters)
 #   NAME.top.txt                perf report: top symbols by self samples
 #   NAME.children.txt           the same, inclusive (callers' share)
-#   NAME.threads.txt            samples per thread (how many threads share
-#                               the work; the flame graph's roots say which)
+#   NAME.threads.txt            samples by kind of thread (its first project
+#                               frame: callers, a node's ring thread, ...)
 #   NAME.folded, NAME.svg       folded stacks and a flame graph
 #                               (tests/bench/flamegraph.py)
 # perf samples cpu-clock at 999 Hz with frame-pointer call chains (-g):
 # our -c opt code keeps frame pointers; Debian's libraries mostly do not,
-# so chains through libc/absl/grpc may stop early (self costs are exact).
+# so chains through libc/absl/grpc may stop early (self costs are exact);
+# CALLGRAPH=dwarf (environment) unwinds them too, at a larger perf.data.
 # Falls back to nothing: without perf (linux-perf) it says so and exits 1.
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
@@ -74,13 +75,11 @@ profile() {
   shift
   echo "profile: $name: $*" | tee -a "$OUT/commands.log"
   perf stat -e task-clock,context-switches,cpu-migrations,page-faults -o "$OUT/$name.stat" -- "$@" >"$OUT/$name.json"
-  perf record -e cpu-clock -F 999 -g -o "$WORK/$name.data" -- "$@" >/dev/null 2>"$WORK/$name.record.log"
+  perf record -e cpu-clock -F 999 --call-graph "${CALLGRAPH:-fp}" -o "$WORK/$name.data" -- "$@" >/dev/null 2>"$WORK/$name.record.log"
   perf report -i "$WORK/$name.data" --stdio --no-children --sort symbol --percent-limit 0.5 2>/dev/null \
     | grep -E '^ +[0-9]' | head -n 40 >"$OUT/$name.top.txt" || true
   perf report -i "$WORK/$name.data" --stdio --children --sort symbol --percent-limit 2 -g none 2>/dev/null \
     | grep -v -E '^ +0x' | grep -E '^ +[0-9]' | head -n 60 >"$OUT/$name.children.txt" || true
-  perf report -i "$WORK/$name.data" --stdio --no-children --sort tid -g none 2>/dev/null \
-    | grep -E '^ +[0-9]' >"$OUT/$name.threads.txt" || true
   perf script -i "$WORK/$name.data" 2>/dev/null | python3 tests/bench/flamegraph.py "$OUT/$name" "$name: $*"
   rm -f "$WORK/$name.data"
 }
