@@ -14,7 +14,7 @@ if ! bash "$RF/tests/bench/run.sh" --quick --bin="$BIN" --out="$OUT" >"$TEST_TMP
   echo "FAIL: run.sh exited non-zero"; tail -30 "$TEST_TMPDIR/log"; exit 1
 fi
 rows=("mount-path sequential, cached" "sequential, cached: CPU s/GB" \
-      "agent path over loopback" "sendfile stream" "mount sequential" "mount 4 KiB random")
+      "agent path over loopback" "plain TCP stream" "mount sequential" "mount 4 KiB random")
 # O_DIRECT rows need a cold page cache (drop_caches); without it run.sh
 # says so instead of measuring them.
 if ! grep -q "drop_caches failed" "$OUT/report.md"; then

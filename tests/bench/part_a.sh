@@ -19,9 +19,10 @@
 #     of each side at that depth, then rounds as above; best vs best over
 #     all depths as its own row.
 #   agent path over loopback (objects in the page cache): rangefs-bench
-#     --data_path=agent vs tests/bench/sendfile_stream (a plain sendfile(2)
-#     TCP stream of the same objects, no framing): best stream count of
-#     each; iperf3 -l 1M with as many streams for scale.
+#     --data_path=agent vs tests/bench/sendfile_stream (a plain TCP stream
+#     of the same objects, no framing, sent with sendfile(2) or with pread
+#     + write): the best thread count vs the best stream count and mode;
+#     iperf3 -l 1M with as many streams for scale.
 # Every run is time-based with a warm-up; every command line goes to
 # OUT/commands.log, every sweep point to OUT/a_sweep_*.tsv.
 echo "bench: part A (mount path and agent path, local cluster)"
@@ -249,22 +250,31 @@ agent_ours() {  # agent_ours DIRECT CFG RUNTIME RAMP JSON: CFG threads
   "${cmd[@]}" >"$5" 2>"$5.err"
 }
 SF_PORT=$((20000 + RANDOM % 20000))
+# Two plain servers of the same objects: sendfile(2), and pread + write.
 setsid "$BIN/sendfile_stream" serve 127.0.0.1 "$SF_PORT" "${OBJ_LIST[@]}" >"$WORK/sendfile.log" 2>&1 </dev/null &
 echo $! >"$WORK/iperf-sendfile.pid"  # stopped with the iperf3 servers
-agent_sendfile() {  # agent_sendfile DIRECT STREAMS RUNTIME RAMP JSON
+setsid "$BIN/sendfile_stream" serve-pread 127.0.0.1 "$((SF_PORT + 2))" "${OBJ_LIST[@]}" >"$WORK/pread.log" 2>&1 </dev/null &
+echo $! >"$WORK/iperf-pread.pid"
+agent_sendfile() {  # agent_sendfile DIRECT STREAMS,MODE RUNTIME RAMP JSON
+  local streams mode port=$SF_PORT
+  IFS=, read -r streams mode <<<"$2"
+  [ "$mode" = pread ] && port=$((SF_PORT + 2))
   prime 0
-  echo "sendfile_stream fetch 127.0.0.1 $SF_PORT $2 $4 $3" >>"$OUT/commands.log"
-  "$BIN/sendfile_stream" fetch 127.0.0.1 "$SF_PORT" "$2" "$4" "$3" >"$5" 2>"$5.err"
+  echo "sendfile_stream fetch 127.0.0.1 $port $streams $4 $3 # $mode" >>"$OUT/commands.log"
+  "$BIN/sendfile_stream" fetch 127.0.0.1 "$port" "$streams" "$4" "$3" >"$5" 2>"$5.err"
 }
-for _ in $(seq 1 100); do (exec 3<>"/dev/tcp/127.0.0.1/$SF_PORT") 2>/dev/null && break; sleep 0.05; done
-# shellcheck disable=SC2086
-sf_cfg=$(sweep agent_sendfile mbps "$OUT/a_sweep_sendfile.tsv" $AGENT_STREAMS -- 0)
+for p in "$SF_PORT" "$((SF_PORT + 2))"; do
+  for _ in $(seq 1 100); do (exec 3<>"/dev/tcp/127.0.0.1/$p") 2>/dev/null && break; sleep 0.05; done
+done
+sf_cfgs=()
+for s in $AGENT_STREAMS; do sf_cfgs+=("$s,sendfile" "$s,pread"); done
+sf_cfg=$(sweep agent_sendfile mbps "$OUT/a_sweep_sendfile.tsv" "${sf_cfgs[@]}" -- 0)
 # shellcheck disable=SC2086
 ag_cfg=$(sweep agent_ours mbps "$OUT/a_sweep_ours_agent.tsv" $AGENT_STREAMS -- 0)
 rounds "agent path, loopback" mbps agent_ours "$ag_cfg" agent_sendfile "$sf_cfg" 0
-row "agent path over loopback, cached objects (MB/s), $ag_cfg threads vs sendfile stream, $sf_cfg streams" \
+row "agent path over loopback, cached objects (MB/s), $ag_cfg threads vs plain TCP stream (streams,mode $sf_cfg)" \
     "$(cell "${RA[@]}")" "$(cell "${RB[@]}")" "$(ratio "$(median "${RA[@]}")" "$(median "${RB[@]}")")" ">= 0.8"
-row "agent path over loopback: client CPU s/GB vs sendfile receiver's" \
+row "agent path over loopback: client CPU s/GB vs the plain stream's receiver" \
     "$(cell2 "${CA_[@]}")" "$(cell2 "${CB_[@]}")" "$(ratio "$(median "${CA_[@]}")" "$(median "${CB_[@]}")")" "(info)"
 # iperf3 with 1 MiB writes (its default 128 KiB understates loopback), as
 # many streams, for scale.
@@ -272,16 +282,17 @@ IP_PORT=$((SF_PORT + 1))
 iperf3 -s -B 127.0.0.1 -p "$IP_PORT" -D -I "$WORK/iperf-a.pid" --logfile "$WORK/iperf-a.log"
 for _ in $(seq 1 100); do [ -s "$WORK/iperf-a.pid" ] && break; sleep 0.05; done
 sleep 0.2
-echo "iperf3 -c 127.0.0.1 -l 1M -P $sf_cfg -O $RAMP -t $RUNTIME -J" >>"$OUT/commands.log"
-if iperf3 -c 127.0.0.1 -p "$IP_PORT" -l 1M -P "$sf_cfg" -O "$RAMP" -t "$RUNTIME" -J >"$WORK/ip-a.json" 2>&1; then
+sf_streams=${sf_cfg%%,*}
+echo "iperf3 -c 127.0.0.1 -l 1M -P $sf_streams -O $RAMP -t $RUNTIME -J" >>"$OUT/commands.log"
+if iperf3 -c 127.0.0.1 -p "$IP_PORT" -l 1M -P "$sf_streams" -O "$RAMP" -t "$RUNTIME" -J >"$WORK/ip-a.json" 2>&1; then
   ipa=$(python3 -c "import json; print(json.load(open('$WORK/ip-a.json'))['end']['sum_received']['bits_per_second']/8e6)")
 else
   ipa=failed; { echo "iperf3 loopback failed:"; cat "$WORK/ip-a.json"; } >>"$OUT/fio_errors.log"
 fi
-row "sendfile stream ($sf_cfg streams) vs iperf3 -l 1M -P $sf_cfg, loopback (scale)" "$(f0 "$(median "${RB[@]}")")" "$(f0 "$ipa")" "$(ratio "$(median "${RB[@]}")" "$ipa")" "(info)"
+row "plain TCP stream ($sf_cfg) vs iperf3 -l 1M -P $sf_streams, loopback (scale)" "$(f0 "$(median "${RB[@]}")")" "$(f0 "$ipa")" "$(ratio "$(median "${RB[@]}")" "$ipa")" "(info)"
 for c in "$OUT"/a_best_*.config; do
   [ -e "$c" ] && echo "part A best configurations, $(basename "$c" .config | sed 's/^a_best_//'): $(cat "$c")" >>"$OUT/report.md"
 done
-kill "$(cat "$WORK/iperf-sendfile.pid")" "$(cat "$WORK/iperf-a.pid" 2>/dev/null)" 2>/dev/null || true
-rm -f "$WORK/iperf-sendfile.pid" "$WORK/iperf-a.pid"
+kill "$(cat "$WORK/iperf-sendfile.pid")" "$(cat "$WORK/iperf-pread.pid")" "$(cat "$WORK/iperf-a.pid" 2>/dev/null)" 2>/dev/null || true
+rm -f "$WORK/iperf-sendfile.pid" "$WORK/iperf-pread.pid" "$WORK/iperf-a.pid"
 deploy/local/cluster.sh down --dir="$CA" >/dev/null

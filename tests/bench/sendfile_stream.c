@@ -1,10 +1,12 @@
 // sendfile_stream: the agent path's ceiling, a plain TCP stream of object
 // files sent with sendfile(2): no framing, no checksums, no RPC.
 //
-//   sendfile_stream serve ADDR PORT FILE...
+//   sendfile_stream serve|serve-pread ADDR PORT FILE...
 //     Listens on ADDR:PORT; connection k gets FILE[k % n] and is sent that
 //     file from offset 0, again and again, until the peer closes
-//     (TCP_NODELAY, as the agent's data port).
+//     (TCP_NODELAY, as the agent's data port): with sendfile(2), or with
+//     serve-pread as pread of 1 MiB into one buffer + write (the data
+//     port's copy path; on this VM's loopback it can beat sendfile).
 //   sendfile_stream fetch ADDR PORT STREAMS WARMUP_S SECONDS
 //     STREAMS connections read into a 1 MiB buffer each (recv MSG_WAITALL,
 //     as the client's data-port reader does: one wake-up per MiB) for
@@ -55,8 +57,26 @@ static int parse_addr(const char* host, const char* port,
 
 struct conn {
   int sock;
+  int use_pread;
   const char* file;
 };
+
+// pread + write of [0, size) once; returns 0 when the peer went away.
+static int send_by_pread(int sock, int fd, off_t size, char* buf) {
+  for (off_t pos = 0; pos < size;) {
+    size_t want =
+        (size_t)(size - pos) < (1u << 20) ? (size_t)(size - pos) : (1u << 20);
+    ssize_t n = pread(fd, buf, want, pos);
+    if (n <= 0) return 0;
+    for (ssize_t done = 0; done < n;) {
+      ssize_t w = write(sock, buf + done, (size_t)(n - done));
+      if (w <= 0) return 0;
+      done += w;
+    }
+    pos += n;
+  }
+  return 1;
+}
 
 // Sends the file over and over until the peer goes away.
 static void* serve_one(void* arg) {
@@ -67,6 +87,11 @@ static void* serve_one(void* arg) {
   struct stat st;
   if (fd < 0 || fstat(fd, &st) != 0 || st.st_size == 0) {
     fprintf(stderr, "sendfile_stream: %s: %s\n", c->file, strerror(errno));
+  } else if (c->use_pread) {
+    char* buf = malloc(1 << 20);
+    while (send_by_pread(c->sock, fd, st.st_size, buf)) {
+    }
+    free(buf);
   } else {
     for (int live = 1; live;) {
       off_t pos = 0;
@@ -102,6 +127,7 @@ static int serve(int argc, char** argv) {
     if (s < 0) continue;
     struct conn* c = malloc(sizeof(*c));
     c->sock = s;
+    c->use_pread = strcmp(argv[1], "serve-pread") == 0;
     c->file = argv[4 + k % (unsigned)(argc - 4)];
     pthread_t t;
     if (pthread_create(&t, NULL, serve_one, c) != 0) {
@@ -175,11 +201,14 @@ static int fetch(int argc, char** argv) {
 
 int main(int argc, char** argv) {
   int rc = 2;
-  if (argc > 1 && strcmp(argv[1], "serve") == 0) rc = serve(argc, argv);
+  if (argc > 1 &&
+      (strcmp(argv[1], "serve") == 0 || strcmp(argv[1], "serve-pread") == 0)) {
+    rc = serve(argc, argv);
+  }
   if (argc > 1 && strcmp(argv[1], "fetch") == 0) rc = fetch(argc, argv);
   if (rc == 2) {
     fprintf(stderr,
-            "usage: sendfile_stream serve ADDR PORT FILE...\n"
+            "usage: sendfile_stream serve|serve-pread ADDR PORT FILE...\n"
             "       sendfile_stream fetch ADDR PORT STREAMS WARMUP_S "
             "SECONDS\n");
   }
