@@ -232,6 +232,12 @@ if [ "$DROP_OK" = 1 ] && prime 1; then
     mo=$(median "${RA[@]}"); mf=$(median "${RB[@]}")
     row "4 KiB random O_DIRECT IOPS, $depth in flight on both sides (ours threads,batch,io_uring $our_cfg; fio engine,numjobs,iodepth $fio_cfg)" \
         "$(cell "${RA[@]}")" "$(cell "${RB[@]}")" "$(ratio "$mo" "$mf")" ">= 0.9"
+    # CPU per read (us) = CPU s/GB x 4096 B.
+    us_o=(); us_f=()
+    for c in "${CA_[@]}"; do us_o+=("$(isnum "$c" && python3 -c "print($c * 4.096)" || echo failed)"); done
+    for c in "${CB_[@]}"; do us_f+=("$(isnum "$c" && python3 -c "print($c * 4.096)" || echo failed)"); done
+    row "4 KiB random, $depth in flight: CPU us per read vs fio's (same runs)" \
+        "$(cell2 "${us_o[@]}")" "$(cell2 "${us_f[@]}")" "$(ratio "$(median "${us_o[@]}")" "$(median "${us_f[@]}")")" "(info)"
     if isnum "$mo" && python3 -c "import sys; sys.exit(0 if $mo > $best_ov else 1)"; then best_ov=$mo; best_o="$depth: $our_cfg"; fi
     if isnum "$mf" && python3 -c "import sys; sys.exit(0 if $mf > $best_fv else 1)"; then best_fv=$mf; best_f="$depth: $fio_cfg"; fi
   done
