@@ -4,5 +4,5 @@
 # Each round alternates a measurement with its baseline; medians are shown.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-bazel build -c opt //storage_node:node_bench
-exec bazel-bin/storage_node/node_bench "$@"
+bazel build --symlink_prefix=/ -c opt //storage_node:node_bench
+exec "$(bazel info --symlink_prefix=/ -c opt bazel-bin)/storage_node/node_bench" "$@"

@@ -32,7 +32,7 @@ absl::Status PrefetchReader::Seek(uint64_t position) {
 void PrefetchReader::StartPrefetch(uint64_t offset, size_t want) {
   prefetch_.pending = true;
   prefetch_.offset = offset;
-  if (prefetch_.buffer.size() < want) prefetch_.buffer.resize(want);
+  prefetch_.buffer.Reserve(want);
   prefetch_.result = size_t{0};
   // A canceller per prefetch (cancelling is final), linked to the caller's.
   prefetch_.link.reset();
@@ -43,7 +43,7 @@ void PrefetchReader::StartPrefetch(uint64_t offset, size_t want) {
   ro.canceller = prefetch_.cancel.get();
   prefetch_.thread = std::thread([this, offset, want, ro] {
     prefetch_.result =
-        file_->Read(offset, absl::MakeSpan(&prefetch_.buffer[0], want), ro);
+        file_->Read(offset, absl::MakeSpan(prefetch_.buffer.data(), want), ro);
   });
 }
 
@@ -108,10 +108,10 @@ absl::Status PrefetchReader::Refill(size_t need, size_t hint,
     filled_ = true;
     return absl::OkStatus();
   }
-  if (buffer_.size() < want) buffer_.resize(want);
+  if (buffer_.Reserve(want)) buffer_len_ = 0;  // the old window is gone
   RANGEFS_ASSIGN_OR_RETURN(
-      size_t n,
-      file_->Read(position_, absl::MakeSpan(&buffer_[0], want), options_.read));
+      size_t n, file_->Read(position_, absl::MakeSpan(buffer_.data(), want),
+                            options_.read));
   buffer_offset_ = position_;
   buffer_len_ = n;
   next_expected_ = position_ + n;

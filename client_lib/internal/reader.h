@@ -21,6 +21,26 @@
 namespace rangefs {
 namespace client_internal {
 
+// A window's bytes: grows without zero-filling or copying (every growth is
+// followed by a read that overwrites it; the old bytes are dropped).
+class WindowBuffer {
+ public:
+  char* data() { return data_.get(); }
+  const char* data() const { return data_.get(); }
+  size_t size() const { return size_; }
+  // At least `n` bytes; returns true if the old contents were dropped.
+  bool Reserve(size_t n) {
+    if (n <= size_) return false;
+    data_.reset(new char[n]);  // not value-initialised: no memset
+    size_ = n;
+    return true;
+  }
+
+ private:
+  std::unique_ptr<char[]> data_;
+  size_t size_ = 0;
+};
+
 class PrefetchReader : public Reader {
  public:
   PrefetchReader(File* file, ReaderOptions options);
@@ -42,7 +62,7 @@ class PrefetchReader : public Reader {
     bool pending = false;
     std::thread thread;
     uint64_t offset = 0;
-    std::string buffer;
+    WindowBuffer buffer;
     absl::StatusOr<size_t> result;
     std::unique_ptr<ReadCanceller> cancel;
     std::unique_ptr<CancelHook> link;
@@ -64,7 +84,7 @@ class PrefetchReader : public Reader {
   uint64_t position_ = 0;
   size_t window_;
   bool filled_ = false;  // a fill happened since construction or last seek
-  std::string buffer_;   // bytes [buffer_offset_, +buffer_len_)
+  WindowBuffer buffer_;  // bytes [buffer_offset_, +buffer_len_)
   uint64_t buffer_offset_ = 0;
   size_t buffer_len_ = 0;
   uint64_t next_expected_ = 0;

@@ -78,7 +78,7 @@ m_seq_mount() {  # MB/s
   m_prime
   # shellcheck disable=SC2046
   fio --output-format=json $(m_jobs "$MNT/m" f) --rw=read --bs=1M --ioengine=psync \
-    --readonly >"$WORK/m_seq.json" 2>/dev/null || { echo 0; return; }
+    --readonly >"$WORK/m_seq.json" 2>/dev/null || { echo failed; return; }
   python3 -c "
 import json; d=json.load(open('$WORK/m_seq.json'))
 print(sum(j['read']['io_bytes'] for j in d['jobs'])/1e6/(max(j['job_runtime'] for j in d['jobs'])/1000))"
@@ -86,12 +86,12 @@ print(sum(j['read']['io_bytes'] for j in d['jobs'])/1e6/(max(j['job_runtime'] fo
 m_seq_null() {  # MB/s of the same readers on null_fuse
   sync; echo 3 >/proc/sys/vm/drop_caches 2>/dev/null || true
   # shellcheck disable=SC2046
-  fio_bw $(m_jobs "$NULLMNT" f) --rw=read --bs=1M --ioengine=psync --readonly || echo 0
+  fio_bw $(m_jobs "$NULLMNT" f) --rw=read --bs=1M --ioengine=psync --readonly || true
 }
 m_seq_ours() {  # MB/s
   m_prime
   "${M_BENCH[@]}" --workload=scan --once --threads="$M_THREADS" --io_size=16M --json \
-    >"$WORK/m_scan.json" || { echo 0; return; }
+    >"$WORK/m_scan.json" || { echo failed; return; }
   python3 -c "print($(jget "$WORK/m_scan.json" gbps)*1000)"
 }
 m_seq_raw() {  # the objects split over M_THREADS jobs, read once, cached
@@ -102,30 +102,30 @@ m_seq_raw() {  # the objects split over M_THREADS jobs, read once, cached
   done
   # shellcheck disable=SC2046
   fio_bw $(for j in "${!groups[@]}"; do echo "--name=r$j --filename=${groups[j]}"; done) \
-    --rw=read --bs=1M --ioengine=psync --invalidate=0 || echo 0
+    --rw=read --bs=1M --ioengine=psync --invalidate=0 || true
 }
 M_FILES=$(for i in $(seq 1 "$FILES"); do echo "$MNT/m/f$i"; done | tr '\n' ':' | sed 's/:$//')
 m_rand_mount() {
   fio_iops --name=rand --filename="$M_FILES" \
     --rw=randread --bs=4k --direct=1 --ioengine=io_uring --iodepth=32 --numjobs=4 \
-    --group_reporting --readonly --runtime="$DUR" --time_based=1 || echo 0
+    --group_reporting --readonly --runtime="$DUR" --time_based=1 || true
 }
 m_rand_null() {
   fio_iops --name=rand --filename="$(for i in $(seq 1 "$FILES"); do echo "$NULLMNT/f$i"; done | tr '\n' ':' | sed 's/:$//')" \
     --rw=randread --bs=4k --direct=1 --ioengine=io_uring --iodepth=32 --numjobs=4 \
-    --group_reporting --readonly --runtime="$DUR" --time_based=1 || echo 0
+    --group_reporting --readonly --runtime="$DUR" --time_based=1 || true
 }
 m_rand_ours() {
   "${M_BENCH[@]}" --workload=lookup --threads=4 --batch=32 --o_direct=true \
-    --duration_s="$DUR" --hedging=false --json >"$WORK/m_lookup.json" || { echo 0; return; }
+    --duration_s="$DUR" --hedging=false --json >"$WORK/m_lookup.json" || { echo failed; return; }
   jget "$WORK/m_lookup.json" iops
 }
 m_rand_raw() {
   fio_iops --name=rand --filename="$M_OBJS" --rw=randread --bs=4k --direct=1 \
     --ioengine=io_uring --iodepth=32 --numjobs=4 --group_reporting \
-    --runtime="$DUR" --time_based=1 || echo 0
+    --runtime="$DUR" --time_based=1 || true
 }
-m_range() { python3 -c "import sys; v=list(map(float, sys.argv[1:])); print(f'{min(v):.0f}-{max(v):.0f}')" "$@"; }
+m_range() { span "$@"; }  # min-max, or "failed"
 { echo "# part M rounds: rangefs-mount vs rangefs-bench, $M_REPEAT rounds, first side alternating"
   echo; echo "| round | mount | rangefs-bench | ratio | first; scale (same round) |"; echo "|---|---|---|---|---|"; } >"$OUT/m_rounds.md"
 
@@ -139,7 +139,7 @@ for r in $(seq 1 "$M_REPEAT"); do
     b=$(m_seq_ours); m=$(m_seq_mount); first=bench
   fi
   seq_m+=("$m"); seq_b+=("$b"); seq_r+=("$(m_seq_raw)"); seq_n+=("$(m_seq_null)")
-  echo "| sequential $r (MB/s) | $(printf %.0f "$m") | $(printf %.0f "$b") | $(ratio "$m" "$b") | $first; raw fio $(printf %.0f "${seq_r[-1]}"), null_fuse $(printf %.0f "${seq_n[-1]}") |" >>"$OUT/m_rounds.md"
+  echo "| sequential $r (MB/s) | $(f0 "$m") | $(f0 "$b") | $(ratio "$m" "$b") | $first; raw fio $(f0 "${seq_r[-1]}"), null_fuse $(f0 "${seq_n[-1]}") |" >>"$OUT/m_rounds.md"
 done
 raw_seq=$(median "${seq_r[@]}")
 null_seq=$(median "${seq_n[@]}")
@@ -155,10 +155,10 @@ m_prime
 "${M_BENCH[@]}" --workload=scan --once --threads="$M_THREADS" --io_size=16M --json >"$WORK/m_scan.json"
 cpu_ours=$(jget "$WORK/m_scan.json" cpu_s_per_gb)
 sm=$(median "${seq_m[@]}"); sb=$(median "${seq_b[@]}")
-row "mount sequential, $M_THREADS readers (MB/s) vs rangefs-bench scan" "$(printf %.0f "$sm")" "$(printf %.0f "$sb")" "$(ratio "$sm" "$sb")" ">= 0.8"
-row "mount sequential (MB/s) vs fio on the raw objects (scale)" "$(printf %.0f "$sm")" "$(printf %.0f "$raw_seq")" "$(ratio "$sm" "$raw_seq")" "(info)"
-row "mount sequential (MB/s) vs null_fuse (FUSE round trip alone)" "$(printf %.0f "$sm")" "$(printf %.0f "$null_seq")" "$(ratio "$sm" "$null_seq")" "(info)"
-row "mount sequential CPU s/GB (daemon + fio) vs rangefs-bench" "$(printf %.2f "$cpu_mount")" "$(printf %.2f "$cpu_ours")" "$(ratio "$cpu_mount" "$cpu_ours")" "(info)"
+row "mount sequential, $M_THREADS readers (MB/s) vs rangefs-bench scan" "$(f0 "$sm")" "$(f0 "$sb")" "$(ratio "$sm" "$sb")" ">= 0.8"
+row "mount sequential (MB/s) vs fio on the raw objects (scale)" "$(f0 "$sm")" "$(f0 "$raw_seq")" "$(ratio "$sm" "$raw_seq")" "(info)"
+row "mount sequential (MB/s) vs null_fuse (FUSE round trip alone)" "$(f0 "$sm")" "$(f0 "$null_seq")" "$(ratio "$sm" "$null_seq")" "(info)"
+row "mount sequential CPU s/GB (daemon + fio) vs rangefs-bench" "$(f2 "$cpu_mount")" "$(f2 "$cpu_ours")" "$(ratio "$cpu_mount" "$cpu_ours")" "(info)"
 
 # 4 KiB random, objects read with O_DIRECT on both sides.
 m_mount -o o_direct=true,hedging=false
@@ -170,17 +170,17 @@ for r in $(seq 1 "$M_REPEAT"); do
     b=$(m_rand_ours); m=$(m_rand_mount); first=bench
   fi
   rnd_m+=("$m"); rnd_b+=("$b"); rnd_r+=("$(m_rand_raw)"); rnd_n+=("$(m_rand_null)")
-  echo "| 4 KiB random $r (IOPS) | $(printf %.0f "$m") | $(printf %.0f "$b") | $(ratio "$m" "$b") | $first; raw fio $(printf %.0f "${rnd_r[-1]}"), null_fuse $(printf %.0f "${rnd_n[-1]}") |" >>"$OUT/m_rounds.md"
+  echo "| 4 KiB random $r (IOPS) | $(f0 "$m") | $(f0 "$b") | $(ratio "$m" "$b") | $first; raw fio $(f0 "${rnd_r[-1]}"), null_fuse $(f0 "${rnd_n[-1]}") |" >>"$OUT/m_rounds.md"
 done
 raw_rand=$(median "${rnd_r[@]}")
 null_rand=$(median "${rnd_n[@]}")
 rm_=$(median "${rnd_m[@]}"); rb=$(median "${rnd_b[@]}")
-row "mount 4 KiB random IOPS (fio io_uring 4x32) vs rangefs-bench lookup (4x32)" "$(printf %.0f "$rm_")" "$(printf %.0f "$rb")" "$(ratio "$rm_" "$rb")" ">= 0.5"
-row "mount 4 KiB random IOPS vs fio on the raw objects (scale)" "$(printf %.0f "$rm_")" "$(printf %.0f "$raw_rand")" "$(ratio "$rm_" "$raw_rand")" "(info)"
-row "mount 4 KiB random IOPS vs null_fuse (FUSE round trip alone)" "$(printf %.0f "$rm_")" "$(printf %.0f "$null_rand")" "$(ratio "$rm_" "$null_rand")" "(info)"
+row "mount 4 KiB random IOPS (fio io_uring 4x32) vs rangefs-bench lookup (4x32)" "$(f0 "$rm_")" "$(f0 "$rb")" "$(ratio "$rm_" "$rb")" ">= 0.5"
+row "mount 4 KiB random IOPS vs fio on the raw objects (scale)" "$(f0 "$rm_")" "$(f0 "$raw_rand")" "$(ratio "$rm_" "$raw_rand")" "(info)"
+row "mount 4 KiB random IOPS vs null_fuse (FUSE round trip alone)" "$(f0 "$rm_")" "$(f0 "$null_rand")" "$(ratio "$rm_" "$null_rand")" "(info)"
 { echo
   echo "ranges (min-max over $M_REPEAT rounds): mount sequential $(m_range "${seq_m[@]}") MB/s, rangefs-bench scan $(m_range "${seq_b[@]}") MB/s; mount 4 KiB $(m_range "${rnd_m[@]}") IOPS, rangefs-bench lookup $(m_range "${rnd_b[@]}") IOPS."
-  echo "daemon CPU $(printf %.2f "$cpu_daemon") s/GB of the mount's $(printf %.2f "$cpu_mount")."
+  echo "daemon CPU $(f2 "$cpu_daemon") s/GB of the mount's $(f2 "$cpu_mount")."
 } >>"$OUT/m_rounds.md"
 echo "part M: $(tail -n 2 "$OUT/m_rounds.md" | head -n 1)" >>"$OUT/report.md"
 m_cleanup

@@ -1,7 +1,8 @@
 // rangefs-bench: workloads through the rangefs client library.
 //
 //   rangefs-bench --etcd=HOST:PORT --cluster=C --workload=scan|lookup|mixed
-//                 [--threads=8] [--duration_s=10] [--once] [--dir=/]
+//                 [--threads=8] [--duration_s=10] [--warmup_s=0] [--once]
+//                 [--dir=/]
 //                 [--data_path=auto|mount|agent] [--policy=least_loaded]
 //                 [--io_size=4M] [--lookup_size=4096] [--batch=32]
 //                 [--verify_against=LOCAL_DIR] [--timeline=FILE] [--json]
@@ -15,6 +16,12 @@
 // exactly once, else until --duration_s. lookup: random --lookup_size reads
 // across all files, --batch per ReadV. mixed: half the threads each.
 // --verify_against compares every byte read with LOCAL_DIR/<path>.
+// Timing (like fio's --time_based --ramp_time): the workers run
+// --warmup_s + --duration_s; what completes in the warm-up is not counted.
+// The measured window runs from the end of the warm-up (or the first
+// request) to the completion of the last read, on CLOCK_MONOTONIC; bytes,
+// calls and CPU (getrusage: user + system of the whole process, the
+// client's own threads included) are taken over that same window.
 // Prints GB/s, IOPS, latency p50/p99/p999 per call, client CPU s per GB,
 // retries/hedges and per-node bytes; --json prints the same as one object,
 // with per-node stalls/timeouts/moved attempts and "last_read_mono_ns" (the
@@ -52,6 +59,9 @@ ABSL_FLAG(std::string, workload, "scan", "scan | lookup | mixed");
 ABSL_FLAG(std::string, dir, "/", "namespace directory holding the files");
 ABSL_FLAG(int, threads, 8, "worker threads");
 ABSL_FLAG(double, duration_s, 10, "run time (unless --once)");
+ABSL_FLAG(double, warmup_s, 0,
+          "time-based runs: read this long first, uncounted (fio's "
+          "--ramp_time)");
 ABSL_FLAG(bool, once, false, "scan: read every file exactly once, then stop");
 ABSL_FLAG(std::string, io_size, "4M", "scan read size per call");
 ABSL_FLAG(bool, prefetch, true,
@@ -131,11 +141,16 @@ void AtLeast(std::atomic<int64_t>& v, int64_t x) {
   }
 }
 
-double CpuSeconds() {
+// User and system CPU seconds of the whole process so far.
+struct Cpu {
+  double user = 0, sys = 0;
+};
+
+Cpu CpuNow() {
   struct rusage ru;
   getrusage(RUSAGE_SELF, &ru);
-  return ru.ru_utime.tv_sec + ru.ru_stime.tv_sec +
-         (ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) / 1e6;
+  return {ru.ru_utime.tv_sec + ru.ru_utime.tv_usec / 1e6,
+          ru.ru_stime.tv_sec + ru.ru_stime.tv_usec / 1e6};
 }
 
 class Verifier {
@@ -241,6 +256,7 @@ int main(int argc, char** argv) {
   std::atomic<uint64_t> bytes{0}, ops{0}, errors{0}, mismatches{0};
   std::atomic<size_t> next_file{0};
   std::atomic<bool> stop{false};
+  std::atomic<bool> measuring{true};  // false during the warm-up
   std::atomic<int> workers_done{0};
   std::atomic<int64_t> last_read_ns{0};
   std::mutex samples_mu;
@@ -281,7 +297,9 @@ int main(int argc, char** argv) {
         } else {
           n = reader.Read(absl::MakeSpan(buf));
         }
-        local.Add(absl::Now() - t0);
+        if (measuring.load(std::memory_order_relaxed)) {
+          local.Add(absl::Now() - t0);
+        }
         AtLeast(last_read_ns, MonotonicNs());
         if (!n.ok()) {
           record_error(n.status());
@@ -317,7 +335,9 @@ int main(int argc, char** argv) {
       }
       absl::Time t0 = absl::Now();
       auto results = client->ReadV(ranges);
-      local.Add(absl::Now() - t0);
+      if (measuring.load(std::memory_order_relaxed)) {
+        local.Add(absl::Now() - t0);
+      }
       AtLeast(last_read_ns, MonotonicNs());
       for (int b = 0; b < batch; ++b) {
         if (!results[b].ok()) {
@@ -337,7 +357,14 @@ int main(int argc, char** argv) {
     lookup_lat.us.insert(lookup_lat.us.end(), local.us.begin(), local.us.end());
   };
 
-  const double cpu0 = CpuSeconds();
+  const absl::Duration warmup =
+      once ? absl::ZeroDuration()
+           : absl::Seconds(std::max(0.0, absl::GetFlag(FLAGS_warmup_s)));
+  measuring = warmup == absl::ZeroDuration();
+  // The measured window's start: bytes, calls and CPU at that moment.
+  Cpu cpu0 = CpuNow();
+  int64_t t0_ns = MonotonicNs();
+  uint64_t bytes0 = 0, ops0 = 0;
   const absl::Time start = absl::Now();
   std::vector<std::thread> workers;
   for (int t = 0; t < threads; ++t) {
@@ -348,39 +375,64 @@ int main(int argc, char** argv) {
       ++workers_done;
     });
   }
-  // Timeline sampler and the duration limit.
+  // Timeline sampler (every 100 ms), the end of the warm-up and the
+  // duration limit, each at its exact time.
   std::vector<std::pair<double, double>> timeline;
   uint64_t last_bytes = 0;
   absl::Time last = start;
+  absl::Time next_sample = start + absl::Milliseconds(100);
+  const absl::Time warm_end = start + warmup;
+  const absl::Time deadline = warm_end + duration;
   while (true) {
-    absl::SleepFor(absl::Milliseconds(100));
     absl::Time now = absl::Now();
-    uint64_t b = bytes.load();
-    timeline.push_back(
-        {absl::ToDoubleSeconds(now - start),
-         (b - last_bytes) / 1e6 / absl::ToDoubleSeconds(now - last)});
-    last_bytes = b;
-    last = now;
+    absl::Time wake = next_sample;
+    if (!measuring.load()) wake = std::min(wake, warm_end);
+    if (!once) wake = std::min(wake, deadline);
+    if (wake > now) absl::SleepFor(wake - now);
+    now = absl::Now();
+    if (!measuring.load() && now >= warm_end) {
+      cpu0 = CpuNow();
+      t0_ns = MonotonicNs();
+      bytes0 = bytes.load();
+      ops0 = ops.load();
+      measuring = true;
+    }
+    if (now >= next_sample) {
+      uint64_t b = bytes.load();
+      timeline.push_back(
+          {absl::ToDoubleSeconds(now - start),
+           (b - last_bytes) / 1e6 / absl::ToDoubleSeconds(now - last)});
+      last_bytes = b;
+      last = now;
+      next_sample += absl::Milliseconds(100);
+    }
     if (once && workload == "scan") {
       if (workers_done.load() == threads) break;
-    } else if (now - start >= duration) {
+    } else if (now >= deadline) {
       break;
     }
   }
   stop = true;
   for (auto& w : workers) w.join();
-  const double secs = absl::ToDoubleSeconds(absl::Now() - start);
-  const double cpu = CpuSeconds() - cpu0;
+  // The window ends with the last read's completion (not at a sampler tick).
+  const Cpu cpu1 = CpuNow();
+  const int64_t end_ns = std::max(last_read_ns.load(), t0_ns + 1);
+  const double secs = (end_ns - t0_ns) / 1e9;
+  const uint64_t counted = bytes.load() - bytes0;
+  const uint64_t counted_ops = ops.load() - ops0;
+  const double cpu_user = cpu1.user - cpu0.user;
+  const double cpu_sys = cpu1.sys - cpu0.sys;
+  const double cpu = cpu_user + cpu_sys;
   rangefs::ClientStats st = client->Stats();
 
-  const double gbps = bytes.load() / 1e9 / secs;
-  const double iops = ops.load() / secs;
+  const double gbps = counted / 1e9 / secs;
+  const double iops = counted_ops / secs;
   auto& lat = workload == "lookup" ? lookup_lat : scan_lat;
   double p50 = Percentile(lat.us, 0.50), p99 = Percentile(lat.us, 0.99),
          p999 = Percentile(lat.us, 0.999);
   double lp50 = Percentile(lookup_lat.us, 0.5),
          lp99 = Percentile(lookup_lat.us, 0.99);
-  const double cpu_per_gb = bytes.load() ? cpu / (bytes.load() / 1e9) : 0;
+  const double cpu_per_gb = counted ? cpu / (counted / 1e9) : 0;
 
   if (!absl::GetFlag(FLAGS_timeline).empty()) {
     std::ofstream tl(absl::GetFlag(FLAGS_timeline));
@@ -410,14 +462,17 @@ int main(int argc, char** argv) {
         "\"bytes\": %llu, \"gbps\": %.4f, \"ops\": %llu, \"iops\": %.1f, "
         "\"p50_us\": %.1f, \"p99_us\": %.1f, \"p999_us\": %.1f, "
         "\"lookup_p50_us\": %.1f, \"lookup_p99_us\": %.1f, "
-        "\"cpu_s_per_gb\": %.3f, \"errors\": %llu, \"mismatches\": %llu, "
+        "\"cpu_s_per_gb\": %.3f, \"cpu_user_s\": %.3f, \"cpu_sys_s\": %.3f, "
+        "\"warmup_s\": %.3f, \"errors\": %llu, \"mismatches\": %llu, "
         "\"retries\": %llu, \"hedges\": %llu, \"hedge_wins\": %llu, "
         "\"checksum_failures\": %llu, \"files\": %zu, \"nodes\": {%s}, "
         "\"node_attempts\": {%s}, \"last_read_mono_ns\": %lld}\n",
         workload.c_str(), threads, secs,
-        static_cast<unsigned long long>(bytes.load()), gbps,
-        static_cast<unsigned long long>(ops.load()), iops, p50, p99, p999, lp50,
-        lp99, cpu_per_gb, static_cast<unsigned long long>(errors.load()),
+        static_cast<unsigned long long>(counted), gbps,
+        static_cast<unsigned long long>(counted_ops), iops, p50, p99, p999,
+        lp50, lp99, cpu_per_gb, cpu_user, cpu_sys,
+        absl::ToDoubleSeconds(warmup),
+        static_cast<unsigned long long>(errors.load()),
         static_cast<unsigned long long>(mismatches.load()),
         static_cast<unsigned long long>(st.retries),
         static_cast<unsigned long long>(st.hedges),
@@ -429,10 +484,11 @@ int main(int argc, char** argv) {
     printf("workload %s: %d thread(s), %zu file(s), %.2f s\n", workload.c_str(),
            threads, files.size(), secs);
     printf("  throughput %.3f GB/s (%.1f MB in total), %.0f ops/s\n", gbps,
-           bytes.load() / 1e6, iops);
+           counted / 1e6, iops);
     printf("  latency per call: p50 %.0f us, p99 %.0f us, p999 %.0f us\n", p50,
            p99, p999);
-    printf("  client CPU %.2f s per GB\n", cpu_per_gb);
+    printf("  client CPU %.2f s per GB (user %.2f s, system %.2f s)\n",
+           cpu_per_gb, cpu_user, cpu_sys);
     printf(
         "  errors %llu, byte mismatches %llu, retries %llu, hedges %llu "
         "(%llu won), checksum failures %llu\n",

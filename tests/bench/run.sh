@@ -3,15 +3,17 @@
 #
 #   tests/bench/run.sh [--quick] [--out=DIR] [--repeat=N] [--only=A|B|H|M]
 #
-# Part A (mount path, one machine): a local cluster whose export directories
-# are the clients' mounts. fio on the very same object files (numjobs x
-# iodepth swept, O_DIRECT and cached) is the ceiling; a naive single-stream
-# reader and the round_robin policy are the baselines (on the agent path the
-# naive client: round_robin, no hedging, no stall detection); 4 KiB random ReadV vs
-# fio io_uring qd32.
+# Part A (tests/bench/part_a.sh; one machine): a local cluster whose export
+# directories are the clients' mounts. Sequential O_DIRECT and cached, and
+# 4 KiB random O_DIRECT at equal reads in flight and best vs best, against
+# fio on the very same object files, both sides swept equally broadly
+# (threads x max I/O x engine x ...; numjobs x bs x engine x iodepth) and
+# CPU s/GB on both sides; a naive single-stream reader and the round_robin
+# policy; the agent path over loopback against a plain sendfile(2) stream
+# of the same objects (tests/bench/sendfile_stream) and iperf3 -l 1M.
 # Part B (agent path, simulated cluster): 4 storage hosts in network
 # namespaces, each host's egress capped with tc tbf; iperf3 through the
-# same capped links is the ceiling. Scenarios: balanced, one host slowed to
+# same capped links (-l 1M, one stream per host) is the ceiling. Scenarios: balanced, one host slowed to
 # 1/10 of its cap, one host hung (SIGSTOP) for 10 s, one host killed.
 # Part H (mount path, cold processes): one node's mount hung from the start
 # (a FUSE layer whose reads block, client_lib/testing/blocking_fuse) under a
@@ -19,10 +21,14 @@
 # how soon the process exits after its last read while the mount stays hung.
 # Writes OUT/report.md (the ratio table), OUT/*.json and, when gnuplot is
 # available, OUT/<scenario>.png (throughput over time, faults marked).
-# The noise-sensitive comparisons (sequential vs fio's best, 4 KiB vs fio
-# qd32, the scenarios) run --repeat=N rounds (default 3), each alternating
-# ours with its baseline; the table shows medians, OUT/rounds.md each round.
-# --quick: small data and short runs, one round (the test suite's smoke test).
+# Every comparison runs --repeat=N rounds (default 5), the first side
+# alternating; the table shows medians and min-max, OUT/rounds.md each
+# round, OUT/commands.log every command line of both sides. Runs are
+# time-based with a warm-up (RUNTIME, RAMP; see the sweep lists below). A
+# failed baseline shows as "failed" (ratio n/a), never as 0; its error
+# goes to OUT/fio_errors.log.
+# --quick: small data, 1 s runs, one configuration per side, one round
+# (the test suite's smoke test, //tests/bench:bench_smoke_test).
 # Part M (tests/bench/part_m.sh): rangefs-mount, the FUSE file system, vs
 # rangefs-bench on the same files (sequential with the same reader count,
 # 4 KiB random at the same concurrency) and fio on the raw objects.
@@ -62,50 +68,131 @@ cleanup() {
 }
 trap cleanup EXIT
 
+# Part A's sweeps (fio's and ours equally broad; environment overrides):
+#   fio:  FIO_ENGINES x FIO_JOBS x FIO_BS x FIO_QD (psync: qd 1 only)
+#   ours: OUR_THREADS x OUR_MAXIO x OUR_ENGINES (io_uring true|false) x
+#         OUR_PREFETCH x OUR_ZERO_COPY
+#   4 KiB random at each in-flight depth of RAND_DEPTHS: fio RAND_ENGINES x
+#   numjobs RAND_SPLITS (iodepth = depth / numjobs), ours threads
+#   RAND_SPLITS (batch = depth / threads) x OUR_ENGINES.
+# Sweep runs take SWEEP_RUNTIME s after SWEEP_RAMP s of warm-up; the
+# measured rounds RUNTIME s after RAMP s (fio --time_based --runtime
+# --ramp_time, rangefs-bench --duration_s --warmup_s). With the default
+# lists part A runs ~180 sweep points per cache mode at ~4-5 s each and
+# 5 rounds of 12 s per side and row: about 40 minutes; shorten the lists
+# (e.g. FIO_JOBS="1 2" OUR_THREADS="2 4 8") for a quicker look.
 if [ "$QUICK" = 1 ]; then
-  FILES=2; FILE_MB=32; DUR=2; FIO_RUNTIME=1; RATE=400mbit
-  SWEEP_JOBS="2"; SWEEP_QD="16"; SWEEP_THREADS="4"; SWEEP_MAXIO="1M"; SWEEP_PREFETCH="true"
+  FILES=2; FILE_MB=32; DUR=2; RATE=400mbit
+  RUNTIME=${RUNTIME:-1}; RAMP=${RAMP:-0}; SWEEP_RUNTIME=1; SWEEP_RAMP=0
+  FIO_ENGINES=${FIO_ENGINES:-io_uring}; FIO_JOBS=${FIO_JOBS:-2}; FIO_BS=${FIO_BS:-1M}; FIO_QD=${FIO_QD:-16}
+  OUR_THREADS=${OUR_THREADS:-4}; OUR_MAXIO=${OUR_MAXIO:-1M}; OUR_ENGINES=${OUR_ENGINES:-true}
+  OUR_PREFETCH=${OUR_PREFETCH:-true}; OUR_ZERO_COPY=${OUR_ZERO_COPY:-false}
+  RAND_DEPTHS=${RAND_DEPTHS:-32}; RAND_SPLITS=${RAND_SPLITS:-1}; RAND_ENGINES=${RAND_ENGINES:-io_uring}
+  AGENT_STREAMS=${AGENT_STREAMS:-4}
   REPEAT=${REPEAT:-1}
 else
-  REPEAT=${REPEAT:-3}
-  FILES=4; FILE_MB=512; DUR=10; FIO_RUNTIME=5; RATE=800mbit
-  SWEEP_JOBS="1 2 4"; SWEEP_QD="1 16"; SWEEP_THREADS="4 8"; SWEEP_MAXIO="1M 4M"; SWEEP_PREFETCH="true false"
+  REPEAT=${REPEAT:-5}
+  FILES=4; FILE_MB=512; DUR=10; RATE=800mbit
+  RUNTIME=${RUNTIME:-10}; RAMP=${RAMP:-2}; SWEEP_RUNTIME=${SWEEP_RUNTIME:-3}; SWEEP_RAMP=${SWEEP_RAMP:-1}
+  FIO_ENGINES=${FIO_ENGINES:-psync libaio io_uring}; FIO_JOBS=${FIO_JOBS:-1 2 4 8}
+  FIO_BS=${FIO_BS:-128k 1M 4M}; FIO_QD=${FIO_QD:-1 16 32}
+  OUR_THREADS=${OUR_THREADS:-1 2 4 8}; OUR_MAXIO=${OUR_MAXIO:-128k 1M 4M}; OUR_ENGINES=${OUR_ENGINES:-true false}
+  OUR_PREFETCH=${OUR_PREFETCH:-true false}; OUR_ZERO_COPY=${OUR_ZERO_COPY:-false true}
+  RAND_DEPTHS=${RAND_DEPTHS:-32 128}; RAND_SPLITS=${RAND_SPLITS:-1 2 4}; RAND_ENGINES=${RAND_ENGINES:-io_uring libaio}
+  AGENT_STREAMS=${AGENT_STREAMS:-4 8 16}
   bash deploy/install-deps.sh
+fi
+if [ "$REPEAT" -lt 5 ] && [ "$QUICK" = 0 ]; then
+  echo "bench: note: --repeat=$REPEAT (< 5 rounds: not a result to report)" >&2
 fi
 if [ -z "$BIN" ]; then
   echo "bench: building (-c opt)"
-  bazel build -c opt --noshow_progress //storage_node:rangefs-node \
-    //admin:rangefs-admin //tests/bench:rangefs-bench \
-    //client_lib:blocking_fuse //mount:rangefs-mount //tests/bench:null_fuse \
-    2>&1 | grep -E "^ERROR" || true
+  TARGETS=(//storage_node:rangefs-node //admin:rangefs-admin //tests/bench:rangefs-bench
+           //client_lib:blocking_fuse //mount:rangefs-mount //tests/bench:null_fuse
+           //tests/bench:sendfile_stream)
+  bazel build --symlink_prefix=/ -c opt --noshow_progress "${TARGETS[@]}" 2>&1 | grep -E "^ERROR" || true
+  BAZEL_BIN=$(bazel info --symlink_prefix=/ -c opt bazel-bin 2>/dev/null)
   BIN="$WORK/bin"; mkdir -p "$BIN"
   for b in storage_node/rangefs-node admin/rangefs-admin tests/bench/rangefs-bench \
-           client_lib/blocking_fuse mount/rangefs-mount tests/bench/null_fuse; do
-    cp "bazel-out/k8-opt/bin/$b" "$BIN/"
+           client_lib/blocking_fuse mount/rangefs-mount tests/bench/null_fuse \
+           tests/bench/sendfile_stream; do
+    cp "$BAZEL_BIN/$b" "$BIN/"
   done
 fi
 
 declare -A R   # results: name -> number
 row() { printf '| %-46s | %12s | %12s | %7s | %-8s |\n' "$@" >>"$OUT/report.md"; }
-ratio() { python3 -c "import sys; a,b=float(sys.argv[1]),float(sys.argv[2]); print(f'{a/b:.2f}' if b>0 else 'n/a')" "$1" "$2"; }
-median() { python3 -c "import statistics,sys; print(statistics.median(map(float, sys.argv[1:])))" "$@"; }
+# A measurement that failed is the word "failed", never 0: every helper
+# below passes it through (a ratio with a failed side is "n/a").
+isnum() { [[ "$1" =~ ^-?[0-9]+(\.[0-9]*)?([eE][-+]?[0-9]+)?$ ]]; }
+f0() { if isnum "$1"; then printf %.0f "$1"; else printf %s "$1"; fi; }
+f2() { if isnum "$1"; then printf %.2f "$1"; else printf %s "$1"; fi; }
+ratio() { python3 -c "
+import sys
+try: a, b = float(sys.argv[1]), float(sys.argv[2])
+except ValueError: print('n/a'); sys.exit()
+print(f'{a/b:.2f}' if b > 0 else 'n/a')" "$1" "$2"; }
+# median V...: the median, or "failed" if any value is not a number.
+median() { python3 -c "
+import statistics, sys
+try: print(statistics.median(map(float, sys.argv[1:])))
+except ValueError: print('failed')" "$@"; }
+# span V...: "min-max" of the values, or "failed".
+span() { python3 -c "
+import sys
+try: v = [float(x) for x in sys.argv[1:]]
+except ValueError: print('failed'); sys.exit()
+d = 0 if max(v) >= 100 else 2
+print(f'{min(v):.{d}f}-{max(v):.{d}f}')" "$@"; }
 # Records one round of a comparison in OUT/rounds.md: NAME OURS BASELINE.
-round_line() { echo "| $1 | $(printf %.1f "$2") | $(printf %.1f "$3") | $(ratio "$2" "$3") |" >>"$OUT/rounds.md"; }
+round_line() { echo "| $1 | $(f0 "$2") | $(f0 "$3") | $(ratio "$2" "$3") |" >>"$OUT/rounds.md"; }
 jget() { python3 -c "import json,sys; print(json.load(open(sys.argv[1]))[sys.argv[2]])" "$1" "$2"; }
-fio_bw() {  # fio_bw ARGS...: prints MB/s (read)
-  fio --output-format=json "$@" 2>/dev/null | python3 -c '
-import json,sys; d=json.load(sys.stdin)
-print(sum(j["read"]["bw_bytes"] for j in d["jobs"])/1e6)'
+# fio_run JSON ARGS...: runs fio, its JSON into JSON; on failure (exit
+# status, a job's error, no bytes) logs why in OUT/fio_errors.log, returns 1.
+fio_run() {
+  local json=$1
+  shift
+  echo "fio --output-format=json $*" >>"$OUT/commands.log"
+  if ! fio --output-format=json "$@" >"$json" 2>"$json.err"; then
+    { echo "fio failed: fio $*"; cat "$json.err"; } >>"$OUT/fio_errors.log"; return 1
+  fi
+  python3 - "$json" <<'PY' 2>>"$OUT/fio_errors.log" || { echo "  (in fio $*)" >>"$OUT/fio_errors.log"; return 1; }
+import json, sys
+d = json.load(open(sys.argv[1]))
+bad = [j["jobname"] for j in d["jobs"] if j["error"] or j["read"]["io_bytes"] == 0]
+if bad:
+    sys.exit(f"fio: jobs {bad} failed or read nothing")
+PY
 }
-fio_iops() {
-  fio --output-format=json "$@" 2>/dev/null | python3 -c '
-import json,sys; d=json.load(sys.stdin)
-print(sum(j["read"]["iops"] for j in d["jobs"]))'
+# fio_get JSON mbps|iops|cpu: MB/s, IOPS, or CPU s (user + system) per GB
+# read, summed over fio's jobs (each job's usr_cpu/sys_cpu are percentages
+# of its runtime, which excludes the ramp, as its bytes do).
+fio_get() { python3 - "$@" <<'PY'
+import json, sys
+d = json.load(open(sys.argv[1]))
+jobs = d["jobs"]
+gb = sum(j["read"]["io_bytes"] for j in jobs) / 1e9
+if sys.argv[2] == "mbps":
+    print(sum(j["read"]["bw_bytes"] for j in jobs) / 1e6)
+elif sys.argv[2] == "iops":
+    print(sum(j["read"]["iops"] for j in jobs))
+else:
+    cpu = sum((j["usr_cpu"] + j["sys_cpu"]) / 100 * j["job_runtime"] / 1000 for j in jobs)
+    print(cpu / gb)
+PY
+}
+fio_bw() {  # fio_bw ARGS...: MB/s (read), or "failed"
+  if fio_run "$WORK/fio.json" "$@"; then fio_get "$WORK/fio.json" mbps; else echo failed; return 1; fi
+}
+fio_iops() {  # fio_iops ARGS...: IOPS, or "failed"
+  if fio_run "$WORK/fio.json" "$@"; then fio_get "$WORK/fio.json" iops; else echo failed; return 1; fi
 }
 gen() {  # gen FILE SEED BYTES (openssl dies of SIGPIPE when head is done)
   { openssl enc -aes-128-ctr -nosalt -pass "pass:$2" -pbkdf2 </dev/zero 2>/dev/null || true; } | head -c "$3" >"$1"
 }
 
+rm -f "$OUT/fio_errors.log"
+echo "# commands of each run, in order" >"$OUT/commands.log"
 echo "# rangefs benchmark ($(date -u +%Y-%m-%dT%H:%MZ), $(nproc) cores, quick=$QUICK)" >"$OUT/report.md"
 echo >>"$OUT/report.md"
 echo "| measure | rangefs | baseline | ratio | target |" >>"$OUT/report.md"
@@ -115,109 +202,9 @@ echo "|---|---|---|---|---|" >>"$OUT/report.md"
 
 # ---------------------------------------------------------------- Part A
 if [ -z "$ONLY" ] || [ "$ONLY" = A ]; then
-echo "bench: part A (mount path, local cluster)"
-CA="$WORK/clusterA"; CLUSTERS+=("$CA")
-eval "$(deploy/local/cluster.sh up --dir="$CA" --nodes=4 --bin="$BIN" --cluster=bench | tail -n 1)"
-ADMIN=("$BIN/rangefs-admin" --etcd="$RANGEFS_ETCD" --cluster=bench --no-progress)
-mkdir -p "$WORK/data/a"
-for i in $(seq 1 "$FILES"); do
-  gen "$WORK/data/a/f$i" "a$i" $((FILE_MB << 20))
-  "${ADMIN[@]}" file put "$WORK/data/a/f$i" "/a/f$i" --replicas=1 --stripe-unit=4M >/dev/null
-done
-OBJS=$(find "$CA/exports" -type f -path '*/f/*' ! -name '.*' | sort | tr '\n' ':' | sed 's/:$//')
-BENCH=("$BIN/rangefs-bench" --etcd="$RANGEFS_ETCD" --cluster=bench --mount_root="$MOUNT_ROOT" --dir=/a)
-TOTAL=$((FILES * FILE_MB << 20))
-
-prime() {  # prime DIRECT: empty the page cache, or fill it for cached runs
-  sync; echo 3 >/proc/sys/vm/drop_caches 2>/dev/null || true
-  if [ "$1" = 0 ]; then cat $(tr ':' ' ' <<<"$OBJS") >/dev/null; fi
-}
-fio_seq() {  # fio_seq DIRECT NUMJOBS IODEPTH: MB/s of sequential 1 MiB reads
-  prime "$1"
-  fio_bw --name=seq --filename="$OBJS" --rw=read --bs=1M --direct="$1" \
-    --ioengine=io_uring --iodepth="$3" --numjobs="$2" --group_reporting \
-    --size="$((TOTAL / 1048576))M" --runtime="$FIO_RUNTIME" --time_based=0 || echo 0
-}
-ours_seq() {  # ours_seq DIRECT THREADS MAX_IO PREFETCH JSON: MB/s of a rangefs scan
-  prime "$1"
-  "${BENCH[@]}" --workload=scan --once --threads="$2" --data_path=mount --io_size=16M \
-     --max_io_size="$3" --o_direct=$([ "$1" = 1 ] && echo true || echo false) \
-     --prefetch="$4" --json >"$5"
-  python3 -c "print($(jget "$5" gbps)*1000)"
-}
-best_fio() {  # best_fio DIRECT: sweep numjobs x iodepth; prints "NJ QD"
-  local direct=$1 best=0 cfg="1 1" nj qd bw
-  for nj in $SWEEP_JOBS; do
-    for qd in $SWEEP_QD; do
-      bw=$(fio_seq "$direct" "$nj" "$qd")
-      if python3 -c "import sys; sys.exit(0 if $bw > $best else 1)"; then best=$bw; cfg="$nj $qd"; fi
-    done
-  done
-  echo "$cfg"
-}
-for direct in 1 0; do
-  name=$([ "$direct" = 1 ] && echo "O_DIRECT" || echo "cached")
-  read -r fio_nj fio_qd <<<"$(best_fio "$direct")"
-  # Our side of the sweep: scan threads x largest physical read (fio's
-  # numjobs x iodepth); the best configuration is kept, like fio's.
-  best=0; our_t=4; our_mio=1M; our_pf=true
-  for t in $SWEEP_THREADS; do
-    for mio in $SWEEP_MAXIO; do
-      for pf in $SWEEP_PREFETCH; do
-        bw=$(ours_seq "$direct" "$t" "$mio" "$pf" "$WORK/scan.json")
-        if python3 -c "import sys; sys.exit(0 if $bw > $best else 1)"; then best=$bw; our_t=$t; our_mio=$mio; our_pf=$pf; fi
-      done
-    done
-  done
-  echo "threads=$our_t max_io_size=$our_mio prefetch=$our_pf" >"$OUT/a_scan_$name.config"
-  echo "numjobs=$fio_nj iodepth=$fio_qd" >"$OUT/a_fio_$name.config"
-  # The measurement: both best configurations, alternating, REPEAT rounds.
-  fio_v=(); ours_v=()
-  for r in $(seq 1 "$REPEAT"); do
-    fio_v+=("$(fio_seq "$direct" "$fio_nj" "$fio_qd")")
-    ours_v+=("$(ours_seq "$direct" "$our_t" "$our_mio" "$our_pf" "$WORK/scan.json")")
-    cp "$WORK/scan.json" "$OUT/a_scan_${name}_$r.json"
-    round_line "sequential $name $r (MB/s)" "${ours_v[-1]}" "${fio_v[-1]}"
-  done
-  fio_best=$(median "${fio_v[@]}"); ours=$(median "${ours_v[@]}")
-  row "mount-path sequential, $name (MB/s) vs fio best" "$(printf %.0f "$ours")" "$(printf %.0f "$fio_best")" "$(ratio "$ours" "$fio_best")" ">= 0.95"
-  R[scan_$name]=$ours
-done
-# Naive single-stream reader: one dd over each object in turn (O_DIRECT).
-sync; echo 3 >/proc/sys/vm/drop_caches 2>/dev/null || true
-t0=$(date +%s.%N)
-for o in $(tr ':' ' ' <<<"$OBJS"); do dd if="$o" of=/dev/null bs=128k iflag=direct status=none; done
-t1=$(date +%s.%N)
-naive=$(python3 -c "print($TOTAL/1e6/($t1-$t0))")
-row "mount-path sequential O_DIRECT vs naive single stream" "$(printf %.0f "${R[scan_O_DIRECT]}")" "$(printf %.0f "$naive")" "$(ratio "${R[scan_O_DIRECT]}" "$naive")" "> 1"
-# round_robin policy on the same data.
-sync; echo 3 >/proc/sys/vm/drop_caches 2>/dev/null || true
-"${BENCH[@]}" --workload=scan --once $(sed 's/threads=/--threads=/; s/ max_io_size=/ --max_io_size=/; s/ prefetch=/ --prefetch=/' "$OUT/a_scan_O_DIRECT.config") \
-   --data_path=mount --io_size=16M --o_direct=true --policy=round_robin --json >"$OUT/a_scan_rr.json"
-rr=$(python3 -c "print($(jget "$OUT/a_scan_rr.json" gbps)*1000)")
-row "mount-path O_DIRECT least_loaded vs round_robin" "$(printf %.0f "${R[scan_O_DIRECT]}")" "$(printf %.0f "$rr")" "$(ratio "${R[scan_O_DIRECT]}" "$rr")" "~1 (healthy)"
-# 4 KiB random reads: fio io_uring qd32 and our lookup job, alternating,
-# the same time each.
-fio_v=(); ours_v=()
-for r in $(seq 1 "$REPEAT"); do
-  fio_v+=("$(fio_iops --name=rand --filename="$OBJS" --rw=randread --bs=4k --direct=1 \
-     --ioengine=io_uring --iodepth=32 --numjobs=1 --size="$((TOTAL / 1048576))M" \
-     --runtime="$FIO_RUNTIME" --time_based=1 || echo 0)")
-  "${BENCH[@]}" --workload=lookup --threads=4 --batch=32 --data_path=mount --o_direct=true \
-     --duration_s="$FIO_RUNTIME" --hedging=false --json >"$OUT/a_lookup_$r.json"
-  ours_v+=("$(jget "$OUT/a_lookup_$r.json" iops)")
-  round_line "4 KiB random $r (IOPS)" "${ours_v[-1]}" "${fio_v[-1]}"
-done
-fio_rand=$(median "${fio_v[@]}"); ours_iops=$(median "${ours_v[@]}")
-row "4 KiB random ReadV IOPS vs fio io_uring qd32" "$(printf %.0f "$ours_iops")" "$(printf %.0f "$fio_rand")" "$(ratio "$ours_iops" "$fio_rand")" ">= 0.9"
-# The same queue shape as ours: the client keeps one ring per node (4 here,
-# all on this one disk); fio with 4 jobs of qd8 is that shape.
-fio_4x8=$(fio_iops --name=rand --filename="$OBJS" --rw=randread --bs=4k --direct=1 \
-   --ioengine=io_uring --iodepth=8 --numjobs=4 --group_reporting --size="$((TOTAL / 1048576))M" \
-   --runtime="$FIO_RUNTIME" --time_based=1 || echo 0)
-row "4 KiB random ReadV IOPS vs fio 4 jobs x qd8 (one ring per node, as ours)" "$(printf %.0f "$ours_iops")" "$(printf %.0f "$fio_4x8")" "$(ratio "$ours_iops" "$fio_4x8")" "(info)"
-deploy/local/cluster.sh down --dir="$CA" >/dev/null
-fi  # part A
+  # shellcheck source=tests/bench/part_a.sh
+  source "$ROOT/tests/bench/part_a.sh"
+fi
 
 # ---------------------------------------------------------------- Part H
 if [ -z "$ONLY" ] || [ "$ONLY" = H ]; then
@@ -273,7 +260,8 @@ for r in $(seq 1 "$HUNG_ROUNDS"); do
   round_line "cold scan, n2 mount hung $r (p99 us; exit $(printf %.2f "${exits[-1]}") s after last read)" "${hp[-1]}" "${bp[-1]}"
 done
 ln -sfn "$CH/exports/n2" "$MOUNT_ROOT/n2"
-rng() { python3 -c "import sys; v=[float(x)/1000 for x in sys.argv[1:]]; print(f'{min(v):.0f}-{max(v):.0f}')" "$@"; }
+rng() { python3 -c "import sys; v=[float(x)/1000 for x in sys.argv[1:]]; d = 0 if max(v) >= 100 else 2
+print(f'{min(v):.{d}f}-{max(v):.{d}f}')" "$@"; }
 hmed=$(median "${hp[@]}"); bmed=$(median "${bp[@]}")
 target=$(python3 -c "print(round((3*$bmed/1000+200)))")
 emax=$(python3 -c "import sys; print(f'{max(map(float, sys.argv[1:])):.2f}')" "${exits[@]}")
@@ -309,13 +297,14 @@ eval "$(deploy/local/cluster.sh up --dir="$CB" --nodes=4 --hosts=netns --insecur
 source "$CB/cluster.env"
 NS_C="rfs${TAG}-c"
 inc() { ip netns exec "$NS_C" "$@"; }
-# iperf3 through the same capped links: every host sends to the client.
+# iperf3 through the same capped links: every host sends to the client,
+# one stream each, 1 MiB writes, the first second omitted.
 for i in 1 2 3 4; do
   ip netns exec "rfs${TAG}-$i" iperf3 -s -p "520$i" -D --logfile "$WORK/iperf$i.log" -I "$WORK/iperf$i.pid"
 done
 sleep 0.5
 for i in 1 2 3 4; do
-  inc iperf3 -c "10.250.${TAG}.$((10 + i))" -p "520$i" -R -t "$((DUR / 2 + 1))" -J >"$WORK/ip$i.json" &
+  inc iperf3 -c "10.250.${TAG}.$((10 + i))" -p "520$i" -R -l 1M -O 1 -t "$((DUR / 2 + 1))" -J >"$WORK/ip$i.json" &
 done
 wait
 ceiling=$(python3 -c "
@@ -327,6 +316,27 @@ for i in $(seq 1 "$FILES"); do
   gen "$WORK/data/b/g$i" "b$i" $((FILE_MB / 2 << 20))
   inc "${ADMIN[@]}" file put "$WORK/data/b/g$i" "/b/g$i" --replicas=2 --stripe-unit=1M >/dev/null
 done
+# The other ceiling: each host sendfile(2)s its own objects to the client
+# (tests/bench/sendfile_stream, one stream per host, through the caps).
+for i in 1 2 3 4; do
+  mapfile -t hobjs < <(find "$CB/exports/n$i" -type f -path '*/f/*' ! -name '.*' | sort)
+  ip netns exec "rfs${TAG}-$i" setsid "$BIN/sendfile_stream" serve "10.250.${TAG}.$((10 + i))" "521$i" "${hobjs[@]}" \
+    >"$WORK/sf$i.log" 2>&1 </dev/null &
+  echo $! >"$WORK/iperf-sf$i.pid"  # stopped with the iperf3 servers
+done
+for i in 1 2 3 4; do
+  for _ in $(seq 1 100); do inc bash -c "exec 3<>/dev/tcp/10.250.${TAG}.$((10 + i))/521$i" 2>/dev/null && break; sleep 0.05; done
+done
+sf_jobs=()
+for i in 1 2 3 4; do
+  inc "$BIN/sendfile_stream" fetch "10.250.${TAG}.$((10 + i))" "521$i" 1 1 "$((DUR / 2))" >"$WORK/sf$i.json" 2>>"$OUT/fio_errors.log" &
+  sf_jobs+=($!)
+done
+wait "${sf_jobs[@]}" || true
+for i in 1 2 3 4; do kill "$(cat "$WORK/iperf-sf$i.pid")" 2>/dev/null || true; done
+sf_ceiling=$(python3 -c "
+import json
+print(sum(json.load(open('$WORK/sf%d.json'%i))['mbps'] for i in (1,2,3,4)))" 2>/dev/null || echo failed)
 # 16 MiB calls without Reader prefetch: the scan consumes nothing between
 # calls, so a background window only adds a copy (measured 350-360 MB/s with
 # 4 MiB calls and prefetch, 370-375 without, on 800 mbit caps). 16 threads
@@ -396,6 +406,7 @@ scenario balanced_rr round_robin none "${NAIVE[@]}"
 bal=$(python3 -c "print($(bmedian balanced gbps)*1000)")
 brounds balanced gbps "$ceiling" 1000 MB/s
 row "agent path balanced (MB/s) vs iperf3 through the caps" "$(printf %.0f "$bal")" "$(printf %.0f "$ceiling")" "$(ratio "$bal" "$ceiling")" ">= 0.95"
+row "agent path balanced (MB/s) vs sendfile streams through the caps" "$(f0 "$bal")" "$(f0 "$sf_ceiling")" "$(ratio "$bal" "$sf_ceiling")" ">= 0.95"
 avail=$(python3 -c "print($ceiling*(3+0.1)/4)")
 repeated slow least_loaded slow
 scenario slow_rr round_robin none "${NAIVE[@]}"  # the slow cap is still in place
@@ -429,8 +440,5 @@ if command -v gnuplot >/dev/null; then
   done
 fi
 echo >>"$OUT/report.md"
-if [ -z "$ONLY" ] || [ "$ONLY" = A ]; then
-  echo "rangefs mount-path best configs: O_DIRECT $(cat "$OUT/a_scan_O_DIRECT.config"), cached $(cat "$OUT/a_scan_cached.config") (swept like fio's numjobs x iodepth)." >>"$OUT/report.md"
-fi
 echo "iperf3 ceiling through the caps: $(printf %.0f "$ceiling") MB/s; data: $FILES x $FILE_MB MiB (part A), $FILES x $((FILE_MB / 2)) MiB x 2 replicas (part B)." >>"$OUT/report.md"
 cat "$OUT/report.md"
