@@ -179,7 +179,9 @@ TEST_F(LocateTest, LocalNodeServesEveryReadFromItsExport) {
   EXPECT_EQ(s.local_bytes, 4 * data.size());
   for (const NodeStats& n : s.nodes) {
     EXPECT_EQ(n.local, n.node == "n2") << n.node;
-    if (n.node != "n2") EXPECT_EQ(n.requests, 0u) << n.node;
+    if (n.node != "n2") {
+      EXPECT_EQ(n.requests, 0u) << n.node;
+    }
   }
   f->reset();
   // Without it the reads go to the replicas' mounts (n2's fails over).
