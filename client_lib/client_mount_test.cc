@@ -287,11 +287,12 @@ uint64_t Sum(const ClientStats& s, uint64_t NodeStats::*field) {
 
 TEST_F(ClientMountTest, RingAndWorkerPathsAreByteExact) {
   const std::string data = ExtentFile("/f", 3 << 20, {0, 1});
-  for (int mode = 0; mode < 8; ++mode) {
+  for (int mode = 0; mode < 16; ++mode) {
     ClientOptions o = Options();
     o.io_uring = mode & 1;
     o.o_direct = mode & 2;
     o.verify = (mode & 4) ? VerifyMode::kFull : VerifyMode::kOff;
+    o.page_cache_reads = mode & 8;
     o.max_io_size = 64 << 10;
     Client* client = OpenClient(o);
     ASSERT_NE(client, nullptr);
@@ -299,9 +300,19 @@ TEST_F(ClientMountTest, RingAndWorkerPathsAreByteExact) {
     ClientStats s = client->Stats();
     SCOPED_TRACE(absl::StrCat("mode ", mode));
     EXPECT_GT(Sum(s, &NodeStats::mount_reads), 0u);
+    // Without io_uring no thread holds the files open for the page-cache
+    // path; O_DIRECT reads never take it. Verifying, it takes only pieces
+    // of whole sidecar blocks (random ranges rarely are).
+    const bool cached = o.page_cache_reads && o.io_uring && !o.o_direct;
+    if (!cached) {
+      EXPECT_EQ(Sum(s, &NodeStats::cached_reads), 0u);
+    } else if (o.verify == VerifyMode::kOff) {
+      EXPECT_GT(Sum(s, &NodeStats::cached_reads), 0u);
+    }
     if (o.io_uring) {
-      EXPECT_EQ(Sum(s, &NodeStats::uring_reads),
-                Sum(s, &NodeStats::mount_reads));
+      EXPECT_EQ(
+          Sum(s, &NodeStats::uring_reads) + Sum(s, &NodeStats::cached_reads),
+          Sum(s, &NodeStats::mount_reads));
     } else {
       EXPECT_EQ(Sum(s, &NodeStats::uring_reads), 0u);
     }
@@ -434,6 +445,7 @@ TEST_F(ClientMountTest, SmallReadsRunOnTheCallersRingAndLargeOnesDoNot) {
   OneExtentFile("/one", one.size(), {{2, "one"}});
   ClientOptions o = Options();
   o.max_io_size = 256 << 10;
+  o.page_cache_reads = false;  // the rings' paths, not the page cache's
   Client* client = OpenClient(o);
   ASSERT_NE(client, nullptr);
   // The first reads open the objects on the nodes' ring threads; the
@@ -468,6 +480,7 @@ TEST_F(ClientMountTest, ReadThatWouldBlockLeavesTheCallersRing) {
   OneExtentFile("/hung", 4096, {{0, "hung"}});
   ClientOptions o = Options();
   o.hedging = false;
+  o.page_cache_reads = false;  // the caller's ring, not the page cache
   Client* client = OpenClient(o);
   ASSERT_NE(client, nullptr);
   auto hung = client->OpenFile("/hung");
@@ -509,6 +522,98 @@ TEST_F(ClientMountTest, ReadThatWouldBlockLeavesTheCallersRing) {
   ASSERT_THAT((*g)->Read(4096, absl::MakeSpan(got)), IsOk());
   EXPECT_TRUE(got == good.substr(4096));
   EXPECT_EQ(FindNode(client->Stats(), "n1").caller_reads, 1u);
+}
+
+// Once a node's ring thread has opened an object, reads of its cached
+// bytes are copied by the calling thread itself: whole pieces, verified
+// against the sidecar, with no hand-off (uring_reads does not move).
+TEST_F(ClientMountTest, CachedBytesAreCopiedByTheCallingThread) {
+  const std::string one = RandomBytes(1 << 20);
+  PutObject(Node(2), "one", one);
+  OneExtentFile("/one", one.size(), {{2, "one"}});
+  for (VerifyMode verify : {VerifyMode::kOff, VerifyMode::kFull}) {
+    ClientOptions o = Options();
+    o.verify = verify;
+    o.max_io_size = 256 << 10;
+    Client* client = OpenClient(o);
+    ASSERT_NE(client, nullptr);
+    auto f = client->OpenFile("/one");
+    ASSERT_THAT(f, IsOk());
+    std::string got(4096, '\0');
+    ASSERT_THAT((*f)->Read(0, absl::MakeSpan(got)), IsOk());  // opens "one"
+    const NodeStats before = FindNode(client->Stats(), "n2");
+    EXPECT_EQ(before.cached_reads, 0u);
+    std::string all(one.size(), '\0');
+    ASSERT_THAT((*f)->Read(0, absl::MakeSpan(all)), IsOk());
+    EXPECT_TRUE(all == one);
+    const NodeStats after = FindNode(client->Stats(), "n2");
+    EXPECT_EQ(after.cached_reads, before.cached_reads + 4);  // 4 pieces
+    EXPECT_EQ(after.uring_reads, before.uring_reads);
+    EXPECT_EQ(after.bytes, before.bytes + one.size());
+    EXPECT_EQ(after.inflight, 0);
+    EXPECT_EQ(client->Stats().retries, 0u);
+  }
+}
+
+// Verifying needs whole sidecar blocks: a piece that is not goes to the
+// node's ring, which reads the blocks around it.
+TEST_F(ClientMountTest, PieceNotWholeBlocksWhenVerifyingGoesToTheRing) {
+  const std::string one = RandomBytes(64 << 10);
+  PutObject(Node(2), "one", one);
+  OneExtentFile("/one", one.size(), {{2, "one"}});
+  ClientOptions o = Options();
+  o.verify = VerifyMode::kFull;
+  Client* client = OpenClient(o);
+  ASSERT_NE(client, nullptr);
+  auto f = client->OpenFile("/one");
+  ASSERT_THAT(f, IsOk());
+  std::string got(4096, '\0');
+  ASSERT_THAT((*f)->Read(0, absl::MakeSpan(got)), IsOk());  // opens "one"
+  ASSERT_THAT((*f)->Read(4096, absl::MakeSpan(got)), IsOk());
+  EXPECT_TRUE(got == one.substr(4096, 4096));
+  const NodeStats s = FindNode(client->Stats(), "n2");
+  EXPECT_EQ(s.cached_reads, 1u);  // the block-aligned read
+  std::string odd(100, '\0');
+  ASSERT_THAT((*f)->Read(5000, absl::MakeSpan(odd)), IsOk());
+  EXPECT_TRUE(odd == one.substr(5000, 100));
+  const NodeStats s2 = FindNode(client->Stats(), "n2");
+  EXPECT_EQ(s2.cached_reads, s.cached_reads);
+  EXPECT_EQ(s2.mount_reads, s.mount_reads + 1);
+}
+
+// A corrupt cached block is never returned: the page-cache path leaves the
+// piece to the usual path, which finds the mismatch (here, on the only
+// replica: DATA_LOSS).
+TEST_F(ClientMountTest, CorruptCachedBytesAreNeverReturned) {
+  const std::string one = RandomBytes(256 << 10);
+  PutObject(Node(1), "one", one);
+  OneExtentFile("/one", one.size(), {{1, "one"}});
+  ClientOptions o = Options();
+  o.verify = VerifyMode::kFull;
+  Client* client = OpenClient(o);
+  ASSERT_NE(client, nullptr);
+  auto f = client->OpenFile("/one");
+  ASSERT_THAT(f, IsOk());
+  std::string all(one.size(), '\0');
+  ASSERT_THAT((*f)->Read(0, absl::MakeSpan(all)), IsOk());  // opens "one"
+  ASSERT_THAT((*f)->Read(0, absl::MakeSpan(all)), IsOk());
+  ASSERT_TRUE(all == one);
+  const NodeStats before = FindNode(client->Stats(), "n1");
+  ASSERT_GT(before.cached_reads, 0u);  // the page-cache path serves it
+  // Flip a byte of the object in place (the open file sees it).
+  {
+    const std::string path = absl::StrCat(root_, "/n1/one");
+    std::fstream io(path, std::ios::in | std::ios::out | std::ios::binary);
+    io.seekp(1000);
+    io.put(static_cast<char>(one[1000] ^ 1));
+    ASSERT_TRUE(io.good());
+  }
+  EXPECT_THAT((*f)->Read(0, absl::MakeSpan(all)),
+              StatusIs(absl::StatusCode::kDataLoss));
+  const NodeStats after = FindNode(client->Stats(), "n1");
+  EXPECT_EQ(after.cached_reads, before.cached_reads);
+  EXPECT_GT(after.checksum_failures, before.checksum_failures);
+  EXPECT_EQ(after.inflight, 0);
 }
 
 TEST_F(ClientMountTest, MountdStatusGatesMountReads) {

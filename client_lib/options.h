@@ -89,6 +89,15 @@ struct ClientOptions {
   // never owns a read that a hung mount holds; a file system that refuses
   // RWF_NOWAIT turns the caller path off for that node.
   bool io_uring = true;
+  // Mount reads whose bytes are already in the page cache of a local file
+  // system (ext4, xfs, btrfs, tmpfs: a node's export on this host, or a
+  // test's) are copied by the calling thread straight into the caller's
+  // buffer with preadv2(RWF_NOWAIT) (the bytes checked against the sidecar
+  // when verifying): one copy, no hand-off to the node's threads. A read
+  // not wholly cached, and every read of a network or FUSE mount (which may
+  // block), goes the usual way. Needs io_uring (the node's ring thread
+  // opens the files).
+  bool page_cache_reads = true;
   // Reads in flight per node on the node's ring (the per-node cap there),
   // and per call on a borrowed ring.
   int io_uring_depth = 32;

@@ -40,6 +40,9 @@ struct NodeStats {
   // Of those, small reads the calling thread submitted and reaped on a ring
   // of its own (no hand-off to the node's ring thread).
   uint64_t caller_reads = 0;
+  // Mount attempts the calling thread copied out of the page cache itself
+  // (ClientOptions::page_cache_reads); not counted in uring_reads.
+  uint64_t cached_reads = 0;
   bool mount_reported_down = false;  // rangefs-mountd: mount not healthy
   bool local = false;    // this host's node (ClientOptions::local_node)
   int64_t inflight = 0;  // now

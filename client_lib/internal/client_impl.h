@@ -165,8 +165,14 @@ class ClientImpl : public Client, public FileHost {
   // Whether a replica of `p` has not been tried yet in this call.
   bool HasUntriedReplica(const PieceState& p);
   // Hands the attempts Dispatch queued in b.outbox to their nodes, or
-  // starts them on the caller's ring (NodeRuntime::StartOnCaller).
+  // starts them on the caller's ring (NodeRuntime::StartOnCaller), or
+  // copies them out of the page cache here (ReadCachedOnCaller).
   void Flush(Batch& b) ABSL_EXCLUSIVE_LOCKS_REQUIRED(b.mu);
+  // Serves `t` on the calling thread from the page cache when its node
+  // allows (NodeRuntime::ReadCached), under the claim rule; true if done.
+  // Releases b.mu while it copies.
+  bool ReadCachedOnCaller(Batch& b, Task& t)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(b.mu);
   // A ring for the calling thread's small mount reads, while its call
   // runs; null when io_uring is off or refused, or kMaxCallerRings are out.
   ReadRing* BorrowRing();

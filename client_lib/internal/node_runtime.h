@@ -104,7 +104,7 @@ class TaskQueue {
 struct NodeCounters {
   std::atomic<uint64_t> bytes{0}, requests{0}, errors{0}, timeouts{0},
       stalls{0}, moved{0}, checksum_failures{0}, mount_reads{0}, agent_reads{0},
-      uring_reads{0}, caller_reads{0};
+      uring_reads{0}, caller_reads{0}, cached_reads{0};
   std::atomic<int64_t> inflight{0}, outstanding_bytes{0};
 };
 
@@ -191,6 +191,17 @@ class NodeRuntime : public std::enable_shared_from_this<NodeRuntime> {
   bool StartOnCaller(Task& t, ReadRing& ring);
   // A read started by StartOnCaller ended (ReadRing::Reap).
   void CallerDone(ReadRing::Slot& s, int res);
+  // Whether ReadCached may serve `a`: a mount known good, on a local file
+  // system, its file already open, its sidecar loaded when verifying.
+  // Cheap, never blocks.
+  bool MayReadCached(const Attempt* a);
+  // Copies `a`'s bytes into `dst` (a->length bytes, the caller's buffer,
+  // claimed for it) on the calling thread, only from the page cache
+  // (RWF_NOWAIT), checked against the sidecar when verifying; finishes
+  // the attempt's node-side accounting. False if not served (not wholly
+  // cached, a checksum mismatch, an error): `dst` may then hold anything,
+  // and the attempt goes its usual way.
+  bool ReadCached(Attempt* a, char* dst);
   // Tells the threads to stop: queued attempts (of calls that returned) end
   // as not needed; the ring thread leaves once its reads have ended. No new
   // thread starts.

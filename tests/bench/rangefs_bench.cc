@@ -89,6 +89,9 @@ ABSL_FLAG(int, inflight_per_node, 8, "physical reads in flight per node");
 ABSL_FLAG(uint64_t, min_file_size, 0, "only use files at least this big");
 ABSL_FLAG(uint64_t, max_file_size, UINT64_MAX, "only files at most this big");
 ABSL_FLAG(bool, io_uring, true, "mount path: per-node io_uring ring thread");
+ABSL_FLAG(bool, page_cache_reads, true,
+          "mount path: the calling thread copies bytes already in the page "
+          "cache of a local file system itself");
 ABSL_FLAG(int, io_uring_depth, 32, "io_uring: reads in flight per node");
 ABSL_FLAG(std::string, max_io_size, "1M", "largest physical read");
 ABSL_FLAG(double, teardown_timeout_s, 1,
@@ -194,6 +197,7 @@ int main(int argc, char** argv) {
   o.agent_tls.key_file = absl::GetFlag(FLAGS_agent_key);
   o.max_inflight_per_node = absl::GetFlag(FLAGS_inflight_per_node);
   o.io_uring = absl::GetFlag(FLAGS_io_uring);
+  o.page_cache_reads = absl::GetFlag(FLAGS_page_cache_reads);
   o.io_uring_depth = absl::GetFlag(FLAGS_io_uring_depth);
   o.max_io_size = ParseSize(absl::GetFlag(FLAGS_max_io_size));
   o.default_deadline = absl::Seconds(absl::GetFlag(FLAGS_deadline_s));
@@ -451,10 +455,11 @@ int main(int argc, char** argv) {
         &nodes_text,
         absl::StrFormat(
             "  %-8s %10.1f MB  %6d req  %3d err  (mount %d of which on "
-            "callers' rings %d, agent %d)\n",
+            "callers' rings %d, from the page cache %d; agent %d)\n",
             n.node, n.bytes / 1e6, static_cast<int>(n.requests),
             static_cast<int>(n.errors), static_cast<int>(n.mount_reads),
-            static_cast<int>(n.caller_reads), static_cast<int>(n.agent_reads)));
+            static_cast<int>(n.caller_reads), static_cast<int>(n.cached_reads),
+            static_cast<int>(n.agent_reads)));
   }
   if (absl::GetFlag(FLAGS_json)) {
     printf(
