@@ -52,6 +52,12 @@ std::string FormatPrometheus(const ClientStats& s) {
   Counter(out, "stale_layout_serves_total",
           "Layouts served from cache while etcd was unreachable.",
           s.stale_layout_serves);
+  Counter(out, "layout_hits_total", "Layouts served from the cache.",
+          s.layout_hits);
+  Counter(out, "layout_cold_lookups_total", "Layouts read from etcd.",
+          s.layout_cold_lookups);
+  Counter(out, "etcd_requests_total", "Unary etcd requests sent.",
+          s.etcd_requests);
   struct NodeMetric {
     const char* name;
     uint64_t NodeStats::*field;

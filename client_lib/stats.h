@@ -61,8 +61,13 @@ struct ClientStats {
   uint64_t layout_aborts = 0;        // ABORTED: layout changed
   uint64_t layout_refreshes = 0;     // same bytes, new layout adopted
   uint64_t stale_layout_serves = 0;  // LayoutCache stats
-  std::vector<NodeStats> nodes;      // sorted by node id
-  LatencyHistogram latency;          // all attempts, cumulative
+  uint64_t layout_hits = 0;          // opens/stats served from the cache
+  uint64_t layout_cold_lookups = 0;  // ... that read etcd
+  // Unary etcd requests the Client's own etcd connection sent (0 when it
+  // shares another's, client_lib/embedding.h).
+  uint64_t etcd_requests = 0;
+  std::vector<NodeStats> nodes;  // sorted by node id
+  LatencyHistogram latency;      // all attempts, cumulative
 };
 
 // Formats `stats` in the Prometheus text exposition format (rangefs_client_*

@@ -115,6 +115,8 @@ class ClientImpl : public Client, public FileHost {
                                                  int64_t at_revision) override;
   absl::StatusOr<FileInfo> Stat(absl::string_view path) override;
   absl::StatusOr<std::vector<FileInfo>> List(absl::string_view dir) override;
+  absl::StatusOr<std::unique_ptr<Dataset>> OpenDataset(
+      absl::string_view dir, int64_t at_revision) override;
   std::vector<absl::StatusOr<size_t>> ReadV(
       absl::Span<const FileReadRange> ranges,
       const ReadOptions& options) override;
