@@ -66,6 +66,14 @@ struct ClientStats {
   // Unary etcd requests the Client's own etcd connection sent (0 when it
   // shares another's, client_lib/embedding.h).
   uint64_t etcd_requests = 0;
+  // Single flight (ClientOptions::single_flight): pieces served by another
+  // read in flight of the same bytes, and those bytes (physical reads
+  // saved); followers released to read themselves (the leader's call ended
+  // without the bytes); followers waiting now.
+  uint64_t shared_pieces = 0;
+  uint64_t shared_bytes = 0;
+  uint64_t shared_released = 0;
+  int64_t shared_waiting = 0;
   std::vector<NodeStats> nodes;  // sorted by node id
   LatencyHistogram latency;      // all attempts, cumulative
 };

@@ -411,6 +411,11 @@ ClientStats ClientImpl::Stats() {
   s.layout_hits = cs.hits;
   s.layout_cold_lookups = cs.cold_lookups;
   s.etcd_requests = etcd_ != nullptr ? etcd_->requests_sent() : 0;
+  const FlightStats fs = flights_->stats();
+  s.shared_pieces = fs.shared_pieces;
+  s.shared_bytes = fs.shared_bytes;
+  s.shared_released = fs.released;
+  s.shared_waiting = fs.waiting;
   s.latency = ToLatencyHistogram(latency_.GlobalCumulativeSnapshot());
   absl::ReaderMutexLock l(&nodes_mu_);
   for (auto& [id, n] : nodes_) {

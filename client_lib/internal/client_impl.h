@@ -80,6 +80,7 @@
 #include "client_lib/internal/file_impl.h"
 #include "client_lib/internal/node_runtime.h"
 #include "client_lib/internal/read_ring.h"
+#include "client_lib/internal/single_flight.h"
 #include "client_lib/mountd/mount_status.h"
 #include "loadbalancer/hedge.h"
 #include "loadbalancer/registry.h"
@@ -205,6 +206,10 @@ class ClientImpl : public Client, public FileHost {
   absl::Duration WaitFor(const CallLoop& c) const;
   // Sleeps up to `wait` on the caller's ring or the batch's condvar.
   void Wait(Batch& b, absl::Duration wait);
+  // Single flight (single_flight.h): piece i joins a read in flight of the
+  // same bytes (true: it waits for it) or leads a new flight (false).
+  bool JoinFlight(const std::shared_ptr<Batch>& b, int i)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(b->mu);
   // Closes the batch: no copy starts after this; waits for started ones.
   void CloseCall(Batch& b);
   void CollectResults(Batch& b, std::vector<absl::StatusOr<size_t>>& results);
@@ -247,6 +252,10 @@ class ClientImpl : public Client, public FileHost {
   std::vector<std::unique_ptr<ReadRing>> rings_ ABSL_GUARDED_BY(rings_mu_);
   std::vector<ReadRing*> idle_rings_ ABSL_GUARDED_BY(rings_mu_);
   bool rings_refused_ ABSL_GUARDED_BY(rings_mu_) = false;
+
+  // Reads in flight that other pieces may join (single_flight.h); shared
+  // with the flights, which an I/O thread may end after the client is gone.
+  const std::shared_ptr<FlightTable> flights_ = std::make_shared<FlightTable>();
 
   std::atomic<uint64_t> seed_counter_{0};
   std::atomic<uint64_t> reads_{0}, pieces_{0}, bytes_{0}, retries_{0},
