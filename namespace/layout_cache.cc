@@ -355,12 +355,14 @@ absl::Status LayoutCache::ForEachPage(
   const std::string end = PrefixRangeEnd(prefix);
   std::string start = prefix;
   int64_t revision = 0;
+  int64_t limit = NextPageSize({});
   while (true) {
     RANGEFS_ASSIGN_OR_RETURN(KvRange r,
-                             kv_->Range(start, end, kPageSize, revision));
+                             kv_->Range(start, end, limit, revision));
     if (revision == 0) revision = r.revision;
     if (r.kvs.empty()) break;
     std::string last = r.kvs.back().key;
+    if (r.more) limit = NextPageSize(r);  // before on_page takes the values
     on_page(r.kvs, revision);
     if (!r.more) break;
     start = std::move(last);

@@ -66,6 +66,8 @@ absl::StatusOr<SubtreeSnapshot> LoadSubtree(KvBackend& kv, const Keys& keys,
                                             int64_t revision,
                                             int64_t page_size) {
   RANGEFS_RETURN_IF_ERROR(ValidateDir(dir));
+  const bool adaptive = page_size == 0;
+  if (adaptive) page_size = NextPageSize({});
   if (page_size < 1 || page_size > 10000) {
     return absl::InvalidArgumentError(
         absl::StrCat("page size ", page_size, " is not in 1..10000"));
@@ -80,8 +82,9 @@ absl::StatusOr<SubtreeSnapshot> LoadSubtree(KvBackend& kv, const Keys& keys,
   const std::string end = PrefixRangeEnd(prefix);
   std::string start = prefix;
   int64_t at = revision;
+  int64_t limit = page_size;
   while (true) {
-    absl::StatusOr<KvRange> r = kv.Range(start, end, page_size, at);
+    absl::StatusOr<KvRange> r = kv.Range(start, end, limit, at);
     if (!r.ok()) {
       if (absl::IsOutOfRange(r.status())) {
         return absl::OutOfRangeError(absl::StrCat(
@@ -94,6 +97,8 @@ absl::StatusOr<SubtreeSnapshot> LoadSubtree(KvBackend& kv, const Keys& keys,
     if (at == 0) at = r->revision;
     if (r->kvs.empty()) break;
     std::string last = r->kvs.back().key;
+    // Sized before the loop below takes the values.
+    if (adaptive && r->more) limit = NextPageSize(*r);
     for (KvEntry& e : r->kvs) {
       std::string path;
       if (!keys.ParseFile(e.key, &path)) continue;

@@ -8,8 +8,9 @@
 //                            LoadSubtree(kv, keys, "/crawl", /*revision=*/0));
 //   const SnapshotFile* f = s.Find("/crawl/part-0001");
 //
-// Reads pages of `page_size` keys with etcd Range at one revision (the
-// first page's when `revision` is 0), so the snapshot is consistent. A
+// Reads pages of `page_size` keys (0: NextPageSize, kv.h) with etcd Range
+// at one revision (the first page's when `revision` is 0), so the snapshot
+// is consistent. A
 // record that fails the gate is kept with `invalid` set (naming the key
 // and the rule) and hides no other file.
 #ifndef RANGEFS_NAMESPACE_SUBTREE_SNAPSHOT_H_
@@ -53,13 +54,13 @@ struct SubtreeSnapshot {
   std::pair<size_t, size_t> Below(absl::string_view sub) const;
 };
 
-// INVALID_ARGUMENT (bad dir or page_size outside 1..10000); OUT_OF_RANGE
+// INVALID_ARGUMENT (bad dir or page_size outside 0..10000); OUT_OF_RANGE
 // when `revision` is compacted or in the future (saying so); UNAVAILABLE /
 // DEADLINE_EXCEEDED when etcd cannot be reached.
 absl::StatusOr<SubtreeSnapshot> LoadSubtree(KvBackend& kv, const Keys& keys,
                                             absl::string_view dir,
                                             int64_t revision,
-                                            int64_t page_size = 1000);
+                                            int64_t page_size = 0);
 
 }  // namespace ns
 }  // namespace rangefs
