@@ -206,10 +206,6 @@ class ClientImpl : public Client, public FileHost {
   absl::Duration WaitFor(const CallLoop& c) const;
   // Sleeps up to `wait` on the caller's ring or the batch's condvar.
   void Wait(Batch& b, absl::Duration wait);
-  // Single flight (single_flight.h): piece i joins a read in flight of the
-  // same bytes (true: it waits for it) or leads a new flight (false).
-  bool JoinFlight(const std::shared_ptr<Batch>& b, int i)
-      ABSL_EXCLUSIVE_LOCKS_REQUIRED(b->mu);
   // Closes the batch: no copy starts after this; waits for started ones.
   void CloseCall(Batch& b);
   void CollectResults(Batch& b, std::vector<absl::StatusOr<size_t>>& results);

@@ -354,14 +354,6 @@ void ClientImpl::RunLoop(CallLoop& c) {
   }
 }
 
-bool ClientImpl::JoinFlight(const std::shared_ptr<Batch>& b, int i) {
-  if (!options_.single_flight) return false;
-  PieceState& p = b->pieces[i];
-  p.flight = flights_->JoinOrLead(*p.path, p.mod_revision, p.file_id,
-                                  p.piece.offset, p.piece.length, b, i);
-  return p.flight == nullptr;
-}
-
 void ClientImpl::CloseCall(Batch& b) {
   // Close: no worker may start a copy from now on; wait for started ones.
   // Anything still in the outbox (a deadline broke the loop) is handed over
@@ -432,9 +424,18 @@ std::vector<absl::StatusOr<size_t>> ClientImpl::Execute(
   {
     absl::MutexLock l(&b.mu);
     b.remaining = static_cast<int>(b.pieces.size());
+  }
+  // Single flight: pieces whose bytes another read is fetching wait for it
+  // (single_flight.h); the others are dispatched, last piece first.
+  if (options_.single_flight) {
+    flights_->JoinOrLead(c.b, c.waiting);
+  } else {
     for (int i = static_cast<int>(b.pieces.size()) - 1; i >= 0; --i) {
-      if (!JoinFlight(c.b, i)) c.waiting.push_back(i);
+      c.waiting.push_back(i);
     }
+  }
+  {
+    absl::MutexLock l(&b.mu);
     RunLoop(c);
     CloseCall(b);
     CollectResults(b, results);

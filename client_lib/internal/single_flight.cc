@@ -7,44 +7,48 @@
 namespace rangefs {
 namespace client_internal {
 
-std::shared_ptr<Flight> FlightTable::JoinOrLead(
-    const std::string& path, int64_t mod_revision, uint64_t file_id,
-    uint64_t offset, uint64_t length, const std::shared_ptr<Batch>& batch,
-    int piece) {
-  const Key key(mod_revision, file_id);
-  absl::MutexLock l(&mu_);
-  std::vector<std::shared_ptr<Flight>>& list = flights_[key];
-  for (const std::shared_ptr<Flight>& f : list) {
-    if (f->path_ == path && f->offset_ <= offset &&
-        offset + length <= f->offset_ + f->length_) {
-      f->followers_.push_back({batch, piece, offset, length});
-      waiting_.fetch_add(1, std::memory_order_relaxed);
-      return nullptr;
+void FlightTable::JoinOrLead(const std::shared_ptr<Batch>& batch,
+                             std::vector<int>& lead) {
+  std::lock_guard<std::mutex> l(mu_);
+  for (int i = static_cast<int>(batch->pieces.size()) - 1; i >= 0; --i) {
+    PieceState& p = batch->pieces[i];
+    const Key key(p.mod_revision, p.file_id);
+    const uint64_t offset = p.piece.offset;
+    const uint64_t length = p.piece.length;
+    std::vector<std::shared_ptr<Flight>>& list = flights_[key];
+    bool joined = false;
+    for (const std::shared_ptr<Flight>& f : list) {
+      if (f->offset_ <= offset && offset + length <= f->offset_ + f->length_ &&
+          (f->path_ == p.path || *f->path_ == *p.path)) {
+        f->followers_.push_back({batch, i, offset, length});
+        waiting_.fetch_add(1, std::memory_order_relaxed);
+        joined = true;
+        break;
+      }
     }
+    if (joined) continue;
+    p.flight = std::make_shared<Flight>(shared_from_this(), key, p.path, offset,
+                                        length);
+    list.push_back(p.flight);
+    lead.push_back(i);
   }
-  auto f = std::make_shared<Flight>(shared_from_this(), path, offset, length);
-  list.push_back(f);
-  keys_.emplace(f.get(), key);
-  return f;
 }
 
 std::vector<Flight::Follower> FlightTable::Take(Flight* f) {
-  absl::MutexLock l(&mu_);
+  std::lock_guard<std::mutex> l(mu_);
   if (f->ended_) return {};
   f->ended_ = true;
-  auto k = keys_.find(f);
-  if (k != keys_.end()) {
-    auto it = flights_.find(k->second);
-    if (it != flights_.end()) {
-      std::vector<std::shared_ptr<Flight>>& list = it->second;
-      list.erase(std::remove_if(list.begin(), list.end(),
-                                [f](const std::shared_ptr<Flight>& x) {
-                                  return x.get() == f;
-                                }),
-                 list.end());
-      if (list.empty()) flights_.erase(it);
+  auto it = flights_.find(f->key_);
+  if (it != flights_.end()) {
+    std::vector<std::shared_ptr<Flight>>& list = it->second;
+    for (size_t k = 0; k < list.size(); ++k) {
+      if (list[k].get() == f) {
+        list[k] = std::move(list.back());
+        list.pop_back();
+        break;
+      }
     }
-    keys_.erase(k);
+    if (list.empty()) flights_.erase(it);
   }
   waiting_.fetch_sub(static_cast<int64_t>(f->followers_.size()),
                      std::memory_order_relaxed);

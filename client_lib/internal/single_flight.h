@@ -12,9 +12,11 @@
 // for themselves (Batch::Release). A follower never waits past its own
 // call's deadline: its call returns DEADLINE_EXCEEDED like any other.
 //
-// Locks: a call joins while holding its Batch::mu (then the table's mutex);
-// the table's mutex is never held while a Batch::mu is taken, and a leader
-// ends its flight without its own Batch::mu held.
+// Locks: a call joins all its pieces at once, before it dispatches any,
+// with the table's mutex only (no Batch::mu held: a Deliver or Release
+// that comes at once takes the follower's Batch::mu itself); the table's
+// mutex is never held while a Batch::mu is taken, and a leader ends its
+// flight without its own Batch::mu held.
 // Thread-safe.
 #ifndef RANGEFS_CLIENT_LIB_INTERNAL_SINGLE_FLIGHT_H_
 #define RANGEFS_CLIENT_LIB_INTERNAL_SINGLE_FLIGHT_H_
@@ -22,13 +24,12 @@
 #include <atomic>
 #include <cstdint>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <utility>
 #include <vector>
 
-#include "absl/base/thread_annotations.h"
 #include "absl/container/flat_hash_map.h"
-#include "absl/synchronization/mutex.h"
 
 namespace rangefs {
 namespace client_internal {
@@ -46,10 +47,13 @@ class Flight {
     uint64_t length = 0;
   };
 
-  Flight(std::shared_ptr<FlightTable> table, std::string path, uint64_t offset,
-         uint64_t length)
+  // `path` is in a layout the leader's call keeps alive; a flight is in
+  // the table only while that call runs.
+  Flight(std::shared_ptr<FlightTable> table, std::pair<int64_t, uint64_t> key,
+         const std::string* path, uint64_t offset, uint64_t length)
       : table_(std::move(table)),
-        path_(std::move(path)),
+        key_(key),
+        path_(path),
         offset_(offset),
         length_(length) {}
 
@@ -64,7 +68,8 @@ class Flight {
  private:
   friend class FlightTable;
   const std::shared_ptr<FlightTable> table_;
-  const std::string path_;
+  const std::pair<int64_t, uint64_t> key_;  // mod_revision, file_id
+  const std::string* const path_;
   const uint64_t offset_;
   const uint64_t length_;
   // Guarded by the table's mutex.
@@ -81,15 +86,12 @@ struct FlightStats {
 
 class FlightTable : public std::enable_shared_from_this<FlightTable> {
  public:
-  // Piece `piece` of call `batch` reads [offset, offset + length) of `path`
-  // as recorded at `mod_revision`. If a flight in progress covers it, joins
-  // it and returns nullptr; else starts a flight and returns it (the piece
-  // leads: it reads, then Publish or Abandon). Call with batch->mu held.
-  std::shared_ptr<Flight> JoinOrLead(const std::string& path,
-                                     int64_t mod_revision, uint64_t file_id,
-                                     uint64_t offset, uint64_t length,
-                                     const std::shared_ptr<Batch>& batch,
-                                     int piece);
+  // For every piece of `batch` (planned, none dispatched yet): if a flight
+  // in progress covers its bytes (same path and record, same or containing
+  // range), joins it; else starts one that the piece leads (PieceState::
+  // flight: it reads, then Publish or Abandon). Appends the leaders'
+  // indices to `lead`, in reverse piece order. Call without batch->mu.
+  void JoinOrLead(const std::shared_ptr<Batch>& batch, std::vector<int>& lead);
   FlightStats stats() const;
 
  private:
@@ -99,11 +101,11 @@ class FlightTable : public std::enable_shared_from_this<FlightTable> {
   // if it had ended already).
   std::vector<Flight::Follower> Take(Flight* f);
 
-  mutable absl::Mutex mu_;
-  absl::flat_hash_map<Key, std::vector<std::shared_ptr<Flight>>> flights_
-      ABSL_GUARDED_BY(mu_);
-  // Where each live flight is filed (for removal).
-  absl::flat_hash_map<Flight*, Key> keys_ ABSL_GUARDED_BY(mu_);
+  // A std::mutex: taken twice per read call, and Debian's debug-build
+  // absl::Mutex runs deadlock detection on every lock.
+  mutable std::mutex mu_;
+  // Guarded by mu_.
+  absl::flat_hash_map<Key, std::vector<std::shared_ptr<Flight>>> flights_;
   std::atomic<uint64_t> shared_pieces_{0}, shared_bytes_{0}, released_{0};
   std::atomic<int64_t> waiting_{0};
 };
