@@ -97,7 +97,8 @@ class Client {
   // returns the snapshot as a Dataset whose List/Stat/OpenFile never touch
   // etcd (see dataset.h). INVALID_ARGUMENT (bad dir or revision);
   // OUT_OF_RANGE once `at_revision` is compacted (or in the future);
-  // UNAVAILABLE. Blocks for about one round trip per 1,000 files.
+  // UNAVAILABLE. Blocks for about one etcd round trip per 1,000-10,000
+  // files.
   virtual absl::StatusOr<std::unique_ptr<Dataset>> OpenDataset(
       absl::string_view dir, int64_t at_revision) = 0;
 

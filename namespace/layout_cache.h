@@ -111,10 +111,10 @@ class LayoutCache {
   absl::StatusOr<std::shared_ptr<const CachedLayout>> LookupAt(
       absl::string_view path, int64_t revision);
   // Every file under `dir` ("/" for all), sorted by path, read in pages of
-  // 1,000 at one revision, each passed through the record gate (a bad record
-  // is listed with FileEntry::invalid and hides no other). Keeps the valid
-  // layouts read (see the file comment). INVALID_ARGUMENT (bad dir),
-  // UNAVAILABLE.
+  // 1,000-10,000 (NextPageSize, kv.h) at one revision, each passed through the
+  // record gate (a bad record is listed with FileEntry::invalid and hides no
+  // other). Keeps the valid layouts read (see the file comment).
+  // INVALID_ARGUMENT (bad dir), UNAVAILABLE.
   absl::StatusOr<std::vector<FileEntry>> List(absl::string_view dir);
   // Loads every file under `dir` into the cache (paged, one revision).
   // Returns the number of files loaded.
