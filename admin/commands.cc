@@ -10,6 +10,7 @@
 #include "base/status_macros.h"
 #include "google/protobuf/util/json_util.h"
 #include "namespace/layout.h"
+#include "namespace/subtree_snapshot.h"
 
 namespace rangefs {
 namespace admin {
@@ -224,6 +225,28 @@ absl::StatusOr<Table> FileLs(Context& ctx, Args& a) {
     o.page_token = r.next_page_token;
     o.revision = r.revision;
   }
+  return t;
+}
+
+// What a job pinning DIR with Client::OpenDataset would get: the files,
+// their size and the revision, read the same way (ns::LoadSubtree).
+absl::StatusOr<Table> FileDataset(Context& ctx, Args& a) {
+  RANGEFS_RETURN_IF_ERROR(a.CheckAllowed({"revision"}));
+  if (a.positional().size() > 1) {
+    return absl::InvalidArgumentError("usage: file dataset [DIR]");
+  }
+  const std::string dir = a.positional().empty() ? "/" : a.positional()[0];
+  RANGEFS_ASSIGN_OR_RETURN(int64_t rev, a.GetInt("revision", 0));
+  RANGEFS_ASSIGN_OR_RETURN(
+      ns::SubtreeSnapshot s,
+      ns::LoadSubtree(*ctx.store->kv(), ctx.store->keys(), dir, rev));
+  size_t record_bytes = 0;
+  for (const ns::SnapshotFile& f : s.files) record_bytes += f.layout.size();
+  Table t;
+  t.columns = {"dir", "revision", "files", "bytes", "invalid", "record_bytes"};
+  t.AddRow({s.dir, absl::StrCat(s.revision), absl::StrCat(s.files.size()),
+            absl::StrCat(s.bytes), absl::StrCat(s.invalid),
+            absl::StrCat(record_bytes)});
   return t;
 }
 
@@ -465,6 +488,8 @@ std::string Usage(const std::string& group) {
 )";
   std::string file = R"(file commands:
   file ls [DIR] [--revision=R] [--limit=N]
+  file dataset [DIR] [--revision=R]    files, bytes, invalid records and
+                                       revision of DIR pinned as a dataset
   file stat PATH [--revision=R]
   file layout PATH [--revision=R]      (JSON)
   file create PATH --layout=LAYOUT.json
@@ -519,6 +544,7 @@ absl::StatusOr<Table> RunCommand(Context& ctx, Args& args) {
   if (group == "file") {
     const std::string verb = args.Shift();
     if (verb == "ls" || verb == "list") return FileLs(ctx, args);
+    if (verb == "dataset") return FileDataset(ctx, args);
     if (verb == "stat") return FileStat(ctx, args);
     if (verb == "layout") return FileLayoutCmd(ctx, args);
     if (verb == "create") return FileCreate(ctx, args);

@@ -94,6 +94,15 @@ TEST_F(CommandsTest, FileCommandsAndDumpRestore) {
   ASSERT_THAT(ls, IsOk());
   ASSERT_EQ(ls->rows.size(), 2u);
   EXPECT_EQ(ls->rows[1][0], "/d/b");
+  auto ds = Run({"file", "dataset", "/d"});
+  ASSERT_THAT(ds, IsOk());
+  ASSERT_EQ(ds->rows.size(), 1u);
+  EXPECT_EQ(ds->rows[0][2], "2");    // files
+  EXPECT_EQ(ds->rows[0][3], "200");  // bytes
+  EXPECT_EQ(ds->rows[0][4], "0");    // invalid
+  EXPECT_NE(ds->rows[0][1], "0");    // revision
+  EXPECT_THAT(Run({"file", "dataset", "/d", "--revision=999999"}),
+              StatusIs(absl::StatusCode::kOutOfRange));
   auto stat = Run({"file", "stat", "/d/a"});
   ASSERT_THAT(stat, IsOk());
   EXPECT_THAT(FormatHuman(*stat), HasSubstr("1 extent(s)"));

@@ -53,24 +53,14 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "absl/types/span.h"
+#include "client_lib/dataset.h"
 #include "client_lib/file.h"
+#include "client_lib/file_info.h"
 #include "client_lib/locate.h"
 #include "client_lib/options.h"
 #include "client_lib/stats.h"
 
 namespace rangefs {
-
-struct FileInfo {
-  std::string path;
-  uint64_t size = 0;
-  uint64_t file_id = 0;
-  uint64_t generation = 0;
-  bool ready = false;  // state READY (IMPORTING files cannot be opened)
-  int64_t mod_revision = 0;
-  // Non-empty: the file's etcd record is invalid (why, naming the key); the
-  // other fields but path are unset and OpenFile/Stat fail with DATA_LOSS.
-  std::string invalid;
-};
 
 class Client {
  public:
@@ -98,7 +88,20 @@ class Client {
   // Every file below `dir` ("/" for all), sorted by path. A file whose
   // record is invalid is listed with FileInfo::invalid set; it hides no
   // other file.
+  // The layouts listed are kept in the client's layout cache (bounded,
+  // kept current by its watch): opening or stating a listed file then makes
+  // no etcd request.
   virtual absl::StatusOr<std::vector<FileInfo>> List(absl::string_view dir) = 0;
+
+  // Reads every file record below `dir` ("/" for all) once, in paged etcd
+  // reads at one revision (`at_revision`, or the latest when 0), and
+  // returns the snapshot as a Dataset whose List/Stat/OpenFile never touch
+  // etcd (see dataset.h). INVALID_ARGUMENT (bad dir or revision);
+  // OUT_OF_RANGE once `at_revision` is compacted (or in the future);
+  // UNAVAILABLE. Blocks for about one etcd round trip per 1,000-10,000
+  // files.
+  virtual absl::StatusOr<std::unique_ptr<Dataset>> OpenDataset(
+      absl::string_view dir, int64_t at_revision) = 0;
 
   // Reads ranges of possibly many files (opened from this Client) in one
   // parallel batch; result[i] is for ranges[i] with File::Read's codes. No

@@ -115,6 +115,12 @@ struct ClientOptions {
   // Largest single physical read (NFS rsize). Pieces are cut here and at
   // extent / stripe-unit boundaries.
   size_t max_io_size = 1 << 20;
+  // Single flight: a piece whose bytes (same file record, same or a
+  // containing byte range) another read of this client is fetching now
+  // waits for that read instead of reading itself, within its own
+  // deadline; if that read's call ends without the bytes, it reads itself.
+  // ClientStats::shared_pieces / shared_bytes count what it saved.
+  bool single_flight = true;
   // Worker threads per node = requests in flight per node (3FS uses 8).
   // A hung node blocks only its own workers.
   int max_inflight_per_node = 8;

@@ -54,6 +54,18 @@ std::string FormatPrometheus(const ClientStats& s) {
   Counter(out, "stale_layout_serves_total",
           "Layouts served from cache while etcd was unreachable.",
           s.stale_layout_serves);
+  Counter(out, "layout_hits_total", "Layouts served from the cache.",
+          s.layout_hits);
+  Counter(out, "layout_cold_lookups_total", "Layouts read from etcd.",
+          s.layout_cold_lookups);
+  Counter(out, "etcd_requests_total", "Unary etcd requests sent.",
+          s.etcd_requests);
+  Counter(out, "shared_pieces_total",
+          "Pieces served by another read in flight of the same bytes.",
+          s.shared_pieces);
+  Counter(out, "shared_bytes_total",
+          "Bytes served by another read in flight (physical reads saved).",
+          s.shared_bytes);
   struct NodeMetric {
     const char* name;
     uint64_t NodeStats::*field;

@@ -66,8 +66,21 @@ struct ClientStats {
   uint64_t layout_refreshes = 0;     // same bytes, new layout adopted
   uint64_t stale_layout_serves = 0;  // LayoutCache stats
   uint64_t local_bytes = 0;          // bytes delivered by this host's node
-  std::vector<NodeStats> nodes;      // sorted by node id
-  LatencyHistogram latency;          // all attempts, cumulative
+  uint64_t layout_hits = 0;          // opens/stats served from the cache
+  uint64_t layout_cold_lookups = 0;  // ... that read etcd
+  // Unary etcd requests the Client's own etcd connection sent (0 when it
+  // shares another's, client_lib/embedding.h).
+  uint64_t etcd_requests = 0;
+  // Single flight (ClientOptions::single_flight): pieces served by another
+  // read in flight of the same bytes, and those bytes (physical reads
+  // saved); followers released to read themselves (the leader's call ended
+  // without the bytes); followers waiting now.
+  uint64_t shared_pieces = 0;
+  uint64_t shared_bytes = 0;
+  uint64_t shared_released = 0;
+  int64_t shared_waiting = 0;
+  std::vector<NodeStats> nodes;  // sorted by node id
+  LatencyHistogram latency;      // all attempts, cumulative
 };
 
 // Formats `stats` in the Prometheus text exposition format (rangefs_client_*

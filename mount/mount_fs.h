@@ -157,6 +157,11 @@ class MountFs {
   CacheTag TagOf(const FileMeta& meta) const;
   // Opens the library File for `path` and checks it against the index.
   absl::Status OpenFile(Handle& h);
+  // Pinned mounts: the subtree at options_.revision as a Dataset
+  // (Client::OpenDataset), read at the first open, so that opens need no
+  // etcd and survive its compaction and outages. Null while it could not
+  // be read (then tried again at most every 10 s; opens read etcd).
+  const Dataset* PinnedDataset();
   // OK if `h`'s content is still what the namespace holds (else ABORTED).
   absl::Status CheckCurrent(Handle& h);
   // Serves the read on this thread (Reader or File::Read) and calls done.
@@ -179,6 +184,11 @@ class MountFs {
   const int64_t mount_time_s_;
   InodeTable inodes_;
   std::unique_ptr<ReadBatcher> batcher_;  // null: batching off
+
+  absl::Mutex dataset_mu_;
+  // Set once, then kept until destruction (pointers to it stay valid).
+  std::unique_ptr<Dataset> dataset_ ABSL_GUARDED_BY(dataset_mu_);
+  absl::Time dataset_retry_ ABSL_GUARDED_BY(dataset_mu_) = absl::InfinitePast();
 
   absl::Mutex mu_;
   absl::flat_hash_map<uint64_t, std::unique_ptr<Handle>> handles_

@@ -6,6 +6,7 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "base/logging.h"
 #include "base/status_macros.h"
 #include "mount/mount_fs.h"
 #include "mount/mount_fs_handle.h"
@@ -24,6 +25,25 @@ std::string& Scratch(size_t size) {
 
 }  // namespace
 
+const Dataset* MountFs::PinnedDataset() {
+  absl::MutexLock l(&dataset_mu_);
+  if (dataset_ != nullptr) return dataset_.get();
+  const absl::Time now = absl::Now();
+  if (now < dataset_retry_) return nullptr;
+  absl::StatusOr<std::unique_ptr<Dataset>> d =
+      client_->OpenDataset(options_.dir, options_.revision);
+  if (!d.ok()) {
+    dataset_retry_ = now + absl::Seconds(10);
+    RANGEFS_LOG(WARNING) << "pinned mount: dataset " << options_.dir
+                         << " at revision " << options_.revision
+                         << " not read (" << d.status()
+                         << "); files are opened one etcd read each";
+    return nullptr;
+  }
+  dataset_ = std::move(*d);
+  return dataset_.get();
+}
+
 absl::Status MountFs::OpenFile(Handle& h) {
   const std::string nspath = index_->NamespacePath(h.path);
   if (pinned_) {
@@ -31,8 +51,12 @@ absl::Status MountFs::OpenFile(Handle& h) {
     if (e.kind != EntryKind::kFile) {
       return absl::NotFoundError(absl::StrCat(nspath, " not found"));
     }
-    RANGEFS_ASSIGN_OR_RETURN(h.file,
-                             client_->OpenFile(nspath, options_.revision));
+    if (const Dataset* d = PinnedDataset()) {
+      RANGEFS_ASSIGN_OR_RETURN(h.file, d->OpenFile(nspath));
+    } else {
+      RANGEFS_ASSIGN_OR_RETURN(h.file,
+                               client_->OpenFile(nspath, options_.revision));
+    }
     h.tag = TagOf(e.meta);
     return absl::OkStatus();
   }

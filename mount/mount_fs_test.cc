@@ -383,6 +383,32 @@ TEST_F(MountFsTest, PinnedRevisionReadsTheOldBytes) {
   fs_->Release(h->handle);
 }
 
+TEST_F(MountFsTest, PinnedMountOpensFromItsDatasetAfterCompaction) {
+  ASSERT_THAT(store_->CreateFile("/f", Put("f1", Pattern(5000, 1))), IsOk());
+  ASSERT_THAT(store_->CreateFile("/g", Put("g1", Pattern(3000, 3))), IsOk());
+  auto rev = store_->CurrentRevision();
+  ASSERT_THAT(rev, IsOk());
+  Start(*rev);
+  auto f = fs_->Lookup(kRootInode, "f");
+  ASSERT_THAT(f, IsOk());
+  auto hf = fs_->Open(f->ino, O_RDONLY);  // reads the dataset
+  ASSERT_THAT(hf, IsOk());
+  fs_->Release(hf->handle);
+  // etcd forgets revision `rev`; the mount's opens do not need it.
+  ASSERT_THAT(store_->DeleteFile("/g", 0), IsOk());
+  auto now = store_->CurrentRevision();
+  ASSERT_THAT(now, IsOk());
+  ASSERT_THAT(kv_.Compact(*now), IsOk());
+  auto g = fs_->Lookup(kRootInode, "g");
+  ASSERT_THAT(g, IsOk());
+  auto hg = fs_->Open(g->ino, O_RDONLY);
+  ASSERT_THAT(hg, IsOk());
+  auto b = Read(hg->handle, 0, 8192);
+  ASSERT_THAT(b, IsOk());
+  EXPECT_EQ(*b, Pattern(3000, 3));
+  fs_->Release(hg->handle);
+}
+
 TEST_F(MountFsTest, ConcurrentSmallReadsAreRightAndBatched) {
   const std::string data = Pattern(1 << 20, 5);
   ASSERT_THAT(store_->CreateFile("/f", Put("f", data)), IsOk());

@@ -1,5 +1,7 @@
 #include "namespace/kv.h"
 
+#include <algorithm>
+
 namespace rangefs {
 namespace ns {
 
@@ -13,6 +15,17 @@ std::string PrefixRangeEnd(absl::string_view prefix) {
     }
   }
   return std::string(1, '\0');  // All 0xff: to the end of the keyspace.
+}
+
+int64_t NextPageSize(const KvRange& previous) {
+  constexpr int64_t kMin = 1000, kMax = 10000;
+  constexpr size_t kTargetBytes = 4 << 20;
+  if (previous.kvs.empty()) return kMin;
+  size_t bytes = 0;
+  for (const KvEntry& e : previous.kvs) bytes += e.key.size() + e.value.size();
+  const size_t per_key = std::max<size_t>(1, bytes / previous.kvs.size());
+  return std::clamp<int64_t>(static_cast<int64_t>(kTargetBytes / per_key), kMin,
+                             kMax);
 }
 
 }  // namespace ns

@@ -1,8 +1,11 @@
 #include "namespace/layout_cache.h"
 
+#include <algorithm>
 #include <utility>
 #include <vector>
 
+#include "absl/container/flat_hash_set.h"
+#include "absl/strings/escaping.h"
 #include "absl/strings/str_cat.h"
 #include "base/logging.h"
 #include "base/status_macros.h"
@@ -16,6 +19,8 @@ namespace ns {
 namespace {
 constexpr int64_t kPageSize = 1000;
 constexpr size_t kMaxPinned = 1024;
+// Changes the watch remembers for List pages read behind it.
+constexpr size_t kMaxRecent = 65536;
 }  // namespace
 
 LayoutCache::LayoutCache(KvBackend* kv, const LayoutCacheOptions& options)
@@ -37,6 +42,7 @@ absl::StatusOr<std::unique_ptr<LayoutCache>> LayoutCache::Open(
   {
     absl::MutexLock l(&cache->mu_);
     cache->applied_revision_ = r.revision;
+    cache->recent_from_ = r.revision;
   }
   RANGEFS_RETURN_IF_ERROR(cache->StartWatch(r.revision + 1));
   cache->maintenance_ =
@@ -77,6 +83,11 @@ void LayoutCache::OnWatch(const KvWatchUpdate& update) {
   for (const KvEvent& e : update.events) {
     std::string path;
     if (!keys_.ParseFile(e.kv.key, &path)) continue;
+    recent_.emplace_back(e.kv.mod_revision, path);
+    if (recent_.size() > kMaxRecent) {
+      recent_from_ = std::max(recent_from_, recent_.front().first);
+      recent_.pop_front();
+    }
     auto it = entries_.find(path);
     if (it == entries_.end() || it->second.mod_revision >= e.kv.mod_revision) {
       continue;
@@ -214,6 +225,8 @@ absl::Status LayoutCache::Relist() {
       }
     }
     applied_revision_ = std::max(applied_revision_, revision);
+    recent_.clear();  // changes before `revision` were not all seen
+    recent_from_ = applied_revision_;
     compacted_ = false;
     ++stats_.relists;
   }
@@ -334,40 +347,107 @@ absl::StatusOr<std::shared_ptr<const CachedLayout>> LayoutCache::LookupAt(
   return std::shared_ptr<const CachedLayout>(std::move(c));
 }
 
-absl::StatusOr<size_t> LayoutCache::Preload(absl::string_view dir) {
+absl::Status LayoutCache::ForEachPage(
+    absl::string_view dir,
+    const std::function<void(std::vector<KvEntry>&, int64_t)>& on_page) {
   RANGEFS_RETURN_IF_ERROR(ValidateDir(dir));
   const std::string prefix = keys_.FileDirPrefix(dir);
   const std::string end = PrefixRangeEnd(prefix);
   std::string start = prefix;
   int64_t revision = 0;
-  size_t loaded = 0;
+  int64_t limit = NextPageSize({});
   while (true) {
     RANGEFS_ASSIGN_OR_RETURN(KvRange r,
-                             kv_->Range(start, end, kPageSize, revision));
+                             kv_->Range(start, end, limit, revision));
     if (revision == 0) revision = r.revision;
-    std::vector<std::pair<std::string, Entry>> page;
-    page.reserve(r.kvs.size());
-    for (KvEntry& kv : r.kvs) {
-      std::pair<std::string, Entry> p;
-      if (!keys_.ParseFile(kv.key, &p.first)) continue;
-      p.second.bytes = std::make_shared<const std::string>(std::move(kv.value));
-      p.second.mod_revision = kv.mod_revision;
-      page.push_back(std::move(p));
-    }
-    {
-      absl::MutexLock l(&mu_);
-      if (revision >= applied_revision_) {
-        for (auto& [path, e] : page) {
-          Upsert(path, std::move(e.bytes), e.mod_revision);
-        }
-      }
-      stats_.entries = entries_.size();
-    }
-    loaded += page.size();
-    if (!r.more || page.empty()) break;
-    start = keys_.File(page.back().first);
+    if (r.kvs.empty()) break;
+    std::string last = r.kvs.back().key;
+    if (r.more) limit = NextPageSize(r);  // before on_page takes the values
+    on_page(r.kvs, revision);
+    if (!r.more) break;
+    start = std::move(last);
     start.push_back('\0');
   }
+  return absl::OkStatus();
+}
+
+void LayoutCache::KeepPage(std::vector<Listed>& page, int64_t revision) {
+  absl::MutexLock l(&mu_);
+  // A page read behind the watch: a change the watch applied since then
+  // may be missing from it (a put or delete of a path not held then).
+  const bool behind = revision < applied_revision_;
+  if (behind && revision < recent_from_) {
+    stats_.listed_skipped += page.size();
+    return;
+  }
+  absl::flat_hash_set<absl::string_view> changed;
+  if (behind) {
+    for (auto it = recent_.rbegin();
+         it != recent_.rend() && it->first > revision; ++it) {
+      changed.insert(it->second);
+    }
+  }
+  for (Listed& e : page) {
+    if (changed.contains(e.path) || (entries_.size() >= options_.max_entries &&
+                                     !entries_.contains(e.path))) {
+      ++stats_.listed_skipped;
+      continue;
+    }
+    Upsert(e.path, std::move(e.bytes), e.mod_revision);
+    ++stats_.listed;
+  }
+  stats_.entries = entries_.size();
+}
+
+absl::StatusOr<std::vector<FileEntry>> LayoutCache::List(
+    absl::string_view dir) {
+  std::vector<FileEntry> out;
+  std::vector<Listed> keep;
+  RANGEFS_RETURN_IF_ERROR(ForEachPage(dir, [&](std::vector<KvEntry>& kvs,
+                                               int64_t revision) {
+    keep.clear();
+    for (KvEntry& kv : kvs) {
+      FileEntry e;
+      if (!keys_.ParseFile(kv.key, &e.path)) continue;
+      e.mod_revision = kv.mod_revision;
+      e.create_revision = kv.create_revision;
+      absl::StatusOr<v1::FileLayout> layout =
+          ValidatePath(e.path).ok()
+              ? ParseLayout(kv)
+              : absl::DataLossError(absl::StrCat("invalid record at etcd key ",
+                                                 absl::CEscape(kv.key),
+                                                 ": not a valid path"));
+      if (layout.ok()) {
+        e.layout = std::move(*layout);
+        keep.push_back(
+            {e.path, std::make_shared<const std::string>(std::move(kv.value)),
+             kv.mod_revision});
+      } else {
+        e.invalid = std::string(layout.status().message());
+      }
+      out.push_back(std::move(e));
+    }
+    KeepPage(keep, revision);
+  }));
+  return out;
+}
+
+absl::StatusOr<size_t> LayoutCache::Preload(absl::string_view dir) {
+  size_t loaded = 0;
+  std::vector<Listed> page;
+  RANGEFS_RETURN_IF_ERROR(
+      ForEachPage(dir, [&](std::vector<KvEntry>& kvs, int64_t revision) {
+        page.clear();
+        for (KvEntry& kv : kvs) {
+          Listed e;
+          if (!keys_.ParseFile(kv.key, &e.path)) continue;
+          e.bytes = std::make_shared<const std::string>(std::move(kv.value));
+          e.mod_revision = kv.mod_revision;
+          page.push_back(std::move(e));
+        }
+        loaded += page.size();
+        KeepPage(page, revision);
+      }));
   return loaded;
 }
 

@@ -17,6 +17,11 @@
 //   any cold lookup, UNAVAILABLE.
 // - LookupAt(path, revision) pins the namespace at an etcd revision:
 //   the exact layout of that moment, or OUT_OF_RANGE once compacted.
+// - List(dir) lists a directory in paged reads at one revision and keeps
+//   what it read (encoded), so opening a listed file is a hit: no etcd
+//   request. A page is kept only if the watch can bring it up to date: its
+//   revision is not behind the watch, or the changes since it are still in
+//   the watch's recent-change window (a changed path is left out).
 // Memory: entries are kept as their encoded bytes (about 60 B per extent);
 // a Lookup parses on demand and the parsed snapshot is shared while anyone
 // holds it, plus a small set of recently parsed layouts
@@ -27,9 +32,12 @@
 
 #include <atomic>
 #include <deque>
+#include <functional>
 #include <memory>
 #include <string>
 #include <thread>
+#include <utility>
+#include <vector>
 
 #include "absl/base/thread_annotations.h"
 #include "absl/container/flat_hash_map.h"
@@ -40,6 +48,7 @@
 #include "base/clock.h"
 #include "namespace/keys.h"
 #include "namespace/kv.h"
+#include "namespace/store.h"
 #include "proto/layout.pb.h"
 
 namespace rangefs {
@@ -60,6 +69,9 @@ struct LayoutCacheOptions {
   Clock* clock = nullptr;  // nullptr = Clock::Real(); not owned
   // Parsed layouts kept alive after use, counted in extents/targets.
   size_t hot_extent_budget = 200000;
+  // Entries (encoded layouts) held at most; List and Preload stop keeping
+  // pages beyond it (cold lookups still cache). About 150-300 B each.
+  size_t max_entries = 2000000;
 };
 
 struct LayoutCacheStats {
@@ -74,6 +86,8 @@ struct LayoutCacheStats {
   uint64_t stale_serves = 0;      // hits served while etcd unreachable
   uint64_t stale_rejections = 0;  // hits refused: too stale
   uint64_t parses = 0;            // encoded entries parsed on lookup
+  uint64_t listed = 0;            // entries kept from List / Preload pages
+  uint64_t listed_skipped = 0;    // listed entries not kept (see List)
   bool watch_connected = false;
   int64_t watch_revision = 0;
   absl::Duration staleness;  // zero while connected
@@ -96,6 +110,12 @@ class LayoutCache {
   // not exist then; OUT_OF_RANGE if `revision` is compacted.
   absl::StatusOr<std::shared_ptr<const CachedLayout>> LookupAt(
       absl::string_view path, int64_t revision);
+  // Every file under `dir` ("/" for all), sorted by path, read in pages of
+  // 1,000-10,000 (NextPageSize, kv.h) at one revision, each passed through the
+  // record gate (a bad record is listed with FileEntry::invalid and hides no
+  // other). Keeps the valid layouts read (see the file comment).
+  // INVALID_ARGUMENT (bad dir), UNAVAILABLE.
+  absl::StatusOr<std::vector<FileEntry>> List(absl::string_view dir);
   // Loads every file under `dir` into the cache (paged, one revision).
   // Returns the number of files loaded.
   absl::StatusOr<size_t> Preload(absl::string_view dir);
@@ -132,6 +152,19 @@ class LayoutCache {
   // Inserts or refreshes an entry unless the cache already holds a newer one.
   void Upsert(const std::string& path, std::shared_ptr<const std::string> bytes,
               int64_t mod_revision) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  struct Listed {
+    std::string path;
+    std::shared_ptr<const std::string> bytes;
+    int64_t mod_revision = 0;
+  };
+  // Keeps the entries of one page read at `revision` that the watch can
+  // keep current (see List).
+  void KeepPage(std::vector<Listed>& page, int64_t revision)
+      ABSL_LOCKS_EXCLUDED(mu_);
+  // Pages through `dir` at one revision; `on_page` sees each page's entries.
+  absl::Status ForEachPage(
+      absl::string_view dir,
+      const std::function<void(std::vector<KvEntry>&, int64_t)>& on_page);
 
   KvBackend* const kv_;
   const LayoutCacheOptions options_;
@@ -152,6 +185,10 @@ class LayoutCache {
   bool connected_ ABSL_GUARDED_BY(mu_) = true;
   absl::Time disconnected_since_ ABSL_GUARDED_BY(mu_);
   LayoutCacheStats stats_ ABSL_GUARDED_BY(mu_);
+  // The watch's recent changes (revision, path), oldest first: every change
+  // after recent_from_ is here (bounded; see KeepPage).
+  std::deque<std::pair<int64_t, std::string>> recent_ ABSL_GUARDED_BY(mu_);
+  int64_t recent_from_ ABSL_GUARDED_BY(mu_) = 0;
   // Pinned lookups: immutable history, cached by (revision, path).
   absl::flat_hash_map<std::string, std::shared_ptr<const CachedLayout>> pinned_
       ABSL_GUARDED_BY(mu_);

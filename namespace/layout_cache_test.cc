@@ -4,6 +4,7 @@
 
 #include <thread>
 
+#include "absl/strings/str_cat.h"
 #include "base/testing/fake_clock.h"
 #include "base/testing/status_matchers.h"
 #include "gmock/gmock.h"
@@ -61,6 +62,62 @@ class LayoutCacheTest : public ::testing::Test {
   std::unique_ptr<NamespaceStore> store_;
   std::unique_ptr<LayoutCache> cache_;
 };
+
+TEST_F(LayoutCacheTest, ListKeepsWhatItListsAndTheWatchKeepsItCurrent) {
+  for (int i = 0; i < 5; ++i) {
+    ASSERT_THAT(store_->CreateFile(absl::StrCat("/d/f", i), Layout(10 + i)),
+                IsOk());
+  }
+  ASSERT_THAT(store_->CreateFile("/e/x", Layout(1)), IsOk());
+  etcdserverpb::TxnRequest poison;  // a record that fails the gate
+  auto* put = poison.add_success()->mutable_request_put();
+  put->set_key("/rangefs/v1/c/files/d/bad");
+  put->set_value("\x08\xff junk");
+  ASSERT_THAT(kv_.Txn(poison), IsOk());
+  auto listed = cache_->List("/d");
+  ASSERT_THAT(listed, IsOk());
+  ASSERT_EQ(listed->size(), 6u);
+  EXPECT_EQ((*listed)[0].path, "/d/bad");
+  EXPECT_THAT((*listed)[0].invalid, HasSubstr("/rangefs/v1/c/files/d/bad"));
+  EXPECT_EQ((*listed)[1].layout.size(), 10u);
+  LayoutCacheStats s = cache_->stats();
+  EXPECT_EQ(s.listed, 5u);  // the valid ones
+  EXPECT_EQ(s.entries, 5u);
+  for (int i = 0; i < 5; ++i) {
+    auto l = cache_->Lookup(absl::StrCat("/d/f", i));
+    ASSERT_THAT(l, IsOk());
+    EXPECT_EQ((*l)->layout.size(), 10u + i);
+  }
+  s = cache_->stats();
+  EXPECT_EQ(s.cold_lookups, 0u);
+  EXPECT_EQ(s.hits, 5u);
+  // A change after the listing reaches the kept entry through the watch.
+  auto cur = store_->GetFile("/d/f2");
+  ASSERT_THAT(cur, IsOk());
+  auto r = store_->ReplaceLayout("/d/f2", Layout(99), cur->mod_revision);
+  ASSERT_THAT(r, IsOk());
+  ASSERT_THAT(cache_->WaitForRevision(r->mod_revision, absl::Seconds(10)),
+              IsOk());
+  auto f2 = cache_->Lookup("/d/f2");
+  ASSERT_THAT(f2, IsOk());
+  EXPECT_EQ((*f2)->layout.size(), 99u);
+  EXPECT_EQ(cache_->stats().cold_lookups, 0u);
+}
+
+TEST_F(LayoutCacheTest, ListKeepsAtMostMaxEntries) {
+  auto small = LayoutCache::Open(&kv_, {.cluster = "c", .max_entries = 3});
+  ASSERT_THAT(small, IsOk());
+  for (int i = 0; i < 5; ++i) {
+    ASSERT_THAT(store_->CreateFile(absl::StrCat("/m/f", i), Layout(1)), IsOk());
+  }
+  auto listed = (*small)->List("/m");
+  ASSERT_THAT(listed, IsOk());
+  EXPECT_EQ(listed->size(), 5u);  // listed all the same
+  LayoutCacheStats s = (*small)->stats();
+  EXPECT_EQ(s.entries, 3u);
+  EXPECT_EQ(s.listed, 3u);
+  EXPECT_EQ(s.listed_skipped, 2u);
+}
 
 TEST_F(LayoutCacheTest, ColdLookupThenHit) {
   ASSERT_THAT(store_->CreateFile("/a", Layout(10)), IsOk());

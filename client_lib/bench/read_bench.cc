@@ -43,6 +43,7 @@ ABSL_FLAG(int, threads, 1, "rand: caller threads.");
 ABSL_FLAG(double, seconds, 5, "rand: run time.");
 ABSL_FLAG(int, inflight_per_node, 8, "ClientOptions::max_inflight_per_node.");
 ABSL_FLAG(int, max_io_kb, 1024, "ClientOptions::max_io_size (KiB).");
+ABSL_FLAG(bool, single_flight, true, "ClientOptions::single_flight.");
 
 namespace rangefs {
 namespace {
@@ -118,6 +119,7 @@ int Run() {
   o.max_inflight_per_node = absl::GetFlag(FLAGS_inflight_per_node);
   o.max_io_size = static_cast<size_t>(absl::GetFlag(FLAGS_max_io_kb)) << 10;
   o.hedging = false;  // one local disk: hedges only add load
+  o.single_flight = absl::GetFlag(FLAGS_single_flight);
   auto client = OpenClientForTesting(o, hooks);
   if (!client.ok()) {
     fprintf(stderr, "%s\n", client.status().ToString().c_str());
@@ -172,7 +174,10 @@ int Run() {
           }
           auto r = f->ReadV(ranges);
           for (auto& x : r) {
-            if (!x.ok()) errors.fetch_add(1);
+            if (!x.ok() && errors.fetch_add(1) == 0) {
+              fprintf(stderr, "first error: %s\n",
+                      x.status().ToString().c_str());
+            }
           }
           ios.fetch_add(static_cast<uint64_t>(batch));
         }

@@ -2,6 +2,8 @@
 
 #include <cstring>
 
+#include "client_lib/internal/single_flight.h"
+
 namespace rangefs {
 namespace client_internal {
 
@@ -22,8 +24,11 @@ bool Batch::Completed(Attempt* a, const absl::StatusOr<size_t>& r,
     if (closed || p.done || p.claimed) return false;
     p.claimed = true;
     copiers++;
+    std::shared_ptr<Flight> flight = std::move(p.flight);
     mu.Unlock();
     memcpy(p.dst, out, a->length);
+    // Pieces of other calls waiting for these bytes (their locks, not ours).
+    if (flight != nullptr) flight->Publish(out);
     mu.Lock();
     copiers--;
     p.done = true;
@@ -39,6 +44,28 @@ bool Batch::Completed(Attempt* a, const absl::StatusOr<size_t>& r,
     Notify();
   }
   return false;
+}
+
+bool Batch::Deliver(int i, const char* src, uint64_t length) {
+  absl::MutexLock l(&mu);
+  PieceState& p = pieces[i];
+  if (closed || p.done || p.claimed) return false;
+  p.claimed = true;
+  copiers++;
+  mu.Unlock();
+  memcpy(p.dst, src, length);
+  mu.Lock();
+  copiers--;
+  p.done = true;
+  if (--remaining == 0 || closed) Notify();
+  return true;
+}
+
+void Batch::Release(int i) {
+  absl::MutexLock l(&mu);
+  if (closed || pieces[i].done) return;
+  released.push_back(i);
+  Notify();
 }
 
 }  // namespace client_internal

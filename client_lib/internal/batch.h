@@ -47,6 +47,9 @@ struct Batch final : AttemptSink {
   bool ring_waiting ABSL_GUARDED_BY(mu) = false;
   // ReadOptions::canceller fired: the call returns now.
   bool cancelled ABSL_GUARDED_BY(mu) = false;
+  // Pieces whose flight's leader ended without their bytes
+  // (single_flight.h): the call's loop dispatches them itself.
+  std::vector<int> released ABSL_GUARDED_BY(mu);
   // ClientCore's count of hedges that won their piece.
   std::atomic<uint64_t>* hedge_wins = nullptr;
 
@@ -57,6 +60,12 @@ struct Batch final : AttemptSink {
   void Dropped(Attempt* a) override;
   bool Completed(Attempt* a, const absl::StatusOr<size_t>& r,
                  const char* out) override;
+  // Single flight (single_flight.h): piece `i` waited for another piece's
+  // read. Deliver copies its `length` bytes from `src` under the claim
+  // rule (false if the piece no longer wants them); Release hands the
+  // piece back to the call's loop to read itself. Never with mu held.
+  bool Deliver(int i, const char* src, uint64_t length);
+  void Release(int i);
 
   // Wakes the caller, wherever it waits.
   void Notify() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu) {

@@ -30,6 +30,7 @@ namespace client_internal {
 namespace v1 = ::rangefs::v1;
 
 class AttemptSink;
+class Flight;
 class NodeRuntime;
 
 // One physical read of one piece on one replica.
@@ -62,7 +63,12 @@ struct PieceState {
   char* dst = nullptr;
   uint64_t stream_key = 0;
   const std::string* path = nullptr;
+  int64_t mod_revision = 0;  // of the layout (single_flight.h)
+  uint64_t file_id = 0;
   // Guarded by Batch::mu.
+  // The flight this piece leads (single_flight.h): others wait for its
+  // bytes. Null: it leads none (or its flight ended).
+  std::shared_ptr<Flight> flight;
   bool done = false;
   bool claimed = false;
   bool hedged = false;

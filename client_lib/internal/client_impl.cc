@@ -21,6 +21,7 @@
 #include "client_lib/client.h"
 #include "client_lib/fs.h"
 #include "client_lib/internal/client_hooks.h"
+#include "client_lib/internal/dataset_impl.h"
 #include "client_lib/internal/file_impl.h"
 #include "client_lib/internal/local_node.h"
 #include "client_lib/io_threads.h"
@@ -36,6 +37,7 @@
 #include "namespace/layout_cache.h"
 #include "namespace/record_gate.h"
 #include "namespace/store.h"
+#include "namespace/subtree_snapshot.h"
 
 namespace rangefs {
 namespace client_internal {
@@ -357,20 +359,23 @@ absl::StatusOr<FileInfo> ClientImpl::Stat(absl::string_view path) {
 }
 
 absl::StatusOr<std::vector<FileInfo>> ClientImpl::List(absl::string_view dir) {
+  // Through the layout cache, which keeps the layouts it lists: opening a
+  // listed file then makes no etcd request.
+  RANGEFS_ASSIGN_OR_RETURN(std::vector<ns::FileEntry> files, cache_->List(dir));
   std::vector<FileInfo> out;
-  ns::ListFilesOptions o;
-  o.dir = std::string(dir);
-  for (int page = 0; page < 100000; ++page) {
-    RANGEFS_ASSIGN_OR_RETURN(ns::ListFilesResult r, store_->ListFiles(o));
-    for (const ns::FileEntry& f : r.files) {
-      out.push_back(ToInfo(f.path, f.layout, f.mod_revision));
-      out.back().invalid = f.invalid;
-    }
-    if (r.next_page_token.empty()) break;
-    o.page_token = r.next_page_token;
-    o.revision = r.revision;
+  out.reserve(files.size());
+  for (const ns::FileEntry& f : files) {
+    out.push_back(ToInfo(f.path, f.layout, f.mod_revision));
+    out.back().invalid = f.invalid;
   }
   return out;
+}
+
+absl::StatusOr<std::unique_ptr<Dataset>> ClientImpl::OpenDataset(
+    absl::string_view dir, int64_t at_revision) {
+  RANGEFS_ASSIGN_OR_RETURN(ns::SubtreeSnapshot s,
+                           ns::LoadSubtree(*kv_, keys_, dir, at_revision));
+  return std::unique_ptr<Dataset>(new DatasetImpl(this, std::move(s)));
 }
 
 std::vector<absl::StatusOr<size_t>> ClientImpl::ReadV(
@@ -410,7 +415,16 @@ ClientStats ClientImpl::Stats() {
   s.unavailable = unavailable_.load();
   s.layout_aborts = layout_aborts_.load();
   s.layout_refreshes = layout_refreshes_.load();
-  s.stale_layout_serves = cache_->stats().stale_serves;
+  const ns::LayoutCacheStats cs = cache_->stats();
+  s.stale_layout_serves = cs.stale_serves;
+  s.layout_hits = cs.hits;
+  s.layout_cold_lookups = cs.cold_lookups;
+  s.etcd_requests = etcd_ != nullptr ? etcd_->requests_sent() : 0;
+  const FlightStats fs = flights_->stats();
+  s.shared_pieces = fs.shared_pieces;
+  s.shared_bytes = fs.shared_bytes;
+  s.shared_released = fs.released;
+  s.shared_waiting = fs.waiting;
   s.latency = ToLatencyHistogram(latency_.GlobalCumulativeSnapshot());
   absl::ReaderMutexLock l(&nodes_mu_);
   for (auto& [id, n] : nodes_) {

@@ -80,6 +80,7 @@
 #include "client_lib/internal/file_impl.h"
 #include "client_lib/internal/node_runtime.h"
 #include "client_lib/internal/read_ring.h"
+#include "client_lib/internal/single_flight.h"
 #include "client_lib/mountd/mount_status.h"
 #include "loadbalancer/hedge.h"
 #include "loadbalancer/registry.h"
@@ -115,6 +116,8 @@ class ClientImpl : public Client, public FileHost {
                                                  int64_t at_revision) override;
   absl::StatusOr<FileInfo> Stat(absl::string_view path) override;
   absl::StatusOr<std::vector<FileInfo>> List(absl::string_view dir) override;
+  absl::StatusOr<std::unique_ptr<Dataset>> OpenDataset(
+      absl::string_view dir, int64_t at_revision) override;
   std::vector<absl::StatusOr<size_t>> ReadV(
       absl::Span<const FileReadRange> ranges,
       const ReadOptions& options) override;
@@ -257,6 +260,9 @@ class ClientImpl : public Client, public FileHost {
 
   // This host's interface addresses (local_node detection), set by Init.
   std::vector<std::string> local_hosts_;
+  // Reads in flight that other pieces may join (single_flight.h); shared
+  // with the flights, which an I/O thread may end after the client is gone.
+  const std::shared_ptr<FlightTable> flights_ = std::make_shared<FlightTable>();
 
   std::atomic<uint64_t> seed_counter_{0};
   std::atomic<uint64_t> reads_{0}, pieces_{0}, bytes_{0}, retries_{0},

@@ -36,6 +36,7 @@
 #include "client_lib/fs.h"
 #include "client_lib/internal/client_hooks.h"
 #include "client_lib/internal/client_impl.h"
+#include "client_lib/internal/single_flight.h"
 #include "client_lib/read_canceller.h"
 #include "loadbalancer/hedge.h"
 #include "loadbalancer/latency_tracker.h"
@@ -123,6 +124,8 @@ void ClientImpl::PlanCall(absl::Span<const Request> reqs, Batch& b,
       s.dst = r.dst.data() + (p.offset - r.offset);
       s.stream_key = absl::HashOf(layout.file_id(), p.unit) | 1;
       s.path = &(*l)->path;
+      s.mod_revision = (*l)->mod_revision;
+      s.file_id = layout.file_id();
       total += p.length;
       b.pieces.push_back(std::move(s));
     }
@@ -330,6 +333,9 @@ void ClientImpl::Wait(Batch& b, absl::Duration wait) {
 void ClientImpl::RunLoop(CallLoop& c) {
   Batch& b = *c.b;
   while (b.remaining > 0 && !b.cancelled) {
+    // Pieces whose flight's leader gave up: read them ourselves.
+    for (int i : b.released) c.waiting.push_back(i);
+    b.released.clear();
     DispatchWaiting(c);  // what the global cap allows
     Flush(b);
     RetryFailed(c);  // failed attempts: retry elsewhere
@@ -414,14 +420,32 @@ std::vector<absl::StatusOr<size_t>> ClientImpl::Execute(
       options_.seed == 0 ? absl::Uniform<uint64_t>(absl::InsecureBitGen())
                          : options_.seed + seed_counter_.fetch_add(1)});
   c.picker = policy_->NewPicker(bitgen);
-  absl::MutexLock l(&b.mu);
-  b.remaining = static_cast<int>(b.pieces.size());
-  for (int i = static_cast<int>(b.pieces.size()) - 1; i >= 0; --i) {
-    c.waiting.push_back(i);
+  std::vector<std::shared_ptr<Flight>> led;
+  {
+    absl::MutexLock l(&b.mu);
+    b.remaining = static_cast<int>(b.pieces.size());
   }
-  RunLoop(c);
-  CloseCall(b);
-  CollectResults(b, results);
+  // Single flight: pieces whose bytes another read is fetching wait for it
+  // (single_flight.h); the others are dispatched, last piece first.
+  if (options_.single_flight) {
+    flights_->JoinOrLead(c.b, c.waiting);
+  } else {
+    for (int i = static_cast<int>(b.pieces.size()) - 1; i >= 0; --i) {
+      c.waiting.push_back(i);
+    }
+  }
+  {
+    absl::MutexLock l(&b.mu);
+    RunLoop(c);
+    CloseCall(b);
+    CollectResults(b, results);
+    for (PieceState& p : b.pieces) {
+      if (p.flight != nullptr) led.push_back(std::move(p.flight));
+    }
+  }
+  // Flights this call led and did not complete: their followers read for
+  // themselves (without b.mu: Abandon locks the followers' batches).
+  for (const std::shared_ptr<Flight>& f : led) f->Abandon();
   for (const auto& r : results) {
     if (r.ok()) bytes_.fetch_add(*r);
   }

@@ -16,6 +16,15 @@
 // read resolves it (latency p50/p99 per lookup, RSS after). Targets:
 // random lookup p50 < 2 us on 2 threads, propagation p99 < 100 ms, RSS <
 // 200 MB, warm start < 3 s.
+//
+// Record sizes (issue 20): bytes per file record (etcd key + encoded
+// layout) for a small file (one extent, 2 replicas), a 1 GiB file striped
+// over 8 columns and a 1 TiB file striped over 64 columns (2 replicas
+// each, ingest's object names), the growth of etcd's backend in use per
+// record (--record_sample records of each kind written, dbSizeInUse
+// before/after, one revision each), and how many such files fit in etcd's
+// default (2 GiB) and maximum (8 GiB) backend quota. Open rates of a
+// client (cold / listed / dataset) are client_lib/bench/open_bench.cc.
 #include <stdio.h>
 #include <unistd.h>
 
@@ -24,6 +33,7 @@
 #include <chrono>
 #include <fstream>
 #include <random>
+#include <functional>
 #include <string>
 #include <thread>
 #include <vector>
@@ -35,6 +45,7 @@
 #include "absl/time/clock.h"
 #include "namespace/etcd/etcd_client.h"
 #include "namespace/etcd_kv.h"
+#include "namespace/keys.h"
 #include "namespace/layout_cache.h"
 #include "namespace/store.h"
 #include "tests/testing/etcd_cluster.h"
@@ -46,6 +57,9 @@ ABSL_FLAG(int, lookup_threads, 2, "threads of the random-lookup run");
 ABSL_FLAG(double, lookup_seconds, 3, "length of the random-lookup run");
 ABSL_FLAG(std::string, child_etcd, "",
           "internal: run as the fresh child process against this etcd");
+ABSL_FLAG(int, record_sample, 20000,
+          "records of each kind written to measure etcd bytes per record");
+ABSL_FLAG(bool, records_only, false, "only the record-size rows");
 
 namespace {
 
@@ -93,6 +107,54 @@ v1::FileLayout Layout(int extents, int nodes, int salt) {
           "f/%016x/e%d", static_cast<uint64_t>(salt) * 0x9E3779B97F4A7C15ull,
           e));
     }
+  }
+  return l;
+}
+
+// A striped layout over `width` columns, 2 replicas each (ingest's form).
+v1::FileLayout Striped(uint64_t size, int width, int nodes, int salt) {
+  v1::FileLayout l;
+  l.set_file_id(1000000 + salt);
+  l.set_generation(1);
+  l.set_state(v1::READY);
+  l.set_size(size);
+  l.set_checksum(v1::CRC32C_SIDECAR);
+  l.set_checksum_block_size(1 << 20);
+  l.set_created_unix_ms(1700000000000);
+  l.set_modified_unix_ms(1700000000000);
+  v1::StripedLayout* s = l.mutable_striped();
+  s->set_stripe_unit(1 << 20);
+  for (int t = 0; t < width; ++t) {
+    v1::StripedLayout::Target* x = s->add_targets();
+    for (int r = 0; r < 2; ++r) {
+      v1::Replica* rep = x->add_replicas();
+      rep->set_node_id(absl::StrCat("n", (t + r) % nodes));
+      rep->set_object(
+          absl::StrCat("f/", 0x1234567890abcdefULL + salt, "/c", t));
+    }
+  }
+  return l;
+}
+
+// A small file: one extent of 64 KiB, 2 replicas.
+v1::FileLayout Small(int nodes, int salt) {
+  v1::FileLayout l;
+  l.set_file_id(1000000 + salt);
+  l.set_generation(1);
+  l.set_state(v1::READY);
+  l.set_size(64 << 10);
+  l.set_checksum(v1::CRC32C_SIDECAR);
+  l.set_checksum_block_size(1 << 20);
+  l.set_created_unix_ms(1700000000000);
+  l.set_modified_unix_ms(1700000000000);
+  v1::Extent* x = l.add_extents();
+  x->set_offset(0);
+  x->set_length(64 << 10);
+  x->set_crc32c(0x9e3779b9u);
+  for (int r = 0; r < 2; ++r) {
+    v1::Replica* rep = x->add_replicas();
+    rep->set_node_id(absl::StrCat("n", (salt + r) % nodes));
+    rep->set_object(absl::StrCat("f/", 0x1234567890abcdefULL + salt, "/e0"));
   }
   return l;
 }
@@ -206,6 +268,61 @@ int RunChild(const std::string& endpoints, int files) {
 
 }  // namespace
 
+// Writes `n` records of `make(i)` at `dir`/part-%06d (128 puts per
+// transaction) and returns etcd's backend growth in use per record.
+template <typename Make>
+double EtcdBytesPerRecord(etcd::EtcdClient& c, const ns::Keys& keys,
+                          const std::string& dir, int n, Make make) {
+  auto before = c.Status();
+  Check(before.status(), "etcd status");
+  for (int i = 0; i < n;) {
+    etcdserverpb::TxnRequest txn;
+    for (int k = 0; k < 128 && i < n; ++k, ++i) {
+      etcdserverpb::PutRequest* put = txn.add_success()->mutable_request_put();
+      put->set_key(keys.File(absl::StrFormat("%s/part-%06d", dir, i)));
+      put->set_value(make(i).SerializeAsString());
+    }
+    Check(c.Txn(txn).status(), "bulk put");
+  }
+  auto after = c.Status();
+  Check(after.status(), "etcd status");
+  return static_cast<double>(after->dbsizeinuse() - before->dbsizeinuse()) / n;
+}
+
+void RecordRows(etcd::EtcdClient& c, int nodes, int sample) {
+  const ns::Keys keys("bench");
+  struct Kind {
+    const char* name;
+    const char* dir;
+    std::function<v1::FileLayout(int)> make;
+  };
+  const uint64_t kGiB = uint64_t{1} << 30;
+  const Kind kinds[] = {
+      {"small file (1 extent)", "/rec/small",
+       [&](int i) { return Small(nodes, i); }},
+      {"1 GiB striped x8", "/rec/gib",
+       [&](int i) { return Striped(kGiB, 8, nodes, i); }},
+      {"1 TiB striped x64", "/rec/tib",
+       [&](int i) { return Striped(1024 * kGiB, 64, nodes, i); }},
+  };
+  printf(
+      "file records in etcd (%d of each written; key /rangefs/v1/bench/"
+      "files/rec/<kind>/part-NNNNNN)\n",
+      sample);
+  printf("  %-24s %8s %8s %14s %16s %16s\n", "kind", "key B", "value B",
+         "etcd B/record", "fit in 2 GiB", "fit in 8 GiB");
+  for (const Kind& k : kinds) {
+    const std::string key = keys.File(absl::StrCat(k.dir, "/part-000000"));
+    const size_t value = k.make(0).ByteSizeLong();
+    const double in_use = EtcdBytesPerRecord(c, keys, k.dir, sample, k.make);
+    printf("  %-24s %8zu %8zu %14.0f %16.0f %16.0f\n", k.name, key.size(),
+           value, in_use, 2.0 * kGiB / in_use, 8.0 * kGiB / in_use);
+  }
+  printf(
+      "  (etcd keeps every revision of a key until compaction; a "
+      "re-put file costs a record again until then)\n");
+}
+
 int main(int argc, char** argv) {
   absl::ParseCommandLine(argc, argv);
   const int files = absl::GetFlag(FLAGS_files);
@@ -229,6 +346,9 @@ int main(int argc, char** argv) {
     rec.set_export_path("/srv/rangefs");
     Check(store->AddNode(rec), "add node");
   }
+
+  RecordRows(**client, nodes, absl::GetFlag(FLAGS_record_sample));
+  if (absl::GetFlag(FLAGS_records_only)) return 0;
 
   // --- small files: lookups and propagation ---
   const int kSmall = 200;

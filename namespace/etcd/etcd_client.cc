@@ -121,6 +121,7 @@ class Core {
   }
 
   const EtcdClientOptions& options() const { return options_; }
+  uint64_t requests() const { return requests_.load(); }
   int size() const { return static_cast<int>(members_.size()); }
   // The current connection to member i; keep it while using it.
   std::shared_ptr<Endpoint> endpoint(int i) {
@@ -235,6 +236,7 @@ class Core {
       AddMetadata(&ctx, token);
       const grpc_connectivity_state before =
           ep.channel->GetState(/*try_to_connect=*/true);
+      requests_.fetch_add(1, std::memory_order_relaxed);
       const grpc::Status s = rpc(ep, &ctx);
       if (s.ok()) return absl::OkStatus();
       const grpc_connectivity_state after = ep.channel->GetState(false);
@@ -268,6 +270,7 @@ class Core {
     std::shared_ptr<Endpoint> conn ABSL_GUARDED_BY(mu);
   };
   const EtcdClientOptions options_;
+  std::atomic<uint64_t> requests_{0};
   const Connect connect_;
   std::vector<std::unique_ptr<Member>> members_;
   std::atomic<int> current_{0};
@@ -685,6 +688,8 @@ absl::StatusOr<std::unique_ptr<EtcdClient>> EtcdClient::Open(
 EtcdClient::EtcdClient(std::shared_ptr<Core> core) : core_(std::move(core)) {}
 
 EtcdClient::~EtcdClient() = default;
+
+uint64_t EtcdClient::requests_sent() const { return core_->requests(); }
 
 absl::StatusOr<RangeResult> EtcdClient::Range(absl::string_view key,
                                               const RangeOptions& options) {

@@ -143,6 +143,11 @@ class EtcdClient {
   EtcdClient(const EtcdClient&) = delete;
   EtcdClient& operator=(const EtcdClient&) = delete;
 
+  // Unary RPCs sent so far (every attempt of Range, Put, Txn, Lease*, ...;
+  // watch and keep-alive streams not counted). Tests and benchmarks count
+  // a job's etcd round trips with it.
+  uint64_t requests_sent() const;
+
   // Reads `key` (or a range, see RangeOptions). Blocks. OUT_OF_RANGE for a
   // compacted or future revision.
   absl::StatusOr<RangeResult> Range(absl::string_view key,

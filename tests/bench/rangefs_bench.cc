@@ -9,12 +9,16 @@
 //                 [--io_uring=true] [--io_uring_depth=32] [--max_io_size=1M]
 //                 [--prefetch=true] [--zero_copy=false] [--hedging=true]
 //                 [--stall_factor=4] [--attempt_timeout_s=5] [--deadline_s=30]
-//                 [--teardown_timeout_s=1]
+//                 [--teardown_timeout_s=1] [--dataset] [--revision=R]
 //
 // scan: each thread reads whole files sequentially (Reader with adaptive
 // readahead), files handed out round-robin; with --once every file is read
 // exactly once, else until --duration_s. lookup: random --lookup_size reads
 // across all files, --batch per ReadV. mixed: half the threads each.
+// Files come from Client::List + OpenFile (listed layouts are cached: no
+// etcd request per open), or with --dataset from one pinned Dataset of
+// --dir (Client::OpenDataset at --revision, 0 = latest; no etcd after it).
+// The report's "metadata" line times listing and opening every file.
 // --verify_against compares every byte read with LOCAL_DIR/<path>.
 // Timing (like fio's --time_based --ramp_time): the workers run
 // --warmup_s + --duration_s; what completes in the warm-up is not counted.
@@ -57,6 +61,9 @@ ABSL_FLAG(std::string, data_path, "auto", "auto | mount | agent");
 ABSL_FLAG(std::string, policy, "least_loaded", "load-balancing policy");
 ABSL_FLAG(std::string, workload, "scan", "scan | lookup | mixed");
 ABSL_FLAG(std::string, dir, "/", "namespace directory holding the files");
+ABSL_FLAG(bool, dataset, false,
+          "open the files from one pinned Dataset of --dir (OpenDataset)");
+ABSL_FLAG(int64_t, revision, 0, "--dataset: etcd revision (0 = latest)");
 ABSL_FLAG(int, threads, 8, "worker threads");
 ABSL_FLAG(double, duration_s, 10, "run time (unless --once)");
 ABSL_FLAG(double, warmup_s, 0,
@@ -218,7 +225,24 @@ int main(int argc, char** argv) {
     return 1;
   }
   std::unique_ptr<Client> client = std::move(*client_or);
-  auto infos = client->List(absl::GetFlag(FLAGS_dir));
+  // Metadata: list and open every file, timed, with the etcd requests it
+  // took.
+  const uint64_t requests_before = client->Stats().etcd_requests;
+  const absl::Time meta_start = absl::Now();
+  std::unique_ptr<rangefs::Dataset> dataset;
+  absl::StatusOr<std::vector<rangefs::FileInfo>> infos;
+  if (absl::GetFlag(FLAGS_dataset)) {
+    auto d = client->OpenDataset(absl::GetFlag(FLAGS_dir),
+                                 absl::GetFlag(FLAGS_revision));
+    if (!d.ok()) {
+      fprintf(stderr, "rangefs-bench: %s\n", d.status().ToString().c_str());
+      return 1;
+    }
+    dataset = std::move(*d);
+    infos = dataset->List("/");
+  } else {
+    infos = client->List(absl::GetFlag(FLAGS_dir));
+  }
   if (!infos.ok()) {
     fprintf(stderr, "rangefs-bench: %s\n", infos.status().ToString().c_str());
     return 1;
@@ -234,13 +258,27 @@ int main(int argc, char** argv) {
         info.size > absl::GetFlag(FLAGS_max_file_size)) {
       continue;
     }
-    auto f = client->OpenFile(info.path);
+    auto f = dataset != nullptr ? dataset->OpenFile(info.path)
+                                : client->OpenFile(info.path);
     if (!f.ok()) {
       fprintf(stderr, "rangefs-bench: open %s: %s\n", info.path.c_str(),
               f.status().ToString().c_str());
       return 1;
     }
     files.push_back(std::move(*f));
+  }
+  const double meta_s = absl::ToDoubleSeconds(absl::Now() - meta_start);
+  const uint64_t meta_requests =
+      client->Stats().etcd_requests - requests_before;
+  if (!absl::GetFlag(FLAGS_json)) {
+    printf(
+        "metadata: %zu file(s) listed and opened in %.3f s (%s), %llu "
+        "etcd request(s)%s\n",
+        files.size(), meta_s, dataset != nullptr ? "dataset" : "listed",
+        static_cast<unsigned long long>(meta_requests),
+        dataset != nullptr
+            ? absl::StrCat(" at revision ", dataset->revision()).c_str()
+            : "");
   }
   if (files.empty()) {
     fprintf(stderr, "rangefs-bench: no files under %s\n",
@@ -471,7 +509,8 @@ int main(int argc, char** argv) {
         "\"warmup_s\": %.3f, \"errors\": %llu, \"mismatches\": %llu, "
         "\"retries\": %llu, \"hedges\": %llu, \"hedge_wins\": %llu, "
         "\"checksum_failures\": %llu, \"files\": %zu, \"nodes\": {%s}, "
-        "\"node_attempts\": {%s}, \"last_read_mono_ns\": %lld}\n",
+        "\"node_attempts\": {%s}, \"last_read_mono_ns\": %lld, "
+        "\"metadata_s\": %.4f, \"metadata_etcd_requests\": %llu}\n",
         workload.c_str(), threads, secs,
         static_cast<unsigned long long>(counted), gbps,
         static_cast<unsigned long long>(counted_ops), iops, p50, p99, p999,
@@ -484,7 +523,8 @@ int main(int argc, char** argv) {
         static_cast<unsigned long long>(st.hedge_wins),
         static_cast<unsigned long long>(st.checksum_failures), files.size(),
         nodes_json.c_str(), detail_json.c_str(),
-        static_cast<long long>(last_read_ns.load()));
+        static_cast<long long>(last_read_ns.load()), meta_s,
+        static_cast<unsigned long long>(meta_requests));
   } else {
     printf("workload %s: %d thread(s), %zu file(s), %.2f s\n", workload.c_str(),
            threads, files.size(), secs);
@@ -512,6 +552,7 @@ int main(int argc, char** argv) {
   // Files, then the Client: bounded even with reads stuck in a hung mount
   // (ClientOptions::teardown_timeout).
   files.clear();
+  dataset.reset();
   client.reset();
   return errors.load() == 0 && mismatches.load() == 0 ? 0 : 1;
 }

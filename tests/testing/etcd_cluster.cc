@@ -1,6 +1,7 @@
 #include "tests/testing/etcd_cluster.h"
 
 #include <arpa/inet.h>
+#include <dirent.h>
 #include <errno.h>
 #include <netinet/in.h>
 #include <poll.h>
@@ -8,6 +9,8 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <fstream>
+#include <iterator>
 #include <regex>
 
 #include "absl/strings/escaping.h"
@@ -274,11 +277,48 @@ absl::Status EtcdCluster::RestartAll() {
   return absl::OkStatus();
 }
 
+namespace {
+
+// Whether every thread of `pid` is stopped (state T, t) or gone: kill()
+// returns before a busy multi-threaded process has stopped.
+bool AllThreadsStopped(pid_t pid) {
+  const std::string dir = absl::StrCat("/proc/", pid, "/task");
+  DIR* d = opendir(dir.c_str());
+  if (d == nullptr) return true;  // gone
+  bool stopped = true;
+  while (dirent* e = readdir(d)) {
+    if (e->d_name[0] == '.') continue;
+    std::ifstream in(absl::StrCat(dir, "/", e->d_name, "/stat"));
+    std::string stat((std::istreambuf_iterator<char>(in)),
+                     std::istreambuf_iterator<char>());
+    const size_t paren = stat.rfind(')');
+    if (paren == std::string::npos || paren + 2 >= stat.size()) continue;
+    const char state = stat[paren + 2];
+    if (state != 'T' && state != 't' && state != 'Z' && state != 'X') {
+      stopped = false;
+      break;
+    }
+  }
+  closedir(d);
+  return stopped;
+}
+
+}  // namespace
+
 absl::Status EtcdCluster::PauseMember(int i) {
   if (members_[i].process == nullptr) {
     return absl::FailedPreconditionError(absl::StrCat("member ", i, " down"));
   }
-  return members_[i].process->Signal(SIGSTOP);
+  RANGEFS_RETURN_IF_ERROR(members_[i].process->Signal(SIGSTOP));
+  const absl::Time end = absl::Now() + absl::Seconds(5);
+  while (!AllThreadsStopped(members_[i].process->pid())) {
+    if (absl::Now() > end) {
+      return absl::DeadlineExceededError(
+          absl::StrCat("etcd member ", i, " not stopped 5 s after SIGSTOP"));
+    }
+    absl::SleepFor(absl::Milliseconds(1));
+  }
+  return absl::OkStatus();
 }
 
 absl::Status EtcdCluster::ResumeMember(int i) {

@@ -70,7 +70,8 @@ class EtcdCluster {
   // Starts every stopped member, then waits until all are healthy (a
   // majority must run before any member reports healthy).
   absl::Status RestartAll();
-  // SIGSTOP / SIGCONT member i.
+  // SIGSTOP / SIGCONT member i. PauseMember returns once every thread of
+  // the member is stopped (DEADLINE_EXCEEDED after 5 s).
   absl::Status PauseMember(int i);
   absl::Status ResumeMember(int i);
   // Waits until member i answers /health with health=true.
