@@ -312,6 +312,20 @@ absl::Status NodeClient::DeleteObject(const std::string& path,
   return Error(st, "DeleteObject", path);
 }
 
+absl::StatusOr<CopyObjectResponse> NodeClient::CopyObject(
+    const CopyObjectRequest& request, absl::Time deadline) {
+  AwaitConnection(deadline);
+  grpc::ClientContext ctx;
+  SetDeadline(&ctx, deadline);
+  CopyObjectResponse resp;
+  grpc::Status st = stub_->CopyObject(&ctx, request, &resp);
+  if (!st.ok()) {
+    return Error(st, absl::StrCat("CopyObject from ", request.source_address()),
+                 request.path());
+  }
+  return resp;
+}
+
 absl::StatusOr<ScrubResponse> NodeClient::Scrub(uint64_t max_bytes_per_sec,
                                                 absl::Time deadline) {
   grpc::ClientContext ctx;

@@ -114,6 +114,10 @@ class NodeClient {
   absl::StatusOr<GetStatsResponse> GetStats(absl::Time deadline);
   // Removes object `path` and its sidecar. NOT_FOUND if absent.
   absl::Status DeleteObject(const std::string& path, absl::Time deadline);
+  // Asks the agent to copy an object from a peer agent (see CopyObject in
+  // proto/node_agent.proto). Waits, bounded, for the channel like writes.
+  absl::StatusOr<CopyObjectResponse> CopyObject(
+      const CopyObjectRequest& request, absl::Time deadline);
 
  private:
   NodeClient(std::string address, std::shared_ptr<grpc::Channel> channel,
