@@ -1,0 +1,95 @@
+// File: keeper.h
+//
+// One round of rangefs-keeper's work, run by the active keeper (election.h
+// decides which): list nodes, live records and every file layout; collect
+// trash that is due; plan replica moves (planner.h) and carry them out.
+// A move is: CopyObject on the target agent from a healthy replica
+// (storage_node/object_copier.h: verified against the source's sidecar),
+// then the layout's replica swapped with an etcd compare-and-swap on the
+// layout's mod revision. A concurrent admin change makes the keeper re-read
+// and re-apply (never clobber); a layout that no longer has the replica (file
+// removed, replaced or already repaired), or a dead node that came back,
+// abandons the move and deletes the unreferenced copy. The replaced replica
+// goes to the trash (keeper/README.md, "Deleting objects").
+//
+//   Keeper k(store, etcd, {.id = "keeper-a", .dead_after = absl::Minutes(10)});
+//   absl::StatusOr<RoundReport> r = k.RunRound([&] { return e.IsLeader(); });
+//
+// `may_act` is asked before every change (copy, layout swap, trash change,
+// delete); once false the round stops. Not thread-safe: one round at a time
+// (moves inside a round run on up to parallel_copies threads).
+#ifndef RANGEFS_KEEPER_KEEPER_H_
+#define RANGEFS_KEEPER_KEEPER_H_
+
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <string>
+
+#include "absl/random/random.h"
+#include "absl/status/statusor.h"
+#include "absl/time/time.h"
+#include "base/clock.h"
+#include "keeper/planner.h"
+#include "namespace/etcd/etcd_client.h"
+#include "namespace/store.h"
+#include "storage_node/tls_client.h"
+
+namespace rangefs {
+namespace keeper {
+
+struct KeeperOptions {
+  std::string id = "keeper";  // In logs.
+  // A node whose live record is absent this long is dead.
+  absl::Duration dead_after = absl::Minutes(10);
+  // An object that left every layout is deleted no sooner than this after
+  // it left (and only once etcd compacted past that revision).
+  absl::Duration delete_grace = absl::Hours(1);
+  int parallel_copies = 4;
+  // Cluster-wide cap on the bytes/s of all copies together, split evenly
+  // over the copies running at once; 0: none (each agent still applies its
+  // own --copy_max_bytes_per_sec).
+  uint64_t copy_bytes_per_sec = 0;
+  absl::Duration copy_timeout = absl::Minutes(30);  // Per CopyObject.
+  absl::Duration call_timeout = absl::Seconds(30);  // Other agent calls.
+  int max_cas_attempts = 16;  // Layout swaps lost to concurrent changes.
+  node::NodeClientTlsOptions agent_tls;
+  Clock* clock = nullptr;  // Not owned; nullptr: the real clock.
+};
+
+struct RoundReport {
+  int64_t revision = 0;  // etcd revision of the listing.
+  int files = 0;
+  int dead_nodes = 0, draining_nodes = 0, missing_nodes = 0;
+  int moves_planned = 0, moves_done = 0, moves_failed = 0, moves_abandoned = 0;
+  int stuck = 0;  // Slots with no source or no target.
+  uint64_t bytes_planned = 0, bytes_copied = 0;
+  int trash_pending = 0, trash_deleted = 0;
+  bool stopped = false;  // may_act turned false mid-round.
+};
+
+class Keeper {
+ public:
+  // `store` and `etcd` are not owned and must outlive the keeper.
+  Keeper(ns::NamespaceStore* store, etcd::EtcdClient* etcd,
+         KeeperOptions options);
+
+  absl::StatusOr<RoundReport> RunRound(const std::function<bool()>& may_act);
+
+ private:
+  struct Listing;
+  class Round;
+
+  KeeperOptions options_;
+  Clock* const clock_;
+  ns::NamespaceStore* const store_;
+  etcd::EtcdClient* const etcd_;
+  absl::BitGen bitgen_;
+  // When each node was first seen without a live record (by this keeper).
+  std::map<std::string, absl::Time> missing_since_;
+};
+
+}  // namespace keeper
+}  // namespace rangefs
+
+#endif  // RANGEFS_KEEPER_KEEPER_H_
