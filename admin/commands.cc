@@ -129,9 +129,40 @@ absl::StatusOr<Table> NodeSetState(Context& ctx, Args& a, v1::AdminState s,
   return t;
 }
 
+// FAILED_PRECONDITION if a layout still has a replica on node `id`.
+absl::Status CheckNodeHoldsNothing(ns::NamespaceStore& store,
+                                   const std::string& id) {
+  ns::ListFilesOptions lo;
+  int64_t replicas = 0, files = 0;
+  std::string example;
+  do {
+    RANGEFS_ASSIGN_OR_RETURN(ns::ListFilesResult page, store.ListFiles(lo));
+    lo.revision = page.revision;
+    lo.page_token = page.next_page_token;
+    for (const ns::FileEntry& f : page.files) {
+      int64_t here = 0;
+      for (const v1::Extent& e : f.layout.extents()) {
+        for (const v1::Replica& r : e.replicas()) here += r.node_id() == id;
+      }
+      for (const auto& t : f.layout.striped().targets()) {
+        for (const v1::Replica& r : t.replicas()) here += r.node_id() == id;
+      }
+      if (here > 0 && example.empty()) example = f.path;
+      replicas += here;
+      files += here > 0;
+    }
+  } while (!lo.page_token.empty());
+  if (replicas == 0) return absl::OkStatus();
+  return absl::FailedPreconditionError(absl::StrCat(
+      "node ", id, " still holds ", replicas, " replica(s) of ", files,
+      " file(s) (e.g. ", example,
+      "); `node drain` it and let rangefs-keeper move them off first"));
+}
+
 absl::StatusOr<Table> NodeRemove(Context& ctx, Args& a) {
   RANGEFS_RETURN_IF_ERROR(a.CheckAllowed({}));
   RANGEFS_RETURN_IF_ERROR(WantPositional(a, 1, "node remove ID"));
+  RANGEFS_RETURN_IF_ERROR(CheckNodeHoldsNothing(*ctx.store, a.positional()[0]));
   RANGEFS_RETURN_IF_ERROR(ctx.store->RemoveNode(a.positional()[0]));
   Table t;
   t.message = absl::StrCat("node ", a.positional()[0], " removed");
@@ -461,7 +492,8 @@ std::string Usage(const std::string& group) {
   node list
   node show ID
   node drain ID | node disable ID | node enable ID
-  node remove ID            (only when draining or disabled)
+  node remove ID            (only when draining or disabled, and no layout
+                            has a replica on it: rangefs-keeper moves them)
 )";
   std::string file = R"(file commands:
   file ls [DIR] [--revision=R] [--limit=N]

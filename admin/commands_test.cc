@@ -60,6 +60,22 @@ TEST_F(CommandsTest, NodeCommands) {
   EXPECT_THAT(Run({"node", "remove", "n1"}),
               StatusIs(absl::StatusCode::kFailedPrecondition));
   ASSERT_THAT(Run({"node", "drain", "n1"}), IsOk());
+  {
+    // A layout with a replica on n1 blocks its removal.
+    v1::FileLayout l;
+    l.set_size(10);
+    l.set_state(v1::READY);
+    v1::Extent* e = l.add_extents();
+    e->set_length(10);
+    e->add_replicas()->set_node_id("n1");
+    e->mutable_replicas(0)->set_object("o");
+    ASSERT_THAT(store_->CreateFile("/held", l), IsOk());
+    EXPECT_THAT(Run({"node", "remove", "n1"}),
+                StatusIs(absl::StatusCode::kFailedPrecondition,
+                         HasSubstr("still holds 1 replica(s) of 1 file(s) "
+                                   "(e.g. /held)")));
+    ASSERT_THAT(store_->DeleteFile("/held", 0), IsOk());
+  }
   auto show = Run({"node", "show", "n1"});
   ASSERT_THAT(show, IsOk());
   EXPECT_THAT(show->json, HasSubstr("\"admin_state\": \"DRAINING\""));
