@@ -1,0 +1,315 @@
+// rangefs-keeper against a real etcd (3 members), real rangefs-node agents
+// and a real client reading all along: a node killed for good is
+// re-replicated, a drained node is emptied and removed, and of two keepers
+// only the elected one acts until it dies. Small files, seconds-long
+// timeouts (dead_after 2 s, lease 2 s).
+#include <signal.h>
+#include <sys/stat.h>
+
+#include <atomic>
+#include <fstream>
+#include <iostream>
+#include <map>
+#include <memory>
+#include <random>
+#include <set>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
+#include "admin/args.h"
+#include "admin/commands.h"
+#include "base/testing/status_matchers.h"
+#include "client_lib/client.h"
+#include "client_lib/file.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "namespace/keys.h"
+#include "storage_node/export_root.h"
+#include "tests/testing/agent_cluster.h"
+
+namespace rangefs {
+namespace {
+
+using testing::AgentCluster;
+using testing::Subprocess;
+
+constexpr int kNodes = 4;
+
+class KeeperTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    auto c = AgentCluster::Start("keeper_test", {.members = 3});
+    ASSERT_THAT(c, IsOk());
+    cluster_ = *std::move(c);
+    ctx_.store = cluster_->store();
+    ctx_.cluster = "it";
+    for (int i = 0; i < kNodes; ++i) {
+      auto a = cluster_->AddAgent(absl::StrCat("n", i));
+      ASSERT_THAT(a, IsOk());
+      ASSERT_TRUE(cluster_->WaitLive(
+          (*a)->id, [](bool found, const ns::LiveEntry&) { return found; },
+          absl::Seconds(10)));
+    }
+    // Single-extent files and one striped file, 2 replicas each.
+    std::mt19937 rng(17);
+    for (int i = 0; i < 6; ++i) {
+      const bool striped = i == 5;
+      std::string data((striped ? 3 << 20 : 150 << 10) + i, '\0');
+      for (char& ch : data) ch = static_cast<char>(rng());
+      const std::string path = absl::StrCat("/f", i);
+      const std::string local = absl::StrCat(cluster_->dir(), "/src", i);
+      std::ofstream(local, std::ios::binary) << data;
+      std::vector<std::string> argv = {"file", "put", local, path,
+                                       "--replicas=2"};
+      if (striped) argv.push_back("--stripe-unit=1M");
+      ASSERT_THAT(Run(argv), IsOk());
+      files_[path] = std::move(data);
+    }
+  }
+
+  void TearDown() override {
+    StopReader();
+    RecordProperty("scans", absl::StrCat(scans_.load()));
+    RecordProperty("bytes_verified", absl::StrCat(bytes_verified_.load()));
+    if (HasFailure()) {
+      for (const auto& [id, k] : keepers_) {
+        std::cerr << "--- keeper " << id << " log tail:\n"
+                  << k->LogTail(8192) << "\n";
+      }
+    }
+    keepers_.clear();
+  }
+
+  absl::StatusOr<admin::Table> Run(std::vector<std::string> argv) {
+    auto args = admin::Args::Parse(argv);
+    if (!args.ok()) return args.status();
+    return admin::RunCommand(ctx_, *args);
+  }
+
+  Subprocess* StartKeeper(const std::string& id, double grace_s = 3600) {
+    auto p = Subprocess::Start(
+        {.argv = {testing::RunfilePath("keeper/rangefs-keeper"),
+                  "--etcd_endpoints=" + cluster_->etcd()->endpoints(),
+                  "--cluster=it", "--id=" + id, "--lease_ttl_s=2",
+                  "--interval_s=0.2", "--dead_after_s=2",
+                  absl::StrCat("--delete_grace_s=", grace_s),
+                  "--etcd_timeout_s=2"},
+         .log_path = absl::StrCat(cluster_->dir(), "/", id, ".log")});
+    EXPECT_THAT(p, IsOk());
+    if (!p.ok()) return nullptr;
+    keepers_[id] = *std::move(p);
+    return keepers_[id].get();
+  }
+
+  // The active keeper's id; empty if none.
+  std::string Leader() {
+    auto r = cluster_->etcd_client()->Range(
+        cluster_->store()->keys().KeeperLeader());
+    if (!r.ok() || r->kvs.empty()) return "";
+    return r->kvs[0].value;
+  }
+
+  // A job scanning every file through the client library, again and again,
+  // comparing every byte with the source. Files stay open across scans, so
+  // layout changes must be adopted silently.
+  void StartReader() {
+    reader_ = std::thread([this] {
+      ClientOptions o;
+      o.etcd_endpoints = cluster_->etcd()->endpoints();
+      o.cluster = "it";
+      o.data_path = DataPath::kAgent;
+      auto client = Client::Open(o);
+      if (!client.ok()) {
+        read_errors_.fetch_add(1);
+        return;
+      }
+      std::map<std::string, std::unique_ptr<File>> open;
+      for (const auto& [path, data] : files_) {
+        auto f = (*client)->OpenFile(path);
+        if (!f.ok()) {
+          read_errors_.fetch_add(1);
+          ADD_FAILURE() << path << ": " << f.status();
+          return;
+        }
+        open[path] = *std::move(f);
+      }
+      std::string buf;
+      while (!stop_reader_.load()) {
+        for (const auto& [path, data] : files_) {
+          buf.assign(data.size(), '\0');
+          auto n = open[path]->Read(0, absl::MakeSpan(&buf[0], buf.size()));
+          if (!n.ok() || *n != data.size() || buf != data) {
+            read_errors_.fetch_add(1);
+            ADD_FAILURE() << "read of " << path << ": "
+                          << (n.ok() ? "wrong bytes" : n.status().ToString());
+          } else {
+            bytes_verified_.fetch_add(data.size());
+          }
+        }
+        scans_.fetch_add(1);
+      }
+    });
+  }
+  void StopReader() {
+    stop_reader_.store(true);
+    if (reader_.joinable()) reader_.join();
+  }
+  // Waits for `n` more full scans of the reader.
+  bool WaitScans(int n, absl::Duration timeout) {
+    const int64_t want = scans_.load() + n;
+    return Poll([&] { return scans_.load() >= want; }, timeout);
+  }
+
+  static bool Poll(const std::function<bool()>& cond, absl::Duration timeout) {
+    const absl::Time end = absl::Now() + timeout;
+    while (absl::Now() < end) {
+      if (cond()) return true;
+      absl::SleepFor(absl::Milliseconds(50));
+    }
+    return cond();
+  }
+
+  // Replica counts per node over every file (and whether every slot has
+  // exactly 2 replicas, none of them on `bad`).
+  bool AllSlotsHealthy(const std::set<std::string>& bad,
+                       std::map<std::string, int>* per_node = nullptr) {
+    bool ok = true;
+    for (const auto& [path, data] : files_) {
+      auto f = cluster_->store()->GetFile(path);
+      if (!f.ok()) return false;
+      auto check = [&](const auto& reps) {
+        if (reps.size() != 2) ok = false;
+        std::set<std::string> distinct;
+        for (const v1::Replica& r : reps) {
+          if (bad.count(r.node_id()) > 0) ok = false;
+          distinct.insert(r.node_id());
+          if (per_node != nullptr) ++(*per_node)[r.node_id()];
+        }
+        if (distinct.size() != 2) ok = false;
+      };
+      for (const auto& e : f->layout.extents()) check(e.replicas());
+      for (const auto& t : f->layout.striped().targets()) check(t.replicas());
+    }
+    return ok;
+  }
+
+  // Objects in agent i's export.
+  std::vector<std::string> Objects(size_t i) {
+    std::vector<std::string> out;
+    auto root = node::ExportRoot::Open(cluster_->agent(i).export_dir,
+                                       {.writable = false});
+    if (!root.ok()) return {"<cannot open export>"};
+    (void)(*root)->ForEachObject([&](const std::string& p) {
+      out.push_back(p);
+      return true;
+    });
+    return out;
+  }
+
+  void ExpectFsckClean() {
+    // OK is fsck's exit 0.
+    EXPECT_THAT(Run({"fsck", "/", "--checksums"}), IsOk());
+  }
+
+  std::unique_ptr<AgentCluster> cluster_;
+  admin::Context ctx_;
+  std::map<std::string, std::string> files_;  // path -> bytes
+  std::map<std::string, std::unique_ptr<Subprocess>> keepers_;
+  std::thread reader_;
+  std::atomic<bool> stop_reader_{false};
+  std::atomic<int64_t> read_errors_{0}, bytes_verified_{0}, scans_{0};
+};
+
+TEST_F(KeeperTest, NodeKilledForGoodIsReReplicatedWithoutReadErrors) {
+  ASSERT_NE(StartKeeper("ka"), nullptr);
+  ASSERT_TRUE(Poll([&] { return Leader() == "ka"; }, absl::Seconds(10)));
+  StartReader();
+  ASSERT_TRUE(WaitScans(2, absl::Seconds(20)));
+  std::map<std::string, int> before;
+  ASSERT_TRUE(AllSlotsHealthy({}, &before));
+  ASSERT_GT(before["n1"], 0);
+  const absl::Time killed = absl::Now();
+  ASSERT_THAT(cluster_->agent(1).process->Kill(), IsOk());  // kill -9
+  // dead_after (2 s) + lease expiry (2 s) + copies.
+  ASSERT_TRUE(Poll([&] { return AllSlotsHealthy({"n1"}); }, absl::Seconds(30)))
+      << keepers_["ka"]->LogTail();
+  const absl::Duration healed = absl::Now() - killed;
+  ASSERT_TRUE(WaitScans(2, absl::Seconds(20)));
+  StopReader();
+  EXPECT_EQ(read_errors_.load(), 0);
+  EXPECT_GT(bytes_verified_.load(), 0);
+  ExpectFsckClean();
+  RecordProperty("healed_seconds", absl::StrCat(absl::ToDoubleSeconds(healed)));
+  EXPECT_THAT(keepers_["ka"]->Log(), ::testing::HasSubstr("layout updated"));
+}
+
+TEST_F(KeeperTest, DrainUnderReadsEmptiesTheNodeThenRemoveSucceeds) {
+  ASSERT_NE(StartKeeper("ka", /*grace_s=*/1), nullptr);
+  StartReader();
+  ASSERT_TRUE(WaitScans(2, absl::Seconds(20)));
+  ASSERT_FALSE(Objects(2).empty());
+  // Refused while the node holds replicas.
+  EXPECT_THAT(Run({"node", "remove", "n2"}),
+              StatusIs(absl::StatusCode::kFailedPrecondition));
+  ASSERT_THAT(Run({"node", "drain", "n2"}), IsOk());
+  ASSERT_TRUE(Poll([&] { return AllSlotsHealthy({"n2"}); }, absl::Seconds(30)))
+      << keepers_["ka"]->LogTail();
+  ASSERT_TRUE(WaitScans(2, absl::Seconds(20)));
+  // The dropped objects stay until the grace period is over AND etcd has
+  // compacted past the revision that dropped them.
+  absl::SleepFor(absl::Seconds(1.5));  // > grace; nothing may go yet
+  EXPECT_FALSE(Objects(2).empty());
+  auto rev = cluster_->store()->CurrentRevision();
+  ASSERT_THAT(rev, IsOk());
+  ASSERT_THAT(cluster_->etcd_client()->Compact(*rev), IsOk());
+  ASSERT_TRUE(Poll([&] { return Objects(2).empty(); }, absl::Seconds(20)))
+      << keepers_["ka"]->LogTail();
+  StopReader();
+  EXPECT_EQ(read_errors_.load(), 0);
+  EXPECT_THAT(Run({"node", "remove", "n2"}), IsOk());
+  ExpectFsckClean();
+}
+
+TEST_F(KeeperTest, OnlyTheElectedKeeperActsAndAnotherTakesOver) {
+  ASSERT_NE(StartKeeper("ka"), nullptr);
+  ASSERT_TRUE(Poll([&] { return !Leader().empty(); }, absl::Seconds(10)));
+  ASSERT_NE(StartKeeper("kb"), nullptr);
+  const std::string first = Leader();
+  const std::string second = first == "ka" ? "kb" : "ka";
+  ASSERT_THAT(keepers_[second]->WaitForLog("started", absl::Seconds(10)),
+              IsOk());
+  StartReader();
+  // Work for the leader: a dead node.
+  ASSERT_THAT(cluster_->agent(3).process->Kill(), IsOk());
+  ASSERT_TRUE(Poll([&] { return AllSlotsHealthy({"n3"}); }, absl::Seconds(30)))
+      << keepers_[first]->LogTail();
+  // The standby never acted.
+  EXPECT_THAT(keepers_[first]->Log(), ::testing::HasSubstr("layout updated"));
+  EXPECT_THAT(keepers_[second]->Log(),
+              ::testing::Not(::testing::HasSubstr("keeper: move")));
+  EXPECT_THAT(keepers_[second]->Log(),
+              ::testing::Not(::testing::HasSubstr("is active")));
+  // kill -9 the active keeper, then give the cluster new work: the other
+  // takes over (its lease expires within 2 s) and drains n0.
+  ASSERT_THAT(keepers_[first]->Kill(), IsOk());
+  ASSERT_THAT(Run({"node", "drain", "n0"}), IsOk());
+  ASSERT_TRUE(Poll([&] { return Leader() == second; }, absl::Seconds(15)));
+  ASSERT_TRUE(Poll(
+      [&] {
+        return AllSlotsHealthy({"n0", "n3"});
+      },
+      absl::Seconds(30)))
+      << keepers_[second]->LogTail();
+  EXPECT_THAT(keepers_[second]->Log(), ::testing::HasSubstr("is active"));
+  ASSERT_TRUE(WaitScans(2, absl::Seconds(20)));
+  StopReader();
+  EXPECT_EQ(read_errors_.load(), 0);
+  ExpectFsckClean();
+}
+
+}  // namespace
+}  // namespace rangefs
