@@ -223,7 +223,21 @@ Keeper::Round::Outcome Keeper::Round::DoMove(const Move& m, uint64_t rate) {
   }
   RANGEFS_LOG(INFO) << "keeper: " << what << ": copied from " << m.source_node
                     << " in " << (absl::Now() - start);
-  return Commit(m);
+  const Outcome o = Commit(m);
+  if (o == Outcome::kFailed && MayAct()) {
+    // The copy is in no layout: trash it, so that it is deleted after the
+    // grace period unless a later round puts it in a layout after all.
+    v1::TrashRecord t;
+    t.set_path(m.path);
+    t.set_dropped_unix_ms(absl::ToUnixMillis(k_->clock_->Now()));
+    absl::Status ts = PutTrash(m.target_node, m.object, t);
+    if (!ts.ok()) {
+      RANGEFS_LOG(WARNING) << "keeper: " << what
+                           << ": the unused copy stays on " << m.target_node
+                           << ": " << ts;
+    }
+  }
+  return o;
 }
 
 bool Keeper::Round::NodeBackUp(const std::string& node) {
