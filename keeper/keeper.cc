@@ -47,7 +47,9 @@ class Keeper::Round {
   bool stopped() const { return stopped_.load(); }
 
   void CollectTrash(RoundReport* report);
-  void RunMoves(const std::vector<Move>& moves, RoundReport* report);
+  // Returns, for each move, whether it was done.
+  std::vector<bool> RunMoves(const std::vector<Move>& moves,
+                             RoundReport* report);
 
  private:
   enum class Outcome { kDone, kFailed, kAbandoned };
@@ -106,6 +108,10 @@ absl::StatusOr<RoundReport> Keeper::RunRound(
     v.zone = n.record.zone();
     v.address = n.record.addresses().empty() ? "" : n.record.addresses(0);
     v.free_bytes = lr != nullptr ? lr->free_bytes() : 0;
+    if (lr != nullptr) {
+      v.corrupt.insert(lr->corrupt_objects().begin(),
+                       lr->corrupt_objects().end());
+    }
     v.condition =
         ClassifyNode(n.record, lr, missing_since, now, options_.dead_after);
     switch (v.condition) {
@@ -145,7 +151,17 @@ absl::StatusOr<RoundReport> Keeper::RunRound(
   report.revision = l.revision;
   report.files = static_cast<int>(l.files.size());
 
-  const Plan plan = PlanMoves(l.files, l.views, bitgen_);
+  Plan plan = PlanMoves(l.files, l.views, bitgen_);
+  // Replicas repaired lately stay listed until their node scrubs again.
+  plan.moves.erase(
+      std::remove_if(plan.moves.begin(), plan.moves.end(),
+                     [&](const Move& m) {
+                       if (!m.in_place) return false;
+                       auto it = repaired_.find({m.from_node, m.object});
+                       return it != repaired_.end() &&
+                              now - it->second < options_.repair_backoff;
+                     }),
+      plan.moves.end());
   report.moves_planned = static_cast<int>(plan.moves.size());
   report.bytes_planned = plan.bytes;
   report.stuck = static_cast<int>(plan.stuck.size());
@@ -156,16 +172,23 @@ absl::StatusOr<RoundReport> Keeper::RunRound(
   }
   Round round(this, std::move(l), may_act);
   round.CollectTrash(&report);
-  round.RunMoves(plan.moves, &report);
+  const std::vector<bool> done = round.RunMoves(plan.moves, &report);
+  for (size_t i = 0; i < plan.moves.size(); ++i) {
+    if (done[i] && plan.moves[i].in_place) {
+      repaired_[{plan.moves[i].from_node, plan.moves[i].object}] = now;
+      ++report.repairs_done;
+    }
+  }
   report.stopped = round.stopped();
   return report;
 }
 
 // ------------------------------------------------------------------ moves
 
-void Keeper::Round::RunMoves(const std::vector<Move>& moves,
-                             RoundReport* report) {
-  if (moves.empty()) return;
+std::vector<bool> Keeper::Round::RunMoves(const std::vector<Move>& moves,
+                                          RoundReport* report) {
+  std::vector<char> ok(moves.size(), 0);
+  if (moves.empty()) return {};
   const int threads = std::max(1, k_->options_.parallel_copies);
   const uint64_t rate =
       k_->options_.copy_bytes_per_sec /
@@ -176,6 +199,7 @@ void Keeper::Round::RunMoves(const std::vector<Move>& moves,
     if (!MayAct()) return;
     switch (DoMove(moves[i], rate)) {
       case Outcome::kDone:
+        ok[i] = 1;
         done.fetch_add(1);
         bytes.fetch_add(moves[i].bytes);
         break;
@@ -191,12 +215,16 @@ void Keeper::Round::RunMoves(const std::vector<Move>& moves,
   report->moves_failed = failed.load();
   report->moves_abandoned = abandoned.load();
   report->bytes_copied = bytes.load();
+  return std::vector<bool>(ok.begin(), ok.end());
 }
 
 Keeper::Round::Outcome Keeper::Round::DoMove(const Move& m, uint64_t rate) {
   const std::string what =
-      absl::StrCat("move of ", m.path, " slot ", m.slot, " (", m.object, ") ",
-                   m.from_node, " -> ", m.target_node);
+      m.in_place
+          ? absl::StrCat("repair of corrupt ", m.object, " (", m.path, " slot ",
+                         m.slot, ") on ", m.target_node)
+          : absl::StrCat("move of ", m.path, " slot ", m.slot, " (", m.object,
+                         ") ", m.from_node, " -> ", m.target_node);
   auto src = l_.views.find(m.source_node);
   if (src == l_.views.end() || src->second.address.empty()) {
     RANGEFS_LOG(WARNING) << "keeper: " << what << ": source node "
@@ -223,6 +251,7 @@ Keeper::Round::Outcome Keeper::Round::DoMove(const Move& m, uint64_t rate) {
   }
   RANGEFS_LOG(INFO) << "keeper: " << what << ": copied from " << m.source_node
                     << " in " << (absl::Now() - start);
+  if (m.in_place) return Outcome::kDone;  // Same object, same node.
   const Outcome o = Commit(m);
   if (o == Outcome::kFailed && MayAct()) {
     // The copy is in no layout: trash it, so that it is deleted after the

@@ -25,6 +25,7 @@
 #include <functional>
 #include <map>
 #include <string>
+#include <utility>
 
 #include "absl/random/random.h"
 #include "absl/status/statusor.h"
@@ -53,6 +54,9 @@ struct KeeperOptions {
   absl::Duration copy_timeout = absl::Minutes(30);  // Per CopyObject.
   absl::Duration call_timeout = absl::Seconds(30);  // Other agent calls.
   int max_cas_attempts = 16;  // Layout swaps lost to concurrent changes.
+  // A replica repaired in place is not repaired again for this long (its
+  // node's scrub report may still list it until the next scrub).
+  absl::Duration repair_backoff = absl::Minutes(10);
   node::NodeClientTlsOptions agent_tls;
   Clock* clock = nullptr;  // Not owned; nullptr: the real clock.
 };
@@ -62,7 +66,8 @@ struct RoundReport {
   int files = 0;
   int dead_nodes = 0, draining_nodes = 0, missing_nodes = 0;
   int moves_planned = 0, moves_done = 0, moves_failed = 0, moves_abandoned = 0;
-  int stuck = 0;  // Slots with no source or no target.
+  int repairs_done = 0;  // In-place repairs of corrupt replicas (of done).
+  int stuck = 0;         // Slots with no source or no target.
   uint64_t bytes_planned = 0, bytes_copied = 0;
   int trash_pending = 0, trash_deleted = 0;
   bool stopped = false;  // may_act turned false mid-round.
@@ -87,6 +92,8 @@ class Keeper {
   absl::BitGen bitgen_;
   // When each node was first seen without a live record (by this keeper).
   std::map<std::string, absl::Time> missing_since_;
+  // (node, object) -> when it was last repaired in place.
+  std::map<std::pair<std::string, std::string>, absl::Time> repaired_;
 };
 
 }  // namespace keeper

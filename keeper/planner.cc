@@ -110,6 +110,7 @@ Plan PlanMoves(const std::vector<ns::FileEntry>& files,
     for (int s = 0; s < slots; ++s) {
       const Replicas& reps = SlotReplicas(f.layout, striped, s);
       const v1::Replica* from = nullptr;
+      const v1::Replica* corrupt = nullptr;
       const v1::Replica* source = nullptr;
       bool source_up = false;
       std::set<std::string> used, used_zones;
@@ -117,15 +118,18 @@ Plan PlanMoves(const std::vector<ns::FileEntry>& files,
         used.insert(r.node_id());
         const NodeCondition c = ConditionOf(nodes, r.node_id());
         if (NeedsMove(c) && from == nullptr) from = &r;
-        if (c == NodeCondition::kUp || c == NodeCondition::kDraining) {
-          if (!NeedsMove(c)) used_zones.insert(nodes.at(r.node_id()).zone);
-          if (source == nullptr || (!source_up && c == NodeCondition::kUp)) {
-            source = &r;
-            source_up = c == NodeCondition::kUp;
-          }
+        if (c != NodeCondition::kUp && c != NodeCondition::kDraining) continue;
+        if (nodes.at(r.node_id()).corrupt.count(r.object()) > 0) {
+          if (corrupt == nullptr) corrupt = &r;
+          continue;
+        }
+        if (!NeedsMove(c)) used_zones.insert(nodes.at(r.node_id()).zone);
+        if (source == nullptr || (!source_up && c == NodeCondition::kUp)) {
+          source = &r;
+          source_up = c == NodeCondition::kUp;
         }
       }
-      if (from == nullptr) continue;
+      if (from == nullptr && corrupt == nullptr) continue;
       uint64_t bytes;
       if (striped) {
         bytes = f.layout.size() / std::max(1, slots);
@@ -133,12 +137,32 @@ Plan PlanMoves(const std::vector<ns::FileEntry>& files,
         bytes = f.layout.extents(s).length();
       }
       if (source == nullptr) {
+        const v1::Replica* bad = from != nullptr ? from : corrupt;
         plan.stuck.push_back(
             {f.path, s,
              absl::StrCat(
-                 "no replica on a live node to copy from (", from->node_id(),
-                 " is ", NodeConditionName(ConditionOf(nodes, from->node_id())),
+                 "no good replica on a live node to copy from (",
+                 bad->node_id(), " is ",
+                 NodeConditionName(ConditionOf(nodes, bad->node_id())),
+                 corrupt != nullptr ? "; a live replica is corrupt" : "",
                  ")")});
+        continue;
+      }
+      if (from == nullptr) {  // Repair the corrupt replica in place.
+        Move m;
+        m.in_place = true;
+        m.path = f.path;
+        m.mod_revision = f.mod_revision;
+        m.striped = striped;
+        m.slot = s;
+        m.object = corrupt->object();
+        m.object_offset = corrupt->object_offset();
+        m.from_node = corrupt->node_id();
+        m.source_node = source->node_id();
+        m.target_node = corrupt->node_id();
+        m.bytes = bytes;
+        plan.bytes += bytes;
+        plan.moves.push_back(std::move(m));
         continue;
       }
       const std::string target =

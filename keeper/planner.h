@@ -17,7 +17,10 @@
 // target's zone is not yet used, most free space relative to planned
 // moves) among kUp nodes that hold no replica of that extent or stripe
 // column; it is copied from a replica on a kUp node (else a kDraining one).
-// A slot whose every replica is on a non-source node is reported as stuck.
+// A corrupt replica (in its node's scrub report) is never a source; on an
+// up or draining node it is repaired in place: copied over from a good
+// replica, with no layout change. A slot whose every replica is on a
+// non-source node or corrupt is reported as stuck.
 //
 //   std::map<std::string, NodeView> nodes = ClassifyNodes(...);
 //   Plan plan = PlanMoves(files, nodes, bitgen);
@@ -26,6 +29,7 @@
 
 #include <cstdint>
 #include <map>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -48,6 +52,8 @@ struct NodeView {
   std::string address;  // First agent address of the node record.
   uint64_t free_bytes = 0;
   NodeCondition condition = NodeCondition::kUp;
+  // Objects the node's scrub found corrupt (LiveRecord.corrupt_objects).
+  std::set<std::string> corrupt;
 };
 
 // The condition of a node with record `node` whose live record is `live`
@@ -59,8 +65,10 @@ NodeCondition ClassifyNode(const v1::NodeRecord& node,
 
 // One replica replacement: copy `object` from `source_node` to
 // `target_node`, then swap the replica on `from_node` for it in slot
-// `slot` of `path`'s layout.
+// `slot` of `path`'s layout. An in-place repair copies over the corrupt
+// replica on from_node == target_node and leaves the layout alone.
 struct Move {
+  bool in_place = false;
   std::string path;
   int64_t mod_revision = 0;  // Of the layout the move was planned on.
   bool striped = false;

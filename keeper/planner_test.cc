@@ -120,7 +120,7 @@ TEST(PlanMovesTest, MissingNodeWaitsAndIsNoSource) {
   EXPECT_TRUE(p.moves.empty());
   ASSERT_EQ(p.stuck.size(), 1u);
   EXPECT_EQ(p.stuck[0].slot, 1);
-  EXPECT_THAT(p.stuck[0].reason, HasSubstr("no replica on a live node"));
+  EXPECT_THAT(p.stuck[0].reason, HasSubstr("no good replica on a live node"));
 }
 
 TEST(PlanMovesTest, DrainingNodeIsASourceWhenItIsTheOnlyOne) {
@@ -209,6 +209,26 @@ TEST(PlanMovesTest, StripedColumns) {
   auto next = ApplyMove(f.layout, p.moves[0]);
   ASSERT_THAT(next, IsOk());
   EXPECT_EQ(next->striped().targets(1).replicas(0).node_id(), "c");
+}
+
+TEST(PlanMovesTest, CorruptReplicaIsRepairedInPlaceAndNeverASource) {
+  absl::BitGen g;
+  NodeView a = Node("a", C::kUp);
+  a.corrupt = {"/f/e0"};
+  auto nodes = Nodes({a, Node("b", C::kUp), Node("c", C::kUp)});
+  Plan p = PlanMoves({File("/f", {{"a", "b"}, {"a", "c"}})}, nodes, g);
+  ASSERT_EQ(p.moves.size(), 1u);  // /f/e1 on a is fine
+  EXPECT_TRUE(p.moves[0].in_place);
+  EXPECT_EQ(p.moves[0].slot, 0);
+  EXPECT_EQ(p.moves[0].from_node, "a");
+  EXPECT_EQ(p.moves[0].target_node, "a");
+  EXPECT_EQ(p.moves[0].source_node, "b");
+  // b dead, a's copy corrupt: nothing good to copy from.
+  nodes["b"].condition = C::kDead;
+  p = PlanMoves({File("/f", {{"a", "b"}})}, nodes, g);
+  EXPECT_TRUE(p.moves.empty());
+  ASSERT_EQ(p.stuck.size(), 1u);
+  EXPECT_THAT(p.stuck[0].reason, HasSubstr("corrupt"));
 }
 
 TEST(ApplyMoveTest, SwapsOnlyTheReplicaAndRefusesAChangedLayout) {
