@@ -240,6 +240,7 @@ Keeper::Round::Outcome Keeper::Round::DoMove(const Move& m, uint64_t rate) {
   req.set_overwrite(true);
   req.set_max_bytes_per_sec(rate);
   if (!MayAct()) return Outcome::kFailed;
+  RANGEFS_LOG(INFO) << "keeper: " << what << ": copying from " << m.source_node;
   const absl::Time start = absl::Now();
   absl::Status s = agents_.Call(m.target_node, [&](node::NodeClient& c) {
     return c.CopyObject(req, absl::Now() + k_->options_.copy_timeout).status();

@@ -19,15 +19,15 @@ absl::Status RateLimiter::Acquire(uint64_t bytes, absl::Time deadline) {
   {
     absl::MutexLock l(&mu_);
     const absl::Time now = clock_->MonotonicNow();
-    const absl::Time start = std::max(now, next_);
-    if (start > deadline) {
+    const absl::Time end = std::max(now, next_) + cost;
+    if (end > deadline) {
       return absl::DeadlineExceededError(absl::StrCat(
           "rate limit of ", bytes_per_sec_, " bytes/s: ", bytes,
-          " bytes could go only in ", absl::FormatDuration(start - now),
-          ", after the deadline"));
+          " bytes would take until ", absl::FormatDuration(end - now),
+          " from now, past the deadline"));
     }
-    next_ = start + cost;
-    wait = start - now;
+    next_ = end;
+    wait = end - now;
   }
   if (wait > absl::ZeroDuration()) clock_->SleepFor(wait);
   return absl::OkStatus();

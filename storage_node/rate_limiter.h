@@ -2,8 +2,9 @@
 //
 // A byte-rate cap shared by concurrent callers (a node's copies from peer
 // agents): each Acquire reserves its bytes' share of time on one timeline
-// and sleeps until its turn, so that the callers together stay under the
-// rate (bursts of at most one reservation).
+// (after the reservations before it) and sleeps until that share has
+// passed, so that the callers together stay under the rate, even for a
+// single small transfer. Idle time is not banked.
 //
 //   RateLimiter limiter(100 << 20);  // 100 MiB/s
 //   RANGEFS_RETURN_IF_ERROR(limiter.Acquire(chunk.size(), deadline));
@@ -29,9 +30,10 @@ class RateLimiter {
   // clock.
   explicit RateLimiter(uint64_t bytes_per_sec, Clock* clock = nullptr);
 
-  // Blocks until `bytes` may go. DEADLINE_EXCEEDED, at once and without
-  // using any of the rate, when the turn would come after `deadline`
-  // (monotonic clock of `clock`, as returned by MonotonicNow).
+  // Blocks until the time `bytes` take at the rate has passed.
+  // DEADLINE_EXCEEDED, at once and without using any of the rate, when
+  // that would be after `deadline` (monotonic clock of `clock`, as returned
+  // by MonotonicNow).
   absl::Status Acquire(uint64_t bytes, absl::Time deadline);
 
   uint64_t bytes_per_sec() const { return bytes_per_sec_; }

@@ -93,14 +93,21 @@ class KeeperTest : public ::testing::Test {
     return admin::RunCommand(ctx_, *args);
   }
 
-  Subprocess* StartKeeper(const std::string& id, double grace_s = 3600) {
+  Subprocess* StartKeeper(const std::string& id, double grace_s = 3600,
+                          std::vector<std::string> extra = {}) {
+    std::vector<std::string> argv = {
+        testing::RunfilePath("keeper/rangefs-keeper"),
+        "--etcd_endpoints=" + cluster_->etcd()->endpoints(),
+        "--cluster=it",
+        "--id=" + id,
+        "--lease_ttl_s=2",
+        "--interval_s=0.2",
+        "--dead_after_s=2",
+        absl::StrCat("--delete_grace_s=", grace_s),
+        "--etcd_timeout_s=2"};
+    for (std::string& f : extra) argv.push_back(std::move(f));
     auto p = Subprocess::Start(
-        {.argv = {testing::RunfilePath("keeper/rangefs-keeper"),
-                  "--etcd_endpoints=" + cluster_->etcd()->endpoints(),
-                  "--cluster=it", "--id=" + id, "--lease_ttl_s=2",
-                  "--interval_s=0.2", "--dead_after_s=2",
-                  absl::StrCat("--delete_grace_s=", grace_s),
-                  "--etcd_timeout_s=2"},
+        {.argv = argv,
          .log_path = absl::StrCat(cluster_->dir(), "/", id, ".log")});
     EXPECT_THAT(p, IsOk());
     if (!p.ok()) return nullptr;
@@ -120,7 +127,8 @@ class KeeperTest : public ::testing::Test {
   // comparing every byte with the source. Files stay open across scans, so
   // layout changes must be adopted silently.
   void StartReader() {
-    reader_ = std::thread([this] {
+    // The reader's own copy: the test may change files_ meanwhile.
+    reader_ = std::thread([this, files = files_] {
       ClientOptions o;
       o.etcd_endpoints = cluster_->etcd()->endpoints();
       o.cluster = "it";
@@ -131,7 +139,7 @@ class KeeperTest : public ::testing::Test {
         return;
       }
       std::map<std::string, std::unique_ptr<File>> open;
-      for (const auto& [path, data] : files_) {
+      for (const auto& [path, data] : files) {
         auto f = (*client)->OpenFile(path);
         if (!f.ok()) {
           read_errors_.fetch_add(1);
@@ -142,7 +150,7 @@ class KeeperTest : public ::testing::Test {
       }
       std::string buf;
       while (!stop_reader_.load()) {
-        for (const auto& [path, data] : files_) {
+        for (const auto& [path, data] : files) {
           buf.assign(data.size(), '\0');
           auto n = open[path]->Read(0, absl::MakeSpan(&buf[0], buf.size()));
           if (!n.ok() || *n != data.size() || buf != data) {
@@ -356,6 +364,85 @@ TEST_F(KeeperTest, CorruptReplicaIsRepairedInPlace) {
   StopReader();
   // The client verifies chunk CRCs and falls back to the good replica.
   EXPECT_EQ(read_errors_.load(), 0);
+  ExpectFsckClean();
+}
+
+TEST_F(KeeperTest, AdminRmAndMvRacingAMoveWinCleanly) {
+  // Two 2 MiB files outside the reader's set; copies at 512 KiB/s each
+  // (2 MiB/s over 4 copies) leave a window of seconds per move.
+  std::mt19937 rng(5);
+  std::map<std::string, std::string> race;
+  for (const char* path : {"/race", "/race2"}) {
+    std::string data(2 << 20, '\0');
+    for (char& ch : data) ch = static_cast<char>(rng());
+    const std::string local = cluster_->dir() + "/src" + (path + 1);
+    std::ofstream(local, std::ios::binary) << data;
+    ASSERT_THAT(Run({"file", "put", local, path, "--replicas=2"}), IsOk());
+    race[path] = std::move(data);
+  }
+  auto layout = [&](const std::string& path) {
+    auto f = cluster_->store()->GetFile(path);
+    EXPECT_THAT(f, IsOk());
+    return f.ok() ? f->layout : v1::FileLayout();
+  };
+  // The replicas of the first extent or stripe column.
+  auto slot0 = [](const v1::FileLayout& l) {
+    return l.extents_size() > 0 ? l.extents(0).replicas()
+                                : l.striped().targets(0).replicas();
+  };
+  ASSERT_NE(StartKeeper("ka", 3600, {"--copy_bytes_per_sec=2097152"}), nullptr);
+  StartReader();
+  auto wait_copying = [&](const std::string& path) {
+    return Poll(
+        [&] {
+          return absl::StrContains(keepers_["ka"]->Log(),
+                                   "move of " + path + " slot 0");
+        },
+        absl::Seconds(30));
+  };
+
+  // rm during the copy: the move is abandoned and its copy deleted.
+  const v1::FileLayout r1 = layout("/race");
+  ASSERT_EQ(slot0(r1).size(), 2);
+  const std::string x = slot0(r1)[0].node_id();
+  const std::string object = slot0(r1)[0].object();
+  std::set<std::string> holders = {x, slot0(r1)[1].node_id()};
+  ASSERT_THAT(Run({"node", "drain", x}), IsOk());
+  ASSERT_TRUE(wait_copying("/race")) << keepers_["ka"]->LogTail();
+  ASSERT_THAT(Run({"file", "rm", "/race"}), IsOk());
+  ASSERT_TRUE(Poll(
+      [&] {
+        return AllSlotsHealthy({x}) &&
+               absl::StrContains(keepers_["ka"]->Log(), "file gone; abandoned");
+      },
+      absl::Seconds(30)))
+      << keepers_["ka"]->LogTail();
+  for (size_t i = 0; i < cluster_->agents(); ++i) {
+    if (holders.count(cluster_->agent(i).id) > 0) continue;
+    for (const std::string& o : Objects(i)) EXPECT_NE(o, object);
+  }
+
+  // mv during the copy: abandoned at the old path, then done at the new.
+  const v1::FileLayout r2 = layout("/race2");
+  ASSERT_EQ(slot0(r2).size(), 2);
+  std::string y = slot0(r2)[0].node_id();
+  if (y == x) y = slot0(r2)[1].node_id();
+  ASSERT_NE(y, x);
+  ASSERT_THAT(Run({"node", "drain", y}), IsOk());
+  ASSERT_TRUE(wait_copying("/race2")) << keepers_["ka"]->LogTail();
+  ASSERT_THAT(Run({"file", "mv", "/race2", "/moved2"}), IsOk());
+  files_["/moved2"] = race["/race2"];  // checked below, not by the reader
+  ASSERT_TRUE(Poll(
+      [&] {
+        return AllSlotsHealthy({x, y});
+      },
+      absl::Seconds(30)))
+      << keepers_["ka"]->LogTail();
+  StopReader();
+  EXPECT_EQ(read_errors_.load(), 0);
+  const v1::FileLayout moved = layout("/moved2");
+  EXPECT_EQ(moved.file_id(), r2.file_id());
+  EXPECT_EQ(slot0(moved)[0].object(), slot0(r2)[0].object());
   ExpectFsckClean();
 }
 
