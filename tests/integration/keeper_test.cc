@@ -35,6 +35,7 @@ namespace rangefs {
 namespace {
 
 using testing::AgentCluster;
+using testing::AgentProcess;
 using testing::Subprocess;
 
 constexpr int kNodes = 4;
@@ -443,6 +444,39 @@ TEST_F(KeeperTest, AdminRmAndMvRacingAMoveWinCleanly) {
   const v1::FileLayout moved = layout("/moved2");
   EXPECT_EQ(moved.file_id(), r2.file_id());
   EXPECT_EQ(slot0(moved)[0].object(), slot0(r2)[0].object());
+  ExpectFsckClean();
+}
+
+TEST_F(KeeperTest, DeadNodeBackMidRepairAbandonsItsMoves) {
+  // Copies at 256 KiB/s each: a 1 MiB stripe column takes ~4 s.
+  auto f5 = cluster_->store()->GetFile("/f5");
+  ASSERT_THAT(f5, IsOk());
+  ASSERT_TRUE(f5->layout.has_striped());
+  const std::string victim =
+      f5->layout.striped().targets(0).replicas(0).node_id();
+  ASSERT_NE(StartKeeper("ka", 3600, {"--copy_bytes_per_sec=1048576"}), nullptr);
+  StartReader();
+  AgentProcess& a = cluster_->agent(Index(victim));
+  ASSERT_THAT(a.process->Kill(), IsOk());
+  ASSERT_TRUE(Poll(
+      [&] {
+        return absl::StrContains(keepers_["ka"]->Log(), "move of /f5 slot 0");
+      },
+      absl::Seconds(30)))
+      << keepers_["ka"]->LogTail();
+  ASSERT_THAT(cluster_->Restart(a), IsOk());  // same export, same objects
+  ASSERT_TRUE(Poll(
+      [&] {
+        return absl::StrContains(keepers_["ka"]->Log(),
+                                 victim + " is back; abandoned");
+      },
+      absl::Seconds(30)))
+      << keepers_["ka"]->LogTail();
+  // Every slot has 2 replicas on live nodes (the victim's included).
+  ASSERT_TRUE(Poll([&] { return AllSlotsHealthy({}); }, absl::Seconds(20)));
+  ASSERT_TRUE(WaitScans(2, absl::Seconds(20)));
+  StopReader();
+  EXPECT_EQ(read_errors_.load(), 0);
   ExpectFsckClean();
 }
 
