@@ -3,6 +3,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "absl/strings/escaping.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/time/time.h"
@@ -316,6 +317,36 @@ absl::StatusOr<Table> FileCreate(Context& ctx, Args& a) {
 
 // --- status, dump, restore ---
 
+// "keeper ka active, ..." from the keeper's leader and status records, or
+// "no active keeper". Records that do not parse are reported as such.
+std::string KeeperSummary(ns::NamespaceStore& store) {
+  auto get = [&](const std::string& key) -> absl::StatusOr<std::string> {
+    RANGEFS_ASSIGN_OR_RETURN(ns::KvRange r, store.kv()->Range(key, "", 1, 0));
+    if (r.kvs.empty()) return absl::NotFoundError(key);
+    return r.kvs[0].value;
+  };
+  absl::StatusOr<std::string> leader = get(store.keys().KeeperLeader());
+  if (absl::IsNotFound(leader.status())) return "no active keeper";
+  if (!leader.ok()) return absl::StrCat("keeper: ", leader.status().message());
+  std::string out = absl::StrCat("keeper ", absl::CEscape(*leader), " active");
+  absl::StatusOr<std::string> raw = get(store.keys().KeeperStatus());
+  v1::KeeperStatus st;
+  if (!raw.ok() || !st.ParseFromString(*raw)) {
+    return absl::StrCat(out, " (no round reported yet)");
+  }
+  const absl::Duration ago =
+      absl::Now() - absl::FromUnixMillis(st.updated_unix_ms());
+  absl::StrAppend(&out, " (last round ",
+                  absl::FormatDuration(absl::Trunc(ago, absl::Seconds(1))),
+                  " ago): ", st.moves_planned(), " replica move(s) to do (",
+                  HumanBytes(st.bytes_planned()), "), ", st.moves_done(),
+                  " done, ", st.moves_failed(), " failed, ", st.stuck(),
+                  " stuck; ", st.dead_nodes(), " dead, ", st.draining_nodes(),
+                  " draining node(s); ", st.trash_pending(),
+                  " object(s) awaiting deletion");
+  return out;
+}
+
 absl::StatusOr<Table> Status(Context& ctx, Args& a) {
   RANGEFS_RETURN_IF_ERROR(a.CheckAllowed({}));
   RANGEFS_ASSIGN_OR_RETURN(std::vector<NodeEntry> nodes,
@@ -358,9 +389,10 @@ absl::StatusOr<Table> Status(Context& ctx, Args& a) {
               l ? absl::StrCat(l->read_p99_us()) : "-"});
   }
   RANGEFS_ASSIGN_OR_RETURN(int64_t rev, ctx.store->CurrentRevision());
-  t.message = absl::StrCat(nodes.size(), " node(s), ", alive, " live; ",
-                           HumanBytes(free_sum), " free of ",
-                           HumanBytes(total_sum), "; etcd revision ", rev);
+  t.message =
+      absl::StrCat(nodes.size(), " node(s), ", alive, " live; ",
+                   HumanBytes(free_sum), " free of ", HumanBytes(total_sum),
+                   "; etcd revision ", rev, "; ", KeeperSummary(*ctx.store));
   return t;
 }
 

@@ -149,6 +149,36 @@ TEST_F(CommandsTest, FileCommandsAndDumpRestore) {
               StatusIs(absl::StatusCode::kNotFound));
 }
 
+TEST_F(CommandsTest, StatusShowsTheKeeper) {
+  auto st = Run({"status"});
+  ASSERT_THAT(st, IsOk());
+  EXPECT_THAT(st->message, HasSubstr("no active keeper"));
+  const ns::Keys& k = store_->keys();
+  auto put = [&](const std::string& key, const std::string& value) {
+    etcdserverpb::TxnRequest txn;
+    auto* p = txn.add_success()->mutable_request_put();
+    p->set_key(key);
+    p->set_value(value);
+    ASSERT_THAT(kv_.Txn(txn), IsOk());
+  };
+  put(k.KeeperLeader(), "kx");
+  st = Run({"status"});
+  ASSERT_THAT(st, IsOk());
+  EXPECT_THAT(st->message, HasSubstr("keeper kx active (no round reported"));
+  v1::KeeperStatus ks;
+  ks.set_updated_unix_ms(absl::ToUnixMillis(absl::Now()));
+  ks.set_moves_planned(3);
+  ks.set_bytes_planned(3 << 20);
+  ks.set_dead_nodes(1);
+  ks.set_trash_pending(2);
+  put(k.KeeperStatus(), ks.SerializeAsString());
+  st = Run({"status"});
+  ASSERT_THAT(st, IsOk());
+  EXPECT_THAT(st->message, HasSubstr("3 replica move(s) to do (3.0 MiB)"));
+  EXPECT_THAT(st->message,
+              HasSubstr("1 dead, 0 draining node(s); 2 object(s)"));
+}
+
 TEST_F(CommandsTest, ExitCodes) {
   EXPECT_EQ(ExitCode(absl::OkStatus()), 0);
   EXPECT_EQ(ExitCode(absl::InvalidArgumentError("")), 2);

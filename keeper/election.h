@@ -49,6 +49,9 @@ class LeaderElection {
   // now), OK(false) if another does; etcd errors as they are.
   absl::StatusOr<bool> Campaign();
   bool IsLeader() const { return leader_.load(); }
+  // The leader lease (keys written under it vanish with the leadership);
+  // 0 when not leading. Campaign's thread only.
+  int64_t lease() const { return leader_.load() ? lease_ : 0; }
   // The leader's id; NOT_FOUND when there is none.
   absl::StatusOr<std::string> Leader();
   // Stops leading at once and revokes the lease (the key goes with it).

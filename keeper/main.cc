@@ -19,6 +19,7 @@
 #include "namespace/etcd/etcd_client.h"
 #include "namespace/etcd_kv.h"
 #include "namespace/store.h"
+#include "proto/layout.pb.h"
 
 ABSL_FLAG(std::string, etcd_endpoints, "127.0.0.1:2379",
           "Comma-separated etcd endpoints.");
@@ -66,6 +67,35 @@ std::string DefaultId() {
 bool WaitForStop(const sigset_t& signals, absl::Duration d) {
   const timespec ts = absl::ToTimespec(d);
   return sigtimedwait(&signals, nullptr, &ts) > 0;
+}
+
+// Writes the round's report for `rangefs-admin status`, under the leader
+// lease. Best effort.
+void PublishStatus(const rangefs::keeper::RoundReport& r, const std::string& id,
+                   int64_t lease, const std::string& key,
+                   rangefs::etcd::EtcdClient* etcd) {
+  if (lease == 0) return;
+  rangefs::v1::KeeperStatus s;
+  s.set_keeper_id(id);
+  s.set_revision(r.revision);
+  s.set_updated_unix_ms(absl::ToUnixMillis(absl::Now()));
+  s.set_files(r.files);
+  s.set_dead_nodes(r.dead_nodes);
+  s.set_draining_nodes(r.draining_nodes);
+  s.set_missing_nodes(r.missing_nodes);
+  s.set_moves_planned(r.moves_planned);
+  s.set_moves_done(r.moves_done);
+  s.set_moves_failed(r.moves_failed);
+  s.set_stuck(r.stuck);
+  s.set_bytes_planned(r.bytes_planned);
+  s.set_bytes_copied(r.bytes_copied);
+  s.set_trash_pending(r.trash_pending);
+  s.set_trash_deleted(r.trash_deleted);
+  absl::StatusOr<int64_t> put = etcd->Put(key, s.SerializeAsString(), lease);
+  if (!put.ok()) {
+    RANGEFS_LOG(WARNING) << "keeper " << id
+                         << ": publishing its status: " << put.status();
+  }
 }
 
 }  // namespace
@@ -140,6 +170,8 @@ int main(int argc, char** argv) {
                            << ": round failed: " << r.status();
       continue;
     }
+    PublishStatus(*r, id, election.lease(), store->keys().KeeperStatus(),
+                  etcd->get());
     if (r->moves_planned > 0 || r->stuck > 0 || r->trash_deleted > 0 ||
         r->stopped) {
       RANGEFS_LOG(INFO) << "keeper " << id << ": round at revision "

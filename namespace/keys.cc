@@ -33,6 +33,9 @@ std::string Keys::NextFileId() const {
 std::string Keys::KeeperLeader() const {
   return absl::StrCat(root_, "keeper/leader");
 }
+std::string Keys::KeeperStatus() const {
+  return absl::StrCat(root_, "keeper/status");
+}
 std::string Keys::KeeperTrashPrefix() const {
   return absl::StrCat(root_, "keeper/trash/");
 }

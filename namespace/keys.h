@@ -8,6 +8,7 @@
 //   /rangefs/v1/<cluster>/files<path>       FileLayout  (path starts with /)
 //   /rangefs/v1/<cluster>/meta/next_file_id decimal counter
 //   /rangefs/v1/<cluster>/keeper/leader     active keeper id (under lease)
+//   /rangefs/v1/<cluster>/keeper/status     KeeperStatus (under lease)
 //   /rangefs/v1/<cluster>/keeper/trash/<node_id>/<object>
 //                                           TrashRecord (object awaiting
 //                                           deletion, keeper/README.md)
@@ -43,6 +44,7 @@ class Keys {
   // rangefs-keeper: its election key, and objects that left every layout
   // and wait for their grace period before deletion.
   std::string KeeperLeader() const;
+  std::string KeeperStatus() const;
   std::string KeeperTrashPrefix() const;
   std::string KeeperTrash(absl::string_view node_id,
                           absl::string_view object) const;

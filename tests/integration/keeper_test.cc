@@ -134,6 +134,9 @@ class KeeperTest : public ::testing::Test {
       o.etcd_endpoints = cluster_->etcd()->endpoints();
       o.cluster = "it";
       o.data_path = DataPath::kAgent;
+      // Every piece checked against the agents' sidecars: a corrupt
+      // replica is DATA_LOSS there and the read moves to another one.
+      o.verify = VerifyMode::kFull;
       auto client = Client::Open(o);
       if (!client.ok()) {
         read_errors_.fetch_add(1);
@@ -276,6 +279,16 @@ TEST_F(KeeperTest, NodeKilledForGoodIsReReplicatedWithoutReadErrors) {
   EXPECT_GT(bytes_verified_.load(), 0);
   ExpectFsckClean();
   RecordProperty("healed_seconds", absl::StrCat(absl::ToDoubleSeconds(healed)));
+  // `status` shows the active keeper and, once a round saw it, no work left.
+  ASSERT_TRUE(Poll(
+      [&] {
+        auto st = Run({"status"});
+        return st.ok() &&
+               absl::StrContains(st->message, "keeper ka active (last round") &&
+               absl::StrContains(st->message, ": 0 replica move(s) to do") &&
+               absl::StrContains(st->message, "1 dead");
+      },
+      absl::Seconds(10)));
   EXPECT_THAT(keepers_["ka"]->Log(), ::testing::HasSubstr("layout updated"));
 }
 
