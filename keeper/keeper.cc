@@ -108,6 +108,7 @@ absl::StatusOr<RoundReport> Keeper::RunRound(
     v.zone = n.record.zone();
     v.address = n.record.addresses().empty() ? "" : n.record.addresses(0);
     v.free_bytes = lr != nullptr ? lr->free_bytes() : 0;
+    v.capacity_bytes = lr != nullptr ? lr->total_bytes() : 0;
     if (lr != nullptr) {
       v.corrupt.insert(lr->corrupt_objects().begin(),
                        lr->corrupt_objects().end());
@@ -162,6 +163,11 @@ absl::StatusOr<RoundReport> Keeper::RunRound(
                               now - it->second < options_.repair_backoff;
                      }),
       plan.moves.end());
+  if (plan.moves.empty() && report.missing_nodes == 0) {
+    plan.moves = PlanRebalance(l.files, l.views, options_.rebalance);
+    report.rebalance_moves = static_cast<int>(plan.moves.size());
+    for (const Move& m : plan.moves) plan.bytes += m.bytes;
+  }
   report.moves_planned = static_cast<int>(plan.moves.size());
   report.bytes_planned = plan.bytes;
   report.stuck = static_cast<int>(plan.stuck.size());

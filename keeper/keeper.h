@@ -2,7 +2,8 @@
 //
 // One round of rangefs-keeper's work, run by the active keeper (election.h
 // decides which): list nodes, live records and every file layout; collect
-// trash that is due; plan replica moves (planner.h) and carry them out.
+// trash that is due; plan replica moves (planner.h; when there is nothing
+// to repair, rebalance.h) and carry them out.
 // A move is: CopyObject on the target agent from a healthy replica
 // (storage_node/object_copier.h: verified against the source's sidecar),
 // then the layout's replica swapped with an etcd compare-and-swap on the
@@ -32,6 +33,7 @@
 #include "absl/time/time.h"
 #include "base/clock.h"
 #include "keeper/planner.h"
+#include "keeper/rebalance.h"
 #include "namespace/etcd/etcd_client.h"
 #include "namespace/store.h"
 #include "storage_node/tls_client.h"
@@ -53,6 +55,9 @@ struct KeeperOptions {
   uint64_t copy_bytes_per_sec = 0;
   absl::Duration copy_timeout = absl::Minutes(30);  // Per CopyObject.
   absl::Duration call_timeout = absl::Seconds(30);  // Other agent calls.
+  // Rounds with no repair to do rebalance fill (rebalance.h); tolerance
+  // <= 0 turns it off. Not while a node is missing (it may come back).
+  RebalanceOptions rebalance;
   int max_cas_attempts = 16;  // Layout swaps lost to concurrent changes.
   // A replica repaired in place is not repaired again for this long (its
   // node's scrub report may still list it until the next scrub).
@@ -66,8 +71,10 @@ struct RoundReport {
   int files = 0;
   int dead_nodes = 0, draining_nodes = 0, missing_nodes = 0;
   int moves_planned = 0, moves_done = 0, moves_failed = 0, moves_abandoned = 0;
-  int repairs_done = 0;  // In-place repairs of corrupt replicas (of done).
-  int stuck = 0;         // Slots with no source or no target.
+  int repairs_done = 0;
+  int rebalance_moves = 0;  // Of moves_planned.  // In-place repairs of corrupt
+                            // replicas (of done).
+  int stuck = 0;            // Slots with no source or no target.
   uint64_t bytes_planned = 0, bytes_copied = 0;
   int trash_pending = 0, trash_deleted = 0;
   bool stopped = false;  // may_act turned false mid-round.

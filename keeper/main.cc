@@ -39,6 +39,10 @@ ABSL_FLAG(double, delete_grace_s, 3600,
           "An object that left every layout is deleted no sooner than this "
           "after it left, and only once etcd compacted past that revision.");
 ABSL_FLAG(int, parallel_copies, 4, "Copies running at once.");
+ABSL_FLAG(double, rebalance_tolerance, 0.10,
+          "When nothing needs repair, replicas move from the fullest to the "
+          "emptiest up nodes until every one is within this fraction of the "
+          "mean fill; 0: no rebalancing.");
 ABSL_FLAG(int64_t, copy_bytes_per_sec, 400 << 20,
           "Cluster-wide cap on the bytes/s of all copies together; 0: none "
           "(each agent also caps its own: rangefs-node "
@@ -135,6 +139,8 @@ int main(int argc, char** argv) {
   ko.dead_after = absl::Seconds(absl::GetFlag(FLAGS_dead_after_s));
   ko.delete_grace = absl::Seconds(absl::GetFlag(FLAGS_delete_grace_s));
   ko.parallel_copies = std::max(1, absl::GetFlag(FLAGS_parallel_copies));
+  ko.rebalance.tolerance = absl::GetFlag(FLAGS_rebalance_tolerance);
+  ko.rebalance.max_moves = 2 * ko.parallel_copies;
   ko.copy_bytes_per_sec = static_cast<uint64_t>(
       std::max<int64_t>(0, absl::GetFlag(FLAGS_copy_bytes_per_sec)));
   ko.agent_tls.ca_file = absl::GetFlag(FLAGS_agent_ca);
@@ -181,7 +187,8 @@ int main(int argc, char** argv) {
                         << " missing nodes; moves " << r->moves_done << "/"
                         << r->moves_planned << " done, " << r->moves_failed
                         << " failed, " << r->moves_abandoned << " abandoned, "
-                        << r->stuck << " stuck; " << r->bytes_copied
+                        << r->rebalance_moves << " to rebalance, " << r->stuck
+                        << " stuck; " << r->bytes_copied
                         << " bytes copied; trash " << r->trash_deleted
                         << " deleted, " << r->trash_pending << " pending"
                         << (r->stopped ? "; stopped (lost the lease)" : "");

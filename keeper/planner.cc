@@ -223,6 +223,24 @@ absl::StatusOr<v1::FileLayout> ApplyMove(const v1::FileLayout& layout,
   return out;
 }
 
+bool IsStriped(const v1::FileLayout& layout) {
+  return layout.extents_size() == 0;
+}
+
+int SlotCount(const v1::FileLayout& layout) {
+  return IsStriped(layout) ? layout.striped().targets_size()
+                           : layout.extents_size();
+}
+
+const Replicas& SlotReplicas(const v1::FileLayout& layout, int slot) {
+  return SlotReplicas(layout, IsStriped(layout), slot);
+}
+
+uint64_t SlotBytes(const v1::FileLayout& layout, int slot) {
+  if (!IsStriped(layout)) return layout.extents(slot).length();
+  return layout.size() / static_cast<uint64_t>(std::max(1, SlotCount(layout)));
+}
+
 bool References(const v1::FileLayout& layout, const std::string& node_id,
                 const std::string& object) {
   auto in = [&](const Replicas& reps) {

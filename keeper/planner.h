@@ -51,6 +51,7 @@ struct NodeView {
   std::string zone;
   std::string address;  // First agent address of the node record.
   uint64_t free_bytes = 0;
+  uint64_t capacity_bytes = 0;  // LiveRecord.total_bytes; 0: unknown.
   NodeCondition condition = NodeCondition::kUp;
   // Objects the node's scrub found corrupt (LiveRecord.corrupt_objects).
   std::set<std::string> corrupt;
@@ -108,6 +109,14 @@ Plan PlanMoves(const std::vector<ns::FileEntry>& files,
 // (the layout changed since planning).
 absl::StatusOr<v1::FileLayout> ApplyMove(const v1::FileLayout& layout,
                                          const Move& move);
+
+// Whether `layout` is striped, its slot count (extents or stripe columns),
+// a slot's replicas and its bytes in the file (a column: size / width).
+bool IsStriped(const v1::FileLayout& layout);
+int SlotCount(const v1::FileLayout& layout);
+const google::protobuf::RepeatedPtrField<v1::Replica>& SlotReplicas(
+    const v1::FileLayout& layout, int slot);
+uint64_t SlotBytes(const v1::FileLayout& layout, int slot);
 
 // True if some replica of `layout` is `object` on `node_id`.
 bool References(const v1::FileLayout& layout, const std::string& node_id,
