@@ -47,6 +47,7 @@ class Keeper::Round {
   bool stopped() const { return stopped_.load(); }
 
   void CollectTrash(RoundReport* report);
+  void ScanOrphans(RoundReport* report);
   // Returns, for each move, whether it was done.
   std::vector<bool> RunMoves(const std::vector<Move>& moves,
                              RoundReport* report);
@@ -68,6 +69,8 @@ class Keeper::Round {
   const std::function<bool()> may_act_;
   admin::Agents agents_;
   std::atomic<bool> stopped_{false};
+  // (node, object) of every trash record (CollectTrash).
+  std::set<std::pair<std::string, std::string>> trash_;
 };
 
 Keeper::Keeper(ns::NamespaceStore* store, etcd::EtcdClient* etcd,
@@ -178,6 +181,11 @@ absl::StatusOr<RoundReport> Keeper::RunRound(
   }
   Round round(this, std::move(l), may_act);
   round.CollectTrash(&report);
+  if (options_.orphan_scan_interval > absl::ZeroDuration() &&
+      now - last_orphan_scan_ >= options_.orphan_scan_interval) {
+    last_orphan_scan_ = now;
+    round.ScanOrphans(&report);
+  }
   const std::vector<bool> done = round.RunMoves(plan.moves, &report);
   for (size_t i = 0; i < plan.moves.size(); ++i) {
     if (done[i] && plan.moves[i].in_place) {
@@ -405,6 +413,7 @@ void Keeper::Round::CollectTrash(RoundReport* report) {
       (void)k_->etcd_->Delete(kv.key);
       continue;
     }
+    trash_.emplace(node, object);
     if (l_.referenced.count({node, object}) > 0) {
       // In a layout (the swap that would have dropped it never happened,
       // or it came back): not trash.
@@ -435,8 +444,8 @@ void Keeper::Round::CollectTrash(RoundReport* report) {
     }
     // No retained revision may reference it: etcd must have compacted
     // past the revision that dropped it.
-    absl::StatusOr<ns::FileEntry> old =
-        k_->store_->GetFile(t.path(), t.dropped_revision() - 1);
+    absl::StatusOr<ns::KvRange> old = k_->store_->kv()->Range(
+        keys.FilesRoot(), "", 1, t.dropped_revision() - 1);
     if (!absl::IsOutOfRange(old.status())) continue;
     if (!reachable) continue;  // Deleted once the node is back.
     absl::Status s = agents_.Call(node, [&](node::NodeClient& c) {
@@ -453,6 +462,50 @@ void Keeper::Round::CollectTrash(RoundReport* report) {
     RANGEFS_LOG(INFO) << "keeper: deleted " << object << " from " << node
                       << " (left the layout of " << t.path() << " at revision "
                       << t.dropped_revision() << ")";
+  }
+}
+
+void Keeper::Round::ScanOrphans(RoundReport* report) {
+  const absl::Time now = k_->clock_->Now();
+  for (const auto& [id, v] : l_.views) {
+    if (v.condition != NodeCondition::kUp &&
+        v.condition != NodeCondition::kDraining) {
+      continue;
+    }
+    absl::StatusOr<std::vector<node::ObjectInfo>> objects =
+        absl::UnavailableError("not asked");
+    absl::Status s = agents_.Call(id, [&](node::NodeClient& c) {
+      objects = c.ListObjects(absl::Now() + k_->options_.call_timeout);
+      return objects.status();
+    });
+    if (!s.ok()) {
+      RANGEFS_LOG(WARNING) << "keeper: listing the objects of " << id << ": "
+                           << s;
+      continue;
+    }
+    for (const node::ObjectInfo& o : *objects) {
+      if (!MayAct()) return;
+      if (l_.referenced.count({id, o.path()}) > 0 ||
+          trash_.count({id, o.path()}) > 0) {
+        continue;
+      }
+      // Young objects may belong to a put or a move in progress.
+      if (now - absl::FromUnixNanos(o.mtime_ns()) < k_->options_.delete_grace) {
+        continue;
+      }
+      v1::TrashRecord t;
+      t.set_dropped_revision(l_.revision);
+      t.set_dropped_unix_ms(absl::ToUnixMillis(now));
+      absl::Status ts = PutTrash(id, o.path(), t);
+      if (!ts.ok()) {
+        RANGEFS_LOG(WARNING) << "keeper: trashing orphan " << o.path() << " on "
+                             << id << ": " << ts;
+        continue;
+      }
+      ++report->orphans_found;
+      RANGEFS_LOG(INFO) << "keeper: orphan " << o.path() << " on " << id << " ("
+                        << o.size() << " bytes, in no layout) trashed";
+    }
   }
 }
 

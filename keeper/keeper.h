@@ -55,6 +55,11 @@ struct KeeperOptions {
   uint64_t copy_bytes_per_sec = 0;
   absl::Duration copy_timeout = absl::Minutes(30);  // Per CopyObject.
   absl::Duration call_timeout = absl::Seconds(30);  // Other agent calls.
+  // Every this often (and in the first round) each reachable node's
+  // objects are listed; one that no layout references, no trash record
+  // names, and that is older than delete_grace (a failed put, a removed
+  // file) goes to the trash: deleted after the grace rule. Zero: never.
+  absl::Duration orphan_scan_interval = absl::Hours(1);
   // Rounds with no repair to do rebalance fill (rebalance.h); tolerance
   // <= 0 turns it off. Not while a node is missing (it may come back).
   RebalanceOptions rebalance;
@@ -77,7 +82,8 @@ struct RoundReport {
   int stuck = 0;            // Slots with no source or no target.
   uint64_t bytes_planned = 0, bytes_copied = 0;
   int trash_pending = 0, trash_deleted = 0;
-  bool stopped = false;  // may_act turned false mid-round.
+  int orphans_found = 0;  // Trashed by this round's orphan scan.
+  bool stopped = false;   // may_act turned false mid-round.
 };
 
 class Keeper {
@@ -101,6 +107,7 @@ class Keeper {
   std::map<std::string, absl::Time> missing_since_;
   // (node, object) -> when it was last repaired in place.
   std::map<std::pair<std::string, std::string>, absl::Time> repaired_;
+  absl::Time last_orphan_scan_ = absl::InfinitePast();
 };
 
 }  // namespace keeper

@@ -39,6 +39,10 @@ ABSL_FLAG(double, delete_grace_s, 3600,
           "An object that left every layout is deleted no sooner than this "
           "after it left, and only once etcd compacted past that revision.");
 ABSL_FLAG(int, parallel_copies, 4, "Copies running at once.");
+ABSL_FLAG(double, orphan_scan_interval_s, 3600,
+          "How often every node's objects are listed to find orphans "
+          "(objects in no layout and no trash, older than the grace); 0: "
+          "never.");
 ABSL_FLAG(double, rebalance_tolerance, 0.10,
           "When nothing needs repair, replicas move from the fullest to the "
           "emptiest up nodes until every one is within this fraction of the "
@@ -139,6 +143,8 @@ int main(int argc, char** argv) {
   ko.dead_after = absl::Seconds(absl::GetFlag(FLAGS_dead_after_s));
   ko.delete_grace = absl::Seconds(absl::GetFlag(FLAGS_delete_grace_s));
   ko.parallel_copies = std::max(1, absl::GetFlag(FLAGS_parallel_copies));
+  ko.orphan_scan_interval =
+      absl::Seconds(absl::GetFlag(FLAGS_orphan_scan_interval_s));
   ko.rebalance.tolerance = absl::GetFlag(FLAGS_rebalance_tolerance);
   ko.rebalance.max_moves = 2 * ko.parallel_copies;
   ko.copy_bytes_per_sec = static_cast<uint64_t>(
@@ -179,7 +185,7 @@ int main(int argc, char** argv) {
     PublishStatus(*r, id, election.lease(), store->keys().KeeperStatus(),
                   etcd->get());
     if (r->moves_planned > 0 || r->stuck > 0 || r->trash_deleted > 0 ||
-        r->stopped) {
+        r->orphans_found > 0 || r->stopped) {
       RANGEFS_LOG(INFO) << "keeper " << id << ": round at revision "
                         << r->revision << ": " << r->files << " files, "
                         << r->dead_nodes << " dead / " << r->draining_nodes

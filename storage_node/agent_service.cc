@@ -442,6 +442,34 @@ grpc::Status AgentService::CopyObject(grpc::ServerContext* context,
   return grpc::Status::OK;
 }
 
+grpc::Status AgentService::ListObjects(grpc::ServerContext* context,
+                                       const ListObjectsRequest* /*request*/,
+                                       grpc::ServerWriter<ObjectInfo>* writer) {
+  bool cancelled = false;
+  absl::Status s = root_->ForEachObject([&](const std::string& path) {
+    if (context->IsCancelled()) {
+      cancelled = true;
+      return false;
+    }
+    absl::StatusOr<struct stat> st = root_->Stat(path);
+    if (!st.ok()) return true;  // Gone meanwhile.
+    ObjectInfo info;
+    info.set_path(path);
+    info.set_size(static_cast<uint64_t>(st->st_size));
+    info.set_mtime_ns(int64_t{st->st_mtim.tv_sec} * 1000000000 +
+                      st->st_mtim.tv_nsec);
+    if (!writer->Write(info)) {
+      cancelled = true;
+      return false;
+    }
+    return true;
+  });
+  if (cancelled) {
+    return ToGrpcStatus(CancelledStatus("listing", root_->root_dir()));
+  }
+  return ToGrpcStatus(s);
+}
+
 absl::Status AgentService::BeginRead() {
   const int64_t now_inflight = inflight_reads_.fetch_add(1) + 1;
   if (now_inflight > options_.max_concurrent_reads) {

@@ -93,6 +93,9 @@ class AgentService final : public NodeAgent::Service {
   grpc::Status CopyObject(grpc::ServerContext* context,
                           const CopyObjectRequest* request,
                           CopyObjectResponse* response) override;
+  grpc::Status ListObjects(grpc::ServerContext* context,
+                           const ListObjectsRequest* request,
+                           grpc::ServerWriter<ObjectInfo>* writer) override;
 
   // The same numbers as the GetStats RPC, in-process.
   GetStatsResponse Stats() const;

@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <fstream>
+#include <map>
 #include <memory>
 #include <random>
 #include <string>
@@ -235,6 +236,20 @@ TEST_F(CopyObjectTest, WriteRulesApply) {
   req.set_source_address("not an address");
   EXPECT_THAT(dst->client->CopyObject(req, absl::Now() + absl::Seconds(5)),
               StatusIs(absl::StatusCode::kInvalidArgument));
+}
+
+TEST_F(CopyObjectTest, ListObjectsStreamsObjectsOnly) {
+  auto a = Start("a");
+  Put(*a, "x/1", "one");
+  Put(*a, "y", "three");
+  auto list = a->client->ListObjects(absl::Now() + absl::Seconds(10));
+  ASSERT_THAT(list, IsOk());
+  std::map<std::string, uint64_t> got;
+  for (const ObjectInfo& o : *list) {
+    got[o.path()] = o.size();
+    EXPECT_GT(o.mtime_ns(), 0);
+  }
+  EXPECT_EQ(got, (std::map<std::string, uint64_t>{{"x/1", 3}, {"y", 5}}));
 }
 
 TEST_F(CopyObjectTest, NodeCapThrottles) {

@@ -326,6 +326,22 @@ absl::StatusOr<CopyObjectResponse> NodeClient::CopyObject(
   return resp;
 }
 
+absl::StatusOr<std::vector<ObjectInfo>> NodeClient::ListObjects(
+    absl::Time deadline) {
+  AwaitConnection(deadline);
+  grpc::ClientContext ctx;
+  SetDeadline(&ctx, deadline);
+  ListObjectsRequest req;
+  std::unique_ptr<grpc::ClientReader<ObjectInfo>> reader =
+      stub_->ListObjects(&ctx, req);
+  std::vector<ObjectInfo> out;
+  ObjectInfo info;
+  while (reader->Read(&info)) out.push_back(info);
+  grpc::Status st = reader->Finish();
+  if (!st.ok()) return Error(st, "ListObjects", "");
+  return out;
+}
+
 absl::StatusOr<ScrubResponse> NodeClient::Scrub(uint64_t max_bytes_per_sec,
                                                 absl::Time deadline) {
   grpc::ClientContext ctx;

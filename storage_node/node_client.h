@@ -29,6 +29,7 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "absl/base/thread_annotations.h"
 #include "absl/status/statusor.h"
@@ -118,6 +119,8 @@ class NodeClient {
   // proto/node_agent.proto). Waits, bounded, for the channel like writes.
   absl::StatusOr<CopyObjectResponse> CopyObject(
       const CopyObjectRequest& request, absl::Time deadline);
+  // Every object of the agent's export (see ListObjects in the proto).
+  absl::StatusOr<std::vector<ObjectInfo>> ListObjects(absl::Time deadline);
 
  private:
   NodeClient(std::string address, std::shared_ptr<grpc::Channel> channel,

@@ -19,6 +19,7 @@
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
 #include "absl/time/clock.h"
 #include "admin/args.h"
 #include "admin/commands.h"
@@ -29,6 +30,7 @@
 #include "gtest/gtest.h"
 #include "namespace/keys.h"
 #include "storage_node/export_root.h"
+#include "storage_node/node_client.h"
 #include "tests/testing/agent_cluster.h"
 
 namespace rangefs {
@@ -538,6 +540,85 @@ TEST_F(KeeperTest, TwoEmptyNodesAddedAreFilledToWithinTenPercent) {
   ASSERT_TRUE(WaitScans(2, absl::Seconds(20)));
   StopReader();
   EXPECT_EQ(read_errors_.load(), 0);
+  ExpectFsckClean();
+}
+
+TEST_F(KeeperTest, OrphanIsCollectedAfterGraceReferencedObjectsNever) {
+  // An object no layout references (a failed put's leftover), written
+  // straight to agent n0.
+  auto nc = node::NodeClient::Connect(cluster_->agent(0).address);
+  ASSERT_THAT(nc, IsOk());
+  const std::string orphan = "f/orphan/e0";
+  size_t sent = 0;
+  ASSERT_THAT((*nc)->WriteObject(
+                  orphan,
+                  [&](absl::Span<char> buf) -> absl::StatusOr<size_t> {
+                    const size_t n = std::min<size_t>(buf.size(), 1000 - sent);
+                    sent += n;
+                    return n;
+                  },
+                  {.deadline = absl::Now() + absl::Seconds(10)}),
+              IsOk());
+  // Every object in a layout, and where.
+  std::set<std::pair<std::string, std::string>> referenced;
+  for (const auto& [path, data] : files_) {
+    auto f = cluster_->store()->GetFile(path);
+    ASSERT_THAT(f, IsOk());
+    for (const auto& e : f->layout.extents()) {
+      for (const auto& r : e.replicas())
+        referenced.emplace(r.node_id(), r.object());
+    }
+    for (const auto& t : f->layout.striped().targets()) {
+      for (const auto& r : t.replicas())
+        referenced.emplace(r.node_id(), r.object());
+    }
+  }
+  auto has = [&](size_t agent, const std::string& object) {
+    for (const std::string& o : Objects(agent)) {
+      if (o == object) return true;
+    }
+    return false;
+  };
+  // Grace 1 s; orphan scans every 0.5 s; no rebalancing (nothing moves).
+  ASSERT_NE(
+      StartKeeper("ka", /*grace_s=*/1,
+                  {"--orphan_scan_interval_s=0.5", "--rebalance_tolerance=0"}),
+      nullptr);
+  ASSERT_TRUE(Poll(
+      [&] {
+        return absl::StrContains(keepers_["ka"]->Log(),
+                                 "orphan " + orphan + " on n0");
+      },
+      absl::Seconds(20)))
+      << keepers_["ka"]->LogTail();
+  // Past the grace, it still waits for etcd to compact past its revision.
+  absl::SleepFor(absl::Seconds(1.5));
+  EXPECT_TRUE(has(0, orphan));
+  ASSERT_TRUE(Poll(
+      [&] {
+        auto rev = cluster_->store()->CurrentRevision();
+        if (rev.ok()) (void)cluster_->etcd_client()->Compact(*rev);
+        return !has(0, orphan);
+      },
+      absl::Seconds(20)))
+      << keepers_["ka"]->LogTail();
+  // Several more scans and collections later: every referenced object is
+  // still in place.
+  ASSERT_TRUE(Poll(
+      [&] {
+        return absl::StrContains(keepers_["ka"]->Log(), "deleted " + orphan);
+      },
+      absl::Seconds(10)));
+  for (const auto& [node_id, object] : referenced) {
+    EXPECT_TRUE(has(Index(node_id), object)) << node_id << " " << object;
+  }
+  // The only object ever taken for an orphan is the orphan.
+  for (absl::string_view line : absl::StrSplit(keepers_["ka"]->Log(), '\n')) {
+    if (absl::StrContains(line, "keeper: orphan ")) {
+      EXPECT_TRUE(absl::StrContains(line, "orphan " + orphan + " on n0"))
+          << line;
+    }
+  }
   ExpectFsckClean();
 }
 
