@@ -326,9 +326,14 @@ TEST_F(KeeperTest, DrainUnderReadsEmptiesTheNodeThenRemoveSucceeds) {
 }
 
 TEST_F(KeeperTest, OnlyTheElectedKeeperActsAndAnotherTakesOver) {
-  ASSERT_NE(StartKeeper("ka"), nullptr);
+  // Copies at 256 KiB/s each (a 1 MiB stripe column: ~4 s), grace 1 s,
+  // orphan scans every 0.5 s, no rebalancing.
+  const std::vector<std::string> flags = {"--copy_bytes_per_sec=1048576",
+                                          "--orphan_scan_interval_s=0.5",
+                                          "--rebalance_tolerance=0"};
+  ASSERT_NE(StartKeeper("ka", 1, flags), nullptr);
   ASSERT_TRUE(Poll([&] { return !Leader().empty(); }, absl::Seconds(10)));
-  ASSERT_NE(StartKeeper("kb"), nullptr);
+  ASSERT_NE(StartKeeper("kb", 1, flags), nullptr);
   const std::string first = Leader();
   const std::string second = first == "ka" ? "kb" : "ka";
   ASSERT_THAT(keepers_[second]->WaitForLog("started", absl::Seconds(10)),
@@ -336,7 +341,7 @@ TEST_F(KeeperTest, OnlyTheElectedKeeperActsAndAnotherTakesOver) {
   StartReader();
   // Work for the leader: a dead node.
   ASSERT_THAT(cluster_->agent(3).process->Kill(), IsOk());
-  ASSERT_TRUE(Poll([&] { return AllSlotsHealthy({"n3"}); }, absl::Seconds(30)))
+  ASSERT_TRUE(Poll([&] { return AllSlotsHealthy({"n3"}); }, absl::Seconds(40)))
       << keepers_[first]->LogTail();
   // The standby never acted.
   EXPECT_THAT(keepers_[first]->Log(), ::testing::HasSubstr("layout updated"));
@@ -344,22 +349,72 @@ TEST_F(KeeperTest, OnlyTheElectedKeeperActsAndAnotherTakesOver) {
               ::testing::Not(::testing::HasSubstr("keeper: move")));
   EXPECT_THAT(keepers_[second]->Log(),
               ::testing::Not(::testing::HasSubstr("is active")));
-  // kill -9 the active keeper, then give the cluster new work: the other
-  // takes over (its lease expires within 2 s) and drains n0.
-  ASSERT_THAT(keepers_[first]->Kill(), IsOk());
+  // New work, and kill -9 the active keeper in the middle of a move: the
+  // other takes over (the lease expires within 2 s) and finishes the drain.
   ASSERT_THAT(Run({"node", "drain", "n0"}), IsOk());
+  ASSERT_TRUE(Poll(
+      [&] {
+        for (absl::string_view line :
+             absl::StrSplit(keepers_[first]->Log(), '\n')) {
+          if (absl::StrContains(line, " n0 -> ") &&
+              absl::StrContains(line, "copying from")) {
+            return true;
+          }
+        }
+        return false;
+      },
+      absl::Seconds(20)))
+      << keepers_[first]->LogTail();
+  ASSERT_THAT(keepers_[first]->Kill(), IsOk());
   ASSERT_TRUE(Poll([&] { return Leader() == second; }, absl::Seconds(15)));
   ASSERT_TRUE(Poll(
       [&] {
         return AllSlotsHealthy({"n0", "n3"});
       },
-      absl::Seconds(30)))
+      absl::Seconds(40)))
       << keepers_[second]->LogTail();
   EXPECT_THAT(keepers_[second]->Log(), ::testing::HasSubstr("is active"));
   ASSERT_TRUE(WaitScans(2, absl::Seconds(20)));
   StopReader();
   EXPECT_EQ(read_errors_.load(), 0);
   ExpectFsckClean();
+  // Nothing left twice: once etcd compacts, every live node holds exactly
+  // the objects layouts reference (n0, drained, none; a copy the killed
+  // keeper left behind is collected as an orphan).
+  std::string extra;
+  ASSERT_TRUE(Poll(
+      [&] {
+        auto rev = cluster_->store()->CurrentRevision();
+        if (rev.ok()) (void)cluster_->etcd_client()->Compact(*rev);
+        std::set<std::pair<std::string, std::string>> referenced;
+        for (const auto& [path, data] : files_) {
+          auto f = cluster_->store()->GetFile(path);
+          if (!f.ok()) return false;
+          for (const auto& e : f->layout.extents()) {
+            for (const auto& r : e.replicas()) {
+              referenced.emplace(r.node_id(), r.object());
+            }
+          }
+          for (const auto& t : f->layout.striped().targets()) {
+            for (const auto& r : t.replicas()) {
+              referenced.emplace(r.node_id(), r.object());
+            }
+          }
+        }
+        for (size_t i = 0; i < 3; ++i) {  // n3 is dead
+          for (const std::string& o : Objects(i)) {
+            if (referenced.count({cluster_->agent(i).id, o}) == 0) {
+              extra = cluster_->agent(i).id + " " + o;
+              return false;
+            }
+          }
+        }
+        return true;
+      },
+      absl::Seconds(30)))
+      << "left over: " << extra << "\n"
+      << keepers_[second]->LogTail();
+  EXPECT_TRUE(Objects(0).empty());
 }
 
 TEST_F(KeeperTest, CorruptReplicaIsRepairedInPlace) {
