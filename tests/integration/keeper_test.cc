@@ -251,6 +251,45 @@ class KeeperTest : public ::testing::Test {
     f.write(&c, 1);
   }
 
+  // Polls (compacting etcd each time, so that trash may go) until agents
+  // `live` hold exactly the objects the layouts of files_ reference.
+  void ExpectOnlyReferencedObjects(const std::vector<size_t>& live,
+                                   Subprocess* keeper) {
+    std::string extra;
+    EXPECT_TRUE(Poll(
+        [&] {
+          auto rev = cluster_->store()->CurrentRevision();
+          if (rev.ok()) (void)cluster_->etcd_client()->Compact(*rev);
+          std::set<std::pair<std::string, std::string>> referenced;
+          for (const auto& [path, data] : files_) {
+            auto f = cluster_->store()->GetFile(path);
+            if (!f.ok()) return false;
+            for (const auto& e : f->layout.extents()) {
+              for (const auto& r : e.replicas()) {
+                referenced.emplace(r.node_id(), r.object());
+              }
+            }
+            for (const auto& t : f->layout.striped().targets()) {
+              for (const auto& r : t.replicas()) {
+                referenced.emplace(r.node_id(), r.object());
+              }
+            }
+          }
+          for (size_t i : live) {
+            for (const std::string& o : Objects(i)) {
+              if (referenced.count({cluster_->agent(i).id, o}) == 0) {
+                extra = cluster_->agent(i).id + " " + o;
+                return false;
+              }
+            }
+          }
+          return true;
+        },
+        absl::Seconds(30)))
+        << "left over: " << extra << "\n"
+        << keeper->LogTail();
+  }
+
   void ExpectFsckClean() {
     // OK is fsck's exit 0.
     EXPECT_THAT(Run({"fsck", "/", "--checksums"}), IsOk());
@@ -381,40 +420,48 @@ TEST_F(KeeperTest, OnlyTheElectedKeeperActsAndAnotherTakesOver) {
   // Nothing left twice: once etcd compacts, every live node holds exactly
   // the objects layouts reference (n0, drained, none; a copy the killed
   // keeper left behind is collected as an orphan).
-  std::string extra;
+  ExpectOnlyReferencedObjects({0, 1, 2}, keepers_[second].get());
+  EXPECT_TRUE(Objects(0).empty());
+}
+
+TEST_F(KeeperTest, EtcdOutageDuringAMoveLosesNothing) {
+  ASSERT_NE(
+      StartKeeper("ka", 1,
+                  {"--copy_bytes_per_sec=1048576",
+                   "--orphan_scan_interval_s=0.5", "--rebalance_tolerance=0"}),
+      nullptr);
+  StartReader();
+  ASSERT_THAT(cluster_->agent(3).process->Kill(), IsOk());
   ASSERT_TRUE(Poll(
       [&] {
-        auto rev = cluster_->store()->CurrentRevision();
-        if (rev.ok()) (void)cluster_->etcd_client()->Compact(*rev);
-        std::set<std::pair<std::string, std::string>> referenced;
-        for (const auto& [path, data] : files_) {
-          auto f = cluster_->store()->GetFile(path);
-          if (!f.ok()) return false;
-          for (const auto& e : f->layout.extents()) {
-            for (const auto& r : e.replicas()) {
-              referenced.emplace(r.node_id(), r.object());
-            }
-          }
-          for (const auto& t : f->layout.striped().targets()) {
-            for (const auto& r : t.replicas()) {
-              referenced.emplace(r.node_id(), r.object());
-            }
+        for (absl::string_view line :
+             absl::StrSplit(keepers_["ka"]->Log(), '\n')) {
+          if (absl::StrContains(line, " n3 -> ") &&
+              absl::StrContains(line, "copying from")) {
+            return true;
           }
         }
-        for (size_t i = 0; i < 3; ++i) {  // n3 is dead
-          for (const std::string& o : Objects(i)) {
-            if (referenced.count({cluster_->agent(i).id, o}) == 0) {
-              extra = cluster_->agent(i).id + " " + o;
-              return false;
-            }
-          }
-        }
-        return true;
+        return false;
       },
-      absl::Seconds(30)))
-      << "left over: " << extra << "\n"
-      << keepers_[second]->LogTail();
-  EXPECT_TRUE(Objects(0).empty());
+      absl::Seconds(20)))
+      << keepers_["ka"]->LogTail();
+  // etcd goes away mid-move: the keeper loses its lease and stops acting.
+  ASSERT_THAT(cluster_->etcd()->KillMember(0), IsOk());
+  ASSERT_TRUE(Poll(
+      [&] {
+        return absl::StrContains(keepers_["ka"]->Log(),
+                                 "leader lease lost; stopped acting");
+      },
+      absl::Seconds(20)))
+      << keepers_["ka"]->LogTail();
+  ASSERT_THAT(cluster_->etcd()->RestartMember(0), IsOk());
+  ASSERT_TRUE(Poll([&] { return AllSlotsHealthy({"n3"}); }, absl::Seconds(40)))
+      << keepers_["ka"]->LogTail();
+  ASSERT_TRUE(WaitScans(2, absl::Seconds(20)));
+  StopReader();
+  EXPECT_EQ(read_errors_.load(), 0);
+  ExpectFsckClean();
+  ExpectOnlyReferencedObjects({0, 1, 2}, keepers_["ka"].get());
 }
 
 TEST_F(KeeperTest, CorruptReplicaIsRepairedInPlace) {
