@@ -512,7 +512,10 @@ TEST_F(KeeperTest, AdminRmAndMvRacingAMoveWinCleanly) {
     return l.extents_size() > 0 ? l.extents(0).replicas()
                                 : l.striped().targets(0).replicas();
   };
-  ASSERT_NE(StartKeeper("ka", 3600, {"--copy_bytes_per_sec=2097152"}), nullptr);
+  ASSERT_NE(
+      StartKeeper("ka", 3600,
+                  {"--copy_bytes_per_sec=2097152", "--rebalance_tolerance=0"}),
+      nullptr);
   StartReader();
   auto wait_copying = [&](const std::string& path) {
     return Poll(
