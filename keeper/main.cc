@@ -4,14 +4,15 @@
 // runs rounds until SIGTERM/SIGINT.
 #include <signal.h>
 #include <stdio.h>
-#include <time.h>
 #include <unistd.h>
 
 #include <string>
+#include <thread>
 
 #include "absl/flags/flag.h"
 #include "absl/flags/parse.h"
 #include "absl/strings/str_cat.h"
+#include "absl/synchronization/notification.h"
 #include "absl/time/time.h"
 #include "base/logging.h"
 #include "keeper/election.h"
@@ -71,11 +72,8 @@ std::string DefaultId() {
   return absl::StrCat(host, "-", getpid());
 }
 
-// Waits up to `d` for a stop signal; true if one arrived.
-bool WaitForStop(const sigset_t& signals, absl::Duration d) {
-  const timespec ts = absl::ToTimespec(d);
-  return sigtimedwait(&signals, nullptr, &ts) > 0;
-}
+// Set by the signal thread on SIGTERM/SIGINT.
+absl::Notification stop;
 
 // Writes the round's report for `rangefs-admin status`, under the leader
 // lease. Best effort.
@@ -115,6 +113,15 @@ int main(int argc, char** argv) {
   sigaddset(&stop_signals, SIGTERM);
   sigaddset(&stop_signals, SIGINT);
   pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
+  // A round checks `stop` before each move: on SIGTERM no new move starts,
+  // copies in flight finish (bounded by their deadline), then it resigns.
+  std::thread signals([&stop_signals] {
+    int sig = 0;
+    sigwait(&stop_signals, &sig);
+    RANGEFS_LOG(INFO) << "signal " << sig << ": stopping";
+    stop.Notify();
+  });
+  signals.detach();
 
   std::string id = absl::GetFlag(FLAGS_id);
   if (id.empty()) id = DefaultId();
@@ -175,8 +182,8 @@ int main(int argc, char** argv) {
       was_leader = *leader;
     }
     if (!*leader) continue;
-    absl::StatusOr<rangefs::keeper::RoundReport> r =
-        keeper.RunRound([&] { return election.IsLeader(); });
+    absl::StatusOr<rangefs::keeper::RoundReport> r = keeper.RunRound(
+        [&] { return election.IsLeader() && !stop.HasBeenNotified(); });
     if (!r.ok()) {
       RANGEFS_LOG(WARNING) << "keeper " << id
                            << ": round failed: " << r.status();
@@ -199,7 +206,7 @@ int main(int argc, char** argv) {
                         << " deleted, " << r->trash_pending << " pending"
                         << (r->stopped ? "; stopped (lost the lease)" : "");
     }
-  } while (!WaitForStop(stop_signals, interval));
+  } while (!stop.WaitForNotificationWithTimeout(interval));
   election.Resign();
   printf("rangefs-keeper %s stopped\n", id.c_str());
   return 0;
