@@ -80,13 +80,9 @@ Keeper::Keeper(ns::NamespaceStore* store, etcd::EtcdClient* etcd,
       store_(store),
       etcd_(etcd) {}
 
-absl::StatusOr<RoundReport> Keeper::RunRound(
-    const std::function<bool()>& may_act) {
-  RoundReport report;
-  if (!may_act()) {
-    report.stopped = true;
-    return report;
-  }
+absl::StatusOr<Keeper::Listing> Keeper::List(bool absent_is_dead,
+                                             RoundReport* report_out) {
+  RoundReport& report = *report_out;
   const absl::Time now = clock_->Now();
   Listing l;
   RANGEFS_ASSIGN_OR_RETURN(l.nodes, store_->ListNodes());
@@ -104,7 +100,9 @@ absl::StatusOr<RoundReport> Keeper::RunRound(
     if (lr != nullptr) {
       missing_since_.erase(id);
     } else {
-      missing_since = missing_since_.emplace(id, now).first->second;
+      missing_since = absent_is_dead
+                          ? absl::InfinitePast()
+                          : missing_since_.emplace(id, now).first->second;
     }
     NodeView v;
     v.id = id;
@@ -154,7 +152,12 @@ absl::StatusOr<RoundReport> Keeper::RunRound(
   }
   report.revision = l.revision;
   report.files = static_cast<int>(l.files.size());
+  return l;
+}
 
+Plan Keeper::MakePlan(const Listing& l, RoundReport* report_out) {
+  RoundReport& report = *report_out;
+  const absl::Time now = clock_->Now();
   Plan plan = PlanMoves(l.files, l.views, bitgen_);
   // Replicas repaired lately stay listed until their node scrubs again.
   plan.moves.erase(
@@ -174,6 +177,24 @@ absl::StatusOr<RoundReport> Keeper::RunRound(
   report.moves_planned = static_cast<int>(plan.moves.size());
   report.bytes_planned = plan.bytes;
   report.stuck = static_cast<int>(plan.stuck.size());
+  return plan;
+}
+
+absl::StatusOr<Plan> Keeper::DryRun(RoundReport* report) {
+  RANGEFS_ASSIGN_OR_RETURN(Listing l, List(/*absent_is_dead=*/true, report));
+  return MakePlan(l, report);
+}
+
+absl::StatusOr<RoundReport> Keeper::RunRound(
+    const std::function<bool()>& may_act) {
+  RoundReport report;
+  if (!may_act()) {
+    report.stopped = true;
+    return report;
+  }
+  const absl::Time now = clock_->Now();
+  RANGEFS_ASSIGN_OR_RETURN(Listing l, List(/*absent_is_dead=*/false, &report));
+  Plan plan = MakePlan(l, &report);
   for (const StuckSlot& s : plan.stuck) {
     RANGEFS_LOG(WARNING) << "keeper " << options_.id << ": " << s.path
                          << " slot " << s.slot

@@ -94,9 +94,17 @@ class Keeper {
 
   absl::StatusOr<RoundReport> RunRound(const std::function<bool()>& may_act);
 
+  // The moves a round would make now, changing nothing (rangefs-keeper
+  // --dry_run). A node without a live record counts as dead (this process
+  // has not watched it go). Fills the listing fields of `report`.
+  absl::StatusOr<Plan> DryRun(RoundReport* report);
+
  private:
   struct Listing;
   class Round;
+
+  absl::StatusOr<Listing> List(bool absent_is_dead, RoundReport* report);
+  Plan MakePlan(const Listing& l, RoundReport* report);
 
   KeeperOptions options_;
   Clock* const clock_;

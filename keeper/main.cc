@@ -52,6 +52,10 @@ ABSL_FLAG(int64_t, copy_bytes_per_sec, 400 << 20,
           "Cluster-wide cap on the bytes/s of all copies together; 0: none "
           "(each agent also caps its own: rangefs-node "
           "--copy_max_bytes_per_sec).");
+ABSL_FLAG(bool, dry_run, false,
+          "Print the moves a round would make now (repairs, drains, "
+          "rebalancing; nodes without a live record count as dead) and "
+          "exit, changing nothing; needs no leadership.");
 ABSL_FLAG(double, etcd_timeout_s, 5, "Deadline of each etcd call.");
 ABSL_FLAG(std::string, etcd_ca, "", "PEM CA for etcd TLS.");
 ABSL_FLAG(std::string, etcd_cert, "", "PEM client certificate for etcd.");
@@ -102,6 +106,33 @@ void PublishStatus(const rangefs::keeper::RoundReport& r, const std::string& id,
     RANGEFS_LOG(WARNING) << "keeper " << id
                          << ": publishing its status: " << put.status();
   }
+}
+
+// --dry_run: prints the plan, one move per line, and a summary.
+int DryRun(rangefs::keeper::Keeper& keeper) {
+  rangefs::keeper::RoundReport r;
+  absl::StatusOr<rangefs::keeper::Plan> plan = keeper.DryRun(&r);
+  if (!plan.ok()) {
+    fprintf(stderr, "rangefs-keeper: %s\n", plan.status().ToString().c_str());
+    return 1;
+  }
+  for (const rangefs::keeper::Move& m : plan->moves) {
+    printf("%s %s slot %d %s: %s -> %s (copy from %s, %llu bytes)\n",
+           m.in_place ? "repair" : "move", m.path.c_str(), m.slot,
+           m.object.c_str(), m.from_node.c_str(), m.target_node.c_str(),
+           m.source_node.c_str(), static_cast<unsigned long long>(m.bytes));
+  }
+  for (const rangefs::keeper::StuckSlot& s : plan->stuck) {
+    printf("stuck %s slot %d: %s\n", s.path.c_str(), s.slot, s.reason.c_str());
+  }
+  printf(
+      "%zu move(s), %llu bytes; %zu stuck; %d files at revision %lld; "
+      "%d dead, %d draining node(s)%s\n",
+      plan->moves.size(), static_cast<unsigned long long>(plan->bytes),
+      plan->stuck.size(), r.files, static_cast<long long>(r.revision),
+      r.dead_nodes, r.draining_nodes,
+      r.rebalance_moves > 0 ? " (rebalancing: nothing to repair)" : "");
+  return 0;
 }
 
 }  // namespace
@@ -160,6 +191,7 @@ int main(int argc, char** argv) {
   ko.agent_tls.cert_file = absl::GetFlag(FLAGS_agent_cert);
   ko.agent_tls.key_file = absl::GetFlag(FLAGS_agent_key);
   rangefs::keeper::Keeper keeper(store.get(), etcd->get(), ko);
+  if (absl::GetFlag(FLAGS_dry_run)) return DryRun(keeper);
   rangefs::keeper::LeaderElection election(
       etcd->get(), {.key = store->keys().KeeperLeader(), .id = id, .ttl = ttl});
 

@@ -5,6 +5,7 @@
 // timeouts (dead_after 2 s, lease 2 s).
 #include <signal.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 
 #include <atomic>
 #include <fstream>
@@ -746,6 +747,40 @@ TEST_F(KeeperTest, CorruptSourceIsNeverCopied) {
       cluster_->agent(Index(bad.node_id())).export_dir + "/" + bad.object(),
       10);
   ASSERT_THAT(cluster_->agent(Index(dead)).process->Kill(), IsOk());
+  // --dry_run prints the plan and changes nothing (once the dead node's
+  // live record is gone).
+  std::map<std::string, int64_t> revisions;
+  for (const auto& [path, data] : files_) {
+    auto f = cluster_->store()->GetFile(path);
+    ASSERT_THAT(f, IsOk());
+    revisions[path] = f->mod_revision;
+  }
+  std::string plan;
+  int runs = 0;
+  ASSERT_TRUE(Poll(
+      [&] {
+        auto p = Subprocess::Start(
+            {.argv = {testing::RunfilePath("keeper/rangefs-keeper"),
+                      "--etcd_endpoints=" + cluster_->etcd()->endpoints(),
+                      "--cluster=it", "--dry_run"},
+             .log_path =
+                 absl::StrCat(cluster_->dir(), "/dry", ++runs, ".log")});
+        if (!p.ok()) return false;
+        auto st = (*p)->Wait(absl::Seconds(20));
+        plan = (*p)->Log();
+        return st.ok() && WIFEXITED(*st) && WEXITSTATUS(*st) == 0 &&
+               absl::StrContains(plan, " 1 dead, 0 draining node(s)") &&
+               // once the scrub reported the corrupt replica too
+               absl::StrContains(plan, "stuck /f1 slot 0: no good replica");
+      },
+      absl::Seconds(20)))
+      << plan;
+  EXPECT_THAT(plan, ::testing::HasSubstr(" " + dead + " -> "));
+  for (const auto& [path, rev] : revisions) {
+    auto now = cluster_->store()->GetFile(path);
+    ASSERT_THAT(now, IsOk());
+    EXPECT_EQ(now->mod_revision, rev) << path << " changed by a dry run";
+  }
   ASSERT_NE(StartKeeper("ka"), nullptr);
   ASSERT_TRUE(Poll(
       [&] {
