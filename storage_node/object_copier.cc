@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <string>
+#include <thread>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
@@ -117,31 +118,53 @@ absl::StatusOr<Checksums> ObjectCopier::Copy(
       deadline == absl::InfiniteFuture()
           ? deadline
           : clock_->MonotonicNow() + (deadline - absl::Now());
-  std::string buf(std::min<uint64_t>(options_.read_bytes, want->size()), '\0');
-  for (uint64_t off = 0; off < want->size();) {
-    if (cancelled && cancelled()) {
-      return absl::CancelledError(
-          absl::StrCat("copy of ", path, " from ", where, " cancelled"));
-    }
+  // Two buffers: the next piece is read (throttled) on a helper thread
+  // while this one is written, so the network and the disk overlap.
+  const size_t piece = static_cast<size_t>(
+      std::min<uint64_t>(options_.read_bytes, want->size()));
+  std::string bufs[2] = {std::string(piece, '\0'), std::string(piece, '\0')};
+  auto read_piece = [&](uint64_t off, std::string* buf) -> absl::Status {
     const size_t n =
-        static_cast<size_t>(std::min<uint64_t>(buf.size(), want->size() - off));
+        static_cast<size_t>(std::min<uint64_t>(piece, want->size() - off));
     if (options_.limiter != nullptr) {
       RANGEFS_RETURN_IF_ERROR(options_.limiter->Acquire(n, mono_deadline));
     }
     RANGEFS_RETURN_IF_ERROR(call_limiter.Acquire(n, mono_deadline));
     RANGEFS_ASSIGN_OR_RETURN(
-        size_t got, peer->ReadRange(src_path, off, absl::MakeSpan(&buf[0], n),
-                                    {.deadline = deadline,
-                                     .verify_on_server = true,
-                                     .check_chunk_crc = true}));
+        size_t got,
+        peer->ReadRange(src_path, off, absl::MakeSpan(&(*buf)[0], n),
+                        {.deadline = deadline,
+                         .verify_on_server = true,
+                         .check_chunk_crc = true}));
     if (got != n) {
       return absl::DataLossError(absl::StrCat(where, " ended at ", off + got,
                                               " bytes; its sidecar says ",
                                               want->size()));
     }
-    RANGEFS_RETURN_IF_ERROR(out->Append(buf.data(), n));
+    return absl::OkStatus();
+  };
+  absl::Status next =
+      want->size() > 0 ? read_piece(0, &bufs[0]) : absl::OkStatus();
+  for (uint64_t off = 0, i = 0; off < want->size(); ++i) {
+    RANGEFS_RETURN_IF_ERROR(next);
+    if (cancelled && cancelled()) {
+      return absl::CancelledError(
+          absl::StrCat("copy of ", path, " from ", where, " cancelled"));
+    }
+    const size_t n =
+        static_cast<size_t>(std::min<uint64_t>(piece, want->size() - off));
+    const uint64_t next_off = off + n;
+    std::thread reader;
+    if (next_off < want->size()) {
+      reader = std::thread([&, next_off, i] {
+        next = read_piece(next_off, &bufs[(i + 1) % 2]);
+      });
+    }
+    absl::Status wrote = out->Append(bufs[i % 2].data(), n);
+    if (reader.joinable()) reader.join();
+    RANGEFS_RETURN_IF_ERROR(wrote);
     if (options_.on_bytes) options_.on_bytes(n);
-    off += n;
+    off = next_off;
   }
   return out->Commit(request.overwrite(), [&](const Checksums& got) {
     return CompareChecksums(path, *want, got);
