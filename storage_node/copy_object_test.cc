@@ -180,6 +180,11 @@ TEST_F(CopyObjectTest, CorruptSourceLeavesNothing) {
               StatusIs(absl::StatusCode::kDataLoss, HasSubstr("block 2")));
   struct stat st;
   EXPECT_NE(stat((dst->dir + "/c/obj").c_str(), &st), 0);
+  // In the second 4 MiB piece (read while the first is written).
+  Put(*src, "c/big", RandomBytes((5 << 20) + 3, 9));
+  FlipByte(src->dir + "/c/big", (4 << 20) + (1 << 19));
+  EXPECT_THAT(Copy(*dst, *src, "c/big"), StatusIs(absl::StatusCode::kDataLoss));
+  EXPECT_NE(stat((dst->dir + "/c/big").c_str(), &st), 0);
   auto temps = dst->root->ListTemp();
   ASSERT_THAT(temps, IsOk());
   EXPECT_TRUE(temps->empty());
