@@ -3,6 +3,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "absl/strings/escaping.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/time/time.h"
@@ -130,9 +131,40 @@ absl::StatusOr<Table> NodeSetState(Context& ctx, Args& a, v1::AdminState s,
   return t;
 }
 
+// FAILED_PRECONDITION if a layout still has a replica on node `id`.
+absl::Status CheckNodeHoldsNothing(ns::NamespaceStore& store,
+                                   const std::string& id) {
+  ns::ListFilesOptions lo;
+  int64_t replicas = 0, files = 0;
+  std::string example;
+  do {
+    RANGEFS_ASSIGN_OR_RETURN(ns::ListFilesResult page, store.ListFiles(lo));
+    lo.revision = page.revision;
+    lo.page_token = page.next_page_token;
+    for (const ns::FileEntry& f : page.files) {
+      int64_t here = 0;
+      for (const v1::Extent& e : f.layout.extents()) {
+        for (const v1::Replica& r : e.replicas()) here += r.node_id() == id;
+      }
+      for (const auto& t : f.layout.striped().targets()) {
+        for (const v1::Replica& r : t.replicas()) here += r.node_id() == id;
+      }
+      if (here > 0 && example.empty()) example = f.path;
+      replicas += here;
+      files += here > 0;
+    }
+  } while (!lo.page_token.empty());
+  if (replicas == 0) return absl::OkStatus();
+  return absl::FailedPreconditionError(absl::StrCat(
+      "node ", id, " still holds ", replicas, " replica(s) of ", files,
+      " file(s) (e.g. ", example,
+      "); `node drain` it and let rangefs-keeper move them off first"));
+}
+
 absl::StatusOr<Table> NodeRemove(Context& ctx, Args& a) {
   RANGEFS_RETURN_IF_ERROR(a.CheckAllowed({}));
   RANGEFS_RETURN_IF_ERROR(WantPositional(a, 1, "node remove ID"));
+  RANGEFS_RETURN_IF_ERROR(CheckNodeHoldsNothing(*ctx.store, a.positional()[0]));
   RANGEFS_RETURN_IF_ERROR(ctx.store->RemoveNode(a.positional()[0]));
   Table t;
   t.message = absl::StrCat("node ", a.positional()[0], " removed");
@@ -308,6 +340,36 @@ absl::StatusOr<Table> FileCreate(Context& ctx, Args& a) {
 
 // --- status, dump, restore ---
 
+// "keeper ka active, ..." from the keeper's leader and status records, or
+// "no active keeper". Records that do not parse are reported as such.
+std::string KeeperSummary(ns::NamespaceStore& store) {
+  auto get = [&](const std::string& key) -> absl::StatusOr<std::string> {
+    RANGEFS_ASSIGN_OR_RETURN(ns::KvRange r, store.kv()->Range(key, "", 1, 0));
+    if (r.kvs.empty()) return absl::NotFoundError(key);
+    return r.kvs[0].value;
+  };
+  absl::StatusOr<std::string> leader = get(store.keys().KeeperLeader());
+  if (absl::IsNotFound(leader.status())) return "no active keeper";
+  if (!leader.ok()) return absl::StrCat("keeper: ", leader.status().message());
+  std::string out = absl::StrCat("keeper ", absl::CEscape(*leader), " active");
+  absl::StatusOr<std::string> raw = get(store.keys().KeeperStatus());
+  v1::KeeperStatus st;
+  if (!raw.ok() || !st.ParseFromString(*raw)) {
+    return absl::StrCat(out, " (no round reported yet)");
+  }
+  const absl::Duration ago =
+      absl::Now() - absl::FromUnixMillis(st.updated_unix_ms());
+  absl::StrAppend(&out, " (last round ",
+                  absl::FormatDuration(absl::Trunc(ago, absl::Seconds(1))),
+                  " ago): ", st.moves_planned(), " replica move(s) to do (",
+                  HumanBytes(st.bytes_planned()), "), ", st.moves_done(),
+                  " done, ", st.moves_failed(), " failed, ", st.stuck(),
+                  " stuck; ", st.dead_nodes(), " dead, ", st.draining_nodes(),
+                  " draining node(s); ", st.trash_pending(),
+                  " object(s) awaiting deletion");
+  return out;
+}
+
 absl::StatusOr<Table> Status(Context& ctx, Args& a) {
   RANGEFS_RETURN_IF_ERROR(a.CheckAllowed({}));
   RANGEFS_ASSIGN_OR_RETURN(std::vector<NodeEntry> nodes,
@@ -350,9 +412,10 @@ absl::StatusOr<Table> Status(Context& ctx, Args& a) {
               l ? absl::StrCat(l->read_p99_us()) : "-"});
   }
   RANGEFS_ASSIGN_OR_RETURN(int64_t rev, ctx.store->CurrentRevision());
-  t.message = absl::StrCat(nodes.size(), " node(s), ", alive, " live; ",
-                           HumanBytes(free_sum), " free of ",
-                           HumanBytes(total_sum), "; etcd revision ", rev);
+  t.message =
+      absl::StrCat(nodes.size(), " node(s), ", alive, " live; ",
+                   HumanBytes(free_sum), " free of ", HumanBytes(total_sum),
+                   "; etcd revision ", rev, "; ", KeeperSummary(*ctx.store));
   return t;
 }
 
@@ -484,7 +547,8 @@ std::string Usage(const std::string& group) {
   node list
   node show ID
   node drain ID | node disable ID | node enable ID
-  node remove ID            (only when draining or disabled)
+  node remove ID            (only when draining or disabled, and no layout
+                            has a replica on it: rangefs-keeper moves them)
 )";
   std::string file = R"(file commands:
   file ls [DIR] [--revision=R] [--limit=N]

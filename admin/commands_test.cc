@@ -60,6 +60,22 @@ TEST_F(CommandsTest, NodeCommands) {
   EXPECT_THAT(Run({"node", "remove", "n1"}),
               StatusIs(absl::StatusCode::kFailedPrecondition));
   ASSERT_THAT(Run({"node", "drain", "n1"}), IsOk());
+  {
+    // A layout with a replica on n1 blocks its removal.
+    v1::FileLayout l;
+    l.set_size(10);
+    l.set_state(v1::READY);
+    v1::Extent* e = l.add_extents();
+    e->set_length(10);
+    e->add_replicas()->set_node_id("n1");
+    e->mutable_replicas(0)->set_object("o");
+    ASSERT_THAT(store_->CreateFile("/held", l), IsOk());
+    EXPECT_THAT(Run({"node", "remove", "n1"}),
+                StatusIs(absl::StatusCode::kFailedPrecondition,
+                         HasSubstr("still holds 1 replica(s) of 1 file(s) "
+                                   "(e.g. /held)")));
+    ASSERT_THAT(store_->DeleteFile("/held", 0), IsOk());
+  }
   auto show = Run({"node", "show", "n1"});
   ASSERT_THAT(show, IsOk());
   EXPECT_THAT(show->json, HasSubstr("\"admin_state\": \"DRAINING\""));
@@ -140,6 +156,36 @@ TEST_F(CommandsTest, FileCommandsAndDumpRestore) {
   ASSERT_THAT(Run({"file", "rm", "/e/a"}), IsOk());
   EXPECT_THAT(Run({"file", "rm", "/e/a"}),
               StatusIs(absl::StatusCode::kNotFound));
+}
+
+TEST_F(CommandsTest, StatusShowsTheKeeper) {
+  auto st = Run({"status"});
+  ASSERT_THAT(st, IsOk());
+  EXPECT_THAT(st->message, HasSubstr("no active keeper"));
+  const ns::Keys& k = store_->keys();
+  auto put = [&](const std::string& key, const std::string& value) {
+    etcdserverpb::TxnRequest txn;
+    auto* p = txn.add_success()->mutable_request_put();
+    p->set_key(key);
+    p->set_value(value);
+    ASSERT_THAT(kv_.Txn(txn), IsOk());
+  };
+  put(k.KeeperLeader(), "kx");
+  st = Run({"status"});
+  ASSERT_THAT(st, IsOk());
+  EXPECT_THAT(st->message, HasSubstr("keeper kx active (no round reported"));
+  v1::KeeperStatus ks;
+  ks.set_updated_unix_ms(absl::ToUnixMillis(absl::Now()));
+  ks.set_moves_planned(3);
+  ks.set_bytes_planned(3 << 20);
+  ks.set_dead_nodes(1);
+  ks.set_trash_pending(2);
+  put(k.KeeperStatus(), ks.SerializeAsString());
+  st = Run({"status"});
+  ASSERT_THAT(st, IsOk());
+  EXPECT_THAT(st->message, HasSubstr("3 replica move(s) to do (3.0 MiB)"));
+  EXPECT_THAT(st->message,
+              HasSubstr("1 dead, 0 draining node(s); 2 object(s)"));
 }
 
 TEST_F(CommandsTest, ExitCodes) {

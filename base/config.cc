@@ -49,6 +49,13 @@ constexpr ConfigKey kKeys[] = {
     {"agent_writers", "", "node",
      "comma-separated certificate identities (CN or SAN) that may write and "
      "delete objects under mTLS; empty: nobody may"},
+    {"agent_peer_tls_ca", "", "node",
+     "PEM CA of peer agents' certificates, for CopyObject (re-replication: "
+     "this agent reads from a peer); empty with the two below: plaintext"},
+    {"agent_peer_tls_cert", "", "node",
+     "PEM client certificate this agent presents to peer agents (mTLS)"},
+    {"agent_peer_tls_key", "", "node",
+     "PEM private key of agent_peer_tls_cert"},
     {"agent_insecure", "false", "node",
      "true: serve a non-loopback listen without mTLS (anyone may write); "
      "the agent warns every minute"},

@@ -555,6 +555,33 @@ TEST_F(ClientMountTest, CachedBytesAreCopiedByTheCallingThread) {
   }
 }
 
+// A piece copied out of the page cache still feeds the pieces that wait
+// for its bytes (single flight), in the same call or another.
+TEST_F(ClientMountTest, PageCachePieceFeedsItsSingleFlightFollowers) {
+  const std::string one = RandomBytes(256 << 10);
+  PutObject(Node(2), "one", one);
+  OneExtentFile("/one", one.size(), {{2, "one"}});
+  Client* client = OpenClient(Options());
+  ASSERT_NE(client, nullptr);
+  auto f = client->OpenFile("/one");
+  ASSERT_THAT(f, IsOk());
+  std::string got(4096, '\0');
+  ASSERT_THAT((*f)->Read(0, absl::MakeSpan(got)), IsOk());  // opens "one"
+  std::string a(one.size(), '\0'), b(one.size(), '\0');
+  std::vector<ReadRange> ranges = {{0, absl::MakeSpan(a)},
+                                   {0, absl::MakeSpan(b)}};
+  const absl::Time t0 = absl::Now();
+  auto results = (*f)->ReadV(ranges);
+  EXPECT_LT(absl::Now() - t0, absl::Seconds(2));  // no wait for a deadline
+  ASSERT_THAT(results[0], IsOk());
+  ASSERT_THAT(results[1], IsOk());
+  EXPECT_TRUE(a == one);
+  EXPECT_TRUE(b == one);
+  const ClientStats s = client->Stats();
+  EXPECT_EQ(FindNode(s, "n2").cached_reads, 1u);
+  EXPECT_EQ(s.shared_pieces, 1u);
+}
+
 // Verifying needs whole sidecar blocks: a piece that is not goes to the
 // node's ring, which reads the blocks around it.
 TEST_F(ClientMountTest, PieceNotWholeBlocksWhenVerifyingGoesToTheRing) {

@@ -30,6 +30,20 @@ std::string Keys::NextFileId() const {
   return absl::StrCat(root_, "meta/next_file_id");
 }
 
+std::string Keys::KeeperLeader() const {
+  return absl::StrCat(root_, "keeper/leader");
+}
+std::string Keys::KeeperStatus() const {
+  return absl::StrCat(root_, "keeper/status");
+}
+std::string Keys::KeeperTrashPrefix() const {
+  return absl::StrCat(root_, "keeper/trash/");
+}
+std::string Keys::KeeperTrash(absl::string_view node_id,
+                              absl::string_view object) const {
+  return absl::StrCat(KeeperTrashPrefix(), node_id, "/", object);
+}
+
 namespace {
 bool StripPrefix(absl::string_view key, absl::string_view prefix,
                  std::string* rest) {
@@ -53,6 +67,19 @@ bool Keys::ParseFile(absl::string_view key, std::string* path) const {
   absl::string_view rest = key.substr(root.size());
   if (rest.size() < 2 || rest[0] != '/') return false;
   *path = std::string(rest);
+  return true;
+}
+
+bool Keys::ParseKeeperTrash(absl::string_view key, std::string* node_id,
+                            std::string* object) const {
+  std::string rest;
+  if (!StripPrefix(key, KeeperTrashPrefix(), &rest)) return false;
+  const size_t slash = rest.find('/');
+  if (slash == 0 || slash == std::string::npos || slash + 1 == rest.size()) {
+    return false;
+  }
+  *node_id = rest.substr(0, slash);
+  *object = rest.substr(slash + 1);
   return true;
 }
 

@@ -7,6 +7,11 @@
 //   /rangefs/v1/<cluster>/live/<node_id>    LiveRecord  (agent, under lease)
 //   /rangefs/v1/<cluster>/files<path>       FileLayout  (path starts with /)
 //   /rangefs/v1/<cluster>/meta/next_file_id decimal counter
+//   /rangefs/v1/<cluster>/keeper/leader     active keeper id (under lease)
+//   /rangefs/v1/<cluster>/keeper/status     KeeperStatus (under lease)
+//   /rangefs/v1/<cluster>/keeper/trash/<node_id>/<object>
+//                                           TrashRecord (object awaiting
+//                                           deletion, keeper/README.md)
 #ifndef RANGEFS_NAMESPACE_KEYS_H_
 #define RANGEFS_NAMESPACE_KEYS_H_
 
@@ -36,11 +41,21 @@ class Keys {
   std::string FileDirPrefix(absl::string_view dir) const;
   std::string FilesRoot() const;  // ".../files"
   std::string NextFileId() const;
+  // rangefs-keeper: its election key, and objects that left every layout
+  // and wait for their grace period before deletion.
+  std::string KeeperLeader() const;
+  std::string KeeperStatus() const;
+  std::string KeeperTrashPrefix() const;
+  std::string KeeperTrash(absl::string_view node_id,
+                          absl::string_view object) const;
 
   // Inverse mappings; return false if `key` is not of that kind.
   bool ParseNode(absl::string_view key, std::string* id) const;
   bool ParseLive(absl::string_view key, std::string* id) const;
   bool ParseFile(absl::string_view key, std::string* path) const;
+  // Node id (up to the first '/') and object of a trash key.
+  bool ParseKeeperTrash(absl::string_view key, std::string* node_id,
+                        std::string* object) const;
 
  private:
   std::string root_;

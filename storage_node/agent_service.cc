@@ -11,39 +11,20 @@
 
 #include "absl/strings/escaping.h"
 #include "absl/strings/str_cat.h"
+#include "absl/time/time.h"
 #include "base/crc32c.h"
 #include "base/errno_status.h"
 #include "base/logging.h"
 #include "base/status_macros.h"
 #include "grpcpp/support/method_handler.h"
 #include "storage_node/grpc_status.h"
+#include "storage_node/object_writer.h"
 #include "storage_node/read_chunk_codec.h"
 #include "storage_node/scrubber.h"
 
 namespace rangefs {
 namespace node {
 namespace {
-
-// Removes a temp file on scope exit unless dismissed.
-class TempGuard {
- public:
-  TempGuard(const ExportRoot* root, std::string name)
-      : root_(root), name_(std::move(name)) {}
-  TempGuard(const TempGuard&) = delete;
-  TempGuard& operator=(const TempGuard&) = delete;
-  ~TempGuard() {
-    if (armed_) {
-      absl::Status s = root_->RemoveTemp(name_);
-      if (!s.ok()) RANGEFS_LOG(WARNING) << s;
-    }
-  }
-  void Dismiss() { armed_ = false; }
-
- private:
-  const ExportRoot* root_;
-  std::string name_;
-  bool armed_ = true;
-};
 
 // Adds 1 to `counter` for the guard's lifetime.
 class CountGuard {
@@ -61,21 +42,15 @@ class CountGuard {
   const int64_t value_;
 };
 
-// WriteObject starts writeback of each this many bytes received.
-constexpr uint64_t kWritebackBytes = 8 << 20;
-
-absl::Status WriteFull(int fd, const char* p, size_t n,
-                       absl::string_view what) {
-  while (n > 0) {
-    ssize_t w = write(fd, p, n);
-    if (w < 0) {
-      if (errno == EINTR) continue;
-      return ErrnoStatus(errno, absl::StrCat("write ", what));
-    }
-    p += w;
-    n -= static_cast<size_t>(w);
+// OK if object `path` does not exist in `root`; ALREADY_EXISTS if it does.
+absl::Status CheckAbsent(const ExportRoot& root, const std::string& path) {
+  absl::StatusOr<struct stat> st = root.Stat(path);
+  if (st.ok()) {
+    return absl::AlreadyExistsError(
+        absl::StrCat("object ", path, " already exists in ", root.root_dir(),
+                     " (set overwrite to replace it)"));
   }
-  return absl::OkStatus();
+  return absl::IsNotFound(st.status()) ? absl::OkStatus() : st.status();
 }
 
 absl::Status BusyStatus(int64_t now_inflight, int max) {
@@ -95,7 +70,16 @@ AgentService::AgentService(const ExportRoot* root, AgentServiceOptions options)
     : root_(root),
       options_(std::move(options)),
       clock_(options_.clock != nullptr ? options_.clock : Clock::Real()),
-      write_access_(options_.write_access) {
+      write_access_(options_.write_access),
+      copy_limiter_(options_.copy_max_bytes_per_sec, clock_) {
+  copier_ = std::make_unique<ObjectCopier>(
+      root_,
+      ObjectCopierOptions{
+          .peer_tls = options_.peer_tls,
+          .limiter = &copy_limiter_,
+          .clock = clock_,
+          .on_bytes = [this](uint64_t n) { bytes_written_.fetch_add(n); },
+      });
   // Method 1 of NodeAgent (proto order) is ReadRange. A "streamed" handler
   // is a bidi stream on the server side: one request read, then writes.
   constexpr int kReadRangeMethodIndex = 1;
@@ -147,31 +131,15 @@ absl::Status AgentService::DoWriteObject(
   const WriteObjectHeader header = req.header();
   const std::string& path = header.path();
   RANGEFS_RETURN_IF_ERROR(ExportRoot::ValidateObjectPath(path));
-  const uint32_t block_size = header.block_size() == 0
-                                  ? options_.default_block_size
-                                  : header.block_size();
-  if (block_size < kMinBlockSize || block_size > kMaxBlockSize) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("WriteObject ", path, ": block_size ", block_size,
-                     " outside [", kMinBlockSize, ", ", kMaxBlockSize, "]"));
-  }
   if (!header.overwrite()) {
     // Early answer; the rename re-checks atomically.
-    absl::StatusOr<struct stat> st = root_->Stat(path);
-    if (st.ok()) {
-      return absl::AlreadyExistsError(
-          absl::StrCat("object ", path, " already exists in ",
-                       root_->root_dir(), " (set overwrite to replace it)"));
-    }
-    if (!absl::IsNotFound(st.status())) return st.status();
+    RANGEFS_RETURN_IF_ERROR(CheckAbsent(*root_, path));
   }
-
-  RANGEFS_ASSIGN_OR_RETURN(TempFile obj, root_->CreateTemp());
-  TempGuard obj_guard(root_, obj.name);
-  BlockChecksummer sum(block_size);
-  uint64_t writeback_from = 0;  // Bytes before it were handed to writeback.
-  const std::string what =
-      absl::StrCat("object ", path, " (temp ", obj.name, ")");
+  RANGEFS_ASSIGN_OR_RETURN(
+      std::unique_ptr<ObjectWriter> obj,
+      ObjectWriter::Begin(root_, path,
+                          header.block_size() == 0 ? options_.default_block_size
+                                                   : header.block_size()));
   while (reader->Read(&req)) {
     if (req.has_header()) {
       return absl::InvalidArgumentError(
@@ -179,53 +147,26 @@ absl::Status AgentService::DoWriteObject(
     }
     const std::string& data = req.data();
     if (header.has_expected_size() &&
-        sum.size() + data.size() > header.expected_size()) {
+        obj->size() + data.size() > header.expected_size()) {
       return absl::InvalidArgumentError(
           absl::StrCat("WriteObject ", path, ": more than expected_size ",
                        header.expected_size(), " bytes sent"));
     }
-    RANGEFS_RETURN_IF_ERROR(
-        WriteFull(obj.fd.get(), data.data(), data.size(), what));
-    sum.Update(data.data(), data.size());
+    RANGEFS_RETURN_IF_ERROR(obj->Append(data.data(), data.size()));
     bytes_written_.fetch_add(data.size());
-    if (sum.size() - writeback_from >= kWritebackBytes) {
-      // Start writeback of what arrived so far, so that the disk works
-      // while the network delivers the rest and the final fsync has
-      // little left to do. Advisory: errors surface at fsync.
-      (void)sync_file_range(obj.fd.get(), static_cast<off_t>(writeback_from),
-                            static_cast<off_t>(sum.size() - writeback_from),
-                            SYNC_FILE_RANGE_WRITE);
-      writeback_from = sum.size();
-    }
   }
   if (context->IsCancelled()) return CancelledStatus("write", path);
-  if (header.has_expected_size() && sum.size() != header.expected_size()) {
+  if (header.has_expected_size() && obj->size() != header.expected_size()) {
     return absl::InvalidArgumentError(
-        absl::StrCat("WriteObject ", path, ": got ", sum.size(),
+        absl::StrCat("WriteObject ", path, ": got ", obj->size(),
                      " bytes, expected_size is ", header.expected_size()));
   }
-  if (fsync(obj.fd.get()) != 0) {
-    return ErrnoStatus(errno, absl::StrCat("fsync ", what));
-  }
-  obj.fd.reset();
-  const Checksums checksums = sum.Finish();
-
-  RANGEFS_ASSIGN_OR_RETURN(TempFile side, root_->CreateTemp());
-  TempGuard side_guard(root_, side.name);
-  const std::string encoded = EncodeSidecar(checksums);
-  RANGEFS_RETURN_IF_ERROR(WriteFull(side.fd.get(), encoded.data(),
-                                    encoded.size(),
-                                    absl::StrCat("sidecar of ", path)));
-  if (fsync(side.fd.get()) != 0) {
-    return ErrnoStatus(errno, absl::StrCat("fsync sidecar of ", path));
-  }
-  side.fd.reset();
-  if (context->IsCancelled()) return CancelledStatus("write", path);
-
-  RANGEFS_RETURN_IF_ERROR(
-      root_->CommitObject(obj.name, side.name, path, header.overwrite()));
-  obj_guard.Dismiss();
-  side_guard.Dismiss();
+  RANGEFS_ASSIGN_OR_RETURN(
+      Checksums checksums,
+      obj->Commit(header.overwrite(), [&](const Checksums&) {
+        return context->IsCancelled() ? CancelledStatus("write", path)
+                                      : absl::OkStatus();
+      }));
   response->set_size(checksums.object_size);
   response->set_crc32c(checksums.crc32c);
   response->set_block_count(checksums.block_crc32c.size());
@@ -460,6 +401,72 @@ grpc::Status AgentService::DeleteObject(grpc::ServerContext* context,
   }
   absl::Status s = root_->RemoveObject(request->path());
   if (s.ok()) RANGEFS_LOG(INFO) << "deleted object " << request->path();
+  return ToGrpcStatus(s);
+}
+
+grpc::Status AgentService::CopyObject(grpc::ServerContext* context,
+                                      const CopyObjectRequest* request,
+                                      CopyObjectResponse* response) {
+  absl::Status denied = write_access_.Check(
+      *context,
+      absl::StrCat("CopyObject \"",
+                   absl::CEscape(request->path().substr(0, 256)), "\""));
+  if (!denied.ok()) {
+    RANGEFS_LOG(WARNING) << "from " << context->peer() << ": " << denied;
+    return ToGrpcStatus(denied);
+  }
+  if (options_.read_only) {
+    return ToGrpcStatus(absl::FailedPreconditionError(
+        absl::StrCat("node is read-only; refusing to copy ", request->path(),
+                     " into export ", root_->root_dir())));
+  }
+  CountGuard inflight(&inflight_writes_);
+  const absl::Time start = clock_->MonotonicNow();
+  absl::StatusOr<Checksums> c =
+      copier_->Copy(*request, absl::FromChrono(context->deadline()),
+                    [context] { return context->IsCancelled(); });
+  if (!c.ok()) {
+    if (!absl::IsAlreadyExists(c.status())) {
+      RANGEFS_LOG(WARNING) << "CopyObject: " << c.status();
+    }
+    return ToGrpcStatus(c.status());
+  }
+  writes_.fetch_add(1);
+  RANGEFS_LOG(INFO) << "copied object " << request->path() << " ("
+                    << c->object_size << " bytes) from "
+                    << request->source_address() << " in "
+                    << (clock_->MonotonicNow() - start);
+  response->set_size(c->object_size);
+  response->set_crc32c(c->crc32c);
+  response->set_block_count(c->block_crc32c.size());
+  return grpc::Status::OK;
+}
+
+grpc::Status AgentService::ListObjects(grpc::ServerContext* context,
+                                       const ListObjectsRequest* /*request*/,
+                                       grpc::ServerWriter<ObjectInfo>* writer) {
+  bool cancelled = false;
+  absl::Status s = root_->ForEachObject([&](const std::string& path) {
+    if (context->IsCancelled()) {
+      cancelled = true;
+      return false;
+    }
+    absl::StatusOr<struct stat> st = root_->Stat(path);
+    if (!st.ok()) return true;  // Gone meanwhile.
+    ObjectInfo info;
+    info.set_path(path);
+    info.set_size(static_cast<uint64_t>(st->st_size));
+    info.set_mtime_ns(int64_t{st->st_mtim.tv_sec} * 1000000000 +
+                      st->st_mtim.tv_nsec);
+    if (!writer->Write(info)) {
+      cancelled = true;
+      return false;
+    }
+    return true;
+  });
+  if (cancelled) {
+    return ToGrpcStatus(CancelledStatus("listing", root_->root_dir()));
+  }
   return ToGrpcStatus(s);
 }
 

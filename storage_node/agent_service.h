@@ -2,9 +2,9 @@
 //
 // The NodeAgent gRPC service (proto/node_agent.proto) over one export
 // directory: ingest writes (temp file + per-block CRC-32C + fsync + sidecar +
-// atomic rename), range reads with per-chunk checksums and optional
-// verification against the sidecar, stat/checksum queries, on-demand scrub
-// and counters.
+// atomic rename), copies from peer agents (object_copier.h), range reads
+// with per-chunk checksums and optional verification against the sidecar,
+// stat/checksum queries, on-demand scrub and counters.
 //
 //   auto root = ExportRoot::Open(dir);
 //   AgentService service(root->get(), {.max_concurrent_reads = 64});
@@ -21,6 +21,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <functional>
+#include <memory>
 
 #include "absl/status/status.h"
 #include "absl/strings/string_view.h"
@@ -30,8 +31,11 @@
 #include "grpcpp/support/sync_stream.h"
 #include "proto/node_agent.grpc.pb.h"
 #include "storage_node/export_root.h"
+#include "storage_node/object_copier.h"
+#include "storage_node/rate_limiter.h"
 #include "storage_node/sidecar.h"
 #include "storage_node/stats.h"
+#include "storage_node/tls_client.h"
 #include "storage_node/write_access.h"
 
 namespace rangefs {
@@ -47,6 +51,10 @@ struct AgentServiceOptions {
   size_t chunk_size = 1 << 20;  // Max data bytes per ReadRangeChunk.
   uint32_t default_block_size = kDefaultBlockSize;  // When the writer says 0.
   Clock* clock = nullptr;  // Not owned; nullptr: Clock::Real().
+  // CopyObject: how this agent dials peer agents, and the cap on the bytes
+  // per second all its copies together pull (0: none).
+  NodeClientTlsOptions peer_tls;
+  uint64_t copy_max_bytes_per_sec = 0;
   // Test hook: called in ReadRange once the read slot is held, before any
   // I/O. Lets tests hold a read open deterministically. Empty in production.
   std::function<void(absl::string_view path)> read_started_hook;
@@ -82,6 +90,12 @@ class AgentService final : public NodeAgent::Service {
   grpc::Status DeleteObject(grpc::ServerContext* context,
                             const DeleteObjectRequest* request,
                             DeleteObjectResponse* response) override;
+  grpc::Status CopyObject(grpc::ServerContext* context,
+                          const CopyObjectRequest* request,
+                          CopyObjectResponse* response) override;
+  grpc::Status ListObjects(grpc::ServerContext* context,
+                           const ListObjectsRequest* request,
+                           grpc::ServerWriter<ObjectInfo>* writer) override;
 
   // The same numbers as the GetStats RPC, in-process.
   GetStatsResponse Stats() const;
@@ -120,6 +134,8 @@ class AgentService final : public NodeAgent::Service {
   const AgentServiceOptions options_;
   Clock* const clock_;
   const WriteAccess write_access_;
+  RateLimiter copy_limiter_;
+  std::unique_ptr<ObjectCopier> copier_;
 
   std::atomic<uint64_t> bytes_read_{0};
   std::atomic<uint64_t> reads_{0};

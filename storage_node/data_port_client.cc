@@ -272,7 +272,12 @@ absl::StatusOr<size_t> DataPortClient::ReadRange(
     ScopedFd fd;
     {
       absl::MutexLock l(&mu_);
-      if (!idle_.empty()) {
+      if (attempt > 0) {
+        // The agent closed a pooled connection: the others are likely
+        // closed too (it restarted, or they idled out together). Retry on
+        // a new one, not on the next stale one.
+        idle_.clear();
+      } else if (!idle_.empty()) {
         fd = std::move(idle_.back());
         idle_.pop_back();
       }

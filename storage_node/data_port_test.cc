@@ -541,6 +541,37 @@ TEST_F(DataPortTest, PooledConnectionClosedByAgentIsReplaced) {
   EXPECT_EQ(agent_->data_port_server()->accepted_connections(), 1u);
 }
 
+TEST_F(DataPortTest, AllPooledConnectionsClosedByAgentStillOneRetry) {
+  // Two pooled connections, both closed by an agent restart: the retry
+  // must go to a new connection, not to the second stale one.
+  Write("o", "hello");
+  Write("slow", "s");
+  std::string buf(5, '\0');
+  std::thread held([&] {
+    std::string one(1, '\0');
+    EXPECT_THAT(DpRead("slow", 0, &one), IsOk());
+  });
+  slow_started_.WaitForNotification();
+  ASSERT_THAT(DpRead("o", 0, &buf), IsOk());
+  Release();
+  held.join();
+  ASSERT_EQ(dp_->idle_connections(), 2u);
+  const int old_port = agent_->data_port();
+  const std::string address = agent_->address();
+  agent_.reset();
+  AgentOptions o;
+  o.node_id = "n1";
+  o.export_root = dir_;
+  o.listen = address;
+  o.data_listen = absl::StrCat("127.0.0.1:", old_port);
+  auto agent = Agent::Start(std::move(o));
+  ASSERT_THAT(agent, IsOk());
+  agent_ = std::move(*agent);
+  ASSERT_THAT(DpRead("o", 0, &buf), IsOk());
+  EXPECT_EQ(buf, "hello");
+  EXPECT_EQ(dp_->idle_connections(), 1u);
+}
+
 TEST_F(DataPortTest, FallsBackToGrpc) {
   Write("o", "hello");
   std::string buf(5, '\0');

@@ -75,6 +75,17 @@ ABSL_FLAG(bool, insecure, false,
           "without client certificates): anyone who can reach the port may "
           "read, write, overwrite and delete objects. Logs a warning every "
           "minute. Without it such an agent refuses to start.");
+ABSL_FLAG(int64_t, copy_max_bytes_per_sec, 200 << 20,
+          "Cap on the bytes per second all CopyObject calls (copies from "
+          "peer agents, by rangefs-keeper) pull together; 0: no cap.");
+ABSL_FLAG(std::string, peer_tls_ca, "",
+          "PEM CA bundle of peer agents' certificates, for CopyObject "
+          "(this agent dials the source agent). Empty (with the two below): "
+          "plaintext to peers.");
+ABSL_FLAG(std::string, peer_tls_cert, "",
+          "PEM client certificate this agent presents to peer agents doing "
+          "mTLS (any certificate of the cluster CA may read).");
+ABSL_FLAG(std::string, peer_tls_key, "", "PEM key of --peer_tls_cert.");
 ABSL_FLAG(int, shutdown_grace_s, 10,
           "On SIGTERM, how long in-flight calls may finish.");
 
@@ -115,6 +126,9 @@ void ApplyConfigFile(int argc, char** argv) {
   str("agent_tls_key", &FLAGS_tls_key);
   str("agent_tls_client_ca", &FLAGS_tls_client_ca);
   str("agent_writers", &FLAGS_writers);
+  str("agent_peer_tls_ca", &FLAGS_peer_tls_ca);
+  str("agent_peer_tls_cert", &FLAGS_peer_tls_cert);
+  str("agent_peer_tls_key", &FLAGS_peer_tls_key);
   if (c->Has("agent_insecure")) {
     absl::StatusOr<bool> insecure = c->GetBool("agent_insecure");
     if (!insecure.ok()) {
@@ -202,6 +216,11 @@ int main(int argc, char** argv) {
       absl::GetFlag(FLAGS_max_concurrent_reads);
   options.service.chunk_size =
       static_cast<size_t>(std::max(1, absl::GetFlag(FLAGS_chunk_size)));
+  options.service.copy_max_bytes_per_sec = static_cast<uint64_t>(
+      std::max<int64_t>(0, absl::GetFlag(FLAGS_copy_max_bytes_per_sec)));
+  options.service.peer_tls.ca_file = absl::GetFlag(FLAGS_peer_tls_ca);
+  options.service.peer_tls.cert_file = absl::GetFlag(FLAGS_peer_tls_cert);
+  options.service.peer_tls.key_file = absl::GetFlag(FLAGS_peer_tls_key);
   options.scrub_interval = absl::Seconds(absl::GetFlag(FLAGS_scrub_interval_s));
   options.scrub_max_bytes_per_sec =
       static_cast<uint64_t>(absl::GetFlag(FLAGS_scrub_max_bytes_per_sec));

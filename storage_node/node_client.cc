@@ -312,6 +312,36 @@ absl::Status NodeClient::DeleteObject(const std::string& path,
   return Error(st, "DeleteObject", path);
 }
 
+absl::StatusOr<CopyObjectResponse> NodeClient::CopyObject(
+    const CopyObjectRequest& request, absl::Time deadline) {
+  AwaitConnection(deadline);
+  grpc::ClientContext ctx;
+  SetDeadline(&ctx, deadline);
+  CopyObjectResponse resp;
+  grpc::Status st = stub_->CopyObject(&ctx, request, &resp);
+  if (!st.ok()) {
+    return Error(st, absl::StrCat("CopyObject from ", request.source_address()),
+                 request.path());
+  }
+  return resp;
+}
+
+absl::StatusOr<std::vector<ObjectInfo>> NodeClient::ListObjects(
+    absl::Time deadline) {
+  AwaitConnection(deadline);
+  grpc::ClientContext ctx;
+  SetDeadline(&ctx, deadline);
+  ListObjectsRequest req;
+  std::unique_ptr<grpc::ClientReader<ObjectInfo>> reader =
+      stub_->ListObjects(&ctx, req);
+  std::vector<ObjectInfo> out;
+  ObjectInfo info;
+  while (reader->Read(&info)) out.push_back(info);
+  grpc::Status st = reader->Finish();
+  if (!st.ok()) return Error(st, "ListObjects", "");
+  return out;
+}
+
 absl::StatusOr<ScrubResponse> NodeClient::Scrub(uint64_t max_bytes_per_sec,
                                                 absl::Time deadline) {
   grpc::ClientContext ctx;

@@ -29,6 +29,7 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "absl/base/thread_annotations.h"
 #include "absl/status/statusor.h"
@@ -114,6 +115,12 @@ class NodeClient {
   absl::StatusOr<GetStatsResponse> GetStats(absl::Time deadline);
   // Removes object `path` and its sidecar. NOT_FOUND if absent.
   absl::Status DeleteObject(const std::string& path, absl::Time deadline);
+  // Asks the agent to copy an object from a peer agent (see CopyObject in
+  // proto/node_agent.proto). Waits, bounded, for the channel like writes.
+  absl::StatusOr<CopyObjectResponse> CopyObject(
+      const CopyObjectRequest& request, absl::Time deadline);
+  // Every object of the agent's export (see ListObjects in the proto).
+  absl::StatusOr<std::vector<ObjectInfo>> ListObjects(absl::Time deadline);
 
  private:
   NodeClient(std::string address, std::shared_ptr<grpc::Channel> channel,

@@ -1,8 +1,8 @@
 // File: write_access.h
 //
-// Who may change an agent's export (WriteObject, including overwrites, and
-// DeleteObject). Under mTLS every client holds a certificate from the
-// cluster CA; only those whose identity is on the agent's writer list
+// Who may change an agent's export (WriteObject, including overwrites,
+// CopyObject and DeleteObject). Under mTLS every client holds a certificate
+// from the cluster CA; only those whose identity is on the agent's writer list
 // (rangefs-node --writers=CN,...) may change the export, the others read.
 // Without client certificates there are no identities, and the agent's
 // start-up policy (transport_security.h) has already limited who can

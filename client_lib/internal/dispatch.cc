@@ -34,6 +34,7 @@
 #include "client_lib/fs.h"
 #include "client_lib/internal/client_hooks.h"
 #include "client_lib/internal/client_impl.h"
+#include "client_lib/internal/single_flight.h"
 
 namespace rangefs {
 namespace client_internal {
@@ -104,11 +105,16 @@ bool ClientImpl::ReadCachedOnCaller(Batch& b, Task& t) {
   }
   p.claimed = true;
   b.copiers++;
+  // Pieces waiting for these bytes (single flight), of this call or
+  // others: served from `dst` once it holds them, with no Batch::mu held.
+  std::shared_ptr<Flight> flight = std::move(p.flight);
   b.mu.Unlock();
   const bool served = a->node->ReadCached(a, p.dst);
+  if (served && flight != nullptr) flight->Publish(p.dst);
   b.mu.Lock();
   b.copiers--;
   if (!served) {
+    p.flight = std::move(flight);
     p.claimed = false;  // the usual way overwrites whatever `dst` got
     return false;
   }

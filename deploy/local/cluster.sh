@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # A local rangefs cluster on one machine: a real etcd, N storage-node agents
-# with their export directories, registered with rangefs-admin.
+# with their export directories, registered with rangefs-admin, and one
+# rangefs-keeper (re-replication and drain; keeper/README.md; log in
+# <dir>/logs/keeper.log).
 #
 #   deploy/local/cluster.sh up [--nodes=4] [--etcd=1|3] [--hosts=local|netns]
 #                              [--rate=800mbit] [--dir=DIR] [--cluster=NAME]
@@ -108,15 +110,16 @@ wait_for() {
 
 build_binaries() {
   if [ -n "$BIN" ]; then return; fi
-  log "building rangefs-node and rangefs-admin"
+  log "building rangefs-node, rangefs-admin and rangefs-keeper"
   (cd "$ROOT" && bazel build --noshow_progress //storage_node:rangefs-node \
-      //admin:rangefs-admin 2>&1 | grep -E "ERROR|error:" >&2 || true)
+      //admin:rangefs-admin //keeper:rangefs-keeper 2>&1 | grep -E "ERROR|error:" >&2 || true)
   local bazel_bin
   bazel_bin=$(cd "$ROOT" && bazel info bazel-bin 2>/dev/null)
   [ -x "$bazel_bin/storage_node/rangefs-node" ] || die "build failed"
   BIN="$DIR/bin"
   mkdir -p "$BIN"
-  cp -f "$bazel_bin/storage_node/rangefs-node" "$bazel_bin/admin/rangefs-admin" "$BIN/"
+  cp -f "$bazel_bin/storage_node/rangefs-node" "$bazel_bin/admin/rangefs-admin" \
+    "$bazel_bin/keeper/rangefs-keeper" "$BIN/"
 }
 
 save_state() {
@@ -265,8 +268,8 @@ cmd_up() {
   done
   if [ "$TLS" = 1 ]; then
     bash "$ROOT/deploy/etcd/make-certs.sh" "$TLS_DIR" --members= \
-      --agents="$(IFS=,; echo "${agents[*]}")" --clients=rangefs-admin,rangefs-client >/dev/null
-    log "agent certificates in $TLS_DIR (writer rangefs-admin, reader rangefs-client)"
+      --agents="$(IFS=,; echo "${agents[*]}")" --clients=rangefs-admin,rangefs-client,rangefs-keeper,rangefs-node >/dev/null
+    log "agent certificates in $TLS_DIR (writers rangefs-admin and rangefs-keeper, reader rangefs-client)"
   fi
   for i in $(seq 1 "$NODES"); do
     local id="n$i" export="$DIR/exports/n$i" addr=${addrs[$i]} sec=()
@@ -279,7 +282,9 @@ cmd_up() {
     fi
     if [ "$TLS" = 1 ]; then
       sec=(--tls_cert="$TLS_DIR/$id.crt" --tls_key="$TLS_DIR/$id.key"
-           --tls_client_ca="$TLS_DIR/ca.crt" --writers=rangefs-admin)
+           --tls_client_ca="$TLS_DIR/ca.crt" --writers=rangefs-admin,rangefs-keeper
+           --peer_tls_ca="$TLS_DIR/ca.crt" --peer_tls_cert="$TLS_DIR/rangefs-node.crt"
+           --peer_tls_key="$TLS_DIR/rangefs-node.key")
     elif [ "$INSECURE" = 1 ]; then
       sec=(--insecure)
     fi
@@ -293,6 +298,20 @@ cmd_up() {
     wait_for "node n$i serving" 30 grep -q "serving on" "$DIR/logs/node-n$i.log"
   done
   wait_for "live records of $NODES nodes" 30 all_live
+  local ksec=()
+  if [ "$TLS" = 1 ]; then
+    ksec=(--agent_ca="$TLS_DIR/ca.crt" --agent_cert="$TLS_DIR/rangefs-keeper.crt"
+          --agent_key="$TLS_DIR/rangefs-keeper.key")
+  fi
+  if [ -x "$BIN/rangefs-keeper" ]; then
+    start_bg "$DIR/logs/keeper.log" "$DIR/run/keeper.pid" \
+      "$([ "$HOSTS" = netns ] && echo "rfs${TAG}-c" || echo -)" \
+      "$BIN/rangefs-keeper" --etcd_endpoints="$ETCD_ENDPOINTS" --cluster="$CLUSTER" \
+      --id=local-keeper ${ksec[@]+"${ksec[@]}"}
+    wait_for "rangefs-keeper active" 30 grep -q "is active" "$DIR/logs/keeper.log"
+  else
+    log "no $BIN/rangefs-keeper: running without a keeper"
+  fi
   trap - ERR
   local security=plaintext
   [ "$TLS" = 1 ] && security=mTLS

@@ -11,7 +11,7 @@ RF="$TEST_SRCDIR/$TEST_WORKSPACE"
 BIN="$TEST_TMPDIR/bin"
 mkdir -p "$BIN"
 cp "$RF/storage_node/rangefs-node" "$RF/admin/rangefs-admin" \
-   "$RF/tests/bench/rangefs-bench" "$BIN/"
+   "$RF/keeper/rangefs-keeper" "$RF/tests/bench/rangefs-bench" "$BIN/"
 CLUSTER_SH="$RF/deploy/local/cluster.sh"
 fail() { echo "FAIL: $*"; for f in "$DIR"/logs/*.log; do echo "--- $f"; tail -5 "$f"; done; bash "$CLUSTER_SH" down --dir="$DIR" >/dev/null 2>&1; exit 1; }
 

@@ -39,12 +39,13 @@ bash deploy/install-deps.sh
 
 say "building rangefs (bazel, offline)"
 bazel build -c opt --noshow_progress //storage_node:rangefs-node \
-  //admin:rangefs-admin //tests/bench:rangefs-bench 2>&1 \
+  //admin:rangefs-admin //keeper:rangefs-keeper //tests/bench:rangefs-bench 2>&1 \
   | grep -E "^(ERROR|FAILED)" || true
 BAZEL_BIN=$(bazel info -c opt bazel-bin 2>/dev/null)
 BIN="$DIR/bin"
 mkdir -p "$BIN"
-for b in storage_node/rangefs-node admin/rangefs-admin tests/bench/rangefs-bench; do
+for b in storage_node/rangefs-node admin/rangefs-admin keeper/rangefs-keeper \
+         tests/bench/rangefs-bench; do
   [ -x "$BAZEL_BIN/$b" ] || { echo "quickstart: build of $b failed" >&2; exit 1; }
   cp -f "$BAZEL_BIN/$b" "$BIN/"
 done

@@ -19,13 +19,13 @@ src="$TEST_SRCDIR/$TEST_WORKSPACE/deploy/systemd"
 tmp=$(mktemp -d "${TEST_TMPDIR:-/tmp}/units.XXXXXX")
 trap 'rm -rf "$tmp"' EXIT
 mkdir -p "$tmp/bin" "$tmp/units"
-for b in etcd rangefs-node rangefs-mountd rangefs-mount; do
+for b in etcd rangefs-node rangefs-mountd rangefs-mount rangefs-keeper; do
   printf '#!/bin/sh\nexit 0\n' >"$tmp/bin/$b"
   chmod +x "$tmp/bin/$b"
 done
 units=()
 for u in etcd-rangefs.service rangefs-node.service rangefs-node@.service rangefs-mountd.service \
-         rangefs-mount.service; do
+         rangefs-mount.service rangefs-keeper.service; do
   [ -f "$src/$u" ] || fail "missing unit $u"
   sed -e "s#/usr/local/bin/#$tmp/bin/#g" -e "s#/usr/bin/etcd #$tmp/bin/etcd #g" \
     "$src/$u" >"$tmp/units/$u"

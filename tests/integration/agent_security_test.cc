@@ -2,7 +2,9 @@
 // a real etcd and certificates made by deploy/etcd/make-certs.sh:
 //  - on an mTLS agent, clients without a certificate of the cluster CA
 //    cannot write, overwrite or delete; a reader certificate reads but
-//    cannot change the export; a writer certificate (on --writers) can;
+//    cannot change the export (nor make it copy from a peer: CopyObject);
+//    a writer certificate (on --writers) can, and CopyObject then reads
+//    the peer with the agent's --peer_tls_* certificate;
 //  - an agent on a non-loopback address without mTLS or --insecure exits
 //    non-zero with a message that says what to do;
 //  - with --insecure it starts, warns, publishes INSECURE in its live
@@ -220,6 +222,50 @@ TEST_F(AgentSecurityTest, MtlsAgentLetsOnlyWritersChangeTheExport) {
               StatusIs(absl::StatusCode::kNotFound));
   EXPECT_THAT((*a)->process->Log(),
               HasSubstr("WriteObject refused: certificate \"reader\""));
+}
+
+TEST_F(AgentSecurityTest, MtlsCopyObjectIsAWriteAndDialsPeersWithMtls) {
+  std::vector<std::string> flags = MtlsFlags();
+  flags.push_back("--writers=writer");
+  auto src = cluster_->AddAgent("csrc", true, v1::ACTIVE, flags);
+  ASSERT_THAT(src, IsOk());
+  // The destination reads from its peer with a client certificate of the
+  // CA (a reader's is enough); a second one has no peer certificate.
+  std::vector<std::string> dst_flags = flags;
+  dst_flags.push_back("--peer_tls_ca=" + File("good", "ca.crt"));
+  dst_flags.push_back("--peer_tls_cert=" + File("good", "reader.crt"));
+  dst_flags.push_back("--peer_tls_key=" + File("good", "reader.key"));
+  auto dst = cluster_->AddAgent("cdst", true, v1::ACTIVE, dst_flags);
+  ASSERT_THAT(dst, IsOk());
+  auto bare = cluster_->AddAgent("cbare", true, v1::ACTIVE, flags);
+  ASSERT_THAT(bare, IsOk());
+  for (const char* id : {"csrc", "cdst", "cbare"}) {
+    ASSERT_TRUE(WaitSecurity(id, v1::LiveRecord::MTLS));
+  }
+  auto to_src =
+      node::NodeClient::Connect((*src)->address, Client("good", "writer"));
+  auto writer =
+      node::NodeClient::Connect((*dst)->address, Client("good", "writer"));
+  auto reader =
+      node::NodeClient::Connect((*dst)->address, Client("good", "reader"));
+  auto to_bare =
+      node::NodeClient::Connect((*bare)->address, Client("good", "writer"));
+  for (auto* c : {&to_src, &writer, &reader, &to_bare}) ASSERT_THAT(*c, IsOk());
+  const std::string v(300000, 'c');
+  ASSERT_THAT(Put(**to_src, "k/obj", v, false, Later()), IsOk());
+  node::CopyObjectRequest req;
+  req.set_path("k/obj");
+  req.set_source_address((*src)->address);
+  // A reader may not make an agent copy (it writes the export).
+  EXPECT_THAT(
+      (*reader)->CopyObject(req, Later()),
+      StatusIs(absl::StatusCode::kPermissionDenied, HasSubstr("CopyObject")));
+  // Without a peer certificate the source refuses the handshake.
+  EXPECT_THAT((*to_bare)->CopyObject(req, Later()), Refused());
+  // The writer's copy goes agent to agent under mTLS, byte-exact.
+  ASSERT_THAT((*writer)->CopyObject(req, Later()), IsOk());
+  std::string got = Get(**reader, "k/obj", v.size());
+  EXPECT_TRUE(got == v) << Summary(got);
 }
 
 TEST_F(AgentSecurityTest, MtlsWithoutWritersRefusesEveryWrite) {

@@ -5,9 +5,9 @@
 #
 # Folders, bottom to top:
 #   base < proto < namespace < loadbalancer < storage_node < client_lib
-#        < admin < tests, deploy
+#        < admin < keeper < tests, deploy
 # Rules, for every .h/.cc under base/ proto/ namespace/ loadbalancer/
-# storage_node/ client_lib/ in ROOT:
+# storage_node/ client_lib/ keeper/ in ROOT:
 #   1. A file includes (#include "x/...") only headers of its own folder or
 #      of folders below it. Test code (*_test.cc, *_test_suite.h, *_bench.cc, */testing/*,
 #      */bench/*) may also include tests/testing/ (the real-etcd and
@@ -35,7 +35,8 @@ rank() {
     storage_node) echo 4 ;;
     client_lib) echo 5 ;;
     admin) echo 6 ;;
-    tests | deploy) echo 7 ;;
+    keeper) echo 7 ;;
+    tests | deploy) echo 8 ;;
     *) echo -1 ;;  # not ours: absl/, grpcpp/, gtest/, google/, ...
   esac
 }
@@ -108,7 +109,7 @@ while IFS= read -r f; do
   f="${f#./}"
   nfiles=$((nfiles + 1))
   check_layers "$f"
-done < <(find -L base proto namespace loadbalancer storage_node client_lib \
+done < <(find -L base proto namespace loadbalancer storage_node client_lib keeper \
            \( -name '*.h' -o -name '*.cc' \) -type f 2>/dev/null | sort)
 check_public_headers
 

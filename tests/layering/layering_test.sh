@@ -1,13 +1,13 @@
 #!/usr/bin/env bash
 # The layering of the tree (README "Layering"):
 #   1. includes: layering_check.sh over every source file of base/,
-#      namespace/, loadbalancer/, storage_node/, client_lib/ (their
+#      namespace/, loadbalancer/, storage_node/, client_lib/, keeper/ (their
 #      :layering_sources filegroups), with known_violations.txt;
 #   2. the checker itself fails on a fixture tree with one violation of each
 #      rule (so a broken checker cannot pass);
 #   3. links: deps(//client_lib:client_lib) (genquery :client_lib_deps)
-#      holds no server-side target of storage_node/ and nothing of admin/ or
-#      tests/.
+#      holds no server-side target of storage_node/ and nothing of admin/,
+#      keeper/ or tests/.
 set -uo pipefail
 RF="$TEST_SRCDIR/$TEST_WORKSPACE"
 HERE="$RF/tests/layering"
@@ -36,8 +36,9 @@ fi
 
 echo "== deps(//client_lib:client_lib)"
 deps="$HERE/client_lib_deps"
-# Server side of storage_node/ (see storage_node/BUILD), admin/, tests/.
-forbidden='^//storage_node:(export_root|agent_service|agent|data_port|registrar|scrubber|stats|write_access|transport_security|periodic_task|grpc_status|tls|rangefs-node)$|^//admin[:/]|^//tests[:/]'
+# Server side of storage_node/ (see storage_node/BUILD), admin/, keeper/,
+# tests/.
+forbidden='^//storage_node:(export_root|agent_service|agent|data_port|registrar|scrubber|stats|write_access|transport_security|periodic_task|grpc_status|tls|object_copier|object_writer|rate_limiter|rangefs-node)$|^//admin[:/]|^//keeper[:/]|^//tests[:/]'
 grep -qx "//client_lib:client_lib" "$deps" || err "$deps does not list //client_lib:client_lib"
 grep -qx "//storage_node:node_client" "$deps" || err "$deps does not list //storage_node:node_client"
 if grep -E "$forbidden" "$deps"; then

@@ -1,0 +1,534 @@
+#include "keeper/keeper.h"
+
+#include <algorithm>
+#include <atomic>
+#include <memory>
+#include <set>
+#include <utility>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "admin/ingest/agents.h"
+#include "base/logging.h"
+#include "base/status_macros.h"
+#include "proto/layout.pb.h"
+#include "storage_node/node_client.h"
+
+namespace rangefs {
+namespace keeper {
+
+// What one round sees of the namespace.
+struct Keeper::Listing {
+  std::vector<ns::NodeEntry> nodes;
+  std::map<std::string, NodeView> views;
+  std::vector<ns::FileEntry> files;
+  int64_t revision = 0;
+  // (node, object) of every replica in `files`.
+  std::set<std::pair<std::string, std::string>> referenced;
+};
+
+// One round's actions over one Listing.
+class Keeper::Round {
+ public:
+  Round(Keeper* k, Listing listing, std::function<bool()> may_act)
+      : k_(k),
+        l_(std::move(listing)),
+        may_act_(std::move(may_act)),
+        agents_(l_.nodes, k->options_.agent_tls) {}
+
+  bool MayAct() {
+    if (stopped_.load()) return false;
+    if (!may_act_()) {
+      stopped_.store(true);
+      return false;
+    }
+    return true;
+  }
+  bool stopped() const { return stopped_.load(); }
+
+  void CollectTrash(RoundReport* report);
+  void ScanOrphans(RoundReport* report);
+  // Returns, for each move, whether it was done.
+  std::vector<bool> RunMoves(const std::vector<Move>& moves,
+                             RoundReport* report);
+
+ private:
+  enum class Outcome { kDone, kFailed, kAbandoned };
+  Outcome DoMove(const Move& m, uint64_t rate);
+  // Swaps the replica in the layout (CAS, retried); ABORTED-free.
+  Outcome Commit(const Move& m);
+  // Deletes `object` from `node` unless a current layout of `path`
+  // references it.
+  void DeleteUnreferencedCopy(const Move& m);
+  absl::Status PutTrash(const std::string& node, const std::string& object,
+                        const v1::TrashRecord& t);
+  bool NodeBackUp(const std::string& node);
+
+  Keeper* const k_;
+  const Listing l_;
+  const std::function<bool()> may_act_;
+  admin::Agents agents_;
+  std::atomic<bool> stopped_{false};
+  // (node, object) of every trash record (CollectTrash).
+  std::set<std::pair<std::string, std::string>> trash_;
+};
+
+Keeper::Keeper(ns::NamespaceStore* store, etcd::EtcdClient* etcd,
+               KeeperOptions options)
+    : options_(std::move(options)),
+      clock_(options_.clock != nullptr ? options_.clock : Clock::Real()),
+      store_(store),
+      etcd_(etcd) {}
+
+absl::StatusOr<Keeper::Listing> Keeper::List(bool absent_is_dead,
+                                             RoundReport* report_out) {
+  RoundReport& report = *report_out;
+  const absl::Time now = clock_->Now();
+  Listing l;
+  RANGEFS_ASSIGN_OR_RETURN(l.nodes, store_->ListNodes());
+  RANGEFS_ASSIGN_OR_RETURN(std::vector<ns::LiveEntry> live, store_->ListLive());
+  std::map<std::string, const v1::LiveRecord*> live_by_id;
+  for (const ns::LiveEntry& e : live) {
+    if (e.invalid.empty()) live_by_id[e.record.node_id()] = &e.record;
+  }
+  for (const ns::NodeEntry& n : l.nodes) {
+    if (!n.invalid.empty()) continue;
+    const std::string& id = n.record.id();
+    auto lv = live_by_id.find(id);
+    const v1::LiveRecord* lr = lv == live_by_id.end() ? nullptr : lv->second;
+    absl::Time missing_since = now;
+    if (lr != nullptr) {
+      missing_since_.erase(id);
+    } else {
+      missing_since = absent_is_dead
+                          ? absl::InfinitePast()
+                          : missing_since_.emplace(id, now).first->second;
+    }
+    NodeView v;
+    v.id = id;
+    v.zone = n.record.zone();
+    v.address = n.record.addresses().empty() ? "" : n.record.addresses(0);
+    v.free_bytes = lr != nullptr ? lr->free_bytes() : 0;
+    v.capacity_bytes = lr != nullptr ? lr->total_bytes() : 0;
+    if (lr != nullptr) {
+      v.corrupt.insert(lr->corrupt_objects().begin(),
+                       lr->corrupt_objects().end());
+    }
+    v.condition =
+        ClassifyNode(n.record, lr, missing_since, now, options_.dead_after);
+    switch (v.condition) {
+      case NodeCondition::kDead:
+        ++report.dead_nodes;
+        break;
+      case NodeCondition::kDraining:
+        ++report.draining_nodes;
+        break;
+      case NodeCondition::kMissing:
+        ++report.missing_nodes;
+        break;
+      default:
+        break;
+    }
+    l.views[id] = std::move(v);
+  }
+  ns::ListFilesOptions lo;
+  do {
+    RANGEFS_ASSIGN_OR_RETURN(ns::ListFilesResult page, store_->ListFiles(lo));
+    lo.revision = page.revision;
+    lo.page_token = page.next_page_token;
+    for (ns::FileEntry& f : page.files) l.files.push_back(std::move(f));
+  } while (!lo.page_token.empty());
+  l.revision = lo.revision;
+  for (const ns::FileEntry& f : l.files) {
+    auto add = [&](const v1::Replica& r) {
+      l.referenced.emplace(r.node_id(), r.object());
+    };
+    for (const v1::Extent& e : f.layout.extents()) {
+      for (const v1::Replica& r : e.replicas()) add(r);
+    }
+    for (const auto& t : f.layout.striped().targets()) {
+      for (const v1::Replica& r : t.replicas()) add(r);
+    }
+  }
+  report.revision = l.revision;
+  report.files = static_cast<int>(l.files.size());
+  return l;
+}
+
+Plan Keeper::MakePlan(const Listing& l, RoundReport* report_out) {
+  RoundReport& report = *report_out;
+  const absl::Time now = clock_->Now();
+  Plan plan = PlanMoves(l.files, l.views, bitgen_);
+  // Replicas repaired lately stay listed until their node scrubs again.
+  plan.moves.erase(
+      std::remove_if(plan.moves.begin(), plan.moves.end(),
+                     [&](const Move& m) {
+                       if (!m.in_place) return false;
+                       auto it = repaired_.find({m.from_node, m.object});
+                       return it != repaired_.end() &&
+                              now - it->second < options_.repair_backoff;
+                     }),
+      plan.moves.end());
+  if (plan.moves.empty() && report.missing_nodes == 0) {
+    plan.moves = PlanRebalance(l.files, l.views, options_.rebalance);
+    report.rebalance_moves = static_cast<int>(plan.moves.size());
+    for (const Move& m : plan.moves) plan.bytes += m.bytes;
+  }
+  report.moves_planned = static_cast<int>(plan.moves.size());
+  report.bytes_planned = plan.bytes;
+  report.stuck = static_cast<int>(plan.stuck.size());
+  return plan;
+}
+
+absl::StatusOr<Plan> Keeper::DryRun(RoundReport* report) {
+  RANGEFS_ASSIGN_OR_RETURN(Listing l, List(/*absent_is_dead=*/true, report));
+  return MakePlan(l, report);
+}
+
+absl::StatusOr<RoundReport> Keeper::RunRound(
+    const std::function<bool()>& may_act) {
+  RoundReport report;
+  if (!may_act()) {
+    report.stopped = true;
+    return report;
+  }
+  const absl::Time now = clock_->Now();
+  RANGEFS_ASSIGN_OR_RETURN(Listing l, List(/*absent_is_dead=*/false, &report));
+  Plan plan = MakePlan(l, &report);
+  for (const StuckSlot& s : plan.stuck) {
+    RANGEFS_LOG(WARNING) << "keeper " << options_.id << ": " << s.path
+                         << " slot " << s.slot
+                         << " cannot be repaired now: " << s.reason;
+  }
+  Round round(this, std::move(l), may_act);
+  round.CollectTrash(&report);
+  if (options_.orphan_scan_interval > absl::ZeroDuration() &&
+      now - last_orphan_scan_ >= options_.orphan_scan_interval) {
+    last_orphan_scan_ = now;
+    round.ScanOrphans(&report);
+  }
+  const std::vector<bool> done = round.RunMoves(plan.moves, &report);
+  for (size_t i = 0; i < plan.moves.size(); ++i) {
+    if (done[i] && plan.moves[i].in_place) {
+      repaired_[{plan.moves[i].from_node, plan.moves[i].object}] = now;
+      ++report.repairs_done;
+    }
+  }
+  report.stopped = round.stopped();
+  return report;
+}
+
+// ------------------------------------------------------------------ moves
+
+std::vector<bool> Keeper::Round::RunMoves(const std::vector<Move>& moves,
+                                          RoundReport* report) {
+  std::vector<char> ok(moves.size(), 0);
+  if (moves.empty()) return {};
+  const int threads = std::max(1, k_->options_.parallel_copies);
+  const uint64_t rate =
+      k_->options_.copy_bytes_per_sec /
+      static_cast<uint64_t>(std::min<size_t>(threads, moves.size()));
+  std::atomic<int> done{0}, failed{0}, abandoned{0};
+  std::atomic<uint64_t> bytes{0};
+  admin::ParallelFor(moves.size(), threads, [&](size_t i) {
+    if (!MayAct()) return;
+    switch (DoMove(moves[i], rate)) {
+      case Outcome::kDone:
+        ok[i] = 1;
+        done.fetch_add(1);
+        bytes.fetch_add(moves[i].bytes);
+        break;
+      case Outcome::kFailed:
+        failed.fetch_add(1);
+        break;
+      case Outcome::kAbandoned:
+        abandoned.fetch_add(1);
+        break;
+    }
+  });
+  report->moves_done = done.load();
+  report->moves_failed = failed.load();
+  report->moves_abandoned = abandoned.load();
+  report->bytes_copied = bytes.load();
+  return std::vector<bool>(ok.begin(), ok.end());
+}
+
+Keeper::Round::Outcome Keeper::Round::DoMove(const Move& m, uint64_t rate) {
+  const std::string what =
+      m.in_place
+          ? absl::StrCat("repair of corrupt ", m.object, " (", m.path, " slot ",
+                         m.slot, ") on ", m.target_node)
+          : absl::StrCat("move of ", m.path, " slot ", m.slot, " (", m.object,
+                         ") ", m.from_node, " -> ", m.target_node);
+  auto src = l_.views.find(m.source_node);
+  if (src == l_.views.end() || src->second.address.empty()) {
+    RANGEFS_LOG(WARNING) << "keeper: " << what << ": source node "
+                         << m.source_node << " has no address";
+    return Outcome::kFailed;
+  }
+  node::CopyObjectRequest req;
+  req.set_path(m.object);
+  req.set_source_address(src->second.address);
+  // The target holds no replica of this slot; an object of that name there
+  // is a leftover (an earlier attempt, or trash awaiting deletion) of the
+  // same bytes.
+  req.set_overwrite(true);
+  req.set_max_bytes_per_sec(rate);
+  if (!MayAct()) return Outcome::kFailed;
+  RANGEFS_LOG(INFO) << "keeper: " << what << ": copying from " << m.source_node;
+  const absl::Time start = absl::Now();
+  absl::Status s = agents_.Call(m.target_node, [&](node::NodeClient& c) {
+    return c.CopyObject(req, absl::Now() + k_->options_.copy_timeout).status();
+  });
+  if (!s.ok()) {
+    RANGEFS_LOG(WARNING) << "keeper: " << what << ": copy from "
+                         << m.source_node << " failed: " << s;
+    return Outcome::kFailed;
+  }
+  RANGEFS_LOG(INFO) << "keeper: " << what << ": copied from " << m.source_node
+                    << " in " << (absl::Now() - start);
+  if (m.in_place) return Outcome::kDone;  // Same object, same node.
+  const Outcome o = Commit(m);
+  if (o == Outcome::kFailed && MayAct()) {
+    // The copy is in no layout: trash it, so that it is deleted after the
+    // grace period unless a later round puts it in a layout after all.
+    v1::TrashRecord t;
+    t.set_path(m.path);
+    t.set_dropped_unix_ms(absl::ToUnixMillis(k_->clock_->Now()));
+    absl::Status ts = PutTrash(m.target_node, m.object, t);
+    if (!ts.ok()) {
+      RANGEFS_LOG(WARNING) << "keeper: " << what
+                           << ": the unused copy stays on " << m.target_node
+                           << ": " << ts;
+    }
+  }
+  return o;
+}
+
+bool Keeper::Round::NodeBackUp(const std::string& node) {
+  absl::StatusOr<std::vector<ns::LiveEntry>> live = k_->store_->ListLive();
+  if (!live.ok()) return false;
+  for (const ns::LiveEntry& e : *live) {
+    if (e.invalid.empty() && e.record.node_id() == node) return true;
+  }
+  return false;
+}
+
+Keeper::Round::Outcome Keeper::Round::Commit(const Move& m) {
+  const std::string what =
+      absl::StrCat("move of ", m.path, " slot ", m.slot, " ", m.from_node,
+                   " -> ", m.target_node);
+  auto from = l_.views.find(m.from_node);
+  const bool from_dead =
+      from == l_.views.end() || from->second.condition == NodeCondition::kDead;
+  for (int attempt = 0; attempt < k_->options_.max_cas_attempts; ++attempt) {
+    if (!MayAct()) {
+      RANGEFS_LOG(WARNING) << "keeper: " << what
+                           << ": no longer the active keeper; the copy is "
+                              "left unreferenced";
+      return Outcome::kFailed;
+    }
+    absl::StatusOr<ns::FileEntry> f = k_->store_->GetFile(m.path);
+    if (absl::IsNotFound(f.status())) {
+      RANGEFS_LOG(INFO) << "keeper: " << what << ": file gone; abandoned";
+      DeleteUnreferencedCopy(m);
+      return Outcome::kAbandoned;
+    }
+    if (!f.ok()) {
+      RANGEFS_LOG(WARNING) << "keeper: " << what << ": " << f.status();
+      return Outcome::kFailed;  // The copy stays; the next round retries.
+    }
+    absl::StatusOr<v1::FileLayout> next = ApplyMove(f->layout, m);
+    if (!next.ok()) {
+      RANGEFS_LOG(INFO) << "keeper: " << what << ": " << next.status().message()
+                        << "; abandoned";
+      DeleteUnreferencedCopy(m);
+      return Outcome::kAbandoned;
+    }
+    if (from_dead && from != l_.views.end() && NodeBackUp(m.from_node)) {
+      RANGEFS_LOG(INFO) << "keeper: " << what << ": " << m.from_node
+                        << " is back; abandoned";
+      DeleteUnreferencedCopy(m);
+      return Outcome::kAbandoned;
+    }
+    // The replaced replica goes to the trash first, so that a crash right
+    // after the swap cannot leak it.
+    v1::TrashRecord t;
+    t.set_path(m.path);
+    t.set_dropped_unix_ms(absl::ToUnixMillis(k_->clock_->Now()));
+    absl::Status ts = PutTrash(m.from_node, m.object, t);
+    if (!ts.ok()) {
+      RANGEFS_LOG(WARNING) << "keeper: " << what << ": " << ts;
+      return Outcome::kFailed;
+    }
+    if (!MayAct()) continue;  // Logged at the top of the loop.
+    absl::StatusOr<ns::FileEntry> r =
+        k_->store_->ReplaceLayout(m.path, *next, f->mod_revision);
+    if (absl::IsAborted(r.status())) {
+      RANGEFS_LOG(INFO) << "keeper: " << what
+                        << ": the layout changed meanwhile; retrying";
+      continue;
+    }
+    if (!r.ok()) {
+      RANGEFS_LOG(WARNING) << "keeper: " << what << ": " << r.status();
+      return Outcome::kFailed;
+    }
+    t.set_dropped_revision(r->mod_revision);
+    ts = PutTrash(m.from_node, m.object, t);
+    if (!ts.ok()) {
+      // The record stays pending; CollectTrash resolves it.
+      RANGEFS_LOG(WARNING) << "keeper: " << what << ": " << ts;
+    }
+    RANGEFS_LOG(INFO) << "keeper: " << what << ": layout updated (revision "
+                      << r->mod_revision << ")";
+    return Outcome::kDone;
+  }
+  RANGEFS_LOG(WARNING) << "keeper: " << what << ": lost "
+                       << k_->options_.max_cas_attempts
+                       << " compare-and-swaps in a row; next round";
+  return Outcome::kFailed;
+}
+
+void Keeper::Round::DeleteUnreferencedCopy(const Move& m) {
+  if (!MayAct()) return;
+  absl::StatusOr<ns::FileEntry> f = k_->store_->GetFile(m.path);
+  if (f.ok() && References(f->layout, m.target_node, m.object)) return;
+  if (!f.ok() && !absl::IsNotFound(f.status())) return;  // Unsure: keep.
+  absl::Status s = agents_.Call(m.target_node, [&](node::NodeClient& c) {
+    return c.DeleteObject(m.object, absl::Now() + k_->options_.call_timeout);
+  });
+  if (!s.ok() && !absl::IsNotFound(s)) {
+    RANGEFS_LOG(WARNING) << "keeper: deleting the unused copy of " << m.object
+                         << " on " << m.target_node << ": " << s;
+  }
+}
+
+// ------------------------------------------------------------------ trash
+
+absl::Status Keeper::Round::PutTrash(const std::string& node,
+                                     const std::string& object,
+                                     const v1::TrashRecord& t) {
+  std::string value;
+  t.SerializeToString(&value);
+  return k_->etcd_->Put(k_->store_->keys().KeeperTrash(node, object), value)
+      .status();
+}
+
+void Keeper::Round::CollectTrash(RoundReport* report) {
+  const ns::Keys& keys = k_->store_->keys();
+  absl::StatusOr<etcd::RangeResult> all =
+      k_->etcd_->RangeAll(keys.KeeperTrashPrefix());
+  if (!all.ok()) {
+    RANGEFS_LOG(WARNING) << "keeper: listing the trash: " << all.status();
+    return;
+  }
+  const absl::Time now = k_->clock_->Now();
+  for (const etcd::KeyValue& kv : all->kvs) {
+    if (!MayAct()) return;
+    std::string node, object;
+    v1::TrashRecord t;
+    if (!keys.ParseKeeperTrash(kv.key, &node, &object) ||
+        !t.ParseFromString(kv.value)) {
+      RANGEFS_LOG(WARNING) << "keeper: bad trash record " << kv.key
+                           << "; removed";
+      (void)k_->etcd_->Delete(kv.key);
+      continue;
+    }
+    trash_.emplace(node, object);
+    if (l_.referenced.count({node, object}) > 0) {
+      // In a layout (the swap that would have dropped it never happened,
+      // or it came back): not trash.
+      (void)k_->etcd_->Delete(kv.key);
+      continue;
+    }
+    auto view = l_.views.find(node);
+    if (view == l_.views.end()) {
+      (void)k_->etcd_->Delete(kv.key);  // The node was removed.
+      continue;
+    }
+    ++report->trash_pending;
+    const NodeCondition c = view->second.condition;
+    const bool reachable = c == NodeCondition::kUp ||
+                           c == NodeCondition::kDraining ||
+                           c == NodeCondition::kDisabled;
+    if (t.dropped_revision() == 0) {
+      // Written before a swap whose outcome is unknown: the object left
+      // the layouts at or before this listing.
+      t.set_dropped_revision(l_.revision);
+      t.set_dropped_unix_ms(absl::ToUnixMillis(now));
+      (void)PutTrash(node, object, t);
+      continue;
+    }
+    if (now - absl::FromUnixMillis(t.dropped_unix_ms()) <
+        k_->options_.delete_grace) {
+      continue;
+    }
+    // No retained revision may reference it: etcd must have compacted
+    // past the revision that dropped it.
+    absl::StatusOr<ns::KvRange> old = k_->store_->kv()->Range(
+        keys.FilesRoot(), "", 1, t.dropped_revision() - 1);
+    if (!absl::IsOutOfRange(old.status())) continue;
+    if (!reachable) continue;  // Deleted once the node is back.
+    absl::Status s = agents_.Call(node, [&](node::NodeClient& c) {
+      return c.DeleteObject(object, absl::Now() + k_->options_.call_timeout);
+    });
+    if (!s.ok() && !absl::IsNotFound(s)) {
+      RANGEFS_LOG(WARNING) << "keeper: deleting trash " << object << " on "
+                           << node << ": " << s;
+      continue;
+    }
+    (void)k_->etcd_->Delete(kv.key);
+    --report->trash_pending;
+    ++report->trash_deleted;
+    RANGEFS_LOG(INFO) << "keeper: deleted " << object << " from " << node
+                      << " (left the layout of " << t.path() << " at revision "
+                      << t.dropped_revision() << ")";
+  }
+}
+
+void Keeper::Round::ScanOrphans(RoundReport* report) {
+  const absl::Time now = k_->clock_->Now();
+  for (const auto& [id, v] : l_.views) {
+    if (v.condition != NodeCondition::kUp &&
+        v.condition != NodeCondition::kDraining) {
+      continue;
+    }
+    absl::StatusOr<std::vector<node::ObjectInfo>> objects =
+        absl::UnavailableError("not asked");
+    absl::Status s = agents_.Call(id, [&](node::NodeClient& c) {
+      objects = c.ListObjects(absl::Now() + k_->options_.call_timeout);
+      return objects.status();
+    });
+    if (!s.ok()) {
+      RANGEFS_LOG(WARNING) << "keeper: listing the objects of " << id << ": "
+                           << s;
+      continue;
+    }
+    for (const node::ObjectInfo& o : *objects) {
+      if (!MayAct()) return;
+      if (l_.referenced.count({id, o.path()}) > 0 ||
+          trash_.count({id, o.path()}) > 0) {
+        continue;
+      }
+      // Young objects may belong to a put or a move in progress.
+      if (now - absl::FromUnixNanos(o.mtime_ns()) < k_->options_.delete_grace) {
+        continue;
+      }
+      v1::TrashRecord t;
+      t.set_dropped_revision(l_.revision);
+      t.set_dropped_unix_ms(absl::ToUnixMillis(now));
+      absl::Status ts = PutTrash(id, o.path(), t);
+      if (!ts.ok()) {
+        RANGEFS_LOG(WARNING) << "keeper: trashing orphan " << o.path() << " on "
+                             << id << ": " << ts;
+        continue;
+      }
+      ++report->orphans_found;
+      RANGEFS_LOG(INFO) << "keeper: orphan " << o.path() << " on " << id << " ("
+                        << o.size() << " bytes, in no layout) trashed";
+    }
+  }
+}
+
+}  // namespace keeper
+}  // namespace rangefs

@@ -1,0 +1,124 @@
+// File: keeper.h
+//
+// One round of rangefs-keeper's work, run by the active keeper (election.h
+// decides which): list nodes, live records and every file layout; collect
+// trash that is due; plan replica moves (planner.h; when there is nothing
+// to repair, rebalance.h) and carry them out.
+// A move is: CopyObject on the target agent from a healthy replica
+// (storage_node/object_copier.h: verified against the source's sidecar),
+// then the layout's replica swapped with an etcd compare-and-swap on the
+// layout's mod revision. A concurrent admin change makes the keeper re-read
+// and re-apply (never clobber); a layout that no longer has the replica (file
+// removed, replaced or already repaired), or a dead node that came back,
+// abandons the move and deletes the unreferenced copy. The replaced replica
+// goes to the trash (keeper/README.md, "Deleting objects").
+//
+//   Keeper k(store, etcd, {.id = "keeper-a", .dead_after = absl::Minutes(10)});
+//   absl::StatusOr<RoundReport> r = k.RunRound([&] { return e.IsLeader(); });
+//
+// `may_act` is asked before every change (copy, layout swap, trash change,
+// delete); once false the round stops. Not thread-safe: one round at a time
+// (moves inside a round run on up to parallel_copies threads).
+#ifndef RANGEFS_KEEPER_KEEPER_H_
+#define RANGEFS_KEEPER_KEEPER_H_
+
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <string>
+#include <utility>
+
+#include "absl/random/random.h"
+#include "absl/status/statusor.h"
+#include "absl/time/time.h"
+#include "base/clock.h"
+#include "keeper/planner.h"
+#include "keeper/rebalance.h"
+#include "namespace/etcd/etcd_client.h"
+#include "namespace/store.h"
+#include "storage_node/tls_client.h"
+
+namespace rangefs {
+namespace keeper {
+
+struct KeeperOptions {
+  std::string id = "keeper";  // In logs.
+  // A node whose live record is absent this long is dead.
+  absl::Duration dead_after = absl::Minutes(10);
+  // An object that left every layout is deleted no sooner than this after
+  // it left (and only once etcd compacted past that revision).
+  absl::Duration delete_grace = absl::Hours(1);
+  int parallel_copies = 4;
+  // Cluster-wide cap on the bytes/s of all copies together, split evenly
+  // over the copies running at once; 0: none (each agent still applies its
+  // own --copy_max_bytes_per_sec).
+  uint64_t copy_bytes_per_sec = 0;
+  absl::Duration copy_timeout = absl::Minutes(30);  // Per CopyObject.
+  absl::Duration call_timeout = absl::Seconds(30);  // Other agent calls.
+  // Every this often (and in the first round) each reachable node's
+  // objects are listed; one that no layout references, no trash record
+  // names, and that is older than delete_grace (a failed put, a removed
+  // file) goes to the trash: deleted after the grace rule. Zero: never.
+  absl::Duration orphan_scan_interval = absl::Hours(1);
+  // Rounds with no repair to do rebalance fill (rebalance.h); tolerance
+  // <= 0 turns it off. Not while a node is missing (it may come back).
+  RebalanceOptions rebalance;
+  int max_cas_attempts = 16;  // Layout swaps lost to concurrent changes.
+  // A replica repaired in place is not repaired again for this long (its
+  // node's scrub report may still list it until the next scrub).
+  absl::Duration repair_backoff = absl::Minutes(10);
+  node::NodeClientTlsOptions agent_tls;
+  Clock* clock = nullptr;  // Not owned; nullptr: the real clock.
+};
+
+struct RoundReport {
+  int64_t revision = 0;  // etcd revision of the listing.
+  int files = 0;
+  int dead_nodes = 0, draining_nodes = 0, missing_nodes = 0;
+  int moves_planned = 0, moves_done = 0, moves_failed = 0, moves_abandoned = 0;
+  int repairs_done = 0;
+  int rebalance_moves = 0;  // Of moves_planned.  // In-place repairs of corrupt
+                            // replicas (of done).
+  int stuck = 0;            // Slots with no source or no target.
+  uint64_t bytes_planned = 0, bytes_copied = 0;
+  int trash_pending = 0, trash_deleted = 0;
+  int orphans_found = 0;  // Trashed by this round's orphan scan.
+  bool stopped = false;   // may_act turned false mid-round.
+};
+
+class Keeper {
+ public:
+  // `store` and `etcd` are not owned and must outlive the keeper.
+  Keeper(ns::NamespaceStore* store, etcd::EtcdClient* etcd,
+         KeeperOptions options);
+
+  absl::StatusOr<RoundReport> RunRound(const std::function<bool()>& may_act);
+
+  // The moves a round would make now, changing nothing (rangefs-keeper
+  // --dry_run). A node without a live record counts as dead (this process
+  // has not watched it go). Fills the listing fields of `report`.
+  absl::StatusOr<Plan> DryRun(RoundReport* report);
+
+ private:
+  struct Listing;
+  class Round;
+
+  absl::StatusOr<Listing> List(bool absent_is_dead, RoundReport* report);
+  Plan MakePlan(const Listing& l, RoundReport* report);
+
+  KeeperOptions options_;
+  Clock* const clock_;
+  ns::NamespaceStore* const store_;
+  etcd::EtcdClient* const etcd_;
+  absl::BitGen bitgen_;
+  // When each node was first seen without a live record (by this keeper).
+  std::map<std::string, absl::Time> missing_since_;
+  // (node, object) -> when it was last repaired in place.
+  std::map<std::pair<std::string, std::string>, absl::Time> repaired_;
+  absl::Time last_orphan_scan_ = absl::InfinitePast();
+};
+
+}  // namespace keeper
+}  // namespace rangefs
+
+#endif  // RANGEFS_KEEPER_KEEPER_H_

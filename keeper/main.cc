@@ -1,0 +1,245 @@
+// rangefs-keeper: keeps every file at its replica count on healthy, active
+// storage nodes (keeper/README.md). Any number may run; one is active,
+// elected through etcd. Parses flags, wires the election and the keeper,
+// runs rounds until SIGTERM/SIGINT.
+#include <signal.h>
+#include <stdio.h>
+#include <unistd.h>
+
+#include <string>
+#include <thread>
+
+#include "absl/flags/flag.h"
+#include "absl/flags/parse.h"
+#include "absl/strings/str_cat.h"
+#include "absl/synchronization/notification.h"
+#include "absl/time/time.h"
+#include "base/logging.h"
+#include "keeper/election.h"
+#include "keeper/keeper.h"
+#include "namespace/etcd/etcd_client.h"
+#include "namespace/etcd_kv.h"
+#include "namespace/store.h"
+#include "proto/layout.pb.h"
+
+ABSL_FLAG(std::string, etcd_endpoints, "127.0.0.1:2379",
+          "Comma-separated etcd endpoints.");
+ABSL_FLAG(std::string, cluster, "default", "Cluster name in the namespace.");
+ABSL_FLAG(std::string, id, "",
+          "This keeper's id (in the leader key and logs); empty: "
+          "<hostname>-<pid>.");
+ABSL_FLAG(double, lease_ttl_s, 10,
+          "Leader lease TTL in seconds (>= 1): a dead active keeper is "
+          "replaced within about this.");
+ABSL_FLAG(double, interval_s, 5,
+          "Seconds between rounds (and between campaigns of a standby).");
+ABSL_FLAG(double, dead_after_s, 600,
+          "A node whose live record is absent this long is dead and its "
+          "replicas are re-created elsewhere.");
+ABSL_FLAG(double, delete_grace_s, 3600,
+          "An object that left every layout is deleted no sooner than this "
+          "after it left, and only once etcd compacted past that revision.");
+ABSL_FLAG(int, parallel_copies, 4, "Copies running at once.");
+ABSL_FLAG(double, orphan_scan_interval_s, 3600,
+          "How often every node's objects are listed to find orphans "
+          "(objects in no layout and no trash, older than the grace); 0: "
+          "never.");
+ABSL_FLAG(double, rebalance_tolerance, 0.10,
+          "When nothing needs repair, replicas move from the fullest to the "
+          "emptiest up nodes until every one is within this fraction of the "
+          "mean fill; 0: no rebalancing.");
+ABSL_FLAG(int64_t, copy_bytes_per_sec, 400 << 20,
+          "Cluster-wide cap on the bytes/s of all copies together; 0: none "
+          "(each agent also caps its own: rangefs-node "
+          "--copy_max_bytes_per_sec).");
+ABSL_FLAG(bool, dry_run, false,
+          "Print the moves a round would make now (repairs, drains, "
+          "rebalancing; nodes without a live record count as dead) and "
+          "exit, changing nothing; needs no leadership.");
+ABSL_FLAG(double, etcd_timeout_s, 5, "Deadline of each etcd call.");
+ABSL_FLAG(std::string, etcd_ca, "", "PEM CA for etcd TLS.");
+ABSL_FLAG(std::string, etcd_cert, "", "PEM client certificate for etcd.");
+ABSL_FLAG(std::string, etcd_key, "", "PEM client key for etcd.");
+ABSL_FLAG(std::string, agent_ca, "",
+          "PEM CA of the agents' certificates; set: TLS to agents.");
+ABSL_FLAG(std::string, agent_cert, "",
+          "PEM client certificate for agents doing mTLS; its identity must "
+          "be on the agents' --writers (CopyObject and DeleteObject are "
+          "writes).");
+ABSL_FLAG(std::string, agent_key, "", "PEM key of --agent_cert.");
+
+namespace {
+
+std::string DefaultId() {
+  char host[256] = {0};
+  gethostname(host, sizeof(host) - 1);
+  return absl::StrCat(host, "-", getpid());
+}
+
+// Set by the signal thread on SIGTERM/SIGINT.
+absl::Notification stop;
+
+// Writes the round's report for `rangefs-admin status`, under the leader
+// lease. Best effort.
+void PublishStatus(const rangefs::keeper::RoundReport& r, const std::string& id,
+                   int64_t lease, const std::string& key,
+                   rangefs::etcd::EtcdClient* etcd) {
+  if (lease == 0) return;
+  rangefs::v1::KeeperStatus s;
+  s.set_keeper_id(id);
+  s.set_revision(r.revision);
+  s.set_updated_unix_ms(absl::ToUnixMillis(absl::Now()));
+  s.set_files(r.files);
+  s.set_dead_nodes(r.dead_nodes);
+  s.set_draining_nodes(r.draining_nodes);
+  s.set_missing_nodes(r.missing_nodes);
+  s.set_moves_planned(r.moves_planned);
+  s.set_moves_done(r.moves_done);
+  s.set_moves_failed(r.moves_failed);
+  s.set_stuck(r.stuck);
+  s.set_bytes_planned(r.bytes_planned);
+  s.set_bytes_copied(r.bytes_copied);
+  s.set_trash_pending(r.trash_pending);
+  s.set_trash_deleted(r.trash_deleted);
+  absl::StatusOr<int64_t> put = etcd->Put(key, s.SerializeAsString(), lease);
+  if (!put.ok()) {
+    RANGEFS_LOG(WARNING) << "keeper " << id
+                         << ": publishing its status: " << put.status();
+  }
+}
+
+// --dry_run: prints the plan, one move per line, and a summary.
+int DryRun(rangefs::keeper::Keeper& keeper) {
+  rangefs::keeper::RoundReport r;
+  absl::StatusOr<rangefs::keeper::Plan> plan = keeper.DryRun(&r);
+  if (!plan.ok()) {
+    fprintf(stderr, "rangefs-keeper: %s\n", plan.status().ToString().c_str());
+    return 1;
+  }
+  for (const rangefs::keeper::Move& m : plan->moves) {
+    printf("%s %s slot %d %s: %s -> %s (copy from %s, %llu bytes)\n",
+           m.in_place ? "repair" : "move", m.path.c_str(), m.slot,
+           m.object.c_str(), m.from_node.c_str(), m.target_node.c_str(),
+           m.source_node.c_str(), static_cast<unsigned long long>(m.bytes));
+  }
+  for (const rangefs::keeper::StuckSlot& s : plan->stuck) {
+    printf("stuck %s slot %d: %s\n", s.path.c_str(), s.slot, s.reason.c_str());
+  }
+  printf(
+      "%zu move(s), %llu bytes; %zu stuck; %d files at revision %lld; "
+      "%d dead, %d draining node(s)%s\n",
+      plan->moves.size(), static_cast<unsigned long long>(plan->bytes),
+      plan->stuck.size(), r.files, static_cast<long long>(r.revision),
+      r.dead_nodes, r.draining_nodes,
+      r.rebalance_moves > 0 ? " (rebalancing: nothing to repair)" : "");
+  return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  absl::ParseCommandLine(argc, argv);
+  sigset_t stop_signals;
+  sigemptyset(&stop_signals);
+  sigaddset(&stop_signals, SIGTERM);
+  sigaddset(&stop_signals, SIGINT);
+  pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
+  // A round checks `stop` before each move: on SIGTERM no new move starts,
+  // copies in flight finish (bounded by their deadline), then it resigns.
+  std::thread signals([&stop_signals] {
+    int sig = 0;
+    sigwait(&stop_signals, &sig);
+    RANGEFS_LOG(INFO) << "signal " << sig << ": stopping";
+    stop.Notify();
+  });
+  signals.detach();
+
+  std::string id = absl::GetFlag(FLAGS_id);
+  if (id.empty()) id = DefaultId();
+  rangefs::etcd::EtcdClientOptions eo;
+  eo.endpoints = absl::GetFlag(FLAGS_etcd_endpoints);
+  eo.call_timeout = absl::Seconds(absl::GetFlag(FLAGS_etcd_timeout_s));
+  eo.ca_file = absl::GetFlag(FLAGS_etcd_ca);
+  eo.cert_file = absl::GetFlag(FLAGS_etcd_cert);
+  eo.key_file = absl::GetFlag(FLAGS_etcd_key);
+  auto etcd = rangefs::etcd::EtcdClient::Open(eo);
+  if (!etcd.ok()) {
+    fprintf(stderr, "rangefs-keeper: %s\n", etcd.status().ToString().c_str());
+    return 2;
+  }
+  const absl::Duration ttl = absl::Seconds(absl::GetFlag(FLAGS_lease_ttl_s));
+  if (ttl < absl::Seconds(1)) {
+    fprintf(stderr, "rangefs-keeper: --lease_ttl_s must be >= 1\n");
+    return 2;
+  }
+  auto kv = rangefs::ns::NewEtcdKv(etcd->get());
+  auto store = rangefs::ns::NewKvStore(
+      kv.get(), {.cluster = absl::GetFlag(FLAGS_cluster)});
+
+  rangefs::keeper::KeeperOptions ko;
+  ko.id = id;
+  ko.dead_after = absl::Seconds(absl::GetFlag(FLAGS_dead_after_s));
+  ko.delete_grace = absl::Seconds(absl::GetFlag(FLAGS_delete_grace_s));
+  ko.parallel_copies = std::max(1, absl::GetFlag(FLAGS_parallel_copies));
+  ko.orphan_scan_interval =
+      absl::Seconds(absl::GetFlag(FLAGS_orphan_scan_interval_s));
+  ko.rebalance.tolerance = absl::GetFlag(FLAGS_rebalance_tolerance);
+  ko.rebalance.max_moves = 2 * ko.parallel_copies;
+  ko.copy_bytes_per_sec = static_cast<uint64_t>(
+      std::max<int64_t>(0, absl::GetFlag(FLAGS_copy_bytes_per_sec)));
+  ko.agent_tls.ca_file = absl::GetFlag(FLAGS_agent_ca);
+  ko.agent_tls.cert_file = absl::GetFlag(FLAGS_agent_cert);
+  ko.agent_tls.key_file = absl::GetFlag(FLAGS_agent_key);
+  rangefs::keeper::Keeper keeper(store.get(), etcd->get(), ko);
+  if (absl::GetFlag(FLAGS_dry_run)) return DryRun(keeper);
+  rangefs::keeper::LeaderElection election(
+      etcd->get(), {.key = store->keys().KeeperLeader(), .id = id, .ttl = ttl});
+
+  printf("rangefs-keeper %s started\n", id.c_str());
+  fflush(stdout);
+  const absl::Duration interval =
+      absl::Seconds(std::max(0.05, absl::GetFlag(FLAGS_interval_s)));
+  bool was_leader = false;
+  do {
+    absl::StatusOr<bool> leader = election.Campaign();
+    if (!leader.ok()) {
+      RANGEFS_LOG(WARNING) << "keeper " << id
+                           << ": campaign failed: " << leader.status();
+      continue;
+    }
+    if (*leader != was_leader) {
+      printf("rangefs-keeper %s %s\n", id.c_str(),
+             *leader ? "is active" : "is standby");
+      fflush(stdout);
+      was_leader = *leader;
+    }
+    if (!*leader) continue;
+    absl::StatusOr<rangefs::keeper::RoundReport> r = keeper.RunRound(
+        [&] { return election.IsLeader() && !stop.HasBeenNotified(); });
+    if (!r.ok()) {
+      RANGEFS_LOG(WARNING) << "keeper " << id
+                           << ": round failed: " << r.status();
+      continue;
+    }
+    PublishStatus(*r, id, election.lease(), store->keys().KeeperStatus(),
+                  etcd->get());
+    if (r->moves_planned > 0 || r->stuck > 0 || r->trash_deleted > 0 ||
+        r->orphans_found > 0 || r->stopped) {
+      RANGEFS_LOG(INFO) << "keeper " << id << ": round at revision "
+                        << r->revision << ": " << r->files << " files, "
+                        << r->dead_nodes << " dead / " << r->draining_nodes
+                        << " draining / " << r->missing_nodes
+                        << " missing nodes; moves " << r->moves_done << "/"
+                        << r->moves_planned << " done, " << r->moves_failed
+                        << " failed, " << r->moves_abandoned << " abandoned, "
+                        << r->rebalance_moves << " to rebalance, " << r->stuck
+                        << " stuck; " << r->bytes_copied
+                        << " bytes copied; trash " << r->trash_deleted
+                        << " deleted, " << r->trash_pending << " pending"
+                        << (r->stopped ? "; stopped (lost the lease)" : "");
+    }
+  } while (!stop.WaitForNotificationWithTimeout(interval));
+  election.Resign();
+  printf("rangefs-keeper %s stopped\n", id.c_str());
+  return 0;
+}

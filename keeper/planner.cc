@@ -1,0 +1,262 @@
+#include "keeper/planner.h"
+
+#include <algorithm>
+#include <set>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "loadbalancer/placement.h"
+
+namespace rangefs {
+namespace keeper {
+namespace {
+
+using Replicas = google::protobuf::RepeatedPtrField<v1::Replica>;
+
+const Replicas& SlotReplicas(const v1::FileLayout& l, bool striped, int slot) {
+  return striped ? l.striped().targets(slot).replicas()
+                 : l.extents(slot).replicas();
+}
+
+Replicas* MutableSlotReplicas(v1::FileLayout* l, bool striped, int slot) {
+  return striped
+             ? l->mutable_striped()->mutable_targets(slot)->mutable_replicas()
+             : l->mutable_extents(slot)->mutable_replicas();
+}
+
+NodeCondition ConditionOf(const std::map<std::string, NodeView>& nodes,
+                          const std::string& id) {
+  auto it = nodes.find(id);
+  return it == nodes.end() ? NodeCondition::kDead : it->second.condition;
+}
+
+bool NeedsMove(NodeCondition c) {
+  return c == NodeCondition::kDead || c == NodeCondition::kDraining;
+}
+
+// Picks the target of one new replica for a slot whose replicas are on
+// `used` nodes (zones `used_zones`). Empty if no node is eligible.
+std::string PickTarget(const std::map<std::string, NodeView>& nodes,
+                       const std::map<std::string, uint64_t>& planned,
+                       const std::set<std::string>& used,
+                       const std::set<std::string>& used_zones,
+                       absl::BitGenRef bitgen) {
+  std::vector<lb::PlacementNode> all, new_zone;
+  for (const auto& [id, n] : nodes) {
+    if (n.condition != NodeCondition::kUp || used.count(id) > 0) continue;
+    auto p = planned.find(id);
+    const uint64_t owed = p == planned.end() ? 0 : p->second;
+    lb::PlacementNode pn;
+    pn.id = id;
+    pn.zone = n.zone;
+    pn.free_bytes = n.free_bytes > owed ? n.free_bytes - owed : 0;
+    if (pn.free_bytes == 0) continue;
+    all.push_back(pn);
+    if (used_zones.count(n.zone) == 0) new_zone.push_back(pn);
+  }
+  for (const auto* c : {&new_zone, &all}) {
+    if (c->empty()) continue;
+    auto placed = lb::PlaceStripes(*c, 1, 1, bitgen);
+    if (placed.ok()) return (*placed)[0][0];
+  }
+  return "";
+}
+
+}  // namespace
+
+const char* NodeConditionName(NodeCondition c) {
+  switch (c) {
+    case NodeCondition::kUp:
+      return "up";
+    case NodeCondition::kDraining:
+      return "draining";
+    case NodeCondition::kMissing:
+      return "missing";
+    case NodeCondition::kDead:
+      return "dead";
+    case NodeCondition::kDisabled:
+      return "disabled";
+  }
+  return "?";
+}
+
+NodeCondition ClassifyNode(const v1::NodeRecord& node,
+                           const v1::LiveRecord* live, absl::Time missing_since,
+                           absl::Time now, absl::Duration dead_after) {
+  if (live == nullptr) {
+    return now - missing_since >= dead_after ? NodeCondition::kDead
+                                             : NodeCondition::kMissing;
+  }
+  switch (node.admin_state()) {
+    case v1::ACTIVE:
+      return NodeCondition::kUp;
+    case v1::DRAINING:
+      return NodeCondition::kDraining;
+    default:
+      return NodeCondition::kDisabled;
+  }
+}
+
+Plan PlanMoves(const std::vector<ns::FileEntry>& files,
+               const std::map<std::string, NodeView>& nodes,
+               absl::BitGenRef bitgen) {
+  Plan plan;
+  std::map<std::string, uint64_t> planned;  // Bytes owed to each target.
+  for (const ns::FileEntry& f : files) {
+    if (!f.invalid.empty() || f.layout.state() != v1::READY) continue;
+    const bool striped = f.layout.extents_size() == 0;
+    const int slots =
+        striped ? f.layout.striped().targets_size() : f.layout.extents_size();
+    for (int s = 0; s < slots; ++s) {
+      const Replicas& reps = SlotReplicas(f.layout, striped, s);
+      const v1::Replica* from = nullptr;
+      const v1::Replica* corrupt = nullptr;
+      const v1::Replica* source = nullptr;
+      bool source_up = false;
+      std::set<std::string> used, used_zones;
+      for (const v1::Replica& r : reps) {
+        used.insert(r.node_id());
+        const NodeCondition c = ConditionOf(nodes, r.node_id());
+        if (NeedsMove(c) && from == nullptr) from = &r;
+        if (c != NodeCondition::kUp && c != NodeCondition::kDraining) continue;
+        if (nodes.at(r.node_id()).corrupt.count(r.object()) > 0) {
+          if (corrupt == nullptr) corrupt = &r;
+          continue;
+        }
+        if (!NeedsMove(c)) used_zones.insert(nodes.at(r.node_id()).zone);
+        if (source == nullptr || (!source_up && c == NodeCondition::kUp)) {
+          source = &r;
+          source_up = c == NodeCondition::kUp;
+        }
+      }
+      if (from == nullptr && corrupt == nullptr) continue;
+      uint64_t bytes;
+      if (striped) {
+        bytes = f.layout.size() / std::max(1, slots);
+      } else {
+        bytes = f.layout.extents(s).length();
+      }
+      if (source == nullptr) {
+        const v1::Replica* bad = from != nullptr ? from : corrupt;
+        plan.stuck.push_back(
+            {f.path, s,
+             absl::StrCat(
+                 "no good replica on a live node to copy from (",
+                 bad->node_id(), " is ",
+                 NodeConditionName(ConditionOf(nodes, bad->node_id())),
+                 corrupt != nullptr ? "; a live replica is corrupt" : "",
+                 ")")});
+        continue;
+      }
+      if (from == nullptr) {  // Repair the corrupt replica in place.
+        Move m;
+        m.in_place = true;
+        m.path = f.path;
+        m.mod_revision = f.mod_revision;
+        m.striped = striped;
+        m.slot = s;
+        m.object = corrupt->object();
+        m.object_offset = corrupt->object_offset();
+        m.from_node = corrupt->node_id();
+        m.source_node = source->node_id();
+        m.target_node = corrupt->node_id();
+        m.bytes = bytes;
+        plan.bytes += bytes;
+        plan.moves.push_back(std::move(m));
+        continue;
+      }
+      const std::string target =
+          PickTarget(nodes, planned, used, used_zones, bitgen);
+      if (target.empty()) {
+        plan.stuck.push_back(
+            {f.path, s, "no up, active node without a replica has free space"});
+        continue;
+      }
+      planned[target] += bytes;
+      Move m;
+      m.path = f.path;
+      m.mod_revision = f.mod_revision;
+      m.striped = striped;
+      m.slot = s;
+      m.object = from->object();
+      m.object_offset = from->object_offset();
+      m.from_node = from->node_id();
+      m.source_node = source->node_id();
+      m.target_node = target;
+      m.bytes = bytes;
+      plan.bytes += bytes;
+      plan.moves.push_back(std::move(m));
+    }
+  }
+  return plan;
+}
+
+absl::StatusOr<v1::FileLayout> ApplyMove(const v1::FileLayout& layout,
+                                         const Move& move) {
+  const bool striped = layout.extents_size() == 0;
+  const int slots =
+      striped ? layout.striped().targets_size() : layout.extents_size();
+  if (striped != move.striped || move.slot < 0 || move.slot >= slots) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        move.path, ": slot ", move.slot, " no longer exists in its layout"));
+  }
+  v1::FileLayout out = layout;
+  Replicas* reps = MutableSlotReplicas(&out, striped, move.slot);
+  v1::Replica* from = nullptr;
+  for (v1::Replica& r : *reps) {
+    if (r.node_id() == move.target_node) {
+      return absl::FailedPreconditionError(
+          absl::StrCat(move.path, ": slot ", move.slot,
+                       " already has a replica on ", move.target_node));
+    }
+    if (r.node_id() == move.from_node && r.object() == move.object &&
+        r.object_offset() == move.object_offset) {
+      from = &r;
+    }
+  }
+  if (from == nullptr) {
+    return absl::FailedPreconditionError(
+        absl::StrCat(move.path, ": slot ", move.slot, " no longer has ",
+                     move.object, " on ", move.from_node));
+  }
+  from->set_node_id(move.target_node);
+  return out;
+}
+
+bool IsStriped(const v1::FileLayout& layout) {
+  return layout.extents_size() == 0;
+}
+
+int SlotCount(const v1::FileLayout& layout) {
+  return IsStriped(layout) ? layout.striped().targets_size()
+                           : layout.extents_size();
+}
+
+const Replicas& SlotReplicas(const v1::FileLayout& layout, int slot) {
+  return SlotReplicas(layout, IsStriped(layout), slot);
+}
+
+uint64_t SlotBytes(const v1::FileLayout& layout, int slot) {
+  if (!IsStriped(layout)) return layout.extents(slot).length();
+  return layout.size() / static_cast<uint64_t>(std::max(1, SlotCount(layout)));
+}
+
+bool References(const v1::FileLayout& layout, const std::string& node_id,
+                const std::string& object) {
+  auto in = [&](const Replicas& reps) {
+    for (const v1::Replica& r : reps) {
+      if (r.node_id() == node_id && r.object() == object) return true;
+    }
+    return false;
+  };
+  for (const v1::Extent& e : layout.extents()) {
+    if (in(e.replicas())) return true;
+  }
+  for (const auto& t : layout.striped().targets()) {
+    if (in(t.replicas())) return true;
+  }
+  return false;
+}
+
+}  // namespace keeper
+}  // namespace rangefs

@@ -1,0 +1,128 @@
+// File: planner.h
+//
+// What rangefs-keeper moves where: pure functions over the namespace as
+// listed (node records, live records, layouts). No I/O, no clock of its own.
+//
+// Node conditions (ClassifyNode):
+//   kUp        live record present, admin ACTIVE: a copy source and target.
+//   kDraining  admin DRAINING (live): a copy source; everything moves off.
+//   kMissing   live record absent for less than dead_after (a restart, a
+//              network blip): nothing moves yet; not a source or target.
+//   kDead      live record absent for dead_after or longer, or no node
+//              record at all: its replicas are replaced.
+//   kDisabled  admin DISABLED but live: neither source nor target.
+// A replica on a kDead or kDraining node is replaced: a new replica of the
+// same object goes to a target chosen by the ingest placement rules
+// (loadbalancer/placement.h: distinct nodes, distinct zones when the
+// target's zone is not yet used, most free space relative to planned
+// moves) among kUp nodes that hold no replica of that extent or stripe
+// column; it is copied from a replica on a kUp node (else a kDraining one).
+// A corrupt replica (in its node's scrub report) is never a source; on an
+// up or draining node it is repaired in place: copied over from a good
+// replica, with no layout change. A slot whose every replica is on a
+// non-source node or corrupt is reported as stuck.
+//
+//   std::map<std::string, NodeView> nodes = ClassifyNodes(...);
+//   Plan plan = PlanMoves(files, nodes, bitgen);
+#ifndef RANGEFS_KEEPER_PLANNER_H_
+#define RANGEFS_KEEPER_PLANNER_H_
+
+#include <cstdint>
+#include <map>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "absl/random/bit_gen_ref.h"
+#include "absl/time/time.h"
+#include "namespace/store.h"
+#include "proto/layout.pb.h"
+
+namespace rangefs {
+namespace keeper {
+
+enum class NodeCondition { kUp, kDraining, kMissing, kDead, kDisabled };
+
+// "up", "draining", "missing", "dead", "disabled".
+const char* NodeConditionName(NodeCondition c);
+
+struct NodeView {
+  std::string id;
+  std::string zone;
+  std::string address;  // First agent address of the node record.
+  uint64_t free_bytes = 0;
+  uint64_t capacity_bytes = 0;  // LiveRecord.total_bytes; 0: unknown.
+  NodeCondition condition = NodeCondition::kUp;
+  // Objects the node's scrub found corrupt (LiveRecord.corrupt_objects).
+  std::set<std::string> corrupt;
+};
+
+// The condition of a node with record `node` whose live record is `live`
+// (nullptr: absent) and which was first seen without one at
+// `missing_since` (ignored when live is present).
+NodeCondition ClassifyNode(const v1::NodeRecord& node,
+                           const v1::LiveRecord* live, absl::Time missing_since,
+                           absl::Time now, absl::Duration dead_after);
+
+// One replica replacement: copy `object` from `source_node` to
+// `target_node`, then swap the replica on `from_node` for it in slot
+// `slot` of `path`'s layout. An in-place repair copies over the corrupt
+// replica on from_node == target_node and leaves the layout alone.
+struct Move {
+  bool in_place = false;
+  std::string path;
+  int64_t mod_revision = 0;  // Of the layout the move was planned on.
+  bool striped = false;
+  int slot = 0;  // Extent index, or stripe column when striped.
+  std::string object;
+  uint64_t object_offset = 0;
+  std::string from_node;    // Replica being replaced (dead or draining).
+  std::string source_node;  // Healthy replica to copy from.
+  std::string target_node;  // Where the new replica goes.
+  uint64_t bytes = 0;       // Bytes of the slot in the file (estimate).
+};
+
+struct StuckSlot {
+  std::string path;
+  int slot = 0;
+  std::string reason;
+};
+
+struct Plan {
+  std::vector<Move> moves;
+  std::vector<StuckSlot> stuck;  // No source, or no eligible target.
+  uint64_t bytes = 0;            // Sum of moves' bytes.
+};
+
+// The moves that bring the files back onto healthy, active nodes, at most
+// one per slot (a slot with two bad replicas gets its second move in a
+// later round). Files not READY and invalid entries are skipped.
+// `nodes` maps node id to its view; a replica on a node missing from it
+// counts as dead. `bitgen` breaks placement ties.
+Plan PlanMoves(const std::vector<ns::FileEntry>& files,
+               const std::map<std::string, NodeView>& nodes,
+               absl::BitGenRef bitgen);
+
+// `layout` with the replica of `move.from_node` in the move's slot replaced
+// by `move.target_node` (same object and offset). FAILED_PRECONDITION when
+// the slot no longer has that replica or already has one on the target
+// (the layout changed since planning).
+absl::StatusOr<v1::FileLayout> ApplyMove(const v1::FileLayout& layout,
+                                         const Move& move);
+
+// Whether `layout` is striped, its slot count (extents or stripe columns),
+// a slot's replicas and its bytes in the file (a column: size / width).
+bool IsStriped(const v1::FileLayout& layout);
+int SlotCount(const v1::FileLayout& layout);
+const google::protobuf::RepeatedPtrField<v1::Replica>& SlotReplicas(
+    const v1::FileLayout& layout, int slot);
+uint64_t SlotBytes(const v1::FileLayout& layout, int slot);
+
+// True if some replica of `layout` is `object` on `node_id`.
+bool References(const v1::FileLayout& layout, const std::string& node_id,
+                const std::string& object);
+
+}  // namespace keeper
+}  // namespace rangefs
+
+#endif  // RANGEFS_KEEPER_PLANNER_H_

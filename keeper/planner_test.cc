@@ -1,0 +1,270 @@
+#include "keeper/planner.h"
+
+#include <map>
+#include <string>
+#include <vector>
+
+#include "absl/random/random.h"
+#include "base/testing/status_matchers.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+
+namespace rangefs {
+namespace keeper {
+namespace {
+
+using ::testing::HasSubstr;
+
+NodeView Node(const std::string& id, NodeCondition c, uint64_t free = 1000,
+              const std::string& zone = "") {
+  NodeView v;
+  v.id = id;
+  v.zone = zone;
+  v.address = id + ":1";
+  v.free_bytes = free;
+  v.condition = c;
+  return v;
+}
+
+std::map<std::string, NodeView> Nodes(std::vector<NodeView> v) {
+  std::map<std::string, NodeView> m;
+  for (NodeView& n : v) m[n.id] = n;
+  return m;
+}
+
+// A READY file of `extents` 100-byte extents, extent i on nodes reps[i].
+ns::FileEntry File(const std::string& path,
+                   std::vector<std::vector<std::string>> reps) {
+  ns::FileEntry f;
+  f.path = path;
+  f.mod_revision = 7;
+  f.layout.set_state(v1::READY);
+  f.layout.set_size(100 * reps.size());
+  for (size_t i = 0; i < reps.size(); ++i) {
+    v1::Extent* e = f.layout.add_extents();
+    e->set_offset(100 * i);
+    e->set_length(100);
+    for (const std::string& n : reps[i]) {
+      v1::Replica* r = e->add_replicas();
+      r->set_node_id(n);
+      r->set_object(path + "/e" + std::to_string(i));
+    }
+  }
+  return f;
+}
+
+using C = NodeCondition;
+
+TEST(ClassifyNodeTest, LiveAbsenceAndAdminState) {
+  const absl::Time now = absl::FromUnixSeconds(1000);
+  v1::NodeRecord n;
+  n.set_admin_state(v1::ACTIVE);
+  v1::LiveRecord live;
+  const absl::Duration dead = absl::Seconds(10);
+  EXPECT_EQ(ClassifyNode(n, &live, now, now, dead), C::kUp);
+  EXPECT_EQ(ClassifyNode(n, nullptr, now - absl::Seconds(9), now, dead),
+            C::kMissing);
+  EXPECT_EQ(ClassifyNode(n, nullptr, now - absl::Seconds(10), now, dead),
+            C::kDead);
+  n.set_admin_state(v1::DRAINING);
+  EXPECT_EQ(ClassifyNode(n, &live, now, now, dead), C::kDraining);
+  EXPECT_EQ(ClassifyNode(n, nullptr, now - absl::Hours(1), now, dead),
+            C::kDead);
+  n.set_admin_state(v1::DISABLED);
+  EXPECT_EQ(ClassifyNode(n, &live, now, now, dead), C::kDisabled);
+}
+
+TEST(PlanMovesTest, HealthyClusterPlansNothing) {
+  absl::BitGen g;
+  auto nodes = Nodes({Node("a", C::kUp), Node("b", C::kUp), Node("c", C::kUp)});
+  Plan p = PlanMoves({File("/f", {{"a", "b"}, {"b", "c"}})}, nodes, g);
+  EXPECT_TRUE(p.moves.empty());
+  EXPECT_TRUE(p.stuck.empty());
+}
+
+TEST(PlanMovesTest, DeadReplicaMovesToANodeWithoutOne) {
+  absl::BitGen g;
+  auto nodes = Nodes({Node("a", C::kDead), Node("b", C::kUp), Node("c", C::kUp),
+                      Node("d", C::kUp)});
+  Plan p =
+      PlanMoves({File("/f", {{"a", "b"}, {"c", "d"}, {"b", "a"}})}, nodes, g);
+  ASSERT_EQ(p.moves.size(), 2u);
+  for (const Move& m : p.moves) {
+    EXPECT_EQ(m.from_node, "a");
+    EXPECT_EQ(m.source_node, "b");
+    EXPECT_NE(m.target_node, "a");
+    EXPECT_NE(m.target_node, "b");
+    EXPECT_EQ(m.mod_revision, 7);
+    EXPECT_EQ(m.bytes, 100u);
+  }
+  EXPECT_EQ(p.moves[0].slot, 0);
+  EXPECT_EQ(p.moves[0].object, "/f/e0");
+  EXPECT_EQ(p.moves[1].slot, 2);
+  EXPECT_EQ(p.bytes, 200u);
+}
+
+TEST(PlanMovesTest, UnknownNodeCountsAsDead) {
+  absl::BitGen g;
+  auto nodes = Nodes({Node("b", C::kUp), Node("c", C::kUp)});
+  Plan p = PlanMoves({File("/f", {{"gone", "b"}})}, nodes, g);
+  ASSERT_EQ(p.moves.size(), 1u);
+  EXPECT_EQ(p.moves[0].target_node, "c");
+}
+
+TEST(PlanMovesTest, MissingNodeWaitsAndIsNoSource) {
+  absl::BitGen g;
+  auto nodes =
+      Nodes({Node("a", C::kMissing), Node("b", C::kDead), Node("c", C::kUp)});
+  Plan p = PlanMoves({File("/f", {{"a", "c"}, {"a", "b"}})}, nodes, g);
+  // Slot 0: nothing bad. Slot 1: b dead, the only other replica missing.
+  EXPECT_TRUE(p.moves.empty());
+  ASSERT_EQ(p.stuck.size(), 1u);
+  EXPECT_EQ(p.stuck[0].slot, 1);
+  EXPECT_THAT(p.stuck[0].reason, HasSubstr("no good replica on a live node"));
+}
+
+TEST(PlanMovesTest, DrainingNodeIsASourceWhenItIsTheOnlyOne) {
+  absl::BitGen g;
+  auto nodes = Nodes({Node("a", C::kDraining), Node("b", C::kDead),
+                      Node("c", C::kUp), Node("d", C::kUp)});
+  Plan p = PlanMoves({File("/f", {{"a", "c"}, {"a", "b"}})}, nodes, g);
+  ASSERT_EQ(p.moves.size(), 2u);
+  EXPECT_EQ(p.moves[0].from_node, "a");
+  EXPECT_EQ(p.moves[0].source_node, "c");  // an up node is preferred
+  EXPECT_EQ(p.moves[0].target_node, "d");
+  EXPECT_EQ(p.moves[1].from_node, "a");  // one move per slot per round
+  EXPECT_EQ(p.moves[1].source_node, "a");
+}
+
+TEST(PlanMovesTest, NoTargetIsStuck) {
+  absl::BitGen g;
+  auto nodes = Nodes({Node("a", C::kDead), Node("b", C::kUp),
+                      Node("c", C::kUp, /*free=*/0), Node("d", C::kDisabled)});
+  Plan p = PlanMoves({File("/f", {{"a", "b"}})}, nodes, g);
+  EXPECT_TRUE(p.moves.empty());
+  ASSERT_EQ(p.stuck.size(), 1u);
+  EXPECT_THAT(p.stuck[0].reason, HasSubstr("free space"));
+}
+
+TEST(PlanMovesTest, PrefersANewZoneAndSpreadsByPlannedBytes) {
+  absl::BitGen g;
+  auto nodes =
+      Nodes({Node("a", C::kDead, 1000, "z1"), Node("b", C::kUp, 1000, "z1"),
+             Node("c", C::kUp, 1000, "z1"), Node("d", C::kUp, 250, "z2"),
+             Node("e", C::kUp, 250, "z2")});
+  std::vector<ns::FileEntry> files;
+  for (int i = 0; i < 4; ++i) {
+    files.push_back(File("/f" + std::to_string(i), {{"a", "b"}}));
+  }
+  Plan p = PlanMoves(files, nodes, g);
+  ASSERT_EQ(p.moves.size(), 4u);
+  std::map<std::string, int> per;
+  for (const Move& m : p.moves) ++per[m.target_node];
+  // z2 is the other zone; its two nodes share the four moves (the planned
+  // bytes count against their free space).
+  EXPECT_EQ(per["d"], 2);
+  EXPECT_EQ(per["e"], 2);
+}
+
+TEST(PlanMovesTest, SkipsFilesNotReadyAndInvalid) {
+  absl::BitGen g;
+  auto nodes =
+      Nodes({Node("a", C::kDead), Node("b", C::kUp), Node("c", C::kUp)});
+  ns::FileEntry importing = File("/i", {{"a", "b"}});
+  importing.layout.set_state(v1::IMPORTING);
+  ns::FileEntry invalid = File("/x", {{"a", "b"}});
+  invalid.invalid = "bad record";
+  EXPECT_TRUE(PlanMoves({importing, invalid}, nodes, g).moves.empty());
+}
+
+TEST(PlanMovesTest, StripedColumns) {
+  absl::BitGen g;
+  auto nodes =
+      Nodes({Node("a", C::kDead), Node("b", C::kUp), Node("c", C::kUp)});
+  ns::FileEntry f;
+  f.path = "/s";
+  f.layout.set_state(v1::READY);
+  f.layout.set_size(1000);
+  f.layout.mutable_striped()->set_stripe_unit(100);
+  for (const char* col : {"b", "a"}) {
+    v1::Replica* r = f.layout.mutable_striped()->add_targets()->add_replicas();
+    r->set_node_id(col);
+    r->set_object(std::string("/s/c") + col);
+  }
+  Plan p = PlanMoves({f}, nodes, g);
+  ASSERT_EQ(p.moves.size(), 0u);  // column 1's only replica is dead
+  ASSERT_EQ(p.stuck.size(), 1u);
+  f.layout.mutable_striped()->mutable_targets(1)->add_replicas()->set_node_id(
+      "b");
+  f.layout.mutable_striped()
+      ->mutable_targets(1)
+      ->mutable_replicas(1)
+      ->set_object("/s/ca");
+  p = PlanMoves({f}, nodes, g);
+  ASSERT_EQ(p.moves.size(), 1u);
+  EXPECT_TRUE(p.moves[0].striped);
+  EXPECT_EQ(p.moves[0].slot, 1);
+  EXPECT_EQ(p.moves[0].target_node, "c");
+  EXPECT_EQ(p.moves[0].bytes, 500u);
+  auto next = ApplyMove(f.layout, p.moves[0]);
+  ASSERT_THAT(next, IsOk());
+  EXPECT_EQ(next->striped().targets(1).replicas(0).node_id(), "c");
+}
+
+TEST(PlanMovesTest, CorruptReplicaIsRepairedInPlaceAndNeverASource) {
+  absl::BitGen g;
+  NodeView a = Node("a", C::kUp);
+  a.corrupt = {"/f/e0"};
+  auto nodes = Nodes({a, Node("b", C::kUp), Node("c", C::kUp)});
+  Plan p = PlanMoves({File("/f", {{"a", "b"}, {"a", "c"}})}, nodes, g);
+  ASSERT_EQ(p.moves.size(), 1u);  // /f/e1 on a is fine
+  EXPECT_TRUE(p.moves[0].in_place);
+  EXPECT_EQ(p.moves[0].slot, 0);
+  EXPECT_EQ(p.moves[0].from_node, "a");
+  EXPECT_EQ(p.moves[0].target_node, "a");
+  EXPECT_EQ(p.moves[0].source_node, "b");
+  // b dead, a's copy corrupt: nothing good to copy from.
+  nodes["b"].condition = C::kDead;
+  p = PlanMoves({File("/f", {{"a", "b"}})}, nodes, g);
+  EXPECT_TRUE(p.moves.empty());
+  ASSERT_EQ(p.stuck.size(), 1u);
+  EXPECT_THAT(p.stuck[0].reason, HasSubstr("corrupt"));
+}
+
+TEST(ApplyMoveTest, SwapsOnlyTheReplicaAndRefusesAChangedLayout) {
+  ns::FileEntry f = File("/f", {{"a", "b"}, {"b", "c"}});
+  Move m;
+  m.path = "/f";
+  m.slot = 0;
+  m.object = "/f/e0";
+  m.from_node = "a";
+  m.target_node = "d";
+  auto next = ApplyMove(f.layout, m);
+  ASSERT_THAT(next, IsOk());
+  EXPECT_EQ(next->extents(0).replicas(0).node_id(), "d");
+  EXPECT_EQ(next->extents(0).replicas(0).object(), "/f/e0");
+  EXPECT_EQ(next->extents(0).replicas(1).node_id(), "b");
+  EXPECT_EQ(next->extents(1).SerializeAsString(),
+            f.layout.extents(1).SerializeAsString());
+  // Already applied (someone else moved it): refused.
+  EXPECT_THAT(ApplyMove(*next, m),
+              StatusIs(absl::StatusCode::kFailedPrecondition));
+  m.target_node = "b";  // the slot already has a replica there
+  EXPECT_THAT(ApplyMove(f.layout, m),
+              StatusIs(absl::StatusCode::kFailedPrecondition));
+  m.target_node = "d";
+  m.slot = 5;
+  EXPECT_THAT(ApplyMove(f.layout, m),
+              StatusIs(absl::StatusCode::kFailedPrecondition));
+}
+
+TEST(ReferencesTest, ExtentsAndStripes) {
+  ns::FileEntry f = File("/f", {{"a", "b"}});
+  EXPECT_TRUE(References(f.layout, "a", "/f/e0"));
+  EXPECT_FALSE(References(f.layout, "c", "/f/e0"));
+  EXPECT_FALSE(References(f.layout, "a", "/f/e1"));
+}
+
+}  // namespace
+}  // namespace keeper
+}  // namespace rangefs

@@ -1,0 +1,807 @@
+// rangefs-keeper against a real etcd (3 members), real rangefs-node agents
+// and a real client reading all along: a node killed for good is
+// re-replicated, a drained node is emptied and removed, and of two keepers
+// only the elected one acts until it dies. Small files, seconds-long
+// timeouts (dead_after 2 s, lease 2 s).
+#include <signal.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+
+#include <atomic>
+#include <fstream>
+#include <iostream>
+#include <map>
+#include <memory>
+#include <random>
+#include <set>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
+#include "absl/time/clock.h"
+#include "admin/args.h"
+#include "admin/commands.h"
+#include "base/testing/status_matchers.h"
+#include "client_lib/client.h"
+#include "client_lib/file.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "namespace/keys.h"
+#include "storage_node/export_root.h"
+#include "storage_node/node_client.h"
+#include "tests/testing/agent_cluster.h"
+
+namespace rangefs {
+namespace {
+
+using testing::AgentCluster;
+using testing::AgentProcess;
+using testing::Subprocess;
+
+constexpr int kNodes = 4;
+
+class KeeperTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    // 3 etcd members for the election test, 1 elsewhere (lean).
+    const bool election = absl::StrContains(
+        ::testing::UnitTest::GetInstance()->current_test_info()->name(),
+        "Elected");
+    auto c = AgentCluster::Start("keeper_test", {.members = election ? 3 : 1});
+    ASSERT_THAT(c, IsOk());
+    cluster_ = *std::move(c);
+    ctx_.store = cluster_->store();
+    ctx_.cluster = "it";
+    for (int i = 0; i < kNodes; ++i) {
+      // Background scrub every second: reports corrupt objects in the live
+      // record (a few MiB per node: cheap).
+      auto a = cluster_->AddAgent(absl::StrCat("n", i), true, v1::ACTIVE,
+                                  {"--scrub_interval_s=1"});
+      ASSERT_THAT(a, IsOk());
+      ASSERT_TRUE(cluster_->WaitLive(
+          (*a)->id, [](bool found, const ns::LiveEntry&) { return found; },
+          absl::Seconds(10)));
+    }
+    // Single-extent files and one striped file, 2 replicas each.
+    std::mt19937 rng(17);
+    for (int i = 0; i < 6; ++i) {
+      const bool striped = i == 5;
+      std::string data((striped ? 3 << 20 : 150 << 10) + i, '\0');
+      for (char& ch : data) ch = static_cast<char>(rng());
+      const std::string path = absl::StrCat("/f", i);
+      const std::string local = absl::StrCat(cluster_->dir(), "/src", i);
+      std::ofstream(local, std::ios::binary) << data;
+      std::vector<std::string> argv = {"file", "put", local, path,
+                                       "--replicas=2"};
+      if (striped) argv.push_back("--stripe-unit=1M");
+      ASSERT_THAT(Run(argv), IsOk());
+      files_[path] = std::move(data);
+    }
+  }
+
+  void TearDown() override {
+    StopReader();
+    RecordProperty("scans", absl::StrCat(scans_.load()));
+    RecordProperty("bytes_verified", absl::StrCat(bytes_verified_.load()));
+    if (HasFailure()) {
+      for (const auto& [id, k] : keepers_) {
+        std::cerr << "--- keeper " << id << " log tail:\n"
+                  << k->LogTail(8192) << "\n";
+      }
+    }
+    keepers_.clear();
+  }
+
+  absl::StatusOr<admin::Table> Run(std::vector<std::string> argv) {
+    auto args = admin::Args::Parse(argv);
+    if (!args.ok()) return args.status();
+    return admin::RunCommand(ctx_, *args);
+  }
+
+  Subprocess* StartKeeper(const std::string& id, double grace_s = 3600,
+                          std::vector<std::string> extra = {}) {
+    std::vector<std::string> argv = {
+        testing::RunfilePath("keeper/rangefs-keeper"),
+        "--etcd_endpoints=" + cluster_->etcd()->endpoints(),
+        "--cluster=it",
+        "--id=" + id,
+        "--lease_ttl_s=2",
+        "--interval_s=0.2",
+        "--dead_after_s=2",
+        absl::StrCat("--delete_grace_s=", grace_s),
+        "--etcd_timeout_s=2"};
+    for (std::string& f : extra) argv.push_back(std::move(f));
+    auto p = Subprocess::Start(
+        {.argv = argv,
+         .log_path = absl::StrCat(cluster_->dir(), "/", id, ".log")});
+    EXPECT_THAT(p, IsOk());
+    if (!p.ok()) return nullptr;
+    keepers_[id] = *std::move(p);
+    return keepers_[id].get();
+  }
+
+  // The active keeper's id; empty if none.
+  std::string Leader() {
+    auto r = cluster_->etcd_client()->Range(
+        cluster_->store()->keys().KeeperLeader());
+    if (!r.ok() || r->kvs.empty()) return "";
+    return r->kvs[0].value;
+  }
+
+  // A job scanning every file through the client library, again and again,
+  // comparing every byte with the source. Files stay open across scans, so
+  // layout changes must be adopted silently.
+  void StartReader() {
+    // The reader's own copy: the test may change files_ meanwhile.
+    reader_ = std::thread([this, files = files_] {
+      ClientOptions o;
+      o.etcd_endpoints = cluster_->etcd()->endpoints();
+      o.cluster = "it";
+      o.data_path = DataPath::kAgent;
+      // Every piece checked against the agents' sidecars: a corrupt
+      // replica is DATA_LOSS there and the read moves to another one.
+      o.verify = VerifyMode::kFull;
+      auto client = Client::Open(o);
+      if (!client.ok()) {
+        read_errors_.fetch_add(1);
+        return;
+      }
+      std::map<std::string, std::unique_ptr<File>> open;
+      for (const auto& [path, data] : files) {
+        auto f = (*client)->OpenFile(path);
+        if (!f.ok()) {
+          read_errors_.fetch_add(1);
+          ADD_FAILURE() << path << ": " << f.status();
+          return;
+        }
+        open[path] = *std::move(f);
+      }
+      std::string buf;
+      while (!stop_reader_.load()) {
+        for (const auto& [path, data] : files) {
+          buf.assign(data.size(), '\0');
+          auto n = open[path]->Read(0, absl::MakeSpan(&buf[0], buf.size()));
+          if (!n.ok() || *n != data.size() || buf != data) {
+            read_errors_.fetch_add(1);
+            ADD_FAILURE() << "read of " << path << ": "
+                          << (n.ok() ? "wrong bytes" : n.status().ToString());
+          } else {
+            bytes_verified_.fetch_add(data.size());
+          }
+        }
+        scans_.fetch_add(1);
+      }
+    });
+  }
+  void StopReader() {
+    stop_reader_.store(true);
+    if (reader_.joinable()) reader_.join();
+  }
+  // Waits for `n` more full scans of the reader.
+  bool WaitScans(int n, absl::Duration timeout) {
+    const int64_t want = scans_.load() + n;
+    return Poll([&] { return scans_.load() >= want; }, timeout);
+  }
+
+  static bool Poll(const std::function<bool()>& cond, absl::Duration timeout) {
+    const absl::Time end = absl::Now() + timeout;
+    while (absl::Now() < end) {
+      if (cond()) return true;
+      absl::SleepFor(absl::Milliseconds(50));
+    }
+    return cond();
+  }
+
+  // Replica counts per node over every file (and whether every slot has
+  // exactly 2 replicas, none of them on `bad`).
+  bool AllSlotsHealthy(const std::set<std::string>& bad,
+                       std::map<std::string, int>* per_node = nullptr) {
+    bool ok = true;
+    for (const auto& [path, data] : files_) {
+      auto f = cluster_->store()->GetFile(path);
+      if (!f.ok()) return false;
+      auto check = [&](const auto& reps) {
+        if (reps.size() != 2) ok = false;
+        std::set<std::string> distinct;
+        for (const v1::Replica& r : reps) {
+          if (bad.count(r.node_id()) > 0) ok = false;
+          distinct.insert(r.node_id());
+          if (per_node != nullptr) ++(*per_node)[r.node_id()];
+        }
+        if (distinct.size() != 2) ok = false;
+      };
+      for (const auto& e : f->layout.extents()) check(e.replicas());
+      for (const auto& t : f->layout.striped().targets()) check(t.replicas());
+    }
+    return ok;
+  }
+
+  // Objects in agent i's export.
+  std::vector<std::string> Objects(size_t i) {
+    std::vector<std::string> out;
+    auto root = node::ExportRoot::Open(cluster_->agent(i).export_dir,
+                                       {.writable = false});
+    if (!root.ok()) return {"<cannot open export>"};
+    (void)(*root)->ForEachObject([&](const std::string& p) {
+      out.push_back(p);
+      return true;
+    });
+    return out;
+  }
+
+  // Agent index of node id "n<i>".
+  static size_t Index(const std::string& id) {
+    return std::stoul(id.substr(1));
+  }
+
+  static std::string Slurp(const std::string& file) {
+    std::ifstream f(file, std::ios::binary);
+    return std::string(std::istreambuf_iterator<char>(f), {});
+  }
+
+  static void FlipByte(const std::string& file, off_t off) {
+    std::fstream f(file, std::ios::in | std::ios::out | std::ios::binary);
+    f.seekg(off);
+    char c = 0;
+    f.read(&c, 1);
+    c ^= 0x01;
+    f.seekp(off);
+    f.write(&c, 1);
+  }
+
+  // Polls (compacting etcd each time, so that trash may go) until agents
+  // `live` hold exactly the objects the layouts of files_ reference.
+  void ExpectOnlyReferencedObjects(const std::vector<size_t>& live,
+                                   Subprocess* keeper) {
+    std::string extra;
+    EXPECT_TRUE(Poll(
+        [&] {
+          auto rev = cluster_->store()->CurrentRevision();
+          if (rev.ok()) (void)cluster_->etcd_client()->Compact(*rev);
+          std::set<std::pair<std::string, std::string>> referenced;
+          for (const auto& [path, data] : files_) {
+            auto f = cluster_->store()->GetFile(path);
+            if (!f.ok()) return false;
+            for (const auto& e : f->layout.extents()) {
+              for (const auto& r : e.replicas()) {
+                referenced.emplace(r.node_id(), r.object());
+              }
+            }
+            for (const auto& t : f->layout.striped().targets()) {
+              for (const auto& r : t.replicas()) {
+                referenced.emplace(r.node_id(), r.object());
+              }
+            }
+          }
+          for (size_t i : live) {
+            for (const std::string& o : Objects(i)) {
+              if (referenced.count({cluster_->agent(i).id, o}) == 0) {
+                extra = cluster_->agent(i).id + " " + o;
+                return false;
+              }
+            }
+          }
+          return true;
+        },
+        absl::Seconds(30)))
+        << "left over: " << extra << "\n"
+        << keeper->LogTail();
+  }
+
+  void ExpectFsckClean() {
+    // OK is fsck's exit 0.
+    EXPECT_THAT(Run({"fsck", "/", "--checksums"}), IsOk());
+  }
+
+  std::unique_ptr<AgentCluster> cluster_;
+  admin::Context ctx_;
+  std::map<std::string, std::string> files_;  // path -> bytes
+  std::map<std::string, std::unique_ptr<Subprocess>> keepers_;
+  std::thread reader_;
+  std::atomic<bool> stop_reader_{false};
+  std::atomic<int64_t> read_errors_{0}, bytes_verified_{0}, scans_{0};
+};
+
+TEST_F(KeeperTest, NodeKilledForGoodIsReReplicatedWithoutReadErrors) {
+  ASSERT_NE(StartKeeper("ka"), nullptr);
+  ASSERT_TRUE(Poll([&] { return Leader() == "ka"; }, absl::Seconds(10)));
+  StartReader();
+  ASSERT_TRUE(WaitScans(2, absl::Seconds(20)));
+  std::map<std::string, int> before;
+  ASSERT_TRUE(AllSlotsHealthy({}, &before));
+  ASSERT_GT(before["n1"], 0);
+  const absl::Time killed = absl::Now();
+  ASSERT_THAT(cluster_->agent(1).process->Kill(), IsOk());  // kill -9
+  // dead_after (2 s) + lease expiry (2 s) + copies.
+  ASSERT_TRUE(Poll([&] { return AllSlotsHealthy({"n1"}); }, absl::Seconds(30)))
+      << keepers_["ka"]->LogTail();
+  const absl::Duration healed = absl::Now() - killed;
+  ASSERT_TRUE(WaitScans(2, absl::Seconds(20)));
+  StopReader();
+  EXPECT_EQ(read_errors_.load(), 0);
+  EXPECT_GT(bytes_verified_.load(), 0);
+  ExpectFsckClean();
+  RecordProperty("healed_seconds", absl::StrCat(absl::ToDoubleSeconds(healed)));
+  // `status` shows the active keeper and what its last round saw.
+  ASSERT_TRUE(Poll(
+      [&] {
+        auto st = Run({"status"});
+        return st.ok() &&
+               absl::StrContains(st->message, "keeper ka active (last round") &&
+               absl::StrContains(st->message, " replica move(s) to do (") &&
+               absl::StrContains(st->message, "1 dead");
+      },
+      absl::Seconds(10)));
+  EXPECT_THAT(keepers_["ka"]->Log(), ::testing::HasSubstr("layout updated"));
+}
+
+TEST_F(KeeperTest, DrainUnderReadsEmptiesTheNodeThenRemoveSucceeds) {
+  ASSERT_NE(StartKeeper("ka", /*grace_s=*/1), nullptr);
+  StartReader();
+  ASSERT_TRUE(WaitScans(2, absl::Seconds(20)));
+  ASSERT_FALSE(Objects(2).empty());
+  // Refused while the node holds replicas.
+  EXPECT_THAT(Run({"node", "remove", "n2"}),
+              StatusIs(absl::StatusCode::kFailedPrecondition));
+  ASSERT_THAT(Run({"node", "drain", "n2"}), IsOk());
+  ASSERT_TRUE(Poll([&] { return AllSlotsHealthy({"n2"}); }, absl::Seconds(30)))
+      << keepers_["ka"]->LogTail();
+  ASSERT_TRUE(WaitScans(2, absl::Seconds(20)));
+  // The dropped objects stay until the grace period is over AND etcd has
+  // compacted past the revision that dropped them.
+  absl::SleepFor(absl::Seconds(1.5));  // > grace; nothing may go yet
+  EXPECT_FALSE(Objects(2).empty());
+  auto rev = cluster_->store()->CurrentRevision();
+  ASSERT_THAT(rev, IsOk());
+  ASSERT_THAT(cluster_->etcd_client()->Compact(*rev), IsOk());
+  ASSERT_TRUE(Poll([&] { return Objects(2).empty(); }, absl::Seconds(20)))
+      << keepers_["ka"]->LogTail();
+  StopReader();
+  EXPECT_EQ(read_errors_.load(), 0);
+  EXPECT_THAT(Run({"node", "remove", "n2"}), IsOk());
+  ExpectFsckClean();
+}
+
+TEST_F(KeeperTest, OnlyTheElectedKeeperActsAndAnotherTakesOver) {
+  // Copies at 256 KiB/s each (a 1 MiB stripe column: ~4 s), grace 1 s,
+  // orphan scans every 0.5 s, no rebalancing.
+  const std::vector<std::string> flags = {"--copy_bytes_per_sec=1048576",
+                                          "--orphan_scan_interval_s=0.5",
+                                          "--rebalance_tolerance=0"};
+  ASSERT_NE(StartKeeper("ka", 1, flags), nullptr);
+  ASSERT_TRUE(Poll([&] { return !Leader().empty(); }, absl::Seconds(10)));
+  ASSERT_NE(StartKeeper("kb", 1, flags), nullptr);
+  const std::string first = Leader();
+  const std::string second = first == "ka" ? "kb" : "ka";
+  ASSERT_THAT(keepers_[second]->WaitForLog("started", absl::Seconds(10)),
+              IsOk());
+  StartReader();
+  // Work for the leader: a dead node.
+  ASSERT_THAT(cluster_->agent(3).process->Kill(), IsOk());
+  ASSERT_TRUE(Poll([&] { return AllSlotsHealthy({"n3"}); }, absl::Seconds(40)))
+      << keepers_[first]->LogTail();
+  // The standby never acted.
+  EXPECT_THAT(keepers_[first]->Log(), ::testing::HasSubstr("layout updated"));
+  EXPECT_THAT(keepers_[second]->Log(),
+              ::testing::Not(::testing::HasSubstr("keeper: move")));
+  EXPECT_THAT(keepers_[second]->Log(),
+              ::testing::Not(::testing::HasSubstr("is active")));
+  // New work, and kill -9 the active keeper in the middle of a move: the
+  // other takes over (the lease expires within 2 s) and finishes the drain.
+  ASSERT_THAT(Run({"node", "drain", "n0"}), IsOk());
+  ASSERT_TRUE(Poll(
+      [&] {
+        for (absl::string_view line :
+             absl::StrSplit(keepers_[first]->Log(), '\n')) {
+          if (absl::StrContains(line, " n0 -> ") &&
+              absl::StrContains(line, "copying from")) {
+            return true;
+          }
+        }
+        return false;
+      },
+      absl::Seconds(20)))
+      << keepers_[first]->LogTail();
+  ASSERT_THAT(keepers_[first]->Kill(), IsOk());
+  ASSERT_TRUE(Poll([&] { return Leader() == second; }, absl::Seconds(15)));
+  ASSERT_TRUE(Poll(
+      [&] {
+        return AllSlotsHealthy({"n0", "n3"});
+      },
+      absl::Seconds(40)))
+      << keepers_[second]->LogTail();
+  EXPECT_THAT(keepers_[second]->Log(), ::testing::HasSubstr("is active"));
+  ASSERT_TRUE(WaitScans(2, absl::Seconds(20)));
+  StopReader();
+  EXPECT_EQ(read_errors_.load(), 0);
+  ExpectFsckClean();
+  // Nothing left twice: once etcd compacts, every live node holds exactly
+  // the objects layouts reference (n0, drained, none; a copy the killed
+  // keeper left behind is collected as an orphan).
+  ExpectOnlyReferencedObjects({0, 1, 2}, keepers_[second].get());
+  EXPECT_TRUE(Objects(0).empty());
+}
+
+TEST_F(KeeperTest, EtcdOutageDuringAMoveLosesNothing) {
+  ASSERT_NE(
+      StartKeeper("ka", 1,
+                  {"--copy_bytes_per_sec=1048576",
+                   "--orphan_scan_interval_s=0.5", "--rebalance_tolerance=0"}),
+      nullptr);
+  StartReader();
+  ASSERT_THAT(cluster_->agent(3).process->Kill(), IsOk());
+  ASSERT_TRUE(Poll(
+      [&] {
+        for (absl::string_view line :
+             absl::StrSplit(keepers_["ka"]->Log(), '\n')) {
+          if (absl::StrContains(line, " n3 -> ") &&
+              absl::StrContains(line, "copying from")) {
+            return true;
+          }
+        }
+        return false;
+      },
+      absl::Seconds(20)))
+      << keepers_["ka"]->LogTail();
+  // etcd goes away mid-move: the keeper loses its lease and stops acting.
+  ASSERT_THAT(cluster_->etcd()->KillMember(0), IsOk());
+  ASSERT_TRUE(Poll(
+      [&] {
+        return absl::StrContains(keepers_["ka"]->Log(),
+                                 "leader lease lost; stopped acting");
+      },
+      absl::Seconds(20)))
+      << keepers_["ka"]->LogTail();
+  ASSERT_THAT(cluster_->etcd()->RestartMember(0), IsOk());
+  ASSERT_TRUE(Poll([&] { return AllSlotsHealthy({"n3"}); }, absl::Seconds(40)))
+      << keepers_["ka"]->LogTail();
+  ASSERT_TRUE(WaitScans(2, absl::Seconds(20)));
+  StopReader();
+  EXPECT_EQ(read_errors_.load(), 0);
+  ExpectFsckClean();
+  ExpectOnlyReferencedObjects({0, 1, 2}, keepers_["ka"].get());
+}
+
+TEST_F(KeeperTest, CorruptReplicaIsRepairedInPlace) {
+  ASSERT_NE(StartKeeper("ka"), nullptr);
+  auto f = cluster_->store()->GetFile("/f0");
+  ASSERT_THAT(f, IsOk());
+  ASSERT_EQ(f->layout.extents_size(), 1);
+  const v1::Replica r = f->layout.extents(0).replicas(0);
+  ASSERT_EQ(r.object_offset(), 0u);
+  const std::string object =
+      cluster_->agent(Index(r.node_id())).export_dir + "/" + r.object();
+  ASSERT_EQ(Slurp(object), files_["/f0"]);
+  StartReader();
+  FlipByte(object, 1000);
+  ASSERT_NE(Slurp(object), files_["/f0"]);
+  // The node's scrub reports it, the keeper copies a good replica over it.
+  ASSERT_TRUE(
+      Poll([&] { return Slurp(object) == files_["/f0"]; }, absl::Seconds(20)))
+      << keepers_["ka"]->LogTail();
+  EXPECT_THAT(keepers_["ka"]->Log(), ::testing::HasSubstr("repair of corrupt"));
+  ASSERT_TRUE(WaitScans(2, absl::Seconds(20)));
+  StopReader();
+  // The client verifies chunk CRCs and falls back to the good replica.
+  EXPECT_EQ(read_errors_.load(), 0);
+  ExpectFsckClean();
+}
+
+TEST_F(KeeperTest, AdminRmAndMvRacingAMoveWinCleanly) {
+  // Two 2 MiB files outside the reader's set; copies at 512 KiB/s each
+  // (2 MiB/s over 4 copies) leave a window of seconds per move.
+  std::mt19937 rng(5);
+  std::map<std::string, std::string> race;
+  for (const char* path : {"/race", "/race2"}) {
+    std::string data(2 << 20, '\0');
+    for (char& ch : data) ch = static_cast<char>(rng());
+    const std::string local = cluster_->dir() + "/src" + (path + 1);
+    std::ofstream(local, std::ios::binary) << data;
+    ASSERT_THAT(Run({"file", "put", local, path, "--replicas=2"}), IsOk());
+    race[path] = std::move(data);
+  }
+  auto layout = [&](const std::string& path) {
+    auto f = cluster_->store()->GetFile(path);
+    EXPECT_THAT(f, IsOk());
+    return f.ok() ? f->layout : v1::FileLayout();
+  };
+  // The replicas of the first extent or stripe column.
+  auto slot0 = [](const v1::FileLayout& l) {
+    return l.extents_size() > 0 ? l.extents(0).replicas()
+                                : l.striped().targets(0).replicas();
+  };
+  ASSERT_NE(
+      StartKeeper("ka", 3600,
+                  {"--copy_bytes_per_sec=2097152", "--rebalance_tolerance=0"}),
+      nullptr);
+  StartReader();
+  auto wait_copying = [&](const std::string& path) {
+    return Poll(
+        [&] {
+          return absl::StrContains(keepers_["ka"]->Log(),
+                                   "move of " + path + " slot 0");
+        },
+        absl::Seconds(30));
+  };
+
+  // rm during the copy: the move is abandoned and its copy deleted.
+  const v1::FileLayout r1 = layout("/race");
+  ASSERT_EQ(slot0(r1).size(), 2);
+  const std::string x = slot0(r1)[0].node_id();
+  const std::string object = slot0(r1)[0].object();
+  std::set<std::string> holders = {x, slot0(r1)[1].node_id()};
+  ASSERT_THAT(Run({"node", "drain", x}), IsOk());
+  ASSERT_TRUE(wait_copying("/race")) << keepers_["ka"]->LogTail();
+  ASSERT_THAT(Run({"file", "rm", "/race"}), IsOk());
+  ASSERT_TRUE(Poll(
+      [&] {
+        return AllSlotsHealthy({x}) &&
+               absl::StrContains(keepers_["ka"]->Log(), "file gone; abandoned");
+      },
+      absl::Seconds(30)))
+      << keepers_["ka"]->LogTail();
+  // The abandoned copy is deleted (right after the log line).
+  EXPECT_TRUE(Poll(
+      [&] {
+        for (size_t i = 0; i < cluster_->agents(); ++i) {
+          if (holders.count(cluster_->agent(i).id) > 0) continue;
+          for (const std::string& o : Objects(i)) {
+            if (o == object) return false;
+          }
+        }
+        return true;
+      },
+      absl::Seconds(10)));
+
+  // mv during the copy: abandoned at the old path, then done at the new.
+  const v1::FileLayout r2 = layout("/race2");
+  ASSERT_EQ(slot0(r2).size(), 2);
+  std::string y = slot0(r2)[0].node_id();
+  if (y == x) y = slot0(r2)[1].node_id();
+  ASSERT_NE(y, x);
+  ASSERT_THAT(Run({"node", "drain", y}), IsOk());
+  ASSERT_TRUE(wait_copying("/race2")) << keepers_["ka"]->LogTail();
+  ASSERT_THAT(Run({"file", "mv", "/race2", "/moved2"}), IsOk());
+  files_["/moved2"] = race["/race2"];  // checked below, not by the reader
+  ASSERT_TRUE(Poll(
+      [&] {
+        return AllSlotsHealthy({x, y});
+      },
+      absl::Seconds(30)))
+      << keepers_["ka"]->LogTail();
+  StopReader();
+  EXPECT_EQ(read_errors_.load(), 0);
+  const v1::FileLayout moved = layout("/moved2");
+  EXPECT_EQ(moved.file_id(), r2.file_id());
+  EXPECT_EQ(slot0(moved)[0].object(), slot0(r2)[0].object());
+  ExpectFsckClean();
+}
+
+TEST_F(KeeperTest, DeadNodeBackMidRepairAbandonsItsMoves) {
+  // Copies at 256 KiB/s each: a 1 MiB stripe column takes ~4 s.
+  auto f5 = cluster_->store()->GetFile("/f5");
+  ASSERT_THAT(f5, IsOk());
+  ASSERT_TRUE(f5->layout.has_striped());
+  const std::string victim =
+      f5->layout.striped().targets(0).replicas(0).node_id();
+  ASSERT_NE(StartKeeper("ka", 3600, {"--copy_bytes_per_sec=1048576"}), nullptr);
+  StartReader();
+  AgentProcess& a = cluster_->agent(Index(victim));
+  ASSERT_THAT(a.process->Kill(), IsOk());
+  ASSERT_TRUE(Poll(
+      [&] {
+        return absl::StrContains(keepers_["ka"]->Log(), "move of /f5 slot 0");
+      },
+      absl::Seconds(30)))
+      << keepers_["ka"]->LogTail();
+  ASSERT_THAT(cluster_->Restart(a), IsOk());  // same export, same objects
+  ASSERT_TRUE(Poll(
+      [&] {
+        return absl::StrContains(keepers_["ka"]->Log(),
+                                 victim + " is back; abandoned");
+      },
+      absl::Seconds(30)))
+      << keepers_["ka"]->LogTail();
+  // Every slot has 2 replicas on live nodes (the victim's included).
+  ASSERT_TRUE(Poll([&] { return AllSlotsHealthy({}); }, absl::Seconds(20)));
+  ASSERT_TRUE(WaitScans(2, absl::Seconds(20)));
+  StopReader();
+  EXPECT_EQ(read_errors_.load(), 0);
+  ExpectFsckClean();
+}
+
+TEST_F(KeeperTest, TwoEmptyNodesAddedAreFilledToWithinTenPercent) {
+  // Fine-grained data for a ±10% band: 48 files of 32 KiB, 2 replicas.
+  for (const auto& [path, data] : files_) {
+    ASSERT_THAT(Run({"file", "rm", path}), IsOk());
+  }
+  files_.clear();
+  std::mt19937 rng(3);
+  for (int i = 0; i < 48; ++i) {
+    std::string data(32 << 10, '\0');
+    for (char& ch : data) ch = static_cast<char>(rng());
+    const std::string path = absl::StrCat("/s", i);
+    const std::string local = absl::StrCat(cluster_->dir(), "/s", i);
+    std::ofstream(local, std::ios::binary) << data;
+    ASSERT_THAT(Run({"file", "put", local, path, "--replicas=2"}), IsOk());
+    files_[path] = std::move(data);
+  }
+  ASSERT_NE(StartKeeper("ka"), nullptr);
+  StartReader();
+  for (int i = kNodes; i < kNodes + 2; ++i) {
+    auto a = cluster_->AddAgent(absl::StrCat("n", i), true, v1::ACTIVE,
+                                {"--scrub_interval_s=1"});
+    ASSERT_THAT(a, IsOk());
+  }
+  // Replicas per node (all slots are 32 KiB; capacities are equal: one
+  // file system): 96 over 6 nodes, mean 16, band [14.4, 17.6].
+  std::map<std::string, int> per;
+  ASSERT_TRUE(Poll(
+      [&] {
+        per.clear();
+        if (!AllSlotsHealthy({}, &per) || per.size() != kNodes + 2)
+          return false;
+        for (const auto& [id, n] : per) {
+          if (n < 15 || n > 17) return false;
+        }
+        return true;
+      },
+      absl::Seconds(40)))
+      << keepers_["ka"]->LogTail();
+  ASSERT_TRUE(WaitScans(2, absl::Seconds(20)));
+  StopReader();
+  EXPECT_EQ(read_errors_.load(), 0);
+  ExpectFsckClean();
+}
+
+TEST_F(KeeperTest, OrphanIsCollectedAfterGraceReferencedObjectsNever) {
+  // An object no layout references (a failed put's leftover), written
+  // straight to agent n0.
+  auto nc = node::NodeClient::Connect(cluster_->agent(0).address);
+  ASSERT_THAT(nc, IsOk());
+  const std::string orphan = "f/orphan/e0";
+  size_t sent = 0;
+  ASSERT_THAT((*nc)->WriteObject(
+                  orphan,
+                  [&](absl::Span<char> buf) -> absl::StatusOr<size_t> {
+                    const size_t n = std::min<size_t>(buf.size(), 1000 - sent);
+                    sent += n;
+                    return n;
+                  },
+                  {.deadline = absl::Now() + absl::Seconds(10)}),
+              IsOk());
+  // Every object in a layout, and where.
+  std::set<std::pair<std::string, std::string>> referenced;
+  for (const auto& [path, data] : files_) {
+    auto f = cluster_->store()->GetFile(path);
+    ASSERT_THAT(f, IsOk());
+    for (const auto& e : f->layout.extents()) {
+      for (const auto& r : e.replicas())
+        referenced.emplace(r.node_id(), r.object());
+    }
+    for (const auto& t : f->layout.striped().targets()) {
+      for (const auto& r : t.replicas())
+        referenced.emplace(r.node_id(), r.object());
+    }
+  }
+  auto has = [&](size_t agent, const std::string& object) {
+    for (const std::string& o : Objects(agent)) {
+      if (o == object) return true;
+    }
+    return false;
+  };
+  // Grace 1 s; orphan scans every 0.5 s; no rebalancing (nothing moves).
+  ASSERT_NE(
+      StartKeeper("ka", /*grace_s=*/1,
+                  {"--orphan_scan_interval_s=0.5", "--rebalance_tolerance=0"}),
+      nullptr);
+  ASSERT_TRUE(Poll(
+      [&] {
+        return absl::StrContains(keepers_["ka"]->Log(),
+                                 "orphan " + orphan + " on n0");
+      },
+      absl::Seconds(20)))
+      << keepers_["ka"]->LogTail();
+  // Past the grace, it still waits for etcd to compact past its revision.
+  absl::SleepFor(absl::Seconds(1.5));
+  EXPECT_TRUE(has(0, orphan));
+  ASSERT_TRUE(Poll(
+      [&] {
+        auto rev = cluster_->store()->CurrentRevision();
+        if (rev.ok()) (void)cluster_->etcd_client()->Compact(*rev);
+        return !has(0, orphan);
+      },
+      absl::Seconds(20)))
+      << keepers_["ka"]->LogTail();
+  // Several more scans and collections later: every referenced object is
+  // still in place.
+  ASSERT_TRUE(Poll(
+      [&] {
+        return absl::StrContains(keepers_["ka"]->Log(), "deleted " + orphan);
+      },
+      absl::Seconds(10)));
+  for (const auto& [node_id, object] : referenced) {
+    EXPECT_TRUE(has(Index(node_id), object)) << node_id << " " << object;
+  }
+  // The only object ever taken for an orphan is the orphan.
+  for (absl::string_view line : absl::StrSplit(keepers_["ka"]->Log(), '\n')) {
+    if (absl::StrContains(line, "keeper: orphan ")) {
+      EXPECT_TRUE(absl::StrContains(line, "orphan " + orphan + " on n0"))
+          << line;
+    }
+  }
+  ExpectFsckClean();
+}
+
+TEST_F(KeeperTest, CorruptSourceIsNeverCopied) {
+  // /f1's replicas: one corrupted on disk, the other's node killed. The
+  // keeper must not spread the corrupt bytes; the other files heal.
+  auto f = cluster_->store()->GetFile("/f1");
+  ASSERT_THAT(f, IsOk());
+  const v1::Replica bad = f->layout.extents(0).replicas(0);
+  const std::string dead = f->layout.extents(0).replicas(1).node_id();
+  FlipByte(
+      cluster_->agent(Index(bad.node_id())).export_dir + "/" + bad.object(),
+      10);
+  ASSERT_THAT(cluster_->agent(Index(dead)).process->Kill(), IsOk());
+  // --dry_run prints the plan and changes nothing (once the dead node's
+  // live record is gone).
+  std::map<std::string, int64_t> revisions;
+  for (const auto& [path, data] : files_) {
+    auto f = cluster_->store()->GetFile(path);
+    ASSERT_THAT(f, IsOk());
+    revisions[path] = f->mod_revision;
+  }
+  std::string plan;
+  int runs = 0;
+  ASSERT_TRUE(Poll(
+      [&] {
+        auto p = Subprocess::Start(
+            {.argv = {testing::RunfilePath("keeper/rangefs-keeper"),
+                      "--etcd_endpoints=" + cluster_->etcd()->endpoints(),
+                      "--cluster=it", "--dry_run"},
+             .log_path =
+                 absl::StrCat(cluster_->dir(), "/dry", ++runs, ".log")});
+        if (!p.ok()) return false;
+        auto st = (*p)->Wait(absl::Seconds(20));
+        plan = (*p)->Log();
+        return st.ok() && WIFEXITED(*st) && WEXITSTATUS(*st) == 0 &&
+               absl::StrContains(plan, " 1 dead, 0 draining node(s)") &&
+               // once the scrub reported the corrupt replica too
+               absl::StrContains(plan, "stuck /f1 slot 0: no good replica");
+      },
+      absl::Seconds(20)))
+      << plan;
+  EXPECT_THAT(plan, ::testing::HasSubstr(" " + dead + " -> "));
+  for (const auto& [path, rev] : revisions) {
+    auto now = cluster_->store()->GetFile(path);
+    ASSERT_THAT(now, IsOk());
+    EXPECT_EQ(now->mod_revision, rev) << path << " changed by a dry run";
+  }
+  ASSERT_NE(StartKeeper("ka"), nullptr);
+  ASSERT_TRUE(Poll(
+      [&] {
+        auto log = keepers_["ka"]->Log();
+        return absl::StrContains(log, "/f1 slot 0 cannot be repaired") &&
+               absl::StrContains(log, "corrupt");
+      },
+      absl::Seconds(30)))
+      << keepers_["ka"]->LogTail();
+  // Every other file is back to 2 healthy replicas.
+  files_.erase("/f1");
+  ASSERT_TRUE(Poll([&] { return AllSlotsHealthy({dead}); }, absl::Seconds(30)))
+      << keepers_["ka"]->LogTail();
+  // No live node but the corrupt one holds /f1's object (the dead node's
+  // export still has its files).
+  for (size_t i = 0; i < cluster_->agents(); ++i) {
+    const std::string& id = cluster_->agent(i).id;
+    if (id == bad.node_id() || id == dead) continue;
+    for (const std::string& o : Objects(i)) EXPECT_NE(o, bad.object());
+  }
+}
+
+}  // namespace
+}  // namespace rangefs
