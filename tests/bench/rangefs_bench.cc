@@ -96,6 +96,8 @@ ABSL_FLAG(int, inflight_per_node, 8, "physical reads in flight per node");
 ABSL_FLAG(uint64_t, min_file_size, 0, "only use files at least this big");
 ABSL_FLAG(uint64_t, max_file_size, UINT64_MAX, "only files at most this big");
 ABSL_FLAG(bool, io_uring, true, "mount path: per-node io_uring ring thread");
+ABSL_FLAG(bool, single_flight, true,
+          "concurrent reads of the same bytes share one physical read");
 ABSL_FLAG(bool, page_cache_reads, true,
           "mount path: the calling thread copies bytes already in the page "
           "cache of a local file system itself");
@@ -205,6 +207,7 @@ int main(int argc, char** argv) {
   o.max_inflight_per_node = absl::GetFlag(FLAGS_inflight_per_node);
   o.io_uring = absl::GetFlag(FLAGS_io_uring);
   o.page_cache_reads = absl::GetFlag(FLAGS_page_cache_reads);
+  o.single_flight = absl::GetFlag(FLAGS_single_flight);
   o.io_uring_depth = absl::GetFlag(FLAGS_io_uring_depth);
   o.max_io_size = ParseSize(absl::GetFlag(FLAGS_max_io_size));
   o.default_deadline = absl::Seconds(absl::GetFlag(FLAGS_deadline_s));
