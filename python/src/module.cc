@@ -10,4 +10,5 @@ PYBIND11_MODULE(_rangefs, m) {
   rangefs::python::BindValues(m);
   rangefs::python::BindFile(m);
   rangefs::python::BindClient(m);
+  rangefs::python::BindDataset(m);
 }
