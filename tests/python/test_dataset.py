@@ -68,6 +68,14 @@ def test_dataset_lists_stats_opens_and_reads(cluster, client):
     assert got[0] == files["/ds1/sub0/f0"][10:110]
     assert got[2] == files["/ds1/sub1/f1"][3990:]  # short at the end
 
+    # A dataset keeps its client alive; newer ClientOptions are accepted.
+    other = cluster.client(page_cache_reads=False, single_flight=False)
+    kept = other.open_dataset("/ds1", revision=ds.revision)
+    other.close()
+    del other
+    head = files["/ds1/sub0/f0"][:64]
+    assert kept.read_ranges([("/ds1/sub0/f0", 0, 64)] * 2) == [head, head]
+
 
 def test_dataset_serves_while_etcd_is_stopped(cluster):
     files = put_tree(cluster, "/ds2", 6, 200)
