@@ -23,7 +23,9 @@ system serves ``ls``/``info``/``find``/``open``/``cat_ranges`` from one
 revision, with no etcd request per file, still readable while etcd is down
 and unchanged by later removals or re-puts. Only the dataset's files are
 visible. A pickled instance (Dask workers) is pinned to the same
-revision.
+revision. fsspec caches instances by their arguments: with no revision, a
+later ``fsspec.filesystem(..., dataset=...)`` returns the instance pinned
+first; ``skip_instance_cache=True`` pins the latest revision anew.
 """
 
 from __future__ import annotations
