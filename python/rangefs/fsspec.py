@@ -15,13 +15,25 @@ the URL's host part is the cluster name (empty: $RANGEFS_CLUSTER or
 "default"). Directories are implied by file paths, as in object stores.
 ``cat_ranges`` is one parallel ReadV over all its ranges; ``open`` returns
 an fsspec buffered file whose reads go through the client library.
+
+Pinned to a dataset (``dataset="/dir"``, optionally ``revision=R``; in a
+URL ``rangefs://CLUSTER/dir/f.parquet?dataset=/dir&revision=R``), the file
+system serves ``ls``/``info``/``find``/``open``/``cat_ranges`` from one
+``rangefs.Dataset``: the files below that directory as of one etcd
+revision, with no etcd request per file, still readable while etcd is down
+and unchanged by later removals or re-puts. Only the dataset's files are
+visible. A pickled instance (Dask workers) is pinned to the same
+revision. fsspec caches instances by their arguments: with no revision, a
+later ``fsspec.filesystem(..., dataset=...)`` returns the instance pinned
+first; ``skip_instance_cache=True`` pins the latest revision anew.
 """
 
 from __future__ import annotations
 
 from typing import Any, Dict, List, Optional
+from urllib.parse import parse_qs
 
-from fsspec.spec import AbstractBufferedFile, AbstractFileSystem
+from fsspec.spec import AbstractBufferedFile, AbstractFileSystem, make_instance
 from fsspec.utils import stringify_path
 
 import rangefs
@@ -53,6 +65,9 @@ class RangefsFileSystem(AbstractFileSystem):
       etcd: etcd endpoints; default $RANGEFS_ETCD.
       cluster: cluster name; default from the URL, $RANGEFS_CLUSTER or
         "default".
+      dataset: pin the file system to the dataset of this directory
+        (rangefs.Client.open_dataset): only its files, as of one revision.
+      revision: the dataset's etcd revision (default: the latest).
       **client_options: passed to rangefs.Client (e.g. data_path="agent").
     """
 
@@ -60,6 +75,7 @@ class RangefsFileSystem(AbstractFileSystem):
     root_marker = "/"
 
     def __init__(self, etcd: Optional[str] = None, cluster: Optional[str] = None,
+                 dataset: Optional[str] = None, revision: Optional[int] = None,
                  **client_options: Any) -> None:
         fs_options = {k: client_options.pop(k) for k in list(client_options)
                       if k in ("use_listings_cache", "listings_expiry_time",
@@ -68,6 +84,22 @@ class RangefsFileSystem(AbstractFileSystem):
         super().__init__(**fs_options)
         self.client = rangefs.Client(etcd=etcd, cluster=cluster, **client_options)
         self.cluster = self.client.cluster
+        self.dataset: Optional[rangefs.Dataset] = None
+        # Where ls/stat/open/read_ranges go: the dataset, or the namespace.
+        self._src: Any = self.client
+        if dataset is not None:
+            rev = None if revision is None else int(revision)
+            self.dataset = self.client.open_dataset(dataset, rev)
+            self._src = self.dataset
+        elif revision is not None:
+            raise ValueError("revision= needs dataset=")
+
+    def __reduce__(self) -> Any:
+        """Pickled (Dask workers): a copy pinned to the same revision."""
+        options = dict(self.storage_options)
+        if self.dataset is not None:
+            options["revision"] = self.dataset.revision
+        return make_instance, (type(self), self.storage_args, options)
 
     # --- paths ---
 
@@ -77,7 +109,7 @@ class RangefsFileSystem(AbstractFileSystem):
             return [cls._strip_protocol(p) for p in path]
         path = stringify_path(path)
         if path.startswith(_PREFIX):
-            rest = path[len(_PREFIX):]
+            rest = path[len(_PREFIX):].split("?", 1)[0]
             slash = rest.find("/")
             path = "/" if slash < 0 else rest[slash:]
         path = "/" + path.lstrip("/")
@@ -85,11 +117,18 @@ class RangefsFileSystem(AbstractFileSystem):
 
     @staticmethod
     def _get_kwargs_from_urls(path: str) -> Dict[str, Any]:
+        """The URL's cluster, and its ?dataset=/dir&revision=R options."""
+        out: Dict[str, Any] = {}
         if isinstance(path, str) and path.startswith(_PREFIX):
-            cluster = path[len(_PREFIX):].split("/", 1)[0]
+            rest, _, query = path[len(_PREFIX):].partition("?")
+            cluster = rest.split("/", 1)[0]
             if cluster:
-                return {"cluster": cluster}
-        return {}
+                out["cluster"] = cluster
+            for key, values in parse_qs(query, strict_parsing=bool(query)).items():
+                if key not in ("dataset", "revision"):
+                    raise ValueError(f"unknown rangefs URL option {key!r} in {path}")
+                out[key] = int(values[-1]) if key == "revision" else values[-1]
+        return out
 
     def unstrip_protocol(self, name: str) -> str:
         return f"{_PREFIX}{self.cluster}{self._strip_protocol(name)}"
@@ -100,7 +139,7 @@ class RangefsFileSystem(AbstractFileSystem):
         """Files and implied directories right below `path`."""
         prefix = path.rstrip("/") + "/"
         out: Dict[str, Dict[str, Any]] = {}
-        for f in self.client.ls(path):
+        for f in self._src.ls(path):
             if not f.path.startswith(prefix):
                 continue
             rel = f.path[len(prefix):]
@@ -126,10 +165,10 @@ class RangefsFileSystem(AbstractFileSystem):
         if path == "/":
             return _dir_entry("/")
         try:
-            return _file_entry(self.client.stat(path))
+            return _file_entry(self._src.stat(path))
         except NotFound:
             pass
-        if self.client.ls(path):
+        if self._src.ls(path):
             return _dir_entry(path)
         raise FileNotFoundError(path)
 
@@ -138,7 +177,7 @@ class RangefsFileSystem(AbstractFileSystem):
         path = self._strip_protocol(path)
         prefix = path.rstrip("/") + "/"
         out: Dict[str, Dict[str, Any]] = {}
-        for f in self.client.ls(path):
+        for f in self._src.ls(path):
             if not f.path.startswith(prefix):
                 continue
             parts = f.path[len(prefix):].split("/")
@@ -155,7 +194,7 @@ class RangefsFileSystem(AbstractFileSystem):
                     out.setdefault(name, _dir_entry(name))
         if not out and path != "/":
             try:
-                out[path] = _file_entry(self.client.stat(path))
+                out[path] = _file_entry(self._src.stat(path))
             except NotFound:
                 pass
         if withdirs and out and path != "/" and path not in out:
@@ -177,7 +216,7 @@ class RangefsFileSystem(AbstractFileSystem):
     def cat_file(self, path: str, start: Optional[int] = None,
                  end: Optional[int] = None, **kwargs: Any) -> bytes:
         path = self._strip_protocol(path)
-        with self.client.open(path) as f:
+        with self._src.open(path) as f:
             lo, hi = _bounds(start, end, f.size)
             return f._f.pread(lo, hi - lo)
 
@@ -197,7 +236,7 @@ class RangefsFileSystem(AbstractFileSystem):
             if e is None or e < 0 or (s is not None and s < 0):
                 if p not in sizes:
                     try:
-                        sizes[p] = self.client.stat(p).size
+                        sizes[p] = self._src.stat(p).size
                     except rangefs.Error as err:
                         sizes[p] = err
                 size = sizes[p]
@@ -208,7 +247,7 @@ class RangefsFileSystem(AbstractFileSystem):
             else:
                 lo, hi = s or 0, e
             ranges.append((p, lo, max(0, hi - lo), None))
-        got = self.client.read_ranges([(p, lo, ln) for p, lo, ln, _ in ranges])
+        got = self._src.read_ranges([(p, lo, ln) for p, lo, ln, _ in ranges])
         out = [r[3] if r[3] is not None else g for r, g in zip(ranges, got)]
         if on_error == "raise":
             for r in out:
@@ -219,7 +258,8 @@ class RangefsFileSystem(AbstractFileSystem):
     def block_locations(self, path: str, start: int = 0,
                         length: Optional[int] = None) -> List[Dict[str, Any]]:
         """Where the bytes live, for schedulers: [{"offset", "length",
-        "hosts", "nodes"}], hosts and nodes in the order reads try them."""
+        "hosts", "nodes"}], hosts and nodes in the order reads try them.
+        From the file's current layout (also when pinned to a dataset)."""
         out = []
         for r in self.client.locate(self._strip_protocol(path), start, length):
             hosts: List[str] = []
@@ -247,7 +287,7 @@ def _bounds(start: Optional[int], end: Optional[int], size: int) -> tuple:
 
 class RangefsBufferedFile(AbstractBufferedFile):
     """A file of RangefsFileSystem.open: one layout snapshot
-    (rangefs.Client.open). Reads of at least DIRECT_READ bytes (a Parquet
+    (rangefs.Client.open, or the pinned dataset's). Reads of at least DIRECT_READ bytes (a Parquet
     column chunk) go straight to the client, exactly the bytes asked for;
     smaller ones through fsspec's read cache (readahead of block_size, 1 MiB
     by default), whose misses are parallel reads."""
@@ -255,7 +295,7 @@ class RangefsBufferedFile(AbstractBufferedFile):
     DIRECT_READ = 64 << 10
 
     def __init__(self, fs: RangefsFileSystem, path: str, **kwargs: Any) -> None:
-        self._raw = fs.client.open(path)
+        self._raw = fs._src.open(path)
         if kwargs.get("block_size") is None:
             kwargs["block_size"] = 1 << 20
         super().__init__(fs, path, size=self._raw.size, **kwargs)

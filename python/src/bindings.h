@@ -24,6 +24,9 @@ pybind11::dict StatsToDict(const ClientStats& s);
 void BindFile(pybind11::module_& m);
 // The _Client class (client_binding.cc).
 void BindClient(pybind11::module_& m);
+// The _Dataset class, and _Client.open_dataset (dataset_binding.cc; after
+// BindClient).
+void BindDataset(pybind11::module_& m);
 
 // ClientOptions from Python keyword options (options.cc): etcd endpoints,
 // cluster, then the names of ClientOptions fields (durations in seconds,

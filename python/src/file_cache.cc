@@ -5,14 +5,14 @@
 namespace rangefs {
 namespace python {
 
-absl::StatusOr<std::shared_ptr<File>> FileCache::Get(Client& client,
+absl::StatusOr<std::shared_ptr<File>> FileCache::Get(Opener open,
                                                      const std::string& path) {
   {
     absl::MutexLock l(&mu_);
     auto it = files_.find(path);
     if (it != files_.end()) return it->second;
   }
-  absl::StatusOr<std::unique_ptr<File>> f = client.OpenFile(path);
+  absl::StatusOr<std::unique_ptr<File>> f = open(path);
   if (!f.ok()) return f.status();
   std::shared_ptr<File> file = std::move(*f);
   absl::MutexLock l(&mu_);
@@ -22,13 +22,13 @@ absl::StatusOr<std::shared_ptr<File>> FileCache::Get(Client& client,
 }
 
 absl::StatusOr<std::shared_ptr<File>> FileCache::Refresh(
-    Client& client, const std::string& path, const File* file) {
+    Opener open, const std::string& path, const File* file) {
   {
     absl::MutexLock l(&mu_);
     auto it = files_.find(path);
     if (it != files_.end() && it->second.get() == file) files_.erase(it);
   }
-  return Get(client, path);
+  return Get(open, path);
 }
 
 void FileCache::Clear() {

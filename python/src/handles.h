@@ -1,9 +1,10 @@
 // File: python/src/handles.h
 //
-// What the Python objects hold. A File must be destroyed before its Client
-// (client.h): each FileHandle keeps its ClientHandle alive, so Python may
-// drop the Client object first. Both are thread-safe (the C++ Client and
-// File are), so any Python thread may call them with the GIL released.
+// What the Python objects hold. A File or Dataset must be destroyed before
+// its Client (client.h, dataset.h): each FileHandle and DatasetHandle keeps
+// its ClientHandle alive, so Python may drop the Client object first. All
+// are thread-safe (the C++ Client, File and Dataset are), so any Python
+// thread may call them with the GIL released.
 #ifndef RANGEFS_PYTHON_SRC_HANDLES_H_
 #define RANGEFS_PYTHON_SRC_HANDLES_H_
 
@@ -13,6 +14,7 @@
 #include <utility>
 
 #include "client_lib/client.h"
+#include "client_lib/dataset.h"
 #include "client_lib/file.h"
 #include "python/src/file_cache.h"
 
@@ -41,6 +43,24 @@ struct FileHandle {
   // Declared first: destroyed after `file`.
   std::shared_ptr<ClientHandle> owner;
   std::unique_ptr<File> file;
+};
+
+struct DatasetHandle {
+  DatasetHandle(std::shared_ptr<ClientHandle> o, std::unique_ptr<Dataset> d)
+      : owner(std::move(o)), dataset(std::move(d)) {}
+  // Closing kept Files may wait for their reads: other threads run.
+  ~DatasetHandle() {
+    if (PyGILState_Check()) {
+      pybind11::gil_scoped_release release;
+      files.Clear();
+    } else {
+      files.Clear();
+    }
+  }
+  // Declared first: destroyed last.
+  std::shared_ptr<ClientHandle> owner;
+  std::unique_ptr<Dataset> dataset;
+  FileCache files;  // read_ranges' open Files (never replaced: pinned)
 };
 
 }  // namespace python

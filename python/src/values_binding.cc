@@ -41,6 +41,7 @@ py::dict NodeToDict(const NodeStats& n) {
   d["agent_reads"] = n.agent_reads;
   d["uring_reads"] = n.uring_reads;
   d["caller_reads"] = n.caller_reads;
+  d["cached_reads"] = n.cached_reads;
   d["mount_reported_down"] = n.mount_reported_down;
   d["local"] = n.local;
   d["inflight"] = n.inflight;
@@ -67,6 +68,13 @@ py::dict StatsToDict(const ClientStats& s) {
   d["layout_refreshes"] = s.layout_refreshes;
   d["stale_layout_serves"] = s.stale_layout_serves;
   d["local_bytes"] = s.local_bytes;
+  d["layout_hits"] = s.layout_hits;
+  d["layout_cold_lookups"] = s.layout_cold_lookups;
+  d["etcd_requests"] = s.etcd_requests;
+  d["shared_pieces"] = s.shared_pieces;
+  d["shared_bytes"] = s.shared_bytes;
+  d["shared_released"] = s.shared_released;
+  d["shared_waiting"] = s.shared_waiting;
   py::dict nodes;
   for (const NodeStats& n : s.nodes) nodes[py::str(n.node)] = NodeToDict(n);
   d["nodes"] = nodes;

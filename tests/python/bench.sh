@@ -4,15 +4,17 @@
 # the same files in the same run, one thread each, rounds alternating.
 #
 #   tests/python/bench.sh [--files=4] [--file_mib=128] [--rounds=3]
-#                         [--duration_s=5] [--batch=32]
+#                         [--duration_s=5] [--batch=32] [--page_cache_reads=1]
 #
 # Builds with -c opt, starts a local cluster (deploy/local/cluster.sh,
 # 4 nodes, mount path), ingests random files, prints a markdown table
 # (medians over the rounds, Python / C++ ratios; targets >= 0.8 sequential,
-# >= 0.6 4 KiB IOPS) and stops the cluster. Not part of tests/run.sh.
+# >= 0.6 4 KiB IOPS) and stops the cluster. --page_cache_reads=0 turns the
+# client's page-cache path (ClientOptions::page_cache_reads) off on both
+# sides. Not part of tests/run.sh.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/../.." && pwd)
-FILES=4; FILE_MIB=128; ROUNDS=3; DURATION=5; BATCH=32
+FILES=4; FILE_MIB=128; ROUNDS=3; DURATION=5; BATCH=32; PCR=1
 for a in "$@"; do
   case "$a" in
     --files=*) FILES=${a#*=} ;;
@@ -20,6 +22,7 @@ for a in "$@"; do
     --rounds=*) ROUNDS=${a#*=} ;;
     --duration_s=*) DURATION=${a#*=} ;;
     --batch=*) BATCH=${a#*=} ;;
+    --page_cache_reads=*) PCR=${a#*=} ;;
     *) echo "bench.sh: unknown argument $a" >&2; exit 2 ;;
   esac
 done
@@ -47,7 +50,9 @@ for i in $(seq 1 "$FILES"); do
     file put "$work/data/f$i" "/bench/f$i" >/dev/null
   rm -f "$work/data/f$i"
 done
-common=(--etcd="$RANGEFS_ETCD" --cluster=pybench --mount_root="$MOUNT_ROOT" --dir=/bench)
+pcr=$([ "$PCR" = 0 ] && echo false || echo true)
+common=(--etcd="$RANGEFS_ETCD" --cluster=pybench --mount_root="$MOUNT_ROOT" --dir=/bench
+        --page_cache_reads="$pcr")
 for r in $(seq 1 "$ROUNDS"); do
   "$work/bin/rangefs-bench" "${common[@]}" --workload=scan --once --threads=1 \
     --io_size=4M --json >"$work/cpp-scan-$r.json"
@@ -65,15 +70,21 @@ cs = statistics.median(load(f"cpp-scan-{r}.json")["gbps"] for r in range(1, roun
 ci = statistics.median(load(f"cpp-lookup-{r}.json")["iops"] for r in range(1, rounds + 1))
 ps = statistics.median(load(f"py-{r}.json")["scan_gbps"] for r in range(1, rounds + 1))
 pi = statistics.median(load(f"py-{r}.json")["lookup_iops"] for r in range(1, rounds + 1))
+cpu = lambda d: (d["cpu_user_s"] + d["cpu_sys_s"]) / d["ops"] * 1e6  # us per range
+cc = statistics.median(cpu(load(f"cpp-lookup-{r}.json")) for r in range(1, rounds + 1))
+pc = statistics.median(load(f"py-{r}.json")["lookup_cpu_us_per_range"]
+                       for r in range(1, rounds + 1))
 print(f"{files} files x {mib} MiB, 4 nodes, mount path, 1 thread, median of {rounds} rounds\n")
 print("| workload | Python (rangefs package) | C++ rangefs-bench | ratio | target |")
 print("|---|---|---|---|---|")
 print(f"| sequential, 4 MiB readinto | {ps:.2f} GB/s | {cs:.2f} GB/s | {ps / cs:.2f} | >= 0.8 |")
 print(f"| 4 KiB ranges, {batch} per ReadV | {pi:,.0f} IOPS | {ci:,.0f} IOPS | {pi / ci:.2f} | >= 0.6 |")
-print("\n| round | Python GB/s | C++ GB/s | Python IOPS | C++ IOPS |")
-print("|---|---|---|---|---|")
+print(f"| 4 KiB ranges: process CPU per range | {pc:.2f} us | {cc:.2f} us | {cc / pc:.2f} | |")
+print("\n| round | Python GB/s | C++ GB/s | Python IOPS | C++ IOPS | Python CPU us/range | C++ CPU us/range |")
+print("|---|---|---|---|---|---|---|")
 for r in range(1, rounds + 1):
-    p = load(f"py-{r}.json")
+    p, c = load(f"py-{r}.json"), load(f"cpp-lookup-{r}.json")
     print(f"| {r} | {p['scan_gbps']:.2f} | {load(f'cpp-scan-{r}.json')['gbps']:.2f} "
-          f"| {p['lookup_iops']:,.0f} | {load(f'cpp-lookup-{r}.json')['iops']:,.0f} |")
+          f"| {p['lookup_iops']:,.0f} | {c['iops']:,.0f} "
+          f"| {p['lookup_cpu_us_per_range']:.2f} | {cpu(c):.2f} |")
 PY

@@ -4,8 +4,11 @@ read_ranges through the rangefs package, shaped like rangefs-bench's scan
 
     bench_python.py --etcd=H:P --cluster=C --mount_root=DIR --dir=/bench
         [--io_size=4194304] [--batch=32] [--duration_s=5]
+        [--page_cache_reads=true]
 
-Prints one JSON object: scan GB/s, lookup IOPS.
+Prints one JSON object: scan GB/s, lookup IOPS, and the process's CPU
+microseconds per lookup range (as rangefs-bench's cpu_user_s + cpu_sys_s
+over its ops).
 """
 
 from __future__ import annotations
@@ -45,6 +48,7 @@ def lookup(client, files, batch, size, duration):
             batch_ranges.append((p, rng.randrange(0, max(1, s - size)) & ~4095, size))
         batches.append(batch_ranges)
     done = 0
+    cpu = time.process_time()
     start = time.monotonic()
     end = start + duration
     while time.monotonic() < end:
@@ -52,7 +56,7 @@ def lookup(client, files, batch, size, duration):
             if isinstance(r, Exception):
                 raise r
         done += batch
-    return done, time.monotonic() - start
+    return done, time.monotonic() - start, time.process_time() - cpu
 
 
 def main():
@@ -65,14 +69,17 @@ def main():
     ap.add_argument("--batch", type=int, default=32)
     ap.add_argument("--lookup_size", type=int, default=4096)
     ap.add_argument("--duration_s", type=float, default=5)
+    ap.add_argument("--page_cache_reads", choices=["true", "false"], default="true")
     a = ap.parse_args()
-    client = rangefs.Client(etcd=a.etcd, cluster=a.cluster, mount_root=a.mount_root)
+    client = rangefs.Client(etcd=a.etcd, cluster=a.cluster, mount_root=a.mount_root,
+                            page_cache_reads=a.page_cache_reads == "true")
     infos = [f for f in client.ls(a.dir) if f.ready]
     total, secs = scan(client, [f.path for f in infos], a.io_size)
-    ops, lsecs = lookup(client, [(f.path, f.size) for f in infos], a.batch,
+    ops, lsecs, lcpu = lookup(client, [(f.path, f.size) for f in infos], a.batch,
                         a.lookup_size, a.duration_s)
     print(json.dumps({"scan_bytes": total, "scan_gbps": total / secs / 1e9,
-                      "lookup_iops": ops / lsecs}))
+                      "lookup_iops": ops / lsecs,
+                      "lookup_cpu_us_per_range": lcpu / ops * 1e6}))
 
 
 if __name__ == "__main__":

@@ -67,6 +67,17 @@ class Cluster:
     def nodes(self) -> Dict[str, dict]:
         return {n["id"]: n for n in json.loads(self.admin("node", "list", json_out=True))}
 
+    def etcd_pids(self) -> List[int]:
+        """Every etcd member's pid (cluster.sh's run/etcd-m*.pid)."""
+        run = os.path.join(self.dir, "run")
+        pids = []
+        for name in sorted(os.listdir(run)):
+            if name.startswith("etcd-m") and name.endswith(".pid"):
+                with open(os.path.join(run, name)) as f:
+                    pids.append(int(f.read().split()[0]))
+        assert pids, f"no etcd pid files in {run}"
+        return pids
+
     def node_pid(self, node: str) -> int:
         with open(os.path.join(self.dir, "run", f"node-{node}.pid")) as f:
             return int(f.read().split()[0])
