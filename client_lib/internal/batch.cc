@@ -39,7 +39,9 @@ bool Batch::Completed(Attempt* a, const absl::StatusOr<size_t>& r,
     return a->hedge;
   }
   a->status = r.status();
-  if (!a->abandoned && !closed && !p.done) {
+  // A piece claimed by another attempt (or a single-flight delivery) is
+  // being copied: it will be done, whatever this attempt's failure.
+  if (!a->abandoned && !closed && !p.done && !p.claimed) {
     failed.push_back(a);
     Notify();
   }

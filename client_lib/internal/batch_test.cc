@@ -52,6 +52,24 @@ TEST_F(BatchTest, FirstAnswerWinsThePiece) {
   EXPECT_TRUE(primary->finished && hedge->finished);
 }
 
+// While one attempt's bytes are being copied in (the piece claimed, the
+// lock released), another attempt of the piece fails: the piece is as good
+// as done, so the failure is not queued for a retry (which, with no replica
+// left, would fail the piece and count it done twice).
+TEST_F(BatchTest, FailureOfAPieceBeingCopiedIsNotQueued) {
+  NewAttempt(false);
+  Attempt* hedge = NewAttempt(true);
+  {
+    absl::MutexLock l(&b_.mu);
+    b_.pieces[0].claimed = true;  // the primary's copy is under way
+  }
+  EXPECT_FALSE(b_.Completed(hedge, absl::UnavailableError("down"), nullptr));
+  absl::MutexLock l(&b_.mu);
+  EXPECT_TRUE(b_.failed.empty());
+  EXPECT_EQ(b_.remaining, 1);
+  EXPECT_FALSE(hedge->status.ok());
+}
+
 TEST_F(BatchTest, NothingIsWrittenAfterClose) {
   Attempt* a = NewAttempt(false);
   {

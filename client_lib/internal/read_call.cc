@@ -168,7 +168,9 @@ void ClientImpl::RetryFailed(CallLoop& c) {
   failed.swap(b.failed);
   for (Attempt* a : failed) {
     PieceState& p = b.pieces[a->piece];
-    if (p.done) continue;
+    // Claimed: another attempt's bytes are being copied in (Completed,
+    // Deliver), without b.mu: the piece is as good as done.
+    if (p.done || p.claimed) continue;
     p.reasons.push_back(
         absl::StrCat("node ", a->node->id(), ": ", a->status.ToString()));
     if (absl::IsDataLoss(a->status)) p.data_loss++;
@@ -282,8 +284,9 @@ void ClientImpl::RunTimers(CallLoop& c) {
   c.hedge_delays.clear();
   for (int i = 0; i < static_cast<int>(b.pieces.size()); ++i) {
     PieceState& p = b.pieces[i];
-    if (p.done || p.last == nullptr || p.last->finished || p.last->abandoned) {
-      continue;
+    if (p.done || p.claimed || p.last == nullptr || p.last->finished ||
+        p.last->abandoned) {
+      continue;  // (claimed: bytes being copied in, as good as done)
     }
     // When it started (0: still queued), read once for the whole pass.
     const int64_t started_ns =
