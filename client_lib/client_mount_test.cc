@@ -582,6 +582,29 @@ TEST_F(ClientMountTest, PageCachePieceFeedsItsSingleFlightFollowers) {
   EXPECT_EQ(s.shared_pieces, 1u);
 }
 
+// Small pieces skip single flight (its bookkeeping would cost more than
+// the read it saves): two equal 4 KiB ranges are read twice.
+TEST_F(ClientMountTest, SmallPiecesSkipSingleFlight) {
+  const std::string one = RandomBytes(64 << 10);
+  PutObject(Node(2), "one", one);
+  OneExtentFile("/one", one.size(), {{2, "one"}});
+  Client* client = OpenClient(Options());
+  ASSERT_NE(client, nullptr);
+  auto f = client->OpenFile("/one");
+  ASSERT_THAT(f, IsOk());
+  std::string a(4096, '\0'), b(4096, '\0');
+  std::vector<ReadRange> ranges = {{8192, absl::MakeSpan(a)},
+                                   {8192, absl::MakeSpan(b)}};
+  auto results = (*f)->ReadV(ranges);
+  ASSERT_THAT(results[0], IsOk());
+  ASSERT_THAT(results[1], IsOk());
+  EXPECT_TRUE(a == one.substr(8192, 4096));
+  EXPECT_TRUE(b == a);
+  const ClientStats s = client->Stats();
+  EXPECT_EQ(s.shared_pieces, 0u);
+  EXPECT_EQ(FindNode(s, "n2").requests, 2u);
+}
+
 // Verifying needs whole sidecar blocks: a piece that is not goes to the
 // node's ring, which reads the blocks around it.
 TEST_F(ClientMountTest, PieceNotWholeBlocksWhenVerifyingGoesToTheRing) {

@@ -121,6 +121,10 @@ struct ClientOptions {
   // deadline; if that read's call ends without the bytes, it reads itself.
   // ClientStats::shared_pieces / shared_bytes count what it saved.
   bool single_flight = true;
+  // Pieces shorter than this neither lead nor join a flight: for small
+  // reads the bookkeeping (a shared table, a lock, an allocation per
+  // piece) costs more CPU than the physical read it might save.
+  uint64_t single_flight_min_bytes = 64 << 10;
   // Worker threads per node = requests in flight per node (3FS uses 8).
   // A hung node blocks only its own workers.
   int max_inflight_per_node = 8;

@@ -431,7 +431,7 @@ std::vector<absl::StatusOr<size_t>> ClientImpl::Execute(
   // Single flight: pieces whose bytes another read is fetching wait for it
   // (single_flight.h); the others are dispatched, last piece first.
   if (options_.single_flight) {
-    flights_->JoinOrLead(c.b, c.waiting);
+    flights_->JoinOrLead(c.b, options_.single_flight_min_bytes, c.waiting);
   } else {
     for (int i = static_cast<int>(b.pieces.size()) - 1; i >= 0; --i) {
       c.waiting.push_back(i);

@@ -8,10 +8,21 @@ namespace rangefs {
 namespace client_internal {
 
 void FlightTable::JoinOrLead(const std::shared_ptr<Batch>& batch,
-                             std::vector<int>& lead) {
+                             uint64_t min_bytes, std::vector<int>& lead) {
+  const int n = static_cast<int>(batch->pieces.size());
+  bool any = false;
+  for (const PieceState& p : batch->pieces) any |= p.piece.length >= min_bytes;
+  if (!any) {  // small reads only: no table, no lock
+    for (int i = n - 1; i >= 0; --i) lead.push_back(i);
+    return;
+  }
   std::lock_guard<std::mutex> l(mu_);
-  for (int i = static_cast<int>(batch->pieces.size()) - 1; i >= 0; --i) {
+  for (int i = n - 1; i >= 0; --i) {
     PieceState& p = batch->pieces[i];
+    if (p.piece.length < min_bytes) {
+      lead.push_back(i);
+      continue;
+    }
     const Key key(p.mod_revision, p.file_id);
     const uint64_t offset = p.piece.offset;
     const uint64_t length = p.piece.length;

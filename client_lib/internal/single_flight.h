@@ -90,8 +90,11 @@ class FlightTable : public std::enable_shared_from_this<FlightTable> {
   // in progress covers its bytes (same path and record, same or containing
   // range), joins it; else starts one that the piece leads (PieceState::
   // flight: it reads, then Publish or Abandon). Appends the leaders'
-  // indices to `lead`, in reverse piece order. Call without batch->mu.
-  void JoinOrLead(const std::shared_ptr<Batch>& batch, std::vector<int>& lead);
+  // indices to `lead`, in reverse piece order. Pieces shorter than
+  // `min_bytes` neither join nor lead: they are appended to `lead` without
+  // a flight. Call without batch->mu.
+  void JoinOrLead(const std::shared_ptr<Batch>& batch, uint64_t min_bytes,
+                  std::vector<int>& lead);
   FlightStats stats() const;
 
  private:
