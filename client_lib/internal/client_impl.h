@@ -42,6 +42,14 @@
 // Reads a call abandoned stay in its ring's slots; the next borrower, or
 // Stats(), settles them.
 //
+// Bytes already in memory skip the ring too (ClientOptions::
+// page_cache_reads, cached_read.cc): before anything else, Flush offers a
+// piece whose node's mount is a local disk or memory file system (the
+// file open, the mount known good, whole sidecar blocks when verifying)
+// to the calling thread, which claims the piece and preadv2(RWF_NOWAIT)s
+// it straight into the caller's buffer: one copy, as a plain pread has. A
+// read not wholly cached is left to the ring, which overwrites the buffer.
+//
 // Teardown (client.h). A node's I/O threads (IoThreads) bracket every call
 // that may block forever (file system calls, agent reads, the ring thread's
 // wait for completions) and hold the node (NodeRuntime) and what those
