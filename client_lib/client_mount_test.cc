@@ -205,6 +205,28 @@ class ClientMountTest : public ::testing::Test {
     EXPECT_THAT(store_->CreateFile(path, l), IsOk());
   }
 
+  // "/one": `size` random bytes in one object on node `node`; returns them.
+  std::string OneObjectFile(int node, size_t size) {
+    std::string data = RandomBytes(size);
+    PutObject(Node(node), "one", data);
+    OneExtentFile("/one", data.size(), {{node, "one"}});
+    return data;
+  }
+
+  // Opens `path` and reads its first bytes, which opens its object on the
+  // node's ring thread: later reads may take the page-cache path. Null
+  // (with a test failure) on error.
+  static std::unique_ptr<File> OpenWarm(Client* client,
+                                        const std::string& path) {
+    if (client == nullptr) return nullptr;
+    auto f = client->OpenFile(path);
+    EXPECT_THAT(f, IsOk());
+    if (!f.ok()) return nullptr;
+    std::string first(4096, '\0');
+    EXPECT_THAT((*f)->Read(0, absl::MakeSpan(first)), IsOk());
+    return std::move(*f);
+  }
+
   static const NodeStats& FindNode(const ClientStats& s,
                                    const std::string& id) {
     for (const NodeStats& n : s.nodes) {
@@ -528,23 +550,18 @@ TEST_F(ClientMountTest, ReadThatWouldBlockLeavesTheCallersRing) {
 // bytes are copied by the calling thread itself: whole pieces, verified
 // against the sidecar, with no hand-off (uring_reads does not move).
 TEST_F(ClientMountTest, CachedBytesAreCopiedByTheCallingThread) {
-  const std::string one = RandomBytes(1 << 20);
-  PutObject(Node(2), "one", one);
-  OneExtentFile("/one", one.size(), {{2, "one"}});
+  const std::string one = OneObjectFile(2, 1 << 20);
   for (VerifyMode verify : {VerifyMode::kOff, VerifyMode::kFull}) {
     ClientOptions o = Options();
     o.verify = verify;
     o.max_io_size = 256 << 10;
     Client* client = OpenClient(o);
-    ASSERT_NE(client, nullptr);
-    auto f = client->OpenFile("/one");
-    ASSERT_THAT(f, IsOk());
-    std::string got(4096, '\0');
-    ASSERT_THAT((*f)->Read(0, absl::MakeSpan(got)), IsOk());  // opens "one"
+    std::unique_ptr<File> f = OpenWarm(client, "/one");
+    ASSERT_NE(f, nullptr);
     const NodeStats before = FindNode(client->Stats(), "n2");
     EXPECT_EQ(before.cached_reads, 0u);
     std::string all(one.size(), '\0');
-    ASSERT_THAT((*f)->Read(0, absl::MakeSpan(all)), IsOk());
+    ASSERT_THAT(f->Read(0, absl::MakeSpan(all)), IsOk());
     EXPECT_TRUE(all == one);
     const NodeStats after = FindNode(client->Stats(), "n2");
     EXPECT_EQ(after.cached_reads, before.cached_reads + 4);  // 4 pieces
@@ -558,20 +575,15 @@ TEST_F(ClientMountTest, CachedBytesAreCopiedByTheCallingThread) {
 // A piece copied out of the page cache still feeds the pieces that wait
 // for its bytes (single flight), in the same call or another.
 TEST_F(ClientMountTest, PageCachePieceFeedsItsSingleFlightFollowers) {
-  const std::string one = RandomBytes(256 << 10);
-  PutObject(Node(2), "one", one);
-  OneExtentFile("/one", one.size(), {{2, "one"}});
+  const std::string one = OneObjectFile(2, 256 << 10);
   Client* client = OpenClient(Options());
-  ASSERT_NE(client, nullptr);
-  auto f = client->OpenFile("/one");
-  ASSERT_THAT(f, IsOk());
-  std::string got(4096, '\0');
-  ASSERT_THAT((*f)->Read(0, absl::MakeSpan(got)), IsOk());  // opens "one"
+  std::unique_ptr<File> f = OpenWarm(client, "/one");
+  ASSERT_NE(f, nullptr);
   std::string a(one.size(), '\0'), b(one.size(), '\0');
   std::vector<ReadRange> ranges = {{0, absl::MakeSpan(a)},
                                    {0, absl::MakeSpan(b)}};
   const absl::Time t0 = absl::Now();
-  auto results = (*f)->ReadV(ranges);
+  auto results = f->ReadV(ranges);
   EXPECT_LT(absl::Now() - t0, absl::Seconds(2));  // no wait for a deadline
   ASSERT_THAT(results[0], IsOk());
   ASSERT_THAT(results[1], IsOk());
@@ -585,9 +597,7 @@ TEST_F(ClientMountTest, PageCachePieceFeedsItsSingleFlightFollowers) {
 // Small pieces skip single flight (its bookkeeping would cost more than
 // the read it saves): two equal 4 KiB ranges are read twice.
 TEST_F(ClientMountTest, SmallPiecesSkipSingleFlight) {
-  const std::string one = RandomBytes(64 << 10);
-  PutObject(Node(2), "one", one);
-  OneExtentFile("/one", one.size(), {{2, "one"}});
+  const std::string one = OneObjectFile(2, 64 << 10);
   Client* client = OpenClient(Options());
   ASSERT_NE(client, nullptr);
   auto f = client->OpenFile("/one");
@@ -608,23 +618,19 @@ TEST_F(ClientMountTest, SmallPiecesSkipSingleFlight) {
 // Verifying needs whole sidecar blocks: a piece that is not goes to the
 // node's ring, which reads the blocks around it.
 TEST_F(ClientMountTest, PieceNotWholeBlocksWhenVerifyingGoesToTheRing) {
-  const std::string one = RandomBytes(64 << 10);
-  PutObject(Node(2), "one", one);
-  OneExtentFile("/one", one.size(), {{2, "one"}});
+  const std::string one = OneObjectFile(2, 64 << 10);
   ClientOptions o = Options();
   o.verify = VerifyMode::kFull;
   Client* client = OpenClient(o);
-  ASSERT_NE(client, nullptr);
-  auto f = client->OpenFile("/one");
-  ASSERT_THAT(f, IsOk());
+  std::unique_ptr<File> f = OpenWarm(client, "/one");
+  ASSERT_NE(f, nullptr);
   std::string got(4096, '\0');
-  ASSERT_THAT((*f)->Read(0, absl::MakeSpan(got)), IsOk());  // opens "one"
-  ASSERT_THAT((*f)->Read(4096, absl::MakeSpan(got)), IsOk());
+  ASSERT_THAT(f->Read(4096, absl::MakeSpan(got)), IsOk());
   EXPECT_TRUE(got == one.substr(4096, 4096));
   const NodeStats s = FindNode(client->Stats(), "n2");
   EXPECT_EQ(s.cached_reads, 1u);  // the block-aligned read
   std::string odd(100, '\0');
-  ASSERT_THAT((*f)->Read(5000, absl::MakeSpan(odd)), IsOk());
+  ASSERT_THAT(f->Read(5000, absl::MakeSpan(odd)), IsOk());
   EXPECT_TRUE(odd == one.substr(5000, 100));
   const NodeStats s2 = FindNode(client->Stats(), "n2");
   EXPECT_EQ(s2.cached_reads, s.cached_reads);
@@ -635,18 +641,14 @@ TEST_F(ClientMountTest, PieceNotWholeBlocksWhenVerifyingGoesToTheRing) {
 // piece to the usual path, which finds the mismatch (here, on the only
 // replica: DATA_LOSS).
 TEST_F(ClientMountTest, CorruptCachedBytesAreNeverReturned) {
-  const std::string one = RandomBytes(256 << 10);
-  PutObject(Node(1), "one", one);
-  OneExtentFile("/one", one.size(), {{1, "one"}});
+  const std::string one = OneObjectFile(1, 256 << 10);
   ClientOptions o = Options();
   o.verify = VerifyMode::kFull;
   Client* client = OpenClient(o);
-  ASSERT_NE(client, nullptr);
-  auto f = client->OpenFile("/one");
-  ASSERT_THAT(f, IsOk());
+  std::unique_ptr<File> f = OpenWarm(client, "/one");
+  ASSERT_NE(f, nullptr);
   std::string all(one.size(), '\0');
-  ASSERT_THAT((*f)->Read(0, absl::MakeSpan(all)), IsOk());  // opens "one"
-  ASSERT_THAT((*f)->Read(0, absl::MakeSpan(all)), IsOk());
+  ASSERT_THAT(f->Read(0, absl::MakeSpan(all)), IsOk());
   ASSERT_TRUE(all == one);
   const NodeStats before = FindNode(client->Stats(), "n1");
   ASSERT_GT(before.cached_reads, 0u);  // the page-cache path serves it
@@ -658,7 +660,7 @@ TEST_F(ClientMountTest, CorruptCachedBytesAreNeverReturned) {
     io.put(static_cast<char>(one[1000] ^ 1));
     ASSERT_TRUE(io.good());
   }
-  EXPECT_THAT((*f)->Read(0, absl::MakeSpan(all)),
+  EXPECT_THAT(f->Read(0, absl::MakeSpan(all)),
               StatusIs(absl::StatusCode::kDataLoss));
   const NodeStats after = FindNode(client->Stats(), "n1");
   EXPECT_EQ(after.cached_reads, before.cached_reads);
