@@ -75,6 +75,15 @@ absl::StatusOr<Table> RunFilePut(Context& ctx, Args& a) {
             absl::StrCat(r.file_id)});
   t.message = absl::StrCat("put ", local, " as ", path, ": ", r.size,
                            " bytes in ", r.objects, " object(s)");
+  for (const std::string& m : r.replaced) {
+    absl::StrAppend(&t.message, "\nre-placed ", m);
+  }
+  if (!r.leftovers.empty()) {
+    absl::StrAppend(&t.message, "\n", r.leftovers.size(),
+                    " failed attempt(s) on unreachable nodes, in no layout, "
+                    "left to rangefs-keeper's orphan collector: ",
+                    absl::StrJoin(r.leftovers, " "));
+  }
   return t;
 }
 
