@@ -28,7 +28,7 @@
 #     the repair window (first copy to last layout update, placed on the
 #     scan's clock by its start_unix_us): the same seconds of the run.
 # K_REPEAT rounds (default REPEAT, 1 with --quick); the table shows medians
-# and min-max, OUT/rounds.md each round (with the time from kill -9 to the
+# and min-max, the ratio column the median of the rounds' own ratios, OUT/rounds.md each round (with the time from kill -9 to the
 # last replica back), OUT/k_keeper_*.log the keeper's logs. The keeper is
 # $BIN/keeper/rangefs-keeper (kept out of $BIN itself: cluster.sh starts a
 # keeper for every other part when it finds one there).
@@ -256,10 +256,22 @@ for r in $(seq 1 "$K_REPEAT"); do
   round_line "scan during repair $r (MB/s over the $(python3 -c "print(f'{${w[1]} - ${w[0]}:.2f}')" 2>/dev/null || echo '?') s repair window; $errs errors)" "$sw" "$sn"
   k_down
 done
-row "re-replication of a killed node, unthrottled (MB/s, median and range) vs cp -P4 + fsync of the same objects" \
+# k_ratios A... -- B...: each round's ratio A_i / B_i ("failed" if a side failed).
+k_ratios() { python3 -c "
+import sys
+i = sys.argv.index('--'); a, b = sys.argv[1:i], sys.argv[i + 1:]
+for x, y in zip(a, b):
+    try: print(float(x) / float(y))
+    except (ValueError, ZeroDivisionError): print('failed')" "$@"; }
+# The ratio column: the median of the rounds' own ratios (each round's two
+# sides ran back to back; the machine's load moves between rounds), and
+# their range.
+mapfile -t krt < <(k_ratios "${kt[@]}" -- "${kc[@]}")
+mapfile -t krs < <(k_ratios "${ks[@]}" -- "${kn[@]}")
+row "re-replication of a killed node, unthrottled (MB/s, median and range) vs cp -P4 + fsync of the same objects; ratio: median of the rounds' ratios (range)" \
     "$(f0 "$(median "${kt[@]}")") ($(span "${kt[@]}"))" "$(f0 "$(median "${kc[@]}")") ($(span "${kc[@]}"))" \
-    "$(ratio "$(median "${kt[@]}")" "$(median "${kc[@]}")")" ">= 0.7"
-row "scan during repair at the default throttle (MB/s in the repair window) vs no repair" \
+    "$(f2 "$(median "${krt[@]}")")" ">= 0.7 ($(span "${krt[@]}"))"
+row "scan during repair at the default throttle (MB/s in the repair window) vs no repair; ratio: median of the rounds' ratios (range)" \
     "$(f0 "$(median "${ks[@]}")") ($(span "${ks[@]}"))" "$(f0 "$(median "${kn[@]}")") ($(span "${kn[@]}"))" \
-    "$(ratio "$(median "${ks[@]}")" "$(median "${kn[@]}")")" ">= 0.8"
+    "$(f2 "$(median "${krs[@]}")")" ">= 0.8 ($(span "${krs[@]}"))"
 trap cleanup EXIT
