@@ -367,6 +367,14 @@ std::string KeeperSummary(ns::NamespaceStore& store) {
                   " stuck; ", st.dead_nodes(), " dead, ", st.draining_nodes(),
                   " draining node(s); ", st.trash_pending(),
                   " object(s) awaiting deletion");
+  if (st.in_round()) {
+    absl::StrAppend(
+        &out, "; round in progress: ", HumanBytes(st.bytes_copied()), " of ",
+        HumanBytes(st.bytes_planned()), " copied, ETA ",
+        st.eta_s() > 0 ? absl::FormatDuration(absl::Trunc(
+                             absl::Seconds(st.eta_s()), absl::Seconds(1)))
+                       : std::string("unknown"));
+  }
   return out;
 }
 

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <atomic>
 #include <memory>
+#include <mutex>
 #include <set>
 #include <utility>
 #include <vector>
@@ -230,6 +231,7 @@ std::vector<bool> Keeper::Round::RunMoves(const std::vector<Move>& moves,
       static_cast<uint64_t>(std::min<size_t>(threads, moves.size()));
   std::atomic<int> done{0}, failed{0}, abandoned{0};
   std::atomic<uint64_t> bytes{0};
+  std::mutex progress_mu;
   admin::ParallelFor(moves.size(), threads, [&](size_t i) {
     if (!MayAct()) return;
     switch (DoMove(moves[i], rate)) {
@@ -244,6 +246,15 @@ std::vector<bool> Keeper::Round::RunMoves(const std::vector<Move>& moves,
       case Outcome::kAbandoned:
         abandoned.fetch_add(1);
         break;
+    }
+    if (k_->options_.on_progress) {
+      std::lock_guard<std::mutex> l(progress_mu);
+      RoundReport so_far = *report;
+      so_far.moves_done = done.load();
+      so_far.moves_failed = failed.load();
+      so_far.moves_abandoned = abandoned.load();
+      so_far.bytes_copied = bytes.load();
+      k_->options_.on_progress(so_far);
     }
   });
   report->moves_done = done.load();

@@ -41,6 +41,8 @@
 namespace rangefs {
 namespace keeper {
 
+struct RoundReport;
+
 struct KeeperOptions {
   std::string id = "keeper";  // In logs.
   // A node whose live record is absent this long is dead.
@@ -69,6 +71,10 @@ struct KeeperOptions {
   absl::Duration repair_backoff = absl::Minutes(10);
   node::NodeClientTlsOptions agent_tls;
   Clock* clock = nullptr;  // Not owned; nullptr: the real clock.
+  // Called after each move of a round with the round's report so far
+  // (planned counts, and the moves done/failed and bytes copied until
+  // now), one call at a time, from the move threads; may be empty.
+  std::function<void(const RoundReport&)> on_progress;
 };
 
 struct RoundReport {

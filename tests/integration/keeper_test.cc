@@ -306,7 +306,11 @@ class KeeperTest : public ::testing::Test {
 };
 
 TEST_F(KeeperTest, NodeKilledForGoodIsReReplicatedWithoutReadErrors) {
-  ASSERT_NE(StartKeeper("ka"), nullptr);
+  const std::string metrics = absl::StrCat(cluster_->dir(), "/keeper.prom");
+  ASSERT_NE(
+      StartKeeper("ka", 3600,
+                  {"--metrics_file=" + metrics, "--progress_interval_s=0"}),
+      nullptr);
   ASSERT_TRUE(Poll([&] { return Leader() == "ka"; }, absl::Seconds(10)));
   StartReader();
   ASSERT_TRUE(WaitScans(2, absl::Seconds(20)));
@@ -336,6 +340,18 @@ TEST_F(KeeperTest, NodeKilledForGoodIsReReplicatedWithoutReadErrors) {
       },
       absl::Seconds(10)));
   EXPECT_THAT(keepers_["ka"]->Log(), ::testing::HasSubstr("layout updated"));
+  // Progress while the moves ran, and the Prometheus metrics file.
+  EXPECT_THAT(keepers_["ka"]->Log(), ::testing::HasSubstr("round progress: "));
+  ASSERT_TRUE(Poll(
+      [&] {
+        std::ifstream f(metrics);
+        std::string text((std::istreambuf_iterator<char>(f)),
+                         std::istreambuf_iterator<char>());
+        return absl::StrContains(text, "rangefs_keeper_active 1\n") &&
+               absl::StrContains(text, "rangefs_keeper_dead_nodes 1\n") &&
+               !absl::StrContains(text, "rangefs_keeper_moves_done_total 0\n");
+      },
+      absl::Seconds(10)));
 }
 
 TEST_F(KeeperTest, DrainUnderReadsEmptiesTheNodeThenRemoveSucceeds) {
