@@ -105,18 +105,8 @@ absl::StatusOr<Keeper::Listing> Keeper::List(bool absent_is_dead,
                           ? absl::InfinitePast()
                           : missing_since_.emplace(id, now).first->second;
     }
-    NodeView v;
-    v.id = id;
-    v.zone = n.record.zone();
-    v.address = n.record.addresses().empty() ? "" : n.record.addresses(0);
-    v.free_bytes = lr != nullptr ? lr->free_bytes() : 0;
-    v.capacity_bytes = lr != nullptr ? lr->total_bytes() : 0;
-    if (lr != nullptr) {
-      v.corrupt.insert(lr->corrupt_objects().begin(),
-                       lr->corrupt_objects().end());
-    }
-    v.condition =
-        ClassifyNode(n.record, lr, missing_since, now, options_.dead_after);
+    NodeView v =
+        MakeNodeView(n.record, lr, missing_since, now, options_.dead_after);
     switch (v.condition) {
       case NodeCondition::kDead:
         ++report.dead_nodes;

@@ -1,4 +1,4 @@
-#include "keeper/planner.h"
+#include "admin/repair/planner.h"
 
 #include <algorithm>
 #include <set>
@@ -95,6 +95,23 @@ NodeCondition ClassifyNode(const v1::NodeRecord& node,
     default:
       return NodeCondition::kDisabled;
   }
+}
+
+NodeView MakeNodeView(const v1::NodeRecord& node, const v1::LiveRecord* live,
+                      absl::Time missing_since, absl::Time now,
+                      absl::Duration dead_after) {
+  NodeView v;
+  v.id = node.id();
+  v.zone = node.zone();
+  v.address = node.addresses().empty() ? "" : node.addresses(0);
+  v.free_bytes = live != nullptr ? live->free_bytes() : 0;
+  v.capacity_bytes = live != nullptr ? live->total_bytes() : 0;
+  if (live != nullptr) {
+    v.corrupt.insert(live->corrupt_objects().begin(),
+                     live->corrupt_objects().end());
+  }
+  v.condition = ClassifyNode(node, live, missing_since, now, dead_after);
+  return v;
 }
 
 Plan PlanMoves(const std::vector<ns::FileEntry>& files,

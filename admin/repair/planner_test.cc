@@ -1,4 +1,4 @@
-#include "keeper/planner.h"
+#include "admin/repair/planner.h"
 
 #include <map>
 #include <string>
