@@ -65,7 +65,8 @@ absl::StatusOr<FsckReport> CheckFiles(Context& ctx, const std::string& dir,
 
 // `fsck [DIR] [--checksums] [--parallel=N]`: the table of findings. With
 // findings the result is FAILED_PRECONDITION (exit code 4) whose message
-// holds the table.
+// holds the table. Replicas found corrupt, short or missing are recorded
+// for rangefs-keeper (keys.h KeeperSuspect), which repairs them in place.
 absl::StatusOr<Table> RunFsck(Context& ctx, Args& args);
 
 }  // namespace admin

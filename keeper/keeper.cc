@@ -26,6 +26,8 @@ struct Keeper::Listing {
   int64_t revision = 0;
   // (node, object) of every replica in `files`.
   std::set<std::pair<std::string, std::string>> referenced;
+  // (node, object) -> key of every suspect record (`fsck` findings).
+  std::map<std::pair<std::string, std::string>, std::string> suspects;
 };
 
 // One round's actions over one Listing.
@@ -141,9 +143,61 @@ absl::StatusOr<Keeper::Listing> Keeper::List(bool absent_is_dead,
       for (const v1::Replica& r : t.replicas()) add(r);
     }
   }
+  AddSuspects(&l);
   report.revision = l.revision;
   report.files = static_cast<int>(l.files.size());
   return l;
+}
+
+// Replicas `fsck` found corrupt, short or missing (suspect records) count
+// as corrupt, like the agents' scrub reports: repaired in place.
+void Keeper::AddSuspects(Listing* l) {
+  const ns::Keys& keys = store_->keys();
+  absl::StatusOr<etcd::RangeResult> all =
+      etcd_->RangeAll(keys.KeeperSuspectPrefix());
+  if (!all.ok()) {
+    RANGEFS_LOG(WARNING) << "keeper: listing fsck's suspect replicas: "
+                         << all.status();
+    return;
+  }
+  for (const etcd::KeyValue& kv : all->kvs) {
+    std::string node, object;
+    if (!keys.ParseKeeperSuspect(kv.key, &node, &object)) continue;
+    l->suspects[{node, object}] = kv.key;
+    auto v = l->views.find(node);
+    if (v != l->views.end()) v->second.corrupt.insert(object);
+  }
+}
+
+Keeper::Suspects Keeper::TakeSuspects(const Listing& l) {
+  Suspects s;
+  for (const auto& [replica, key] : l.suspects) {
+    s.keys[replica] = key;
+    if (l.referenced.count(replica) == 0) s.unreferenced.insert(replica);
+  }
+  return s;
+}
+
+// Drops the suspect records of replicas repaired this round, and of
+// replicas no layout references any more (moved, removed).
+void Keeper::DropSuspects(const Suspects& s, const std::vector<Move>& moves,
+                          const std::vector<bool>& done,
+                          const std::function<bool()>& may_act) {
+  std::set<std::pair<std::string, std::string>> repaired;
+  for (size_t i = 0; i < moves.size(); ++i) {
+    if (done[i] && moves[i].in_place) {
+      repaired.emplace(moves[i].from_node, moves[i].object);
+    }
+  }
+  for (const auto& [replica, key] : s.keys) {
+    const bool fixed = repaired.count(replica) > 0;
+    if (!fixed && s.unreferenced.count(replica) == 0) continue;
+    if (!may_act()) return;
+    (void)etcd_->Delete(key);
+    RANGEFS_LOG(INFO) << "keeper: fsck's report on " << replica.second << " on "
+                      << replica.first << " resolved ("
+                      << (fixed ? "repaired" : "in no layout") << ")";
+  }
 }
 
 Plan Keeper::MakePlan(const Listing& l, RoundReport* report_out) {
@@ -191,6 +245,7 @@ absl::StatusOr<RoundReport> Keeper::RunRound(
                          << " slot " << s.slot
                          << " cannot be repaired now: " << s.reason;
   }
+  const Suspects suspects = TakeSuspects(l);
   Round round(this, std::move(l), may_act);
   round.CollectTrash(&report);
   if (options_.orphan_scan_interval > absl::ZeroDuration() &&
@@ -199,6 +254,7 @@ absl::StatusOr<RoundReport> Keeper::RunRound(
     round.ScanOrphans(&report);
   }
   const std::vector<bool> done = round.RunMoves(plan.moves, &report);
+  DropSuspects(suspects, plan.moves, done, may_act);
   for (size_t i = 0; i < plan.moves.size(); ++i) {
     if (done[i] && plan.moves[i].in_place) {
       repaired_[{plan.moves[i].from_node, plan.moves[i].object}] = now;

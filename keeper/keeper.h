@@ -25,15 +25,17 @@
 #include <cstdint>
 #include <functional>
 #include <map>
+#include <set>
 #include <string>
 #include <utility>
+#include <vector>
 
 #include "absl/random/random.h"
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
-#include "base/clock.h"
 #include "admin/repair/planner.h"
 #include "admin/repair/rebalance.h"
+#include "base/clock.h"
 #include "namespace/etcd/etcd_client.h"
 #include "namespace/store.h"
 #include "storage_node/tls_client.h"
@@ -108,6 +110,18 @@ class Keeper {
  private:
   struct Listing;
   class Round;
+
+  // fsck's suspect records (keys.h): (node, object) -> key, and those no
+  // layout references.
+  struct Suspects {
+    std::map<std::pair<std::string, std::string>, std::string> keys;
+    std::set<std::pair<std::string, std::string>> unreferenced;
+  };
+  void AddSuspects(Listing* l);
+  static Suspects TakeSuspects(const Listing& l);
+  void DropSuspects(const Suspects& s, const std::vector<Move>& moves,
+                    const std::vector<bool>& done,
+                    const std::function<bool()>& may_act);
 
   absl::StatusOr<Listing> List(bool absent_is_dead, RoundReport* report);
   Plan MakePlan(const Listing& l, RoundReport* report);
