@@ -109,6 +109,17 @@ absl::StatusOr<Keeper::Listing> Keeper::List(bool absent_is_dead,
     }
     NodeView v =
         MakeNodeView(n.record, lr, missing_since, now, options_.dead_after);
+    {
+      std::lock_guard<std::mutex> lock(full_mu_);
+      auto full = full_since_.find(id);
+      if (full != full_since_.end()) {
+        if (now - full->second < options_.full_backoff) {
+          v.free_bytes = 0;  // No copy target for now.
+        } else {
+          full_since_.erase(full);
+        }
+      }
+    }
     switch (v.condition) {
       case NodeCondition::kDead:
         ++report.dead_nodes;
@@ -340,6 +351,14 @@ Keeper::Round::Outcome Keeper::Round::DoMove(const Move& m, uint64_t rate) {
   if (!s.ok()) {
     RANGEFS_LOG(WARNING) << "keeper: " << what << ": copy from "
                          << m.source_node << " failed: " << s;
+    if (absl::IsResourceExhausted(s) && !m.in_place) {
+      std::lock_guard<std::mutex> lock(k_->full_mu_);
+      k_->full_since_[m.target_node] = k_->clock_->Now();
+      RANGEFS_LOG(WARNING) << "keeper: " << m.target_node
+                           << " is out of space: no copy target for "
+                           << k_->options_.full_backoff
+                           << "; the next round picks another node";
+    }
     return Outcome::kFailed;
   }
   RANGEFS_LOG(INFO) << "keeper: " << what << ": copied from " << m.source_node

@@ -25,6 +25,7 @@
 #include <cstdint>
 #include <functional>
 #include <map>
+#include <mutex>
 #include <set>
 #include <string>
 #include <utility>
@@ -71,6 +72,8 @@ struct KeeperOptions {
   // A replica repaired in place is not repaired again for this long (its
   // node's scrub report may still list it until the next scrub).
   absl::Duration repair_backoff = absl::Minutes(10);
+  // A node a copy found out of space is no copy target for this long.
+  absl::Duration full_backoff = absl::Minutes(1);
   node::NodeClientTlsOptions agent_tls;
   Clock* clock = nullptr;  // Not owned; nullptr: the real clock.
   // Called after each move of a round with the round's report so far
@@ -135,6 +138,10 @@ class Keeper {
   std::map<std::string, absl::Time> missing_since_;
   // (node, object) -> when it was last repaired in place.
   std::map<std::pair<std::string, std::string>, absl::Time> repaired_;
+  // Nodes a copy found out of space (RESOURCE_EXHAUSTED), and when: no
+  // copy target for full_backoff (their live record's free space may lag).
+  std::mutex full_mu_;
+  std::map<std::string, absl::Time> full_since_;
   absl::Time last_orphan_scan_ = absl::InfinitePast();
 };
 
