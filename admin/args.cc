@@ -13,9 +13,10 @@ namespace rangefs {
 namespace admin {
 
 bool IsBoolFlag(absl::string_view name) {
-  static const char* const kBool[] = {
-      "json",    "help",        "force",     "yes",       "recompute",
-      "verbose", "no-progress", "overwrite", "keys-only", "checksums"};
+  static const char* const kBool[] = {"json",        "help",      "force",
+                                      "yes",         "recompute", "verbose",
+                                      "no-progress", "overwrite", "keys-only",
+                                      "checksums",   "dry-run"};
   for (const char* b : kBool) {
     if (name == b) return true;
   }

@@ -8,6 +8,7 @@
 #include "absl/strings/str_join.h"
 #include "absl/time/time.h"
 #include "admin/data_commands.h"
+#include "admin/repair_command.h"
 #include "base/status_macros.h"
 #include "google/protobuf/util/json_util.h"
 #include "namespace/layout.h"
@@ -367,6 +368,14 @@ std::string KeeperSummary(ns::NamespaceStore& store) {
                   " stuck; ", st.dead_nodes(), " dead, ", st.draining_nodes(),
                   " draining node(s); ", st.trash_pending(),
                   " object(s) awaiting deletion");
+  if (st.in_round()) {
+    absl::StrAppend(
+        &out, "; round in progress: ", HumanBytes(st.bytes_copied()), " of ",
+        HumanBytes(st.bytes_planned()), " copied, ETA ",
+        st.eta_s() > 0 ? absl::FormatDuration(absl::Trunc(
+                             absl::Seconds(st.eta_s()), absl::Seconds(1)))
+                       : std::string("unknown"));
+  }
   return out;
 }
 
@@ -572,6 +581,9 @@ std::string Usage(const std::string& group) {
   dump [--out=FILE]         whole namespace as JSON (stdout by default)
   restore --in=FILE         re-create nodes and files from a dump
   fsck [DIR] [--checksums]  check every replica object (exit 4 on problems)
+  repair --dry-run [--rebalance-tolerance=0.10]
+                            the moves rangefs-keeper would make now (dead or
+                            draining nodes, corrupt replicas, rebalancing)
 )";
   if (group == "node") return node;
   if (group == "file") return file;
@@ -621,6 +633,7 @@ absl::StatusOr<Table> RunCommand(Context& ctx, Args& args) {
   }
   if (group == "status") return Status(ctx, args);
   if (group == "fsck") return RunFsck(ctx, args);
+  if (group == "repair") return RunRepair(ctx, args);
   if (group == "dump") return Dump(ctx, args);
   if (group == "restore") return Restore(ctx, args);
   return absl::InvalidArgumentError(absl::StrCat(

@@ -2,6 +2,7 @@
 
 #include <fstream>
 
+#include "absl/strings/str_cat.h"
 #include "base/testing/status_matchers.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
@@ -186,6 +187,55 @@ TEST_F(CommandsTest, StatusShowsTheKeeper) {
   EXPECT_THAT(st->message, HasSubstr("3 replica move(s) to do (3.0 MiB)"));
   EXPECT_THAT(st->message,
               HasSubstr("1 dead, 0 draining node(s); 2 object(s)"));
+  EXPECT_THAT(st->message, ::testing::Not(HasSubstr("in progress")));
+  // A round in progress shows its bytes copied and the ETA.
+  ks.set_in_round(true);
+  ks.set_bytes_copied(1 << 20);
+  ks.set_eta_s(42.7);
+  put(k.KeeperStatus(), ks.SerializeAsString());
+  st = Run({"status"});
+  ASSERT_THAT(st, IsOk());
+  EXPECT_THAT(st->message, HasSubstr("round in progress: 1.0 MiB of 3.0 MiB "
+                                     "copied, ETA 42s"));
+}
+
+TEST_F(CommandsTest, RepairDryRunPrintsThePlanAndChangesNothing) {
+  // n1 and n2 live, n3 has no live record (dead here); /f has replicas on
+  // n1 and n3: the plan moves n3's replica to n2.
+  for (const char* id : {"n1", "n2", "n3"}) {
+    ASSERT_THAT(Run({"node", "add", id, absl::StrCat("--address=", id, ":1"),
+                     "--export=/e"}),
+                IsOk());
+  }
+  for (const char* id : {"n1", "n2"}) {
+    v1::LiveRecord l;
+    l.set_node_id(id);
+    l.set_health(v1::LiveRecord::HEALTHY);
+    l.set_free_bytes(1 << 30);
+    l.set_total_bytes(2 << 30);
+    ASSERT_THAT(store_->PutLive(l, 0), IsOk());
+  }
+  std::string layout = TempFile("r.json", R"({
+    "size": "100", "state": "READY",
+    "extents": [{"offset": "0", "length": "100",
+                 "replicas": [{"node_id": "n1", "object": "o/f"},
+                              {"node_id": "n3", "object": "o/f"}]}]})");
+  ASSERT_THAT(Run({"file", "create", "/f", "--layout=" + layout}), IsOk());
+  auto before = store_->GetFile("/f");
+  ASSERT_THAT(before, IsOk());
+  EXPECT_THAT(Run({"repair"}), StatusIs(absl::StatusCode::kInvalidArgument));
+  auto plan = Run({"repair", "--dry-run"});
+  ASSERT_THAT(plan, IsOk());
+  ASSERT_EQ(plan->rows.size(), 1u);
+  EXPECT_EQ(plan->rows[0], (std::vector<std::string>{"move", "/f", "0", "o/f",
+                                                     "n3", "n2", "n1", "100"}));
+  EXPECT_THAT(plan->message, HasSubstr("1 move(s)"));
+  EXPECT_THAT(plan->message, HasSubstr("1 dead (no live record)"));
+  auto after = store_->GetFile("/f");
+  ASSERT_THAT(after, IsOk());
+  EXPECT_EQ(after->mod_revision, before->mod_revision);
+  EXPECT_THAT(Run({"repair", "--dry-run", "--rebalance-tolerance=x"}),
+              StatusIs(absl::StatusCode::kInvalidArgument));
 }
 
 TEST_F(CommandsTest, ExitCodes) {

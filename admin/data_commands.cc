@@ -16,6 +16,7 @@
 
 #include "absl/base/thread_annotations.h"
 #include "absl/random/random.h"
+#include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
@@ -75,6 +76,15 @@ absl::StatusOr<Table> RunFilePut(Context& ctx, Args& a) {
             absl::StrCat(r.file_id)});
   t.message = absl::StrCat("put ", local, " as ", path, ": ", r.size,
                            " bytes in ", r.objects, " object(s)");
+  for (const std::string& m : r.replaced) {
+    absl::StrAppend(&t.message, "\nre-placed ", m);
+  }
+  if (!r.leftovers.empty()) {
+    absl::StrAppend(&t.message, "\n", r.leftovers.size(),
+                    " failed attempt(s) on unreachable nodes, in no layout, "
+                    "left to rangefs-keeper's orphan collector: ",
+                    absl::StrJoin(r.leftovers, " "));
+  }
   return t;
 }
 
@@ -299,6 +309,35 @@ absl::StatusOr<FsckReport> CheckFiles(Context& ctx, const std::string& dir,
   return report;
 }
 
+// Records each replica found corrupt, short or missing (not an
+// unreachable node) for rangefs-keeper, which copies a good replica over
+// it and drops the record (keeper/README.md). Returns a note for the
+// summary ("" when there is none).
+std::string ReportSuspects(Context& ctx,
+                           const std::vector<FsckFinding>& findings) {
+  etcdserverpb::TxnRequest txn;
+  for (const FsckFinding& f : findings) {
+    if (f.node == "-" || !(absl::StartsWith(f.problem, "checksum mismatch") ||
+                           absl::StartsWith(f.problem, "short: ") ||
+                           absl::StartsWith(f.problem, "missing: "))) {
+      continue;
+    }
+    auto* put = txn.add_success()->mutable_request_put();
+    put->set_key(ctx.store->keys().KeeperSuspect(f.node, f.object));
+    put->set_value(f.problem);
+  }
+  const int n = txn.success_size();
+  if (n == 0) return "";
+  absl::StatusOr<etcdserverpb::TxnResponse> r = ctx.store->kv()->Txn(txn);
+  if (!r.ok()) {
+    return absl::StrCat(
+        "; could not report ", n,
+        " replica(s) to rangefs-keeper: ", r.status().message());
+  }
+  return absl::StrCat("; ", n,
+                      " replica(s) reported to rangefs-keeper for repair");
+}
+
 absl::StatusOr<Table> RunFsck(Context& ctx, Args& a) {
   RANGEFS_RETURN_IF_ERROR(a.CheckAllowed({"checksums", "parallel"}));
   if (a.positional().size() > 1) {
@@ -319,6 +358,7 @@ absl::StatusOr<Table> RunFsck(Context& ctx, Args& a) {
   t.message = absl::StrCat("fsck ", dir, ": ", r.files, " file(s), ",
                            r.objects_checked, " replica object(s) checked, ",
                            r.findings.size(), " problem(s)");
+  absl::StrAppend(&t.message, ReportSuspects(ctx, r.findings));
   if (!r.findings.empty()) {
     return absl::FailedPreconditionError(
         absl::StrCat(r.findings.size(), " problem(s) found\n", FormatHuman(t)));

@@ -29,8 +29,11 @@ namespace admin {
 // Ingests a local file: places stripe columns on live ACTIVE nodes
 // (lb::PlaceStripes), writes every column object to every replica in
 // parallel, then commits the layout with one CreateFile (or, with
-// --overwrite, ReplaceLayout) only after every replica acknowledged. On any
-// failure nothing becomes visible and the objects written are deleted
+// --overwrite, ReplaceLayout) only after every replica acknowledged. A
+// write whose node fails mid-put is re-placed on another eligible node
+// (admin/ingest/ingest_writer.h; the output names each re-placement and
+// any failed attempt left to rangefs-keeper's orphan collector). On any
+// other failure nothing becomes visible and the objects written are deleted
 // (objects on unreachable nodes are named in the error). Files smaller
 // than the stripe unit get one extent. Codes: INVALID_ARGUMENT (usage),
 // NOT_FOUND (local file), ALREADY_EXISTS (PATH exists, no --overwrite),
@@ -65,7 +68,8 @@ absl::StatusOr<FsckReport> CheckFiles(Context& ctx, const std::string& dir,
 
 // `fsck [DIR] [--checksums] [--parallel=N]`: the table of findings. With
 // findings the result is FAILED_PRECONDITION (exit code 4) whose message
-// holds the table.
+// holds the table. Replicas found corrupt, short or missing are recorded
+// for rangefs-keeper (keys.h KeeperSuspect), which repairs them in place.
 absl::StatusOr<Table> RunFsck(Context& ctx, Args& args);
 
 }  // namespace admin

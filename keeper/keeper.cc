@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <atomic>
 #include <memory>
+#include <mutex>
 #include <set>
 #include <utility>
 #include <vector>
@@ -25,6 +26,8 @@ struct Keeper::Listing {
   int64_t revision = 0;
   // (node, object) of every replica in `files`.
   std::set<std::pair<std::string, std::string>> referenced;
+  // (node, object) -> key of every suspect record (`fsck` findings).
+  std::map<std::pair<std::string, std::string>, std::string> suspects;
 };
 
 // One round's actions over one Listing.
@@ -104,18 +107,19 @@ absl::StatusOr<Keeper::Listing> Keeper::List(bool absent_is_dead,
                           ? absl::InfinitePast()
                           : missing_since_.emplace(id, now).first->second;
     }
-    NodeView v;
-    v.id = id;
-    v.zone = n.record.zone();
-    v.address = n.record.addresses().empty() ? "" : n.record.addresses(0);
-    v.free_bytes = lr != nullptr ? lr->free_bytes() : 0;
-    v.capacity_bytes = lr != nullptr ? lr->total_bytes() : 0;
-    if (lr != nullptr) {
-      v.corrupt.insert(lr->corrupt_objects().begin(),
-                       lr->corrupt_objects().end());
+    NodeView v =
+        MakeNodeView(n.record, lr, missing_since, now, options_.dead_after);
+    {
+      std::lock_guard<std::mutex> lock(full_mu_);
+      auto full = full_since_.find(id);
+      if (full != full_since_.end()) {
+        if (now - full->second < options_.full_backoff) {
+          v.free_bytes = 0;  // No copy target for now.
+        } else {
+          full_since_.erase(full);
+        }
+      }
     }
-    v.condition =
-        ClassifyNode(n.record, lr, missing_since, now, options_.dead_after);
     switch (v.condition) {
       case NodeCondition::kDead:
         ++report.dead_nodes;
@@ -150,9 +154,61 @@ absl::StatusOr<Keeper::Listing> Keeper::List(bool absent_is_dead,
       for (const v1::Replica& r : t.replicas()) add(r);
     }
   }
+  AddSuspects(&l);
   report.revision = l.revision;
   report.files = static_cast<int>(l.files.size());
   return l;
+}
+
+// Replicas `fsck` found corrupt, short or missing (suspect records) count
+// as corrupt, like the agents' scrub reports: repaired in place.
+void Keeper::AddSuspects(Listing* l) {
+  const ns::Keys& keys = store_->keys();
+  absl::StatusOr<etcd::RangeResult> all =
+      etcd_->RangeAll(keys.KeeperSuspectPrefix());
+  if (!all.ok()) {
+    RANGEFS_LOG(WARNING) << "keeper: listing fsck's suspect replicas: "
+                         << all.status();
+    return;
+  }
+  for (const etcd::KeyValue& kv : all->kvs) {
+    std::string node, object;
+    if (!keys.ParseKeeperSuspect(kv.key, &node, &object)) continue;
+    l->suspects[{node, object}] = kv.key;
+    auto v = l->views.find(node);
+    if (v != l->views.end()) v->second.corrupt.insert(object);
+  }
+}
+
+Keeper::Suspects Keeper::TakeSuspects(const Listing& l) {
+  Suspects s;
+  for (const auto& [replica, key] : l.suspects) {
+    s.keys[replica] = key;
+    if (l.referenced.count(replica) == 0) s.unreferenced.insert(replica);
+  }
+  return s;
+}
+
+// Drops the suspect records of replicas repaired this round, and of
+// replicas no layout references any more (moved, removed).
+void Keeper::DropSuspects(const Suspects& s, const std::vector<Move>& moves,
+                          const std::vector<bool>& done,
+                          const std::function<bool()>& may_act) {
+  std::set<std::pair<std::string, std::string>> repaired;
+  for (size_t i = 0; i < moves.size(); ++i) {
+    if (done[i] && moves[i].in_place) {
+      repaired.emplace(moves[i].from_node, moves[i].object);
+    }
+  }
+  for (const auto& [replica, key] : s.keys) {
+    const bool fixed = repaired.count(replica) > 0;
+    if (!fixed && s.unreferenced.count(replica) == 0) continue;
+    if (!may_act()) return;
+    (void)etcd_->Delete(key);
+    RANGEFS_LOG(INFO) << "keeper: fsck's report on " << replica.second << " on "
+                      << replica.first << " resolved ("
+                      << (fixed ? "repaired" : "in no layout") << ")";
+  }
 }
 
 Plan Keeper::MakePlan(const Listing& l, RoundReport* report_out) {
@@ -200,6 +256,7 @@ absl::StatusOr<RoundReport> Keeper::RunRound(
                          << " slot " << s.slot
                          << " cannot be repaired now: " << s.reason;
   }
+  const Suspects suspects = TakeSuspects(l);
   Round round(this, std::move(l), may_act);
   round.CollectTrash(&report);
   if (options_.orphan_scan_interval > absl::ZeroDuration() &&
@@ -208,6 +265,7 @@ absl::StatusOr<RoundReport> Keeper::RunRound(
     round.ScanOrphans(&report);
   }
   const std::vector<bool> done = round.RunMoves(plan.moves, &report);
+  DropSuspects(suspects, plan.moves, done, may_act);
   for (size_t i = 0; i < plan.moves.size(); ++i) {
     if (done[i] && plan.moves[i].in_place) {
       repaired_[{plan.moves[i].from_node, plan.moves[i].object}] = now;
@@ -230,6 +288,7 @@ std::vector<bool> Keeper::Round::RunMoves(const std::vector<Move>& moves,
       static_cast<uint64_t>(std::min<size_t>(threads, moves.size()));
   std::atomic<int> done{0}, failed{0}, abandoned{0};
   std::atomic<uint64_t> bytes{0};
+  std::mutex progress_mu;
   admin::ParallelFor(moves.size(), threads, [&](size_t i) {
     if (!MayAct()) return;
     switch (DoMove(moves[i], rate)) {
@@ -244,6 +303,15 @@ std::vector<bool> Keeper::Round::RunMoves(const std::vector<Move>& moves,
       case Outcome::kAbandoned:
         abandoned.fetch_add(1);
         break;
+    }
+    if (k_->options_.on_progress) {
+      std::lock_guard<std::mutex> l(progress_mu);
+      RoundReport so_far = *report;
+      so_far.moves_done = done.load();
+      so_far.moves_failed = failed.load();
+      so_far.moves_abandoned = abandoned.load();
+      so_far.bytes_copied = bytes.load();
+      k_->options_.on_progress(so_far);
     }
   });
   report->moves_done = done.load();
@@ -283,6 +351,14 @@ Keeper::Round::Outcome Keeper::Round::DoMove(const Move& m, uint64_t rate) {
   if (!s.ok()) {
     RANGEFS_LOG(WARNING) << "keeper: " << what << ": copy from "
                          << m.source_node << " failed: " << s;
+    if (absl::IsResourceExhausted(s) && !m.in_place) {
+      std::lock_guard<std::mutex> lock(k_->full_mu_);
+      k_->full_since_[m.target_node] = k_->clock_->Now();
+      RANGEFS_LOG(WARNING) << "keeper: " << m.target_node
+                           << " is out of space: no copy target for "
+                           << k_->options_.full_backoff
+                           << "; the next round picks another node";
+    }
     return Outcome::kFailed;
   }
   RANGEFS_LOG(INFO) << "keeper: " << what << ": copied from " << m.source_node

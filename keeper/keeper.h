@@ -25,21 +25,26 @@
 #include <cstdint>
 #include <functional>
 #include <map>
+#include <mutex>
+#include <set>
 #include <string>
 #include <utility>
+#include <vector>
 
 #include "absl/random/random.h"
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
+#include "admin/repair/planner.h"
+#include "admin/repair/rebalance.h"
 #include "base/clock.h"
-#include "keeper/planner.h"
-#include "keeper/rebalance.h"
 #include "namespace/etcd/etcd_client.h"
 #include "namespace/store.h"
 #include "storage_node/tls_client.h"
 
 namespace rangefs {
 namespace keeper {
+
+struct RoundReport;
 
 struct KeeperOptions {
   std::string id = "keeper";  // In logs.
@@ -67,8 +72,14 @@ struct KeeperOptions {
   // A replica repaired in place is not repaired again for this long (its
   // node's scrub report may still list it until the next scrub).
   absl::Duration repair_backoff = absl::Minutes(10);
+  // A node a copy found out of space is no copy target for this long.
+  absl::Duration full_backoff = absl::Minutes(1);
   node::NodeClientTlsOptions agent_tls;
   Clock* clock = nullptr;  // Not owned; nullptr: the real clock.
+  // Called after each move of a round with the round's report so far
+  // (planned counts, and the moves done/failed and bytes copied until
+  // now), one call at a time, from the move threads; may be empty.
+  std::function<void(const RoundReport&)> on_progress;
 };
 
 struct RoundReport {
@@ -103,6 +114,18 @@ class Keeper {
   struct Listing;
   class Round;
 
+  // fsck's suspect records (keys.h): (node, object) -> key, and those no
+  // layout references.
+  struct Suspects {
+    std::map<std::pair<std::string, std::string>, std::string> keys;
+    std::set<std::pair<std::string, std::string>> unreferenced;
+  };
+  void AddSuspects(Listing* l);
+  static Suspects TakeSuspects(const Listing& l);
+  void DropSuspects(const Suspects& s, const std::vector<Move>& moves,
+                    const std::vector<bool>& done,
+                    const std::function<bool()>& may_act);
+
   absl::StatusOr<Listing> List(bool absent_is_dead, RoundReport* report);
   Plan MakePlan(const Listing& l, RoundReport* report);
 
@@ -115,6 +138,10 @@ class Keeper {
   std::map<std::string, absl::Time> missing_since_;
   // (node, object) -> when it was last repaired in place.
   std::map<std::pair<std::string, std::string>, absl::Time> repaired_;
+  // Nodes a copy found out of space (RESOURCE_EXHAUSTED), and when: no
+  // copy target for full_backoff (their live record's free space may lag).
+  std::mutex full_mu_;
+  std::map<std::string, absl::Time> full_since_;
   absl::Time last_orphan_scan_ = absl::InfinitePast();
 };
 

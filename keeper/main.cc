@@ -6,6 +6,8 @@
 #include <stdio.h>
 #include <unistd.h>
 
+#include <functional>
+#include <mutex>
 #include <string>
 #include <thread>
 
@@ -17,6 +19,7 @@
 #include "base/logging.h"
 #include "keeper/election.h"
 #include "keeper/keeper.h"
+#include "keeper/metrics.h"
 #include "namespace/etcd/etcd_client.h"
 #include "namespace/etcd_kv.h"
 #include "namespace/store.h"
@@ -56,6 +59,14 @@ ABSL_FLAG(bool, dry_run, false,
           "Print the moves a round would make now (repairs, drains, "
           "rebalancing; nodes without a live record count as dead) and "
           "exit, changing nothing; needs no leadership.");
+ABSL_FLAG(std::string, metrics_file, "",
+          "Write Prometheus metrics (rangefs_keeper_*) to this file after "
+          "every round and with each progress report (temp file + rename; "
+          "e.g. for node_exporter's textfile collector); empty: none.");
+ABSL_FLAG(double, progress_interval_s, 5,
+          "While a round's moves run, publish its progress (moves and bytes "
+          "done, ETA) to `rangefs-admin status`, the log and --metrics_file "
+          "at most this often.");
 ABSL_FLAG(double, etcd_timeout_s, 5, "Deadline of each etcd call.");
 ABSL_FLAG(std::string, etcd_ca, "", "PEM CA for etcd TLS.");
 ABSL_FLAG(std::string, etcd_cert, "", "PEM client certificate for etcd.");
@@ -83,7 +94,8 @@ absl::Notification stop;
 // lease. Best effort.
 void PublishStatus(const rangefs::keeper::RoundReport& r, const std::string& id,
                    int64_t lease, const std::string& key,
-                   rangefs::etcd::EtcdClient* etcd) {
+                   rangefs::etcd::EtcdClient* etcd, bool in_round = false,
+                   double eta_s = 0) {
   if (lease == 0) return;
   rangefs::v1::KeeperStatus s;
   s.set_keeper_id(id);
@@ -101,6 +113,8 @@ void PublishStatus(const rangefs::keeper::RoundReport& r, const std::string& id,
   s.set_bytes_copied(r.bytes_copied);
   s.set_trash_pending(r.trash_pending);
   s.set_trash_deleted(r.trash_deleted);
+  s.set_in_round(in_round);
+  s.set_eta_s(eta_s > 0 ? eta_s : 0);
   absl::StatusOr<int64_t> put = etcd->Put(key, s.SerializeAsString(), lease);
   if (!put.ok()) {
     RANGEFS_LOG(WARNING) << "keeper " << id
@@ -190,11 +204,53 @@ int main(int argc, char** argv) {
   ko.agent_tls.ca_file = absl::GetFlag(FLAGS_agent_ca);
   ko.agent_tls.cert_file = absl::GetFlag(FLAGS_agent_cert);
   ko.agent_tls.key_file = absl::GetFlag(FLAGS_agent_key);
+  // The metrics and the progress of the round in flight, shared by the
+  // round's move threads (on_progress) and the loop below.
+  std::mutex metrics_mu;
+  rangefs::keeper::KeeperMetrics metrics;
+  absl::Time round_start = absl::Now(), last_progress = absl::Now();
+  std::function<void(const rangefs::keeper::RoundReport&, double)> publish;
+  const std::string metrics_file = absl::GetFlag(FLAGS_metrics_file);
+  const absl::Duration progress_interval =
+      absl::Seconds(std::max(0.0, absl::GetFlag(FLAGS_progress_interval_s)));
+  auto write_metrics_locked = [&] {
+    if (metrics_file.empty()) return;
+    absl::Status w = rangefs::keeper::WriteTextFile(
+        metrics_file, rangefs::keeper::KeeperPrometheusText(metrics));
+    if (!w.ok()) {
+      RANGEFS_LOG(WARNING) << "keeper " << id << ": metrics file: " << w;
+    }
+  };
+  ko.on_progress = [&](const rangefs::keeper::RoundReport& r) {
+    std::lock_guard<std::mutex> l(metrics_mu);
+    const absl::Time now = absl::Now();
+    metrics.in_round = true;
+    metrics.round = r;
+    metrics.eta_s = rangefs::keeper::EtaSeconds(
+        r.bytes_planned > r.bytes_copied ? r.bytes_planned - r.bytes_copied : 0,
+        r.bytes_copied, now - round_start);
+    if (now - last_progress < progress_interval) return;
+    last_progress = now;
+    RANGEFS_LOG(INFO) << "keeper " << id << ": round progress: " << r.moves_done
+                      << "/" << r.moves_planned << " moves done, "
+                      << r.moves_failed << " failed; " << r.bytes_copied
+                      << " of " << r.bytes_planned << " bytes copied; ETA "
+                      << (metrics.eta_s < 0
+                              ? std::string("unknown")
+                              : absl::StrCat(
+                                    static_cast<int64_t>(metrics.eta_s), " s"));
+    if (publish) publish(r, metrics.eta_s);
+    write_metrics_locked();
+  };
   rangefs::keeper::Keeper keeper(store.get(), etcd->get(), ko);
   if (absl::GetFlag(FLAGS_dry_run)) return DryRun(keeper);
   rangefs::keeper::LeaderElection election(
       etcd->get(), {.key = store->keys().KeeperLeader(), .id = id, .ttl = ttl});
 
+  publish = [&](const rangefs::keeper::RoundReport& r, double eta_s) {
+    PublishStatus(r, id, election.lease(), store->keys().KeeperStatus(),
+                  etcd->get(), /*in_round=*/true, eta_s);
+  };
   printf("rangefs-keeper %s started\n", id.c_str());
   fflush(stdout);
   const absl::Duration interval =
@@ -212,14 +268,26 @@ int main(int argc, char** argv) {
              *leader ? "is active" : "is standby");
       fflush(stdout);
       was_leader = *leader;
+      std::lock_guard<std::mutex> l(metrics_mu);
+      metrics.active = *leader;
+      write_metrics_locked();
     }
     if (!*leader) continue;
+    {
+      std::lock_guard<std::mutex> l(metrics_mu);
+      round_start = last_progress = absl::Now();
+    }
     absl::StatusOr<rangefs::keeper::RoundReport> r = keeper.RunRound(
         [&] { return election.IsLeader() && !stop.HasBeenNotified(); });
     if (!r.ok()) {
       RANGEFS_LOG(WARNING) << "keeper " << id
                            << ": round failed: " << r.status();
       continue;
+    }
+    {
+      std::lock_guard<std::mutex> l(metrics_mu);
+      metrics.AddRound(*r);
+      write_metrics_locked();
     }
     PublishStatus(*r, id, election.lease(), store->keys().KeeperStatus(),
                   etcd->get());
@@ -240,6 +308,11 @@ int main(int argc, char** argv) {
     }
   } while (!stop.WaitForNotificationWithTimeout(interval));
   election.Resign();
+  {
+    std::lock_guard<std::mutex> l(metrics_mu);
+    metrics.active = false;
+    write_metrics_locked();
+  }
   printf("rangefs-keeper %s stopped\n", id.c_str());
   return 0;
 }

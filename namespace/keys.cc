@@ -43,6 +43,13 @@ std::string Keys::KeeperTrash(absl::string_view node_id,
                               absl::string_view object) const {
   return absl::StrCat(KeeperTrashPrefix(), node_id, "/", object);
 }
+std::string Keys::KeeperSuspectPrefix() const {
+  return absl::StrCat(root_, "keeper/suspect/");
+}
+std::string Keys::KeeperSuspect(absl::string_view node_id,
+                                absl::string_view object) const {
+  return absl::StrCat(KeeperSuspectPrefix(), node_id, "/", object);
+}
 
 namespace {
 bool StripPrefix(absl::string_view key, absl::string_view prefix,
@@ -72,8 +79,18 @@ bool Keys::ParseFile(absl::string_view key, std::string* path) const {
 
 bool Keys::ParseKeeperTrash(absl::string_view key, std::string* node_id,
                             std::string* object) const {
+  return ParseNodeObject(key, KeeperTrashPrefix(), node_id, object);
+}
+
+bool Keys::ParseKeeperSuspect(absl::string_view key, std::string* node_id,
+                              std::string* object) const {
+  return ParseNodeObject(key, KeeperSuspectPrefix(), node_id, object);
+}
+
+bool Keys::ParseNodeObject(absl::string_view key, absl::string_view prefix,
+                           std::string* node_id, std::string* object) {
   std::string rest;
-  if (!StripPrefix(key, KeeperTrashPrefix(), &rest)) return false;
+  if (!StripPrefix(key, prefix, &rest)) return false;
   const size_t slash = rest.find('/');
   if (slash == 0 || slash == std::string::npos || slash + 1 == rest.size()) {
     return false;

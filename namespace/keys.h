@@ -12,6 +12,10 @@
 //   /rangefs/v1/<cluster>/keeper/trash/<node_id>/<object>
 //                                           TrashRecord (object awaiting
 //                                           deletion, keeper/README.md)
+//   /rangefs/v1/<cluster>/keeper/suspect/<node_id>/<object>
+//                                           what `fsck` found wrong with a
+//                                           replica (text); the keeper
+//                                           repairs it and drops the key
 #ifndef RANGEFS_NAMESPACE_KEYS_H_
 #define RANGEFS_NAMESPACE_KEYS_H_
 
@@ -48,6 +52,9 @@ class Keys {
   std::string KeeperTrashPrefix() const;
   std::string KeeperTrash(absl::string_view node_id,
                           absl::string_view object) const;
+  std::string KeeperSuspectPrefix() const;
+  std::string KeeperSuspect(absl::string_view node_id,
+                            absl::string_view object) const;
 
   // Inverse mappings; return false if `key` is not of that kind.
   bool ParseNode(absl::string_view key, std::string* id) const;
@@ -56,8 +63,14 @@ class Keys {
   // Node id (up to the first '/') and object of a trash key.
   bool ParseKeeperTrash(absl::string_view key, std::string* node_id,
                         std::string* object) const;
+  bool ParseKeeperSuspect(absl::string_view key, std::string* node_id,
+                          std::string* object) const;
 
  private:
+  // "<prefix><node_id>/<object>" -> node_id, object (both non-empty).
+  static bool ParseNodeObject(absl::string_view key, absl::string_view prefix,
+                              std::string* node_id, std::string* object);
+
   std::string root_;
 };
 

@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <atomic>
 #include <map>
+#include <set>
 #include <utility>
 #include <vector>
 
@@ -17,6 +18,7 @@
 #include "absl/synchronization/mutex.h"
 #include "absl/time/clock.h"
 #include "admin/ingest/agents.h"
+#include "admin/ingest/replacement.h"
 #include "base/errno_status.h"
 #include "base/status_macros.h"
 #include "loadbalancer/placement.h"
@@ -94,13 +96,15 @@ struct WriteTask {
   std::string object;
   uint64_t bytes = 0;
   bool started = false;
+  bool local_error = false;  // the local file failed, not the node
   absl::Status status;
   uint32_t crc32c = 0;
 };
 
 // Where the columns go.
 struct Placement {
-  std::vector<ns::NodeEntry> nodes;  // every node record read
+  std::vector<ns::NodeEntry> nodes;           // every node record read
+  std::vector<lb::PlacementNode> candidates;  // what placement saw
   bool striped = false;
   int width = 1;
   std::vector<std::vector<std::string>> columns;  // column -> replica nodes
@@ -187,7 +191,8 @@ absl::StatusOr<Placement> Place(ns::NamespaceStore& store,
   Placement out;
   RANGEFS_ASSIGN_OR_RETURN(out.nodes, store.ListNodes());
   RANGEFS_ASSIGN_OR_RETURN(std::vector<ns::LiveEntry> live, store.ListLive());
-  const std::vector<lb::PlacementNode> candidates = Candidates(out.nodes, live);
+  out.candidates = Candidates(out.nodes, live);
+  const std::vector<lb::PlacementNode>& candidates = out.candidates;
   size_t eligible = 0;
   for (const lb::PlacementNode& p : candidates) {
     eligible +=
@@ -267,7 +272,12 @@ absl::Status WriteOne(NodeClient& c, WriteTask& w, const ScopedFile& file,
       w.object,
       [&](absl::Span<char> dst) -> absl::StatusOr<size_t> {
         if (state.failed.load()) return absl::CancelledError("put aborted");
-        RANGEFS_ASSIGN_OR_RETURN(size_t n, reader.Read(dst));
+        absl::StatusOr<size_t> read = reader.Read(dst);
+        if (!read.ok()) {
+          w.local_error = true;
+          return read.status();
+        }
+        const size_t n = *read;
         sent += n;
         const uint64_t after = state.done.fetch_add(n) + n;
         state.Report(after - n, after);
@@ -351,7 +361,8 @@ std::vector<std::string> RemoveWritten(const std::vector<WriteTask>& tasks,
                                code == absl::StatusCode::kCancelled ||
                                code == absl::StatusCode::kUnknown ||
                                code == absl::StatusCode::kInternal ||
-                               code == absl::StatusCode::kAborted;
+                               code == absl::StatusCode::kAborted ||
+                               code == absl::StatusCode::kDataLoss;
     if (!w.started || !maybe_written) return;
     absl::Status s = agents.Call(w.node, [&](NodeClient& c) {
       return c.DeleteObject(w.object, absl::Now() + kSmallCallTimeout);
@@ -382,6 +393,71 @@ absl::Status Undo(const std::string& path, const absl::Status& error,
                                                  error.message(), note));
 }
 
+// Moves writes whose node failed to other nodes (PickReplacement).
+// Thread-safe: a task's node changes only under mu_.
+class Replacer {
+ public:
+  Replacer(const Placement& p, std::vector<WriteTask>& tasks)
+      : candidates_(p.candidates), tasks_(tasks) {
+    for (const lb::PlacementNode& n : candidates_) zone_[n.id] = n.zone;
+    for (const WriteTask& w : tasks_) planned_[w.node] += w.bytes;
+  }
+
+  // Task i's write failed on its node (tasks_[i].status): points the task
+  // at another node and keeps the failed attempt for deletion. False (the
+  // task unchanged) when no node is eligible.
+  bool Replace(size_t i) {
+    absl::MutexLock l(&mu_);
+    WriteTask& w = tasks_[i];
+    failed_nodes_.insert(w.node);
+    std::set<lb::NodeId> exclude = failed_nodes_;
+    std::set<std::string> zones;
+    for (size_t j = 0; j < tasks_.size(); ++j) {
+      if (j == i || tasks_[j].unit != w.unit) continue;
+      exclude.insert(tasks_[j].node);
+      zones.insert(zone_[tasks_[j].node]);
+    }
+    absl::StatusOr<lb::NodeId> next =
+        PickReplacement(candidates_, exclude, zones, planned_, bitgen_);
+    if (!next.ok()) {
+      w.status = absl::Status(
+          w.status.code(),
+          absl::StrCat(w.status.message(), "; no node to re-place it on: ",
+                       next.status().message()));
+      return false;
+    }
+    replaced_.push_back(absl::StrCat(w.object, ": ", w.node, " -> ", *next,
+                                     " (", w.status.message(), ")"));
+    abandoned_.push_back(w);
+    planned_[w.node] -= w.bytes;
+    planned_[*next] += w.bytes;
+    w.node = *next;
+    w.status = absl::OkStatus();
+    w.started = false;
+    return true;
+  }
+
+  std::vector<std::string> replaced() {
+    absl::MutexLock l(&mu_);
+    return replaced_;
+  }
+  std::vector<WriteTask> abandoned() {
+    absl::MutexLock l(&mu_);
+    return abandoned_;
+  }
+
+ private:
+  const std::vector<lb::PlacementNode> candidates_;
+  std::vector<WriteTask>& tasks_;
+  absl::Mutex mu_;
+  std::map<lb::NodeId, std::string> zone_ ABSL_GUARDED_BY(mu_);
+  std::map<lb::NodeId, uint64_t> planned_ ABSL_GUARDED_BY(mu_);
+  std::set<lb::NodeId> failed_nodes_ ABSL_GUARDED_BY(mu_);
+  std::vector<std::string> replaced_ ABSL_GUARDED_BY(mu_);
+  std::vector<WriteTask> abandoned_ ABSL_GUARDED_BY(mu_);
+  absl::BitGen bitgen_ ABSL_GUARDED_BY(mu_);
+};
+
 }  // namespace
 
 absl::StatusOr<IngestResult> IngestFile(ns::NamespaceStore& store,
@@ -402,21 +478,32 @@ absl::StatusOr<IngestResult> IngestFile(ns::NamespaceStore& store,
   WriteState state;
   state.total = size * static_cast<uint64_t>(options.replicas);
   state.options = &options;
+  Replacer replacer(placement, tasks);
   ParallelFor(tasks.size(), options.parallel, [&](size_t i) {
     WriteTask& w = tasks[i];
-    if (state.failed.load()) {
-      w.status = absl::CancelledError("put aborted");
-      return;
+    for (int moves = 0;; ++moves) {
+      if (state.failed.load()) {
+        w.status = absl::CancelledError("put aborted");
+        return;
+      }
+      w.started = true;
+      w.status = agents.Call(w.node, [&](NodeClient& c) {
+        return WriteOne(c, w, file, local, size, placement, state);
+      });
+      if (w.status.ok() || w.local_error || !NodeFailure(w.status) ||
+          moves >= options.replace_attempts || !replacer.Replace(i)) {
+        break;
+      }
     }
-    w.started = true;
-    w.status = agents.Call(w.node, [&](NodeClient& c) {
-      return WriteOne(c, w, file, local, size, placement, state);
-    });
     if (!w.status.ok()) state.failed.store(true);
   });
+  // Failed attempts (re-placed) are deleted whether or not the put
+  // succeeds.
+  std::vector<WriteTask> all = tasks;
+  for (WriteTask& w : replacer.abandoned()) all.push_back(std::move(w));
 
   absl::Status error = FirstError(tasks);
-  if (!error.ok()) return Undo(path, error, tasks, agents, options.parallel);
+  if (!error.ok()) return Undo(path, error, all, agents, options.parallel);
   const v1::FileLayout layout =
       BuildLayout(placement, size, options.stripe_unit, tasks);
   absl::StatusOr<ns::FileEntry> committed =
@@ -427,9 +514,13 @@ absl::StatusOr<IngestResult> IngestFile(ns::NamespaceStore& store,
                          absl::StrCat("committing layout of ", path,
                                       " (data written, not visible): ",
                                       committed.status().message()));
-    return Undo(path, error, tasks, agents, options.parallel);
+    return Undo(path, error, all, agents, options.parallel);
   }
   IngestResult result;
+  result.replaced = replacer.replaced();
+  result.leftovers = RemoveWritten(
+      std::vector<WriteTask>(all.begin() + tasks.size(), all.end()), agents,
+      options.parallel);
   result.size = size;
   result.striped = placement.striped;
   result.width = placement.width;

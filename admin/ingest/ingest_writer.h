@@ -5,7 +5,12 @@
 // object to every replica through the agents in parallel (WriteObject; the
 // agent writes the CRC32C sidecar), then commits the layout with one
 // CreateFile (or, with `overwrite`, ReplaceLayout) only after every replica
-// acknowledged. On any failure nothing becomes visible and the objects
+// acknowledged. A write whose node fails mid-put (agent down or killed,
+// disk full, read-only: replacement.h) is re-placed on another eligible
+// node, up to `replace_attempts` times per object; the failed attempt's
+// object is deleted, or, on a node that cannot be reached, left to
+// rangefs-keeper's orphan collector (it is in no layout; IngestResult
+// names it). On any other failure nothing becomes visible and the objects
 // written are deleted (objects on unreachable nodes are named in the
 // error). Files smaller than the stripe unit get one extent.
 //
@@ -22,6 +27,7 @@
 #include <cstdint>
 #include <functional>
 #include <string>
+#include <vector>
 
 #include "absl/status/statusor.h"
 #include "namespace/store.h"
@@ -36,6 +42,9 @@ struct IngestOptions {
   int replicas = 2;        // in [1, ns::kMaxReplicas]
   bool overwrite = false;  // replace an existing PATH (new objects)
   int parallel = 8;        // concurrent object writes, >= 1
+  // Times one object's write moves to another node when its node fails
+  // (0: a node failure fails the put).
+  int replace_attempts = 2;
   // TLS towards the agents; empty ca_file = plaintext.
   node::NodeClientTlsOptions agent_tls;
   // Called with (bytes written, total bytes) every 64 MiB and at the end,
@@ -49,6 +58,11 @@ struct IngestResult {
   int width = 1;         // stripe columns (1 when not striped)
   uint64_t file_id = 0;  // the committed layout's file_id
   size_t objects = 0;    // objects written (columns x replicas)
+  // Writes moved to another node: "OBJECT: FROM -> TO (why)".
+  std::vector<std::string> replaced;
+  // Failed attempts' objects that could not be deleted ("node:object"):
+  // in no layout, so rangefs-keeper's orphan collector removes them.
+  std::vector<std::string> leftovers;
 };
 
 // Ingests `local` as namespace path `path` through `store` (not owned).

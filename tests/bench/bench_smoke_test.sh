@@ -9,12 +9,15 @@ cp "$RF/storage_node/rangefs-node" "$RF/admin/rangefs-admin" \
    "$RF/tests/bench/rangefs-bench" "$RF/client_lib/blocking_fuse" \
    "$RF/mount/rangefs-mount" "$RF/tests/bench/null_fuse" \
    "$RF/tests/bench/sendfile_stream" "$BIN/"
+mkdir -p "$BIN/keeper"
+cp "$RF/keeper/rangefs-keeper" "$BIN/keeper/"
 OUT="$TEST_TMPDIR/out"
 if ! bash "$RF/tests/bench/run.sh" --quick --bin="$BIN" --out="$OUT" >"$TEST_TMPDIR/log" 2>&1; then
   echo "FAIL: run.sh exited non-zero"; tail -30 "$TEST_TMPDIR/log"; exit 1
 fi
 rows=("mount-path sequential, cached" "sequential, cached: CPU s/GB" \
-      "agent path over loopback" "plain TCP stream" "mount sequential" "mount 4 KiB random")
+      "agent path over loopback" "plain TCP stream" "mount sequential" "mount 4 KiB random"
+      "re-replication of a killed node" "scan during repair")
 # O_DIRECT rows need a cold page cache (drop_caches); without it run.sh
 # says so instead of measuring them.
 if ! grep -q "drop_caches failed" "$OUT/report.md"; then

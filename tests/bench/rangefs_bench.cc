@@ -30,7 +30,9 @@
 // retries/hedges and per-node bytes; --json prints the same as one object,
 // with per-node stalls/timeouts/moved attempts and "last_read_mono_ns" (the
 // CLOCK_MONOTONIC time at which the last read returned, so that a parent
-// can time the exit that follows: the Client is destroyed after the report).
+// can time the exit that follows: the Client is destroyed after the report)
+// and "start_unix_us" (the wall-clock time of --timeline's 0, so that a
+// parent can line the timeline up with other processes' logs).
 #include <sys/resource.h>
 #include <time.h>
 
@@ -513,7 +515,8 @@ int main(int argc, char** argv) {
         "\"retries\": %llu, \"hedges\": %llu, \"hedge_wins\": %llu, "
         "\"checksum_failures\": %llu, \"files\": %zu, \"nodes\": {%s}, "
         "\"node_attempts\": {%s}, \"last_read_mono_ns\": %lld, "
-        "\"metadata_s\": %.4f, \"metadata_etcd_requests\": %llu}\n",
+        "\"metadata_s\": %.4f, \"metadata_etcd_requests\": %llu, "
+        "\"start_unix_us\": %lld}\n",
         workload.c_str(), threads, secs,
         static_cast<unsigned long long>(counted), gbps,
         static_cast<unsigned long long>(counted_ops), iops, p50, p99, p999,
@@ -527,7 +530,8 @@ int main(int argc, char** argv) {
         static_cast<unsigned long long>(st.checksum_failures), files.size(),
         nodes_json.c_str(), detail_json.c_str(),
         static_cast<long long>(last_read_ns.load()), meta_s,
-        static_cast<unsigned long long>(meta_requests));
+        static_cast<unsigned long long>(meta_requests),
+        static_cast<long long>(absl::ToUnixMicros(start)));
   } else {
     printf("workload %s: %d thread(s), %zu file(s), %.2f s\n", workload.c_str(),
            threads, files.size(), secs);

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The full rangefs benchmark, with its baselines measured in the same run.
 #
-#   tests/bench/run.sh [--quick] [--out=DIR] [--repeat=N] [--only=A|B|H|M]
+#   tests/bench/run.sh [--quick] [--out=DIR] [--repeat=N] [--only=A|B|H|K|M]
 #
 # Part A (tests/bench/part_a.sh; one machine): a local cluster whose export
 # directories are the clients' mounts. Sequential O_DIRECT and cached, and
@@ -32,7 +32,11 @@
 # Part M (tests/bench/part_m.sh): rangefs-mount, the FUSE file system, vs
 # rangefs-bench on the same files (sequential with the same reader count,
 # 4 KiB random at the same concurrency) and fio on the raw objects.
-# --only=A|B|H|M: one part. NODE_FLAGS="..." (environment): extra rangefs-node
+# Part K (tests/bench/part_k.sh): rangefs-keeper re-replicating a node
+# killed for good: copy throughput against cp of the same objects between
+# the same exports, and a scan's throughput while repair runs at the
+# default throttle against the same scan without repair.
+# --only=A|B|H|K|M: one part. NODE_FLAGS="..." (environment): extra rangefs-node
 # flags for part B's agents, e.g. --data_listen=off (gRPC reads only).
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
@@ -48,7 +52,7 @@ for a in "$@"; do
     --repeat=*) REPEAT=${a#*=} ;;
     --out=*) OUT=${a#*=} ;;
     --bin=*) BIN=${a#*=} ;;
-    --only=A|--only=B|--only=H|--only=M) ONLY=${a#*=} ;;
+    --only=A|--only=B|--only=H|--only=K|--only=M) ONLY=${a#*=} ;;
     -h|--help) sed -n "2,$(grep -n -m1 '^[^#]' "$0" | cut -d: -f1)p" "$0" | grep '^#'; exit 0 ;;
     *) echo "bench: unknown argument $a" >&2; exit 2 ;;
   esac
@@ -109,7 +113,7 @@ if [ -z "$BIN" ]; then
   echo "bench: building (-c opt)"
   TARGETS=(//storage_node:rangefs-node //admin:rangefs-admin //tests/bench:rangefs-bench
            //client_lib:blocking_fuse //mount:rangefs-mount //tests/bench:null_fuse
-           //tests/bench:sendfile_stream)
+           //tests/bench:sendfile_stream //keeper:rangefs-keeper)
   bazel build --symlink_prefix=/ -c opt --noshow_progress "${TARGETS[@]}" 2>&1 | grep -E "^ERROR" || true
   BAZEL_BIN=$(bazel info --symlink_prefix=/ -c opt bazel-bin 2>/dev/null)
   BIN="$WORK/bin"; mkdir -p "$BIN"
@@ -118,6 +122,9 @@ if [ -z "$BIN" ]; then
            tests/bench/sendfile_stream; do
     cp "$BAZEL_BIN/$b" "$BIN/"
   done
+  # Not in $BIN itself: cluster.sh starts a keeper when it finds one there.
+  mkdir -p "$BIN/keeper"
+  cp "$BAZEL_BIN/keeper/rangefs-keeper" "$BIN/keeper/"
 fi
 
 declare -A R   # results: name -> number
@@ -279,6 +286,16 @@ fi  # part H
 if [ -z "$ONLY" ] || [ "$ONLY" = M ]; then
   # shellcheck source=tests/bench/part_m.sh
   source "$ROOT/tests/bench/part_m.sh"
+fi
+
+# ---------------------------------------------------------------- Part K
+if [ -z "$ONLY" ] || [ "$ONLY" = K ]; then
+  if [ -x "$BIN/keeper/rangefs-keeper" ]; then
+    # shellcheck source=tests/bench/part_k.sh
+    source "$ROOT/tests/bench/part_k.sh"
+  else
+    echo "bench: no $BIN/keeper/rangefs-keeper: part K skipped" | tee -a "$OUT/report.md"
+  fi
 fi
 
 # ---------------------------------------------------------------- Part B

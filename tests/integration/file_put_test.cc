@@ -221,7 +221,9 @@ TEST_F(FilePutTest, FailedReplicaLeavesNothing) {
   }
 }
 
-TEST_F(FilePutTest, AgentKilledMidwayLeavesNoVisibleFile) {
+TEST_F(FilePutTest, AgentKilledMidwayIsReplacedElsewhere) {
+  // Three agents, two replicas, three columns: every column with a replica
+  // on the killed agent is re-written to the third node.
   StartAgents(3);
   const std::string local = MakeFile("k", uint64_t{1} << 30);
   absl::StatusOr<admin::Table> put = absl::InternalError("not run");
@@ -241,21 +243,42 @@ TEST_F(FilePutTest, AgentKilledMidwayLeavesNoVisibleFile) {
   EXPECT_TRUE(flowing);
   ASSERT_THAT(cluster_->agent(2).process->Kill(), IsOk());
   putter.join();
-  ASSERT_FALSE(put.ok());
-  EXPECT_THAT(cluster_->store()->GetFile("/k"),
-              StatusIs(absl::StatusCode::kNotFound));
-  // The surviving agents hold no object and no temp file of the put.
+  ASSERT_THAT(put, IsOk());
+  EXPECT_THAT(put->message, HasSubstr("re-placed "));
+  EXPECT_THAT(put->message, HasSubstr(" n2 -> "));
+  // The file: every column on two distinct live nodes, none on n2, and
+  // byte-exact.
+  auto f = cluster_->store()->GetFile("/k");
+  ASSERT_THAT(f, IsOk());
+  ASSERT_TRUE(f->layout.has_striped());
+  std::map<std::string, std::vector<std::string>> referenced;
+  for (const auto& target : f->layout.striped().targets()) {
+    ASSERT_EQ(target.replicas_size(), 2);
+    EXPECT_NE(target.replicas(0).node_id(), target.replicas(1).node_id());
+    for (const auto& r : target.replicas()) {
+      EXPECT_NE(r.node_id(), "n2");
+      referenced[r.node_id()].push_back(r.object());
+    }
+  }
+  auto crc = RemoteCrc("/k");
+  ASSERT_THAT(crc, IsOk());
+  EXPECT_EQ(*crc, LocalCrc(local));
+  EXPECT_THAT(Run({"fsck", "/", "--checksums"}), IsOk());
+  // The surviving agents hold exactly the layout's objects, no temp file.
   for (size_t i = 0; i < 2; ++i) {
-    EXPECT_THAT(Objects(i), ::testing::IsEmpty()) << "agent " << i;
+    EXPECT_THAT(Objects(i), ::testing::UnorderedElementsAreArray(
+                                referenced[cluster_->agent(i).id]))
+        << "agent " << i;
     EXPECT_THAT(Temps(i), ::testing::IsEmpty()) << "agent " << i;
   }
-  // The killed agent clears its temp files when it comes back; objects it
-  // committed before dying are named in the error for removal.
+  // The killed agent clears its temp files when it comes back; an object
+  // it committed before dying is in no layout and named as left to the
+  // keeper's orphan collector.
   ASSERT_THAT(cluster_->Restart(cluster_->agent(2)), IsOk());
   EXPECT_THAT(Temps(2), ::testing::IsEmpty());
   for (const std::string& o : Objects(2)) {
-    EXPECT_THAT(std::string(put.status().message()),
-                HasSubstr(absl::StrCat("n2:", o)));
+    EXPECT_THAT(put->message, HasSubstr(absl::StrCat("n2:", o)));
+    EXPECT_THAT(put->message, HasSubstr("orphan collector"));
   }
 }
 

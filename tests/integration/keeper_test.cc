@@ -6,6 +6,7 @@
 #include <signal.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
+#include <unistd.h>
 
 #include <atomic>
 #include <fstream>
@@ -306,7 +307,11 @@ class KeeperTest : public ::testing::Test {
 };
 
 TEST_F(KeeperTest, NodeKilledForGoodIsReReplicatedWithoutReadErrors) {
-  ASSERT_NE(StartKeeper("ka"), nullptr);
+  const std::string metrics = absl::StrCat(cluster_->dir(), "/keeper.prom");
+  ASSERT_NE(
+      StartKeeper("ka", 3600,
+                  {"--metrics_file=" + metrics, "--progress_interval_s=0"}),
+      nullptr);
   ASSERT_TRUE(Poll([&] { return Leader() == "ka"; }, absl::Seconds(10)));
   StartReader();
   ASSERT_TRUE(WaitScans(2, absl::Seconds(20)));
@@ -336,6 +341,18 @@ TEST_F(KeeperTest, NodeKilledForGoodIsReReplicatedWithoutReadErrors) {
       },
       absl::Seconds(10)));
   EXPECT_THAT(keepers_["ka"]->Log(), ::testing::HasSubstr("layout updated"));
+  // Progress while the moves ran, and the Prometheus metrics file.
+  EXPECT_THAT(keepers_["ka"]->Log(), ::testing::HasSubstr("round progress: "));
+  ASSERT_TRUE(Poll(
+      [&] {
+        std::ifstream f(metrics);
+        std::string text((std::istreambuf_iterator<char>(f)),
+                         std::istreambuf_iterator<char>());
+        return absl::StrContains(text, "rangefs_keeper_active 1\n") &&
+               absl::StrContains(text, "rangefs_keeper_dead_nodes 1\n") &&
+               !absl::StrContains(text, "rangefs_keeper_moves_done_total 0\n");
+      },
+      absl::Seconds(10)));
 }
 
 TEST_F(KeeperTest, DrainUnderReadsEmptiesTheNodeThenRemoveSucceeds) {
@@ -487,6 +504,35 @@ TEST_F(KeeperTest, CorruptReplicaIsRepairedInPlace) {
   StopReader();
   // The client verifies chunk CRCs and falls back to the good replica.
   EXPECT_EQ(read_errors_.load(), 0);
+  ExpectFsckClean();
+
+  // A replica that only fsck finds wrong (its object gone: no scrub sees
+  // a missing file): fsck reports it to the keeper, which copies a good
+  // replica back and drops the report.
+  auto f1 = cluster_->store()->GetFile("/f1");
+  ASSERT_THAT(f1, IsOk());
+  ASSERT_EQ(f1->layout.extents_size(), 1);
+  const v1::Replica r1 = f1->layout.extents(0).replicas(1);
+  ASSERT_EQ(r1.object_offset(), 0u);
+  const std::string lost =
+      cluster_->agent(Index(r1.node_id())).export_dir + "/" + r1.object();
+  ASSERT_EQ(unlink(lost.c_str()), 0);
+  auto fsck = Run({"fsck", "/", "--checksums"});
+  ASSERT_THAT(fsck, StatusIs(absl::StatusCode::kFailedPrecondition));
+  EXPECT_THAT(std::string(fsck.status().message()),
+              ::testing::HasSubstr("1 replica(s) reported to rangefs-keeper"));
+  ASSERT_TRUE(
+      Poll([&] { return Slurp(lost) == files_["/f1"]; }, absl::Seconds(20)))
+      << keepers_["ka"]->LogTail();
+  ASSERT_TRUE(Poll(
+      [&] {
+        auto r = cluster_->etcd_client()->RangeAll(
+            cluster_->store()->keys().KeeperSuspectPrefix());
+        return r.ok() && r->kvs.empty();
+      },
+      absl::Seconds(10)));
+  EXPECT_THAT(keepers_["ka"]->Log(),
+              ::testing::HasSubstr("fsck's report on " + r1.object()));
   ExpectFsckClean();
 }
 

@@ -1,4 +1,4 @@
-#include "keeper/planner.h"
+#include "admin/repair/planner.h"
 
 #include <algorithm>
 #include <set>
@@ -34,23 +34,25 @@ bool NeedsMove(NodeCondition c) {
   return c == NodeCondition::kDead || c == NodeCondition::kDraining;
 }
 
-// Picks the target of one new replica for a slot whose replicas are on
-// `used` nodes (zones `used_zones`). Empty if no node is eligible.
+// Picks the target of one new replica of `bytes` for a slot whose
+// replicas are on `used` nodes (zones `used_zones`): a node whose free
+// space, less the bytes already planned onto it, holds the slot. Empty if
+// no node is eligible.
 std::string PickTarget(const std::map<std::string, NodeView>& nodes,
                        const std::map<std::string, uint64_t>& planned,
                        const std::set<std::string>& used,
-                       const std::set<std::string>& used_zones,
+                       const std::set<std::string>& used_zones, uint64_t bytes,
                        absl::BitGenRef bitgen) {
   std::vector<lb::PlacementNode> all, new_zone;
   for (const auto& [id, n] : nodes) {
     if (n.condition != NodeCondition::kUp || used.count(id) > 0) continue;
     auto p = planned.find(id);
     const uint64_t owed = p == planned.end() ? 0 : p->second;
+    if (n.free_bytes <= owed || n.free_bytes - owed < bytes) continue;
     lb::PlacementNode pn;
     pn.id = id;
     pn.zone = n.zone;
-    pn.free_bytes = n.free_bytes > owed ? n.free_bytes - owed : 0;
-    if (pn.free_bytes == 0) continue;
+    pn.free_bytes = n.free_bytes - owed;
     all.push_back(pn);
     if (used_zones.count(n.zone) == 0) new_zone.push_back(pn);
   }
@@ -95,6 +97,23 @@ NodeCondition ClassifyNode(const v1::NodeRecord& node,
     default:
       return NodeCondition::kDisabled;
   }
+}
+
+NodeView MakeNodeView(const v1::NodeRecord& node, const v1::LiveRecord* live,
+                      absl::Time missing_since, absl::Time now,
+                      absl::Duration dead_after) {
+  NodeView v;
+  v.id = node.id();
+  v.zone = node.zone();
+  v.address = node.addresses().empty() ? "" : node.addresses(0);
+  v.free_bytes = live != nullptr ? live->free_bytes() : 0;
+  v.capacity_bytes = live != nullptr ? live->total_bytes() : 0;
+  if (live != nullptr) {
+    v.corrupt.insert(live->corrupt_objects().begin(),
+                     live->corrupt_objects().end());
+  }
+  v.condition = ClassifyNode(node, live, missing_since, now, dead_after);
+  return v;
 }
 
 Plan PlanMoves(const std::vector<ns::FileEntry>& files,
@@ -166,10 +185,13 @@ Plan PlanMoves(const std::vector<ns::FileEntry>& files,
         continue;
       }
       const std::string target =
-          PickTarget(nodes, planned, used, used_zones, bitgen);
+          PickTarget(nodes, planned, used, used_zones, bytes, bitgen);
       if (target.empty()) {
         plan.stuck.push_back(
-            {f.path, s, "no up, active node without a replica has free space"});
+            {f.path, s,
+             absl::StrCat("no up, active node without a replica has free "
+                          "space for its ",
+                          bytes, " bytes")});
         continue;
       }
       planned[target] += bytes;

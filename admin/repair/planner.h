@@ -24,8 +24,8 @@
 //
 //   std::map<std::string, NodeView> nodes = ClassifyNodes(...);
 //   Plan plan = PlanMoves(files, nodes, bitgen);
-#ifndef RANGEFS_KEEPER_PLANNER_H_
-#define RANGEFS_KEEPER_PLANNER_H_
+#ifndef RANGEFS_ADMIN_REPAIR_PLANNER_H_
+#define RANGEFS_ADMIN_REPAIR_PLANNER_H_
 
 #include <cstdint>
 #include <map>
@@ -63,6 +63,13 @@ struct NodeView {
 NodeCondition ClassifyNode(const v1::NodeRecord& node,
                            const v1::LiveRecord* live, absl::Time missing_since,
                            absl::Time now, absl::Duration dead_after);
+
+// The view of node `node` (live record `live`, nullptr: absent, since
+// `missing_since`): its zone, first address, free and total bytes from the
+// live record, corrupt objects from its scrub report, and ClassifyNode.
+NodeView MakeNodeView(const v1::NodeRecord& node, const v1::LiveRecord* live,
+                      absl::Time missing_since, absl::Time now,
+                      absl::Duration dead_after);
 
 // One replica replacement: copy `object` from `source_node` to
 // `target_node`, then swap the replica on `from_node` for it in slot
@@ -125,4 +132,4 @@ bool References(const v1::FileLayout& layout, const std::string& node_id,
 }  // namespace keeper
 }  // namespace rangefs
 
-#endif  // RANGEFS_KEEPER_PLANNER_H_
+#endif  // RANGEFS_ADMIN_REPAIR_PLANNER_H_

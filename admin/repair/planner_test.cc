@@ -1,4 +1,4 @@
-#include "keeper/planner.h"
+#include "admin/repair/planner.h"
 
 #include <map>
 #include <string>
@@ -144,6 +144,25 @@ TEST(PlanMovesTest, NoTargetIsStuck) {
   EXPECT_TRUE(p.moves.empty());
   ASSERT_EQ(p.stuck.size(), 1u);
   EXPECT_THAT(p.stuck[0].reason, HasSubstr("free space"));
+}
+
+TEST(PlanMovesTest, ANodeTooFullForTheSlotIsNoTarget) {
+  absl::BitGen g;
+  // c is the only node of the other zone but has 50 bytes free for a
+  // 100-byte extent: the copy would fail with no space; d takes it.
+  auto nodes =
+      Nodes({Node("a", C::kDead, 1000, "z1"), Node("b", C::kUp, 1000, "z1"),
+             Node("c", C::kUp, 50, "z2"), Node("d", C::kUp, 1000, "z1")});
+  for (int i = 0; i < 20; ++i) {
+    Plan p = PlanMoves({File("/f", {{"a", "b"}})}, nodes, g);
+    ASSERT_EQ(p.moves.size(), 1u);
+    EXPECT_EQ(p.moves[0].target_node, "d");
+  }
+  nodes["d"].free_bytes = 99;
+  Plan p = PlanMoves({File("/f", {{"a", "b"}})}, nodes, g);
+  EXPECT_TRUE(p.moves.empty());
+  ASSERT_EQ(p.stuck.size(), 1u);
+  EXPECT_THAT(p.stuck[0].reason, HasSubstr("free space for its 100 bytes"));
 }
 
 TEST(PlanMovesTest, PrefersANewZoneAndSpreadsByPlannedBytes) {

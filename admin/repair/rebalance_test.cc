@@ -1,4 +1,4 @@
-#include "keeper/rebalance.h"
+#include "admin/repair/rebalance.h"
 
 #include <map>
 #include <set>

@@ -1,0 +1,112 @@
+#include "admin/repair_command.h"
+
+#include <map>
+#include <string>
+#include <vector>
+
+#include "absl/random/random.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
+#include "admin/repair/planner.h"
+#include "admin/repair/rebalance.h"
+#include "base/status_macros.h"
+
+namespace rangefs {
+namespace admin {
+namespace {
+
+// Every file record at one revision (pages of ListFiles).
+absl::StatusOr<std::vector<ns::FileEntry>> AllFiles(ns::NamespaceStore& s) {
+  std::vector<ns::FileEntry> files;
+  ns::ListFilesOptions lo;
+  do {
+    RANGEFS_ASSIGN_OR_RETURN(ns::ListFilesResult page, s.ListFiles(lo));
+    lo.revision = page.revision;
+    lo.page_token = page.next_page_token;
+    for (ns::FileEntry& f : page.files) files.push_back(std::move(f));
+  } while (!lo.page_token.empty());
+  return files;
+}
+
+// Node views as the keeper builds them; a node without a live record is
+// dead. Counts dead and draining nodes.
+absl::StatusOr<std::map<std::string, keeper::NodeView>> Views(
+    ns::NamespaceStore& s, int* dead, int* draining) {
+  RANGEFS_ASSIGN_OR_RETURN(std::vector<ns::NodeEntry> nodes, s.ListNodes());
+  RANGEFS_ASSIGN_OR_RETURN(std::vector<ns::LiveEntry> live, s.ListLive());
+  std::map<std::string, const v1::LiveRecord*> live_by_id;
+  for (const ns::LiveEntry& e : live) {
+    if (e.invalid.empty()) live_by_id[e.record.node_id()] = &e.record;
+  }
+  const absl::Time now = absl::Now();
+  std::map<std::string, keeper::NodeView> views;
+  for (const ns::NodeEntry& n : nodes) {
+    if (!n.invalid.empty()) continue;
+    auto it = live_by_id.find(n.record.id());
+    keeper::NodeView v = keeper::MakeNodeView(
+        n.record, it == live_by_id.end() ? nullptr : it->second,
+        absl::InfinitePast(), now, absl::ZeroDuration());
+    *dead += v.condition == keeper::NodeCondition::kDead;
+    *draining += v.condition == keeper::NodeCondition::kDraining;
+    views[v.id] = std::move(v);
+  }
+  return views;
+}
+
+}  // namespace
+
+absl::StatusOr<Table> RunRepair(Context& ctx, Args& a) {
+  RANGEFS_RETURN_IF_ERROR(a.CheckAllowed({"dry-run", "rebalance-tolerance"}));
+  if (!a.positional().empty()) {
+    return absl::InvalidArgumentError(
+        "usage: repair --dry-run [--rebalance-tolerance=0.10]");
+  }
+  if (!a.GetBool("dry-run")) {
+    return absl::InvalidArgumentError(
+        "repair: rangefs-admin moves no data; the active rangefs-keeper "
+        "carries out the plan that `repair --dry-run` prints");
+  }
+  keeper::RebalanceOptions ro;
+  const std::string tol = a.Get("rebalance-tolerance", "0.10");
+  if (!absl::SimpleAtod(tol, &ro.tolerance) || !(ro.tolerance < 1e9)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--rebalance-tolerance: not a number: ", tol));
+  }
+  int dead = 0, draining = 0;
+  RANGEFS_ASSIGN_OR_RETURN(auto views, Views(*ctx.store, &dead, &draining));
+  RANGEFS_ASSIGN_OR_RETURN(std::vector<ns::FileEntry> files,
+                           AllFiles(*ctx.store));
+  absl::BitGen bitgen;
+  keeper::Plan plan = keeper::PlanMoves(files, views, bitgen);
+  bool rebalance = false;
+  if (plan.moves.empty()) {
+    plan.moves = keeper::PlanRebalance(files, views, ro);
+    rebalance = !plan.moves.empty();
+    for (const keeper::Move& m : plan.moves) plan.bytes += m.bytes;
+  }
+  Table t;
+  t.columns = {"action", "path", "slot",      "object",
+               "from",   "to",   "copy from", "bytes"};
+  for (const keeper::Move& m : plan.moves) {
+    t.AddRow({m.in_place  ? "repair"
+              : rebalance ? "rebalance"
+                          : "move",
+              m.path, absl::StrCat(m.slot), m.object, m.from_node,
+              m.target_node, m.source_node, absl::StrCat(m.bytes)});
+  }
+  for (const keeper::StuckSlot& s : plan.stuck) {
+    t.AddRow(
+        {"stuck", s.path, absl::StrCat(s.slot), "-", "-", "-", "-", s.reason});
+  }
+  t.message = absl::StrCat(
+      "dry run: ", plan.moves.size(), " move(s), ", HumanBytes(plan.bytes),
+      "; ", plan.stuck.size(), " stuck; ", files.size(), " file(s); ", dead,
+      " dead (no live record), ", draining, " draining node(s)",
+      rebalance ? "; rebalancing (nothing to repair)" : "",
+      "; nothing changed");
+  return t;
+}
+
+}  // namespace admin
+}  // namespace rangefs

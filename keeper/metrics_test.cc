@@ -1,0 +1,69 @@
+#include "keeper/metrics.h"
+
+#include <fstream>
+#include <sstream>
+
+#include "base/testing/status_matchers.h"
+#include "base/testing/temp_dir.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+
+namespace rangefs {
+namespace keeper {
+namespace {
+
+using ::testing::HasSubstr;
+
+TEST(KeeperMetricsTest, TotalsAddUpAndRoundGaugesShowTheLastRound) {
+  KeeperMetrics m;
+  m.active = true;
+  RoundReport a;
+  a.moves_planned = 3;
+  a.moves_done = 2;
+  a.moves_failed = 1;
+  a.bytes_planned = 300;
+  a.bytes_copied = 200;
+  a.dead_nodes = 1;
+  m.AddRound(a);
+  RoundReport b;
+  b.moves_planned = 1;
+  b.moves_done = 1;
+  b.bytes_planned = 100;
+  b.bytes_copied = 100;
+  m.AddRound(b);
+  const std::string t = KeeperPrometheusText(m);
+  EXPECT_THAT(t, HasSubstr("rangefs_keeper_active 1\n"));
+  EXPECT_THAT(t, HasSubstr("rangefs_keeper_rounds_total 2\n"));
+  EXPECT_THAT(t, HasSubstr("rangefs_keeper_moves_done_total 3\n"));
+  EXPECT_THAT(t, HasSubstr("rangefs_keeper_moves_failed_total 1\n"));
+  EXPECT_THAT(t, HasSubstr("rangefs_keeper_copied_bytes_total 300\n"));
+  EXPECT_THAT(t, HasSubstr("rangefs_keeper_round_moves_planned 1\n"));
+  EXPECT_THAT(t, HasSubstr("rangefs_keeper_dead_nodes 0\n"));
+  EXPECT_THAT(t, HasSubstr("rangefs_keeper_round_eta_seconds 0\n"));
+  EXPECT_THAT(t, HasSubstr("# TYPE rangefs_keeper_moves_done_total counter"));
+}
+
+TEST(KeeperMetricsTest, Eta) {
+  EXPECT_EQ(EtaSeconds(0, 0, absl::ZeroDuration()), 0);
+  EXPECT_EQ(EtaSeconds(100, 0, absl::Seconds(3)), -1);  // no rate yet
+  EXPECT_DOUBLE_EQ(EtaSeconds(300, 100, absl::Seconds(2)), 6);
+}
+
+TEST(KeeperMetricsTest, WriteTextFileReplacesWhole) {
+  auto dir = rangefs::testing::MakeTempDir("keeper_metrics_test");
+  ASSERT_THAT(dir, IsOk());
+  const std::string path = *dir + "/keeper.prom";
+  ASSERT_THAT(WriteTextFile(path, "a 1\nb 2\n"), IsOk());
+  ASSERT_THAT(WriteTextFile(path, "c 3\n"), IsOk());
+  std::ifstream f(path);
+  std::stringstream ss;
+  ss << f.rdbuf();
+  EXPECT_EQ(ss.str(), "c 3\n");
+  EXPECT_THAT(WriteTextFile(*dir + "/no/such/dir/x", "x"),
+              StatusIs(absl::StatusCode::kNotFound));
+  rangefs::testing::RemoveTree(*dir);
+}
+
+}  // namespace
+}  // namespace keeper
+}  // namespace rangefs
