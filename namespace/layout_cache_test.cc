@@ -86,7 +86,7 @@ TEST_F(LayoutCacheTest, ListKeepsWhatItListsAndTheWatchKeepsItCurrent) {
   for (int i = 0; i < 5; ++i) {
     auto l = cache_->Lookup(absl::StrCat("/d/f", i));
     ASSERT_THAT(l, IsOk());
-    EXPECT_EQ((*l)->layout.size(), 10u + i);
+    EXPECT_EQ((*l)->header.size(), 10u + i);
   }
   s = cache_->stats();
   EXPECT_EQ(s.cold_lookups, 0u);
@@ -100,7 +100,7 @@ TEST_F(LayoutCacheTest, ListKeepsWhatItListsAndTheWatchKeepsItCurrent) {
               IsOk());
   auto f2 = cache_->Lookup("/d/f2");
   ASSERT_THAT(f2, IsOk());
-  EXPECT_EQ((*f2)->layout.size(), 99u);
+  EXPECT_EQ((*f2)->header.size(), 99u);
   EXPECT_EQ(cache_->stats().cold_lookups, 0u);
 }
 
@@ -123,7 +123,7 @@ TEST_F(LayoutCacheTest, ColdLookupThenHit) {
   ASSERT_THAT(store_->CreateFile("/a", Layout(10)), IsOk());
   auto a = cache_->Lookup("/a");
   ASSERT_THAT(a, IsOk());
-  EXPECT_EQ((*a)->layout.size(), 10u);
+  EXPECT_EQ((*a)->header.size(), 10u);
   auto again = cache_->Lookup("/a");
   ASSERT_THAT(again, IsOk());
   EXPECT_EQ(a->get(), again->get());  // Same immutable snapshot.
@@ -148,8 +148,8 @@ TEST_F(LayoutCacheTest, WatchReplacesAndDropsEntries) {
               IsOk());
   auto now = cache_->Lookup("/a");
   ASSERT_THAT(now, IsOk());
-  EXPECT_EQ((*now)->layout.size(), 20u);
-  EXPECT_EQ((*old)->layout.size(), 10u);  // Old snapshot unchanged.
+  EXPECT_EQ((*now)->header.size(), 20u);
+  EXPECT_EQ((*old)->header.size(), 10u);  // Old snapshot unchanged.
   EXPECT_EQ(cache_->stats().cold_lookups, 1u);
   ASSERT_THAT(store_->DeleteFile("/a", 0), IsOk());
   ASSERT_TRUE(Eventually([&] { return cache_->stats().invalidations == 1; }));
@@ -203,14 +203,14 @@ TEST_F(LayoutCacheTest, CompactionCancelTriggersRelist) {
   ASSERT_TRUE(Eventually([&] { return cache_->stats().relists >= 1; }));
   auto now = cache_->Lookup("/a");
   ASSERT_THAT(now, IsOk());
-  EXPECT_EQ((*now)->layout.size(), 99u);
+  EXPECT_EQ((*now)->header.size(), 99u);
   EXPECT_THAT(cache_->Lookup("/b"), StatusIs(absl::StatusCode::kNotFound));
   // And the new watch works.
   auto r2 = store_->ReplaceLayout("/a", Layout(7), r->mod_revision);
   ASSERT_THAT(r2, IsOk());
   ASSERT_THAT(cache_->WaitForRevision(r2->mod_revision, absl::Seconds(5)),
               IsOk());
-  EXPECT_EQ((*cache_->Lookup("/a"))->layout.size(), 7u);
+  EXPECT_EQ((*cache_->Lookup("/a"))->header.size(), 7u);
 }
 
 TEST_F(LayoutCacheTest, PinnedLookupsAreExactThenOutOfRange) {
@@ -220,7 +220,7 @@ TEST_F(LayoutCacheTest, PinnedLookupsAreExactThenOutOfRange) {
   ASSERT_THAT(b, IsOk());
   auto pinned = cache_->LookupAt("/a", a->mod_revision);
   ASSERT_THAT(pinned, IsOk());
-  EXPECT_EQ((*pinned)->layout.size(), 10u);
+  EXPECT_EQ((*pinned)->header.size(), 10u);
   EXPECT_THAT(cache_->LookupAt("/a", a->mod_revision - 1),
               StatusIs(absl::StatusCode::kNotFound));
   ASSERT_THAT(kv_.Compact(b->mod_revision), IsOk());

@@ -32,8 +32,8 @@
 #include <atomic>
 #include <chrono>
 #include <fstream>
-#include <random>
 #include <functional>
+#include <random>
 #include <string>
 #include <thread>
 #include <vector>
@@ -43,6 +43,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/time/clock.h"
+#include "namespace/cached_layout.h"
 #include "namespace/etcd/etcd_client.h"
 #include "namespace/etcd_kv.h"
 #include "namespace/keys.h"
@@ -208,14 +209,13 @@ int RunChild(const std::string& endpoints, int files) {
           failed = true;
           return;
         }
-        // The extent holding a random offset, as a read resolves it.
-        const auto& ext = (*l)->layout.extents();
-        const uint64_t off = want % std::max<uint64_t>(1, (*l)->layout.size());
-        auto it = std::upper_bound(
-            ext.begin(), ext.end(), off,
-            [](uint64_t o, const v1::Extent& x) { return o < x.offset(); });
-        if (it == ext.begin() ||
-            (it - 1)->offset() + (it - 1)->length() <= off) {
+        // The extent holding a random offset, as a read resolves it: the
+        // pieces of a 4 KiB read there (ClientImpl::PlanCall).
+        const uint64_t off = want % std::max<uint64_t>(1, (*l)->header.size());
+        absl::StatusOr<ns::MappedRange> m =
+            ns::MapRange(**l, off, 4096, 1 << 20);
+        if (!m.ok() || m->pieces.empty() || m->pieces[0].offset != off ||
+            m->pieces[0].replicas->empty()) {
           failed = true;
           return;
         }
