@@ -20,7 +20,12 @@ absl::StatusOr<std::shared_ptr<const CachedLayout>> DecodeCachedLayout(
                                             ": ", index.status().message()));
   }
   auto c = std::make_shared<CachedLayout>();
-  layout.clear_extents();
+  {
+    // clear_extents() would keep the cleared Extent objects for reuse:
+    // swap them out and free them.
+    google::protobuf::RepeatedPtrField<v1::Extent> drop;
+    layout.mutable_extents()->Swap(&drop);
+  }
   c->header = std::move(layout);
   c->path = std::move(path);
   c->mod_revision = mod_revision;
