@@ -9,6 +9,7 @@
 #include "base/testing/status_matchers.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "namespace/cached_layout.h"
 #include "namespace/memory_kv.h"
 #include "namespace/store.h"
 
@@ -102,6 +103,44 @@ TEST_F(LayoutCacheTest, ListKeepsWhatItListsAndTheWatchKeepsItCurrent) {
   ASSERT_THAT(f2, IsOk());
   EXPECT_EQ((*f2)->header.size(), 99u);
   EXPECT_EQ(cache_->stats().cold_lookups, 0u);
+}
+
+TEST_F(LayoutCacheTest, IndexedLayoutsMapReadsAndStayHot) {
+  // 500 extents of 1000 bytes, object per extent.
+  v1::FileLayout big;
+  big.set_size(500 * 1000);
+  big.set_state(v1::READY);
+  for (int i = 0; i < 500; ++i) {
+    v1::Extent* e = big.add_extents();
+    e->set_offset(i * 1000);
+    e->set_length(1000);
+    v1::Replica* r = e->add_replicas();
+    r->set_node_id("n1");
+    r->set_object(absl::StrCat("o", i));
+  }
+  ASSERT_THAT(store_->CreateFile("/big", big), IsOk());
+  ASSERT_THAT(cache_->Preload("/"), IsOk());
+  auto l = cache_->Lookup("/big");
+  ASSERT_THAT(l, IsOk());
+  EXPECT_EQ((*l)->header.extents_size(), 0);
+  EXPECT_EQ((*l)->index.size(), 500u);
+  absl::StatusOr<MappedRange> m = MapRange(**l, 123456, 2000, 0);
+  ASSERT_THAT(m, IsOk());
+  ASSERT_EQ(m->pieces.size(), 3u);  // extents 123, 124, 125
+  EXPECT_EQ(m->pieces[0].unit, 123u);
+  EXPECT_EQ(m->pieces[0].object_delta, 456u);
+  EXPECT_EQ(m->pieces[0].replicas->Get(0).object(), "o123");
+  EXPECT_EQ(m->pieces[2].length, 456u);
+  EXPECT_EQ(m->pieces[2].replicas->Get(0).object(), "o125");
+  // Decoded once: later lookups share it (hot), even after `l` is dropped.
+  const CachedLayout* first = l->get();
+  l = absl::InternalError("dropped");
+  for (int i = 0; i < 10; ++i) {
+    auto again = cache_->Lookup("/big");
+    ASSERT_THAT(again, IsOk());
+    EXPECT_EQ(again->get(), first);
+  }
+  EXPECT_EQ(cache_->stats().parses, 1u);
 }
 
 TEST_F(LayoutCacheTest, ListKeepsAtMostMaxEntries) {
