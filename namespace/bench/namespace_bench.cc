@@ -27,6 +27,7 @@
 // before/after, one revision each), and how many such files fit in etcd's
 // default (2 GiB) and maximum (8 GiB) backend quota. Open rates of a
 // client (cold / listed / dataset) are client_lib/bench/open_bench.cc.
+#include <malloc.h>
 #include <stdio.h>
 #include <unistd.h>
 
@@ -171,7 +172,9 @@ void Check(const absl::Status& s, const char* what) {
 
 // The fresh child process: RSS before and after a cache preloads the big
 // namespace, then random lookups on `threads` threads. Prints one line:
-// "rss0_kb rss1_kb rss2_kb warm_s loaded lookups p50_us p99_us parses".
+// "rss0_kb rss1_kb rss2_kb warm_s loaded lookups p50_us p99_us parses
+// rss3_kb" (rss3: after malloc_trim, i.e. without the free memory the
+// allocator kept from the listing's transient buffers).
 int RunChild(const std::string& endpoints, int files) {
   std::vector<std::string> paths;
   for (int i = 0; i < files; ++i) paths.push_back(BigPath(i));
@@ -240,6 +243,8 @@ int RunChild(const std::string& endpoints, int files) {
     return 1;
   }
   const long rss2 = RssKb();
+  malloc_trim(0);
+  const long rss3 = RssKb();
   std::vector<uint64_t> all(kBins);
   std::vector<double> all_slow;
   uint64_t n = 0;
@@ -261,10 +266,10 @@ int RunChild(const std::string& endpoints, int files) {
     }
     return all_slow[rank - seen];
   };
-  printf("%ld %ld %ld %.3f %zu %llu %.3f %.3f %llu\n", rss0, rss1, rss2, warm_s,
-         *loaded, static_cast<unsigned long long>(n), quantile(0.5),
+  printf("%ld %ld %ld %.3f %zu %llu %.3f %.3f %llu %ld\n", rss0, rss1, rss2,
+         warm_s, *loaded, static_cast<unsigned long long>(n), quantile(0.5),
          quantile(0.99),
-         static_cast<unsigned long long>((*cache)->stats().parses));
+         static_cast<unsigned long long>((*cache)->stats().parses), rss3);
   return 0;
 }
 
@@ -423,17 +428,18 @@ int main(int argc, char** argv) {
       " --lookup_threads=", absl::GetFlag(FLAGS_lookup_threads),
       " --lookup_seconds=", absl::GetFlag(FLAGS_lookup_seconds));
   FILE* child = popen(cmd.c_str(), "r");
-  long rss0 = 0, rss1 = 0, rss2 = 0;
+  long rss0 = 0, rss1 = 0, rss2 = 0, rss3 = 0;
   double warm_s = 0, rand_p50 = 0, rand_p99 = 0;
   size_t loaded = 0;
   unsigned long long lookups = 0, parses = 0;
-  const int got = child == nullptr
-                      ? 0
-                      : fscanf(child, "%ld %ld %ld %lf %zu %llu %lf %lf %llu",
-                               &rss0, &rss1, &rss2, &warm_s, &loaded, &lookups,
-                               &rand_p50, &rand_p99, &parses);
+  const int got =
+      child == nullptr
+          ? 0
+          : fscanf(child, "%ld %ld %ld %lf %zu %llu %lf %lf %llu %ld", &rss0,
+                   &rss1, &rss2, &warm_s, &loaded, &lookups, &rand_p50,
+                   &rand_p99, &parses, &rss3);
   const int child_rc = child == nullptr ? -1 : pclose(child);
-  if (got != 9 || child_rc != 0) {
+  if (got != 10 || child_rc != 0) {
     fprintf(stderr, "namespace_bench: the child process failed (%s)\n",
             cmd.c_str());
     return 1;
@@ -468,5 +474,9 @@ int main(int argc, char** argv) {
       "  after the lookups  %.1f MB over the start (decoded layouts: header "
       "+ extent index)\n",
       (rss2 - rss0) / 1024.0);
+  printf(
+      "  after malloc_trim  %.1f MB over the start (what the cache holds; the "
+      "rest was free memory kept by the allocator)\n",
+      (rss3 - rss0) / 1024.0);
   return 0;
 }
