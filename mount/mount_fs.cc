@@ -10,6 +10,7 @@
 #include "base/status_macros.h"
 #include "mount/mount_fs_handle.h"
 #include "mount/xattrs.h"
+#include "namespace/cached_layout.h"
 
 namespace rangefs {
 namespace mount {
@@ -244,7 +245,7 @@ absl::StatusOr<std::string> MountFs::GetXattr(uint64_t ino,
     }
     return l.status();
   }
-  return XattrValue(name, (*l)->layout);
+  return XattrValue(name, ns::FullLayout(**l));
 }
 
 absl::StatusOr<std::string> MountFs::ListXattr(uint64_t ino) {

@@ -1,5 +1,7 @@
 #include "namespace/etcd_kv.h"
 
+#include <utility>
+
 #include "base/status_macros.h"
 
 namespace rangefs {
@@ -9,6 +11,12 @@ namespace {
 KvEntry ToEntry(const etcd::KeyValue& kv) {
   return KvEntry{kv.key,          kv.value,   kv.create_revision,
                  kv.mod_revision, kv.version, kv.lease};
+}
+
+// Moves key and value (a page of a big listing: no second copy).
+KvEntry ToEntry(etcd::KeyValue&& kv) {
+  return KvEntry{std::move(kv.key), std::move(kv.value), kv.create_revision,
+                 kv.mod_revision,   kv.version,          kv.lease};
 }
 
 class EtcdWatch : public KvWatch {
@@ -37,7 +45,7 @@ class EtcdKv : public KvBackend {
     out.revision = r.revision;
     out.more = r.more;
     out.kvs.reserve(r.kvs.size());
-    for (const etcd::KeyValue& kv : r.kvs) out.kvs.push_back(ToEntry(kv));
+    for (etcd::KeyValue& kv : r.kvs) out.kvs.push_back(ToEntry(std::move(kv)));
     return out;
   }
 

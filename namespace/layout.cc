@@ -356,7 +356,14 @@ std::vector<Piece> MapRange(const v1::FileLayout& layout, uint64_t offset,
     }
     return out;
   }
-  const auto& ext = layout.extents();
+  MapExtents(layout.extents(), 0, offset, end, max_piece, &out);
+  return out;
+}
+
+void MapExtents(const google::protobuf::RepeatedPtrField<v1::Extent>& ext,
+                uint32_t first_unit, uint64_t offset, uint64_t end,
+                uint64_t max_piece, std::vector<Piece>* out) {
+  if (max_piece == 0) max_piece = UINT64_MAX;
   // First extent whose end is past `offset`.
   auto it = std::upper_bound(ext.begin(), ext.end(), offset,
                              [](uint64_t off, const v1::Extent& e) {
@@ -371,14 +378,13 @@ std::vector<Piece> MapRange(const v1::FileLayout& layout, uint64_t offset,
       Piece p;
       p.offset = pos;
       p.length = n;
-      p.unit = static_cast<uint32_t>(it - ext.begin());
+      p.unit = first_unit + static_cast<uint32_t>(it - ext.begin());
       p.replicas = &e.replicas();
       p.object_delta = pos - e.offset();
-      out.push_back(p);
+      out->push_back(p);
       pos += n;
     }
   }
-  return out;
 }
 
 std::vector<std::string> ReferencedNodes(const v1::FileLayout& layout) {

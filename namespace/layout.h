@@ -95,6 +95,14 @@ struct Piece {
 std::vector<Piece> MapRange(const v1::FileLayout& layout, uint64_t offset,
                             uint64_t length, uint64_t max_piece);
 
+// The extent part of MapRange: appends the pieces of [offset, end) that lie
+// in `ext` (sorted, non-overlapping; a run of a valid layout's extents whose
+// first is extent `first_unit` of the file), numbering units from
+// `first_unit`. Bytes of [offset, end) outside `ext` get no piece.
+void MapExtents(const google::protobuf::RepeatedPtrField<v1::Extent>& ext,
+                uint32_t first_unit, uint64_t offset, uint64_t end,
+                uint64_t max_piece, std::vector<Piece>* out);
+
 // Every node id referenced by the layout, sorted and unique.
 std::vector<std::string> ReferencedNodes(const v1::FileLayout& layout);
 

@@ -9,6 +9,7 @@
 #include "absl/strings/str_cat.h"
 #include "base/logging.h"
 #include "base/status_macros.h"
+#include "namespace/cached_layout.h"
 #include "namespace/layout.h"
 #include "namespace/record_gate.h"
 #include "namespace/store.h"
@@ -105,30 +106,30 @@ void LayoutCache::OnWatch(const KvWatchUpdate& update) {
   if (update.revision > applied_revision_) applied_revision_ = update.revision;
 }
 
+size_t LayoutCache::HotCost(const CachedLayout& c) {
+  // In parsed-extent equivalents (~300 B): a striped target is about one;
+  // an indexed extent is 12 B.
+  return static_cast<size_t>(c.header.striped().targets_size()) +
+         c.index.size() / 16 + 1;
+}
+
 void LayoutCache::AddHot(std::shared_ptr<const CachedLayout> c) {
-  const size_t n = static_cast<size_t>(c->layout.extents_size()) +
-                   static_cast<size_t>(c->layout.striped().targets_size()) + 1;
+  const size_t n = HotCost(*c);
   if (n > options_.hot_extent_budget) return;
   hot_extents_ += n;
   hot_.push_back(std::move(c));
   while (hot_extents_ > options_.hot_extent_budget && !hot_.empty()) {
-    const CachedLayout& old = *hot_.front();
-    hot_extents_ -= static_cast<size_t>(old.layout.extents_size()) +
-                    static_cast<size_t>(old.layout.striped().targets_size()) +
-                    1;
+    hot_extents_ -= HotCost(*hot_.front());
     hot_.pop_front();
   }
 }
 
 absl::StatusOr<std::shared_ptr<const CachedLayout>> LayoutCache::ParseEntry(
     const std::string& path, Entry& entry) {
-  auto c = std::make_shared<CachedLayout>();
-  RANGEFS_ASSIGN_OR_RETURN(c->layout,
-                           DecodeFileLayout(keys_.File(path), *entry.bytes));
-  c->path = path;
-  c->mod_revision = entry.mod_revision;
+  RANGEFS_ASSIGN_OR_RETURN(std::shared_ptr<const CachedLayout> out,
+                           DecodeCachedLayout(path, keys_.File(path),
+                                              entry.bytes, entry.mod_revision));
   ++stats_.parses;
-  std::shared_ptr<const CachedLayout> out = std::move(c);
   entry.parsed = out;
   AddHot(out);
   return out;
@@ -288,17 +289,17 @@ absl::StatusOr<std::shared_ptr<const CachedLayout>> LayoutCache::Load(
   if (r.kvs.empty()) {
     return absl::NotFoundError(absl::StrCat("file ", path, " not found"));
   }
-  auto c = std::make_shared<CachedLayout>();
-  c->path = path;
-  RANGEFS_ASSIGN_OR_RETURN(c->layout, ParseLayout(r.kvs[0]));
-  c->mod_revision = r.kvs[0].mod_revision;
-  std::shared_ptr<const CachedLayout> out = std::move(c);
+  RANGEFS_ASSIGN_OR_RETURN(
+      std::shared_ptr<const CachedLayout> out,
+      DecodeCachedLayout(
+          path, r.kvs[0].key,
+          std::make_shared<const std::string>(std::move(r.kvs[0].value)),
+          r.kvs[0].mod_revision));
   absl::MutexLock l(&mu_);
   // Cache only if no watch event newer than this read has been applied
   // yet: later events then reach this entry in order.
   if (r.revision >= applied_revision_) {
-    Upsert(path, std::make_shared<const std::string>(std::move(r.kvs[0].value)),
-           out->mod_revision);
+    Upsert(path, out->bytes, out->mod_revision);
     Entry& e = entries_[path];
     if (e.mod_revision == out->mod_revision) {
       e.parsed = out;
@@ -337,14 +338,16 @@ absl::StatusOr<std::shared_ptr<const CachedLayout>> LayoutCache::LookupAt(
     return absl::NotFoundError(
         absl::StrCat("file ", path, " not found at revision ", revision));
   }
-  auto c = std::make_shared<CachedLayout>();
-  c->path = std::string(path);
-  RANGEFS_ASSIGN_OR_RETURN(c->layout, ParseLayout(r->kvs[0]));
-  c->mod_revision = r->kvs[0].mod_revision;
+  RANGEFS_ASSIGN_OR_RETURN(
+      std::shared_ptr<const CachedLayout> c,
+      DecodeCachedLayout(
+          std::string(path), r->kvs[0].key,
+          std::make_shared<const std::string>(std::move(r->kvs[0].value)),
+          r->kvs[0].mod_revision));
   absl::MutexLock l(&mu_);
   if (pinned_.size() >= kMaxPinned) pinned_.clear();
   pinned_[pin_key] = c;
-  return std::shared_ptr<const CachedLayout>(std::move(c));
+  return c;
 }
 
 absl::Status LayoutCache::ForEachPage(

@@ -23,9 +23,11 @@
 //   revision is not behind the watch, or the changes since it are still in
 //   the watch's recent-change window (a changed path is left out).
 // Memory: entries are kept as their encoded bytes (about 60 B per extent);
-// a Lookup parses on demand and the parsed snapshot is shared while anyone
-// holds it, plus a small set of recently parsed layouts
-// (`hot_extent_budget` extents), so hot paths parse once.
+// a Lookup decodes on demand into a CachedLayout (cached_layout.h: the
+// record validated once, the header parsed, a 12 B/extent index; extents
+// are parsed only when a read maps a range onto them), shared while anyone
+// holds it, plus a set of recently decoded layouts (`hot_extent_budget`),
+// so a path is decoded once while it stays in that set.
 // Thread-safe. Owns one maintenance thread (joined in the destructor).
 #ifndef RANGEFS_NAMESPACE_LAYOUT_CACHE_H_
 #define RANGEFS_NAMESPACE_LAYOUT_CACHE_H_
@@ -46,6 +48,7 @@
 #include "absl/synchronization/notification.h"
 #include "absl/time/time.h"
 #include "base/clock.h"
+#include "namespace/cached_layout.h"
 #include "namespace/keys.h"
 #include "namespace/kv.h"
 #include "namespace/store.h"
@@ -54,12 +57,6 @@
 namespace rangefs {
 namespace ns {
 
-struct CachedLayout {
-  std::string path;
-  v1::FileLayout layout;
-  int64_t mod_revision = 0;
-};
-
 struct LayoutCacheOptions {
   std::string cluster = std::string(kDefaultCluster);
   // How long cached layouts are served after etcd became unreachable.
@@ -67,7 +64,9 @@ struct LayoutCacheOptions {
   // Period of the maintenance thread (watch health, compaction re-list).
   absl::Duration maintenance_period = absl::Milliseconds(100);
   Clock* clock = nullptr;  // nullptr = Clock::Real(); not owned
-  // Parsed layouts kept alive after use, counted in extents/targets.
+  // Decoded layouts kept alive after use, counted in parsed-extent
+  // equivalents (~300 B): one per layout, one per striped target, one per
+  // 16 indexed extents (so 200k holds ~3M extents of indexed layouts).
   size_t hot_extent_budget = 200000;
   // Entries (encoded layouts) held at most; List and Preload stop keeping
   // pages beyond it (cold lookups still cache). About 150-300 B each.
@@ -146,6 +145,8 @@ class LayoutCache {
   // Parses a held entry and remembers the snapshot.
   absl::StatusOr<std::shared_ptr<const CachedLayout>> ParseEntry(
       const std::string& path, Entry& entry) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // What keeping `c` hot costs against hot_extent_budget.
+  static size_t HotCost(const CachedLayout& c);
   // Keeps `c` parsed for a while (within hot_extent_budget).
   void AddHot(std::shared_ptr<const CachedLayout> c)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);

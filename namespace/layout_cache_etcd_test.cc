@@ -90,7 +90,7 @@ TEST_P(LayoutCacheEtcdTest, WatchPropagatesLayoutChanges) {
   ASSERT_THAT(b, IsOk());
   ASSERT_THAT(cache_->WaitForRevision(b->mod_revision, absl::Seconds(10)),
               IsOk());
-  EXPECT_EQ((*cache_->Lookup("/a"))->layout.size(), 20u);
+  EXPECT_EQ((*cache_->Lookup("/a"))->header.size(), 20u);
   EXPECT_EQ(cache_->stats().cold_lookups, 1u);
   ASSERT_THAT(store_->DeleteFile("/a", 0), IsOk());
   ASSERT_TRUE(Eventually([&] { return cache_->stats().invalidations == 1; }));
@@ -106,14 +106,14 @@ TEST_P(LayoutCacheEtcdTest, CompactionDuringWatchAndPinning) {
   // Pinned at the first revision: the exact old layout.
   auto pinned = cache_->LookupAt("/a", a->mod_revision);
   ASSERT_THAT(pinned, IsOk());
-  EXPECT_EQ((*pinned)->layout.size(), 10u);
+  EXPECT_EQ((*pinned)->header.size(), 10u);
   ASSERT_THAT(admin_client_->Compact(b->mod_revision), IsOk());
   // The live watch survives the compaction and keeps propagating.
   auto c = store_->ReplaceLayout("/a", Layout(30), b->mod_revision);
   ASSERT_THAT(c, IsOk());
   ASSERT_THAT(cache_->WaitForRevision(c->mod_revision, absl::Seconds(10)),
               IsOk());
-  EXPECT_EQ((*cache_->Lookup("/a"))->layout.size(), 30u);
+  EXPECT_EQ((*cache_->Lookup("/a"))->header.size(), 30u);
   // A new pin below the compaction point is refused clearly.
   EXPECT_THAT(cache_->LookupAt("/a", a->mod_revision - 1),
               StatusIs(absl::StatusCode::kOutOfRange, HasSubstr("compacted")));
@@ -129,7 +129,7 @@ TEST_P(LayoutCacheEtcdTest, StaleServeWhileAllMembersDownThenRecovery) {
   ASSERT_TRUE(Eventually([&] { return !cache_->stats().watch_connected; }));
   auto stale = cache_->Lookup("/a");
   ASSERT_THAT(stale, IsOk());
-  EXPECT_EQ((*stale)->layout.size(), 10u);
+  EXPECT_EQ((*stale)->header.size(), 10u);
   EXPECT_GE(cache_->stats().stale_serves, 1u);
   absl::Time t0 = absl::Now();
   EXPECT_THAT(cache_->Lookup("/cold"), ::testing::Not(IsOk()));
@@ -143,7 +143,7 @@ TEST_P(LayoutCacheEtcdTest, StaleServeWhileAllMembersDownThenRecovery) {
   }));
   ASSERT_THAT(cache_->WaitForRevision(b->mod_revision, absl::Seconds(20)),
               IsOk());
-  EXPECT_EQ((*cache_->Lookup("/a"))->layout.size(), 40u);
+  EXPECT_EQ((*cache_->Lookup("/a"))->header.size(), 40u);
   EXPECT_TRUE(Eventually([&] { return cache_->stats().watch_connected; }));
 }
 
@@ -162,7 +162,7 @@ TEST_P(LayoutCacheEtcdTest, MemberKilledMidWatch) {
     }));
     rev = b->mod_revision;
     ASSERT_THAT(cache_->WaitForRevision(rev, absl::Seconds(20)), IsOk());
-    EXPECT_EQ((*cache_->Lookup("/a"))->layout.size(), 100u + victim);
+    EXPECT_EQ((*cache_->Lookup("/a"))->header.size(), 100u + victim);
     ASSERT_THAT(etcd_->RestartMember(victim), IsOk());
   }
 }

@@ -9,6 +9,7 @@
 #include "base/testing/status_matchers.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "namespace/cached_layout.h"
 #include "namespace/memory_kv.h"
 #include "namespace/store.h"
 
@@ -86,7 +87,7 @@ TEST_F(LayoutCacheTest, ListKeepsWhatItListsAndTheWatchKeepsItCurrent) {
   for (int i = 0; i < 5; ++i) {
     auto l = cache_->Lookup(absl::StrCat("/d/f", i));
     ASSERT_THAT(l, IsOk());
-    EXPECT_EQ((*l)->layout.size(), 10u + i);
+    EXPECT_EQ((*l)->header.size(), 10u + i);
   }
   s = cache_->stats();
   EXPECT_EQ(s.cold_lookups, 0u);
@@ -100,8 +101,46 @@ TEST_F(LayoutCacheTest, ListKeepsWhatItListsAndTheWatchKeepsItCurrent) {
               IsOk());
   auto f2 = cache_->Lookup("/d/f2");
   ASSERT_THAT(f2, IsOk());
-  EXPECT_EQ((*f2)->layout.size(), 99u);
+  EXPECT_EQ((*f2)->header.size(), 99u);
   EXPECT_EQ(cache_->stats().cold_lookups, 0u);
+}
+
+TEST_F(LayoutCacheTest, IndexedLayoutsMapReadsAndStayHot) {
+  // 500 extents of 1000 bytes, object per extent.
+  v1::FileLayout big;
+  big.set_size(500 * 1000);
+  big.set_state(v1::READY);
+  for (int i = 0; i < 500; ++i) {
+    v1::Extent* e = big.add_extents();
+    e->set_offset(i * 1000);
+    e->set_length(1000);
+    v1::Replica* r = e->add_replicas();
+    r->set_node_id("n1");
+    r->set_object(absl::StrCat("o", i));
+  }
+  ASSERT_THAT(store_->CreateFile("/big", big), IsOk());
+  ASSERT_THAT(cache_->Preload("/"), IsOk());
+  auto l = cache_->Lookup("/big");
+  ASSERT_THAT(l, IsOk());
+  EXPECT_EQ((*l)->header.extents_size(), 0);
+  EXPECT_EQ((*l)->index.size(), 500u);
+  absl::StatusOr<MappedRange> m = MapRange(**l, 123456, 2000, 0);
+  ASSERT_THAT(m, IsOk());
+  ASSERT_EQ(m->pieces.size(), 3u);  // extents 123, 124, 125
+  EXPECT_EQ(m->pieces[0].unit, 123u);
+  EXPECT_EQ(m->pieces[0].object_delta, 456u);
+  EXPECT_EQ(m->pieces[0].replicas->Get(0).object(), "o123");
+  EXPECT_EQ(m->pieces[2].length, 456u);
+  EXPECT_EQ(m->pieces[2].replicas->Get(0).object(), "o125");
+  // Decoded once: later lookups share it (hot), even after `l` is dropped.
+  const CachedLayout* first = l->get();
+  l = absl::InternalError("dropped");
+  for (int i = 0; i < 10; ++i) {
+    auto again = cache_->Lookup("/big");
+    ASSERT_THAT(again, IsOk());
+    EXPECT_EQ(again->get(), first);
+  }
+  EXPECT_EQ(cache_->stats().parses, 1u);
 }
 
 TEST_F(LayoutCacheTest, ListKeepsAtMostMaxEntries) {
@@ -123,7 +162,7 @@ TEST_F(LayoutCacheTest, ColdLookupThenHit) {
   ASSERT_THAT(store_->CreateFile("/a", Layout(10)), IsOk());
   auto a = cache_->Lookup("/a");
   ASSERT_THAT(a, IsOk());
-  EXPECT_EQ((*a)->layout.size(), 10u);
+  EXPECT_EQ((*a)->header.size(), 10u);
   auto again = cache_->Lookup("/a");
   ASSERT_THAT(again, IsOk());
   EXPECT_EQ(a->get(), again->get());  // Same immutable snapshot.
@@ -148,8 +187,8 @@ TEST_F(LayoutCacheTest, WatchReplacesAndDropsEntries) {
               IsOk());
   auto now = cache_->Lookup("/a");
   ASSERT_THAT(now, IsOk());
-  EXPECT_EQ((*now)->layout.size(), 20u);
-  EXPECT_EQ((*old)->layout.size(), 10u);  // Old snapshot unchanged.
+  EXPECT_EQ((*now)->header.size(), 20u);
+  EXPECT_EQ((*old)->header.size(), 10u);  // Old snapshot unchanged.
   EXPECT_EQ(cache_->stats().cold_lookups, 1u);
   ASSERT_THAT(store_->DeleteFile("/a", 0), IsOk());
   ASSERT_TRUE(Eventually([&] { return cache_->stats().invalidations == 1; }));
@@ -203,14 +242,14 @@ TEST_F(LayoutCacheTest, CompactionCancelTriggersRelist) {
   ASSERT_TRUE(Eventually([&] { return cache_->stats().relists >= 1; }));
   auto now = cache_->Lookup("/a");
   ASSERT_THAT(now, IsOk());
-  EXPECT_EQ((*now)->layout.size(), 99u);
+  EXPECT_EQ((*now)->header.size(), 99u);
   EXPECT_THAT(cache_->Lookup("/b"), StatusIs(absl::StatusCode::kNotFound));
   // And the new watch works.
   auto r2 = store_->ReplaceLayout("/a", Layout(7), r->mod_revision);
   ASSERT_THAT(r2, IsOk());
   ASSERT_THAT(cache_->WaitForRevision(r2->mod_revision, absl::Seconds(5)),
               IsOk());
-  EXPECT_EQ((*cache_->Lookup("/a"))->layout.size(), 7u);
+  EXPECT_EQ((*cache_->Lookup("/a"))->header.size(), 7u);
 }
 
 TEST_F(LayoutCacheTest, PinnedLookupsAreExactThenOutOfRange) {
@@ -220,7 +259,7 @@ TEST_F(LayoutCacheTest, PinnedLookupsAreExactThenOutOfRange) {
   ASSERT_THAT(b, IsOk());
   auto pinned = cache_->LookupAt("/a", a->mod_revision);
   ASSERT_THAT(pinned, IsOk());
-  EXPECT_EQ((*pinned)->layout.size(), 10u);
+  EXPECT_EQ((*pinned)->header.size(), 10u);
   EXPECT_THAT(cache_->LookupAt("/a", a->mod_revision - 1),
               StatusIs(absl::StatusCode::kNotFound));
   ASSERT_THAT(kv_.Compact(b->mod_revision), IsOk());

@@ -21,6 +21,7 @@
 #include "absl/time/time.h"
 #include "client_lib/internal/call.h"
 #include "client_lib/internal/read_ring.h"
+#include "namespace/cached_layout.h"
 #include "namespace/layout_cache.h"
 
 namespace rangefs {
@@ -37,6 +38,8 @@ struct Batch final : AttemptSink {
   std::vector<PieceState> pieces;  // fixed after planning; fields: see above
   std::vector<std::unique_ptr<Attempt>> attempts ABSL_GUARDED_BY(mu);
   std::vector<std::shared_ptr<const ns::CachedLayout>> layouts;
+  // The extents the pieces point into (ns::MappedRange::extents).
+  std::vector<std::shared_ptr<const v1::FileLayout>> extents;
   absl::Time deadline;
   // Attempts dispatched and not yet handed to their nodes (Flush).
   std::vector<Task> outbox ABSL_GUARDED_BY(mu);

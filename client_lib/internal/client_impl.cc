@@ -323,10 +323,10 @@ absl::StatusOr<std::unique_ptr<File>> ClientImpl::OpenFile(
     absl::string_view path) {
   RANGEFS_ASSIGN_OR_RETURN(std::shared_ptr<const ns::CachedLayout> l,
                            cache_->Lookup(path));
-  if (l->layout.state() != v1::READY) {
+  if (l->header.state() != v1::READY) {
     return absl::FailedPreconditionError(
         absl::StrCat(path, " is not ready (state ",
-                     ns::FileStateName(l->layout.state()), ")"));
+                     ns::FileStateName(l->header.state()), ")"));
   }
   return std::unique_ptr<File>(new FileImpl(this, std::move(l), false));
 }
@@ -335,7 +335,7 @@ absl::StatusOr<std::unique_ptr<File>> ClientImpl::OpenFile(
     absl::string_view path, int64_t at_revision) {
   RANGEFS_ASSIGN_OR_RETURN(std::shared_ptr<const ns::CachedLayout> l,
                            cache_->LookupAt(path, at_revision));
-  if (l->layout.state() != v1::READY) {
+  if (l->header.state() != v1::READY) {
     return absl::FailedPreconditionError(
         absl::StrCat(path, " was not ready at revision ", at_revision));
   }
@@ -355,7 +355,7 @@ FileInfo ToInfo(const std::string& path, const v1::FileLayout& l,
 absl::StatusOr<FileInfo> ClientImpl::Stat(absl::string_view path) {
   RANGEFS_ASSIGN_OR_RETURN(std::shared_ptr<const ns::CachedLayout> l,
                            cache_->Lookup(path));
-  return ToInfo(l->path, l->layout, l->mod_revision);
+  return ToInfo(l->path, l->header, l->mod_revision);
 }
 
 absl::StatusOr<std::vector<FileInfo>> ClientImpl::List(absl::string_view dir) {

@@ -2,6 +2,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "base/status_macros.h"
+#include "namespace/cached_layout.h"
 #include "namespace/layout.h"
 
 namespace rangefs {
@@ -58,16 +59,18 @@ absl::StatusOr<std::unique_ptr<File>> DatasetImpl::OpenFile(
     return absl::FailedPreconditionError(
         absl::StrCat(path, " was not ready at revision ", snap_.revision));
   }
-  auto c = std::make_shared<ns::CachedLayout>();
   // Passed the record gate when the snapshot was loaded; the bytes are
-  // ours and immutable since.
-  if (!c->layout.ParseFromString(f->layout)) {
+  // ours and immutable since (decoded again into the indexed form).
+  absl::StatusOr<std::shared_ptr<const ns::CachedLayout>> c =
+      ns::DecodeCachedLayout(f->path, f->path,
+                             std::make_shared<const std::string>(f->layout),
+                             f->mod_revision);
+  if (!c.ok()) {
     return absl::InternalError(
-        absl::StrCat("dataset record of ", path, " no longer decodes"));
+        absl::StrCat("dataset record of ", path,
+                     " no longer decodes: ", c.status().message()));
   }
-  c->path = f->path;
-  c->mod_revision = f->mod_revision;
-  return std::unique_ptr<File>(new FileImpl(host_, std::move(c), true));
+  return std::unique_ptr<File>(new FileImpl(host_, *std::move(c), true));
 }
 
 }  // namespace client_internal

@@ -60,11 +60,11 @@ class FileImpl : public File {
   const std::string& path() const override { return path_; }
   uint64_t size() const override {
     absl::MutexLock l(&mu_);
-    return layout_->layout.size();
+    return layout_->header.size();
   }
   uint64_t generation() const override {
     absl::MutexLock l(&mu_);
-    return layout_->layout.generation();
+    return layout_->header.generation();
   }
   FileHost* client() const { return client_; }
 
@@ -99,12 +99,12 @@ class FileImpl : public File {
       }
       return cur;  // etcd unreachable: the snapshot stays valid
     }
-    const v1::FileLayout& a = cur->layout;
-    const v1::FileLayout& b = (*now)->layout;
+    const v1::FileLayout& a = cur->header;
+    const v1::FileLayout& b = (*now)->header;
     if (a.generation() == b.generation() && a.file_id() == b.file_id()) {
       return cur;
     }
-    if (!SameBytes(a, b)) {
+    if (!SameBytes(ns::FullLayout(*cur), ns::FullLayout(**now))) {
       client_->CountAbort();
       return absl::AbortedError(absl::StrCat(
           path_, " changed since it was opened (file_id ", a.file_id(), "->",

@@ -16,6 +16,7 @@
 #include "base/status_macros.h"
 #include "client_lib/internal/client_impl.h"
 #include "client_lib/internal/local_node.h"
+#include "namespace/cached_layout.h"
 #include "namespace/layout.h"
 
 namespace rangefs {
@@ -37,7 +38,7 @@ absl::StatusOr<std::vector<RangeLocation>> ClientImpl::Locate(
     absl::string_view path, uint64_t offset, uint64_t length) {
   RANGEFS_ASSIGN_OR_RETURN(std::shared_ptr<const ns::CachedLayout> l,
                            cache_->Lookup(path));
-  const v1::FileLayout& layout = l->layout;
+  const v1::FileLayout& layout = l->header;
   if (layout.state() != v1::READY) {
     return absl::FailedPreconditionError(absl::StrCat(
         path, " is not ready (state ", ns::FileStateName(layout.state()), ")"));
@@ -49,7 +50,9 @@ absl::StatusOr<std::vector<RangeLocation>> ClientImpl::Locate(
   }
   length = std::min(length, layout.size() - offset);  // no overflow below
   std::vector<RangeLocation> out;
-  for (const ns::Piece& p : ns::MapRange(layout, offset, length, 0)) {
+  RANGEFS_ASSIGN_OR_RETURN(ns::MappedRange m,
+                           ns::MapRange(*l, offset, length, 0));
+  for (const ns::Piece& p : m.pieces) {
     std::vector<ReplicaLocation> healthy, other;
     for (const v1::Replica& r : *p.replicas) {
       NodeRuntime* n = Node(r.node_id());

@@ -40,6 +40,7 @@
 #include "client_lib/read_canceller.h"
 #include "loadbalancer/hedge.h"
 #include "loadbalancer/latency_tracker.h"
+#include "namespace/cached_layout.h"
 #include "namespace/layout.h"
 
 namespace rangefs {
@@ -106,18 +107,23 @@ void ClientImpl::PlanCall(absl::Span<const Request> reqs, Batch& b,
       results[i] = l.status();
       continue;
     }
-    const v1::FileLayout& layout = (*l)->layout;
+    const v1::FileLayout& layout = (*l)->header;
     if (r.offset > layout.size()) {
       results[i] = absl::OutOfRangeError(
           absl::StrCat("read at ", r.offset, " past the end of ",
                        r.file->path(), " (size ", layout.size(), ")"));
       continue;
     }
+    absl::StatusOr<ns::MappedRange> m =
+        ns::MapRange(**l, r.offset, r.dst.size(), options_.max_io_size);
+    if (!m.ok()) {
+      results[i] = m.status();
+      continue;
+    }
     if (b.layouts.empty() || b.layouts.back() != *l) b.layouts.push_back(*l);
-    std::vector<ns::Piece> ps =
-        ns::MapRange(layout, r.offset, r.dst.size(), options_.max_io_size);
+    if (m->extents != nullptr) b.extents.push_back(std::move(m->extents));
     size_t total = 0;
-    for (const ns::Piece& p : ps) {
+    for (const ns::Piece& p : m->pieces) {
       PieceState s;
       s.piece = p;
       s.range = static_cast<int>(i);

@@ -565,13 +565,15 @@ std::string PrefixEnd(absl::string_view prefix) {
 
 namespace {
 
-void CopyKv(const mvccpb::KeyValue& from, KeyValue* to) {
-  to->key = from.key();
-  to->value = from.value();
-  to->create_revision = from.create_revision();
-  to->mod_revision = from.mod_revision();
-  to->version = from.version();
-  to->lease = from.lease();
+// Moves the key and value out of `from` (a page of a big listing holds
+// tens of MB of values: a copy doubles the peak).
+void MoveKv(mvccpb::KeyValue* from, KeyValue* to) {
+  to->key = std::move(*from->mutable_key());
+  to->value = std::move(*from->mutable_value());
+  to->create_revision = from->create_revision();
+  to->mod_revision = from->mod_revision();
+  to->version = from->version();
+  to->lease = from->lease();
 }
 
 // Fills key and range_end of a range-like request.
@@ -711,7 +713,9 @@ absl::StatusOr<RangeResult> EtcdClient::Range(absl::string_view key,
   result.more = resp.more();
   result.count = resp.count();
   result.kvs.resize(resp.kvs_size());
-  for (int i = 0; i < resp.kvs_size(); ++i) CopyKv(resp.kvs(i), &result.kvs[i]);
+  for (int i = 0; i < resp.kvs_size(); ++i) {
+    MoveKv(resp.mutable_kvs(i), &result.kvs[i]);
+  }
   return result;
 }
 
