@@ -26,6 +26,7 @@
 #include "namespace/keys.h"
 #include "namespace/store.h"
 #include "tests/testing/etcd_cluster.h"
+#include "tests/testing/etcd_namespace.h"
 
 namespace rangefs {
 namespace {
@@ -45,14 +46,12 @@ class ClientDatasetTest : public ::testing::Test {
     auto dir = testing::MakeTempDir("dataset");
     ASSERT_THAT(dir, IsOk());
     root_ = *dir;
-    auto etcd = EtcdCluster::Start({});
-    ASSERT_THAT(etcd, IsOk());
-    etcd_ = std::move(*etcd);
-    auto ec = etcd::EtcdClient::Open({.endpoints = etcd_->endpoints()});
-    ASSERT_THAT(ec, IsOk());
-    etcd_client_ = std::move(*ec);
-    kv_ = ns::NewEtcdKv(etcd_client_.get());
-    store_ = ns::NewKvStore(kv_.get(), {.cluster = kCluster});
+    auto ns = testing::StartEtcdNamespace({.cluster = kCluster});
+    ASSERT_THAT(ns, IsOk());
+    etcd_ = std::move(ns->etcd);
+    etcd_client_ = std::move(ns->client);
+    kv_ = std::move(ns->kv);
+    store_ = std::move(ns->store);
     for (int i = 0; i < kNodes; ++i) {
       ASSERT_EQ(mkdir((root_ + "/" + Node(i)).c_str(), 0755), 0);
       v1::NodeRecord r;

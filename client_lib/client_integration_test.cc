@@ -24,6 +24,7 @@
 #include "namespace/store.h"
 #include "storage_node/node_client.h"
 #include "tests/testing/etcd_cluster.h"
+#include "tests/testing/etcd_namespace.h"
 #include "tests/testing/subprocess.h"
 
 namespace rangefs {
@@ -44,14 +45,12 @@ class ClientIntegrationTest : public ::testing::Test {
     auto dir = testing::MakeTempDir("client_it");
     ASSERT_THAT(dir, IsOk());
     dir_ = *dir;
-    auto etcd = EtcdCluster::Start({});
-    ASSERT_THAT(etcd, IsOk());
-    etcd_ = std::move(*etcd);
-    auto ec = etcd::EtcdClient::Open({.endpoints = etcd_->endpoints()});
-    ASSERT_THAT(ec, IsOk());
-    etcd_client_ = std::move(*ec);
-    kv_ = ns::NewEtcdKv(etcd_client_.get());
-    store_ = ns::NewKvStore(kv_.get());
+    auto ns = testing::StartEtcdNamespace();
+    ASSERT_THAT(ns, IsOk());
+    etcd_ = std::move(ns->etcd);
+    etcd_client_ = std::move(ns->client);
+    kv_ = std::move(ns->kv);
+    store_ = std::move(ns->store);
     for (int i = 0; i < kNodes; ++i) StartNode(i);
     absl::BitGen gen(std::seed_seq{11});
     for (int f = 0; f < kFiles; ++f) {

@@ -27,6 +27,7 @@
 #include "namespace/etcd_kv.h"
 #include "namespace/store.h"
 #include "tests/testing/etcd_cluster.h"
+#include "tests/testing/etcd_namespace.h"
 
 namespace rangefs {
 namespace {
@@ -54,14 +55,12 @@ class SingleFlightTest : public ::testing::Test {
     auto dir = testing::MakeTempDir("single_flight");
     ASSERT_THAT(dir, IsOk());
     root_ = *dir;
-    auto etcd = EtcdCluster::Start({});
-    ASSERT_THAT(etcd, IsOk());
-    etcd_ = std::move(*etcd);
-    auto ec = etcd::EtcdClient::Open({.endpoints = etcd_->endpoints()});
-    ASSERT_THAT(ec, IsOk());
-    etcd_client_ = std::move(*ec);
-    kv_ = ns::NewEtcdKv(etcd_client_.get());
-    store_ = ns::NewKvStore(kv_.get());
+    auto ns = testing::StartEtcdNamespace();
+    ASSERT_THAT(ns, IsOk());
+    etcd_ = std::move(ns->etcd);
+    etcd_client_ = std::move(ns->client);
+    kv_ = std::move(ns->kv);
+    store_ = std::move(ns->store);
     ASSERT_EQ(mkdir((root_ + "/n0").c_str(), 0755), 0);
     v1::NodeRecord r;
     r.set_id("n0");
