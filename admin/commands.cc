@@ -13,6 +13,7 @@
 #include "google/protobuf/util/json_util.h"
 #include "namespace/layout.h"
 #include "namespace/subtree_snapshot.h"
+#include "nlohmann/json.hpp"
 
 namespace rangefs {
 namespace admin {
@@ -341,33 +342,53 @@ absl::StatusOr<Table> FileCreate(Context& ctx, Args& a) {
 
 // --- status, dump, restore ---
 
-// "keeper ka active, ..." from the keeper's leader and status records, or
-// "no active keeper". Records that do not parse are reported as such.
-std::string KeeperSummary(ns::NamespaceStore& store) {
+// What `status` shows of rangefs-keeper: its leader and status records.
+struct KeeperInfo {
+  absl::Status error;     // Reading the leader key failed.
+  std::string id;         // Empty: no active keeper.
+  bool reported = false;  // `st` holds a parsed status record.
+  v1::KeeperStatus st;
+};
+
+KeeperInfo ReadKeeperInfo(ns::NamespaceStore& store) {
   auto get = [&](const std::string& key) -> absl::StatusOr<std::string> {
     RANGEFS_ASSIGN_OR_RETURN(ns::KvRange r, store.kv()->Range(key, "", 1, 0));
     if (r.kvs.empty()) return absl::NotFoundError(key);
     return r.kvs[0].value;
   };
+  KeeperInfo k;
   absl::StatusOr<std::string> leader = get(store.keys().KeeperLeader());
-  if (absl::IsNotFound(leader.status())) return "no active keeper";
-  if (!leader.ok()) return absl::StrCat("keeper: ", leader.status().message());
-  std::string out = absl::StrCat("keeper ", absl::CEscape(*leader), " active");
-  absl::StatusOr<std::string> raw = get(store.keys().KeeperStatus());
-  v1::KeeperStatus st;
-  if (!raw.ok() || !st.ParseFromString(*raw)) {
-    return absl::StrCat(out, " (no round reported yet)");
+  if (absl::IsNotFound(leader.status())) return k;
+  if (!leader.ok()) {
+    k.error = leader.status();
+    return k;
   }
+  k.id = *leader;
+  absl::StatusOr<std::string> raw = get(store.keys().KeeperStatus());
+  k.reported = raw.ok() && k.st.ParseFromString(*raw);
+  return k;
+}
+
+// "keeper ka active, ..." or "no active keeper". Records that do not parse
+// are reported as such.
+std::string KeeperSummary(const KeeperInfo& k) {
+  if (!k.error.ok()) return absl::StrCat("keeper: ", k.error.message());
+  if (k.id.empty()) return "no active keeper";
+  std::string out = absl::StrCat("keeper ", absl::CEscape(k.id), " active");
+  if (!k.reported) return absl::StrCat(out, " (no round reported yet)");
+  const v1::KeeperStatus& st = k.st;
   const absl::Duration ago =
       absl::Now() - absl::FromUnixMillis(st.updated_unix_ms());
-  absl::StrAppend(&out, " (last round ",
-                  absl::FormatDuration(absl::Trunc(ago, absl::Seconds(1))),
-                  " ago): ", st.moves_planned(), " replica move(s) to do (",
-                  HumanBytes(st.bytes_planned()), "), ", st.moves_done(),
-                  " done, ", st.moves_failed(), " failed, ", st.stuck(),
-                  " stuck; ", st.dead_nodes(), " dead, ", st.draining_nodes(),
-                  " draining node(s); ", st.trash_pending(),
-                  " object(s) awaiting deletion");
+  absl::StrAppend(
+      &out, " (last round ",
+      absl::FormatDuration(absl::Trunc(ago, absl::Seconds(1))),
+      " ago): ", st.moves_planned(), " replica move(s) to do (",
+      HumanBytes(st.bytes_planned()), "), ", st.moves_done(), " done, ",
+      st.moves_failed(), " failed, ", st.stuck(), " stuck; ",
+      st.under_replicated_files(), " under-replicated file(s) (",
+      HumanBytes(st.under_replicated_bytes()), "); ", st.dead_nodes(),
+      " dead, ", st.draining_nodes(), " draining node(s); ", st.trash_pending(),
+      " object(s) awaiting deletion");
   if (st.in_round()) {
     absl::StrAppend(
         &out, "; round in progress: ", HumanBytes(st.bytes_copied()), " of ",
@@ -377,6 +398,42 @@ std::string KeeperSummary(ns::NamespaceStore& store) {
                        : std::string("unknown"));
   }
   return out;
+}
+
+// `status --json`'s keeper row: {"kind": "keeper", "node": "", "live": "",
+// ...}. "node" and "live" are there (empty) so that scripts which scan the
+// rows for a node keep working; the counts are JSON numbers.
+std::string KeeperJsonRow(const KeeperInfo& k) {
+  nlohmann::ordered_json j = {{"kind", "keeper"}, {"node", ""}, {"live", ""}};
+  if (!k.error.ok()) j["error"] = std::string(k.error.message());
+  j["active"] = k.error.ok() && !k.id.empty();
+  j["keeper_id"] = k.id;
+  j["reported"] = k.reported;
+  if (k.reported) {
+    const v1::KeeperStatus& st = k.st;
+    j["updated_unix_ms"] = st.updated_unix_ms();
+    j["revision"] = st.revision();
+    j["files"] = st.files();
+    j["moves_planned"] = st.moves_planned();
+    j["bytes_planned"] = st.bytes_planned();
+    j["moves_done"] = st.moves_done();
+    j["moves_failed"] = st.moves_failed();
+    j["stuck"] = st.stuck();
+    j["under_replicated_files"] = st.under_replicated_files();
+    j["under_replicated_bytes"] = st.under_replicated_bytes();
+    j["dead_nodes"] = st.dead_nodes();
+    j["draining_nodes"] = st.draining_nodes();
+    j["missing_nodes"] = st.missing_nodes();
+    j["trash_pending"] = st.trash_pending();
+    j["trash_deleted"] = st.trash_deleted();
+    j["in_round"] = st.in_round();
+    j["bytes_copied"] = st.bytes_copied();
+    // null: not in a round, or no rate yet.
+    j["eta_s"] = st.in_round() && st.eta_s() > 0
+                     ? nlohmann::ordered_json(st.eta_s())
+                     : nlohmann::ordered_json(nullptr);
+  }
+  return j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
 }
 
 absl::StatusOr<Table> Status(Context& ctx, Args& a) {
@@ -421,10 +478,13 @@ absl::StatusOr<Table> Status(Context& ctx, Args& a) {
               l ? absl::StrCat(l->read_p99_us()) : "-"});
   }
   RANGEFS_ASSIGN_OR_RETURN(int64_t rev, ctx.store->CurrentRevision());
+  const KeeperInfo keeper = ReadKeeperInfo(*ctx.store);
   t.message =
       absl::StrCat(nodes.size(), " node(s), ", alive, " live; ",
                    HumanBytes(free_sum), " free of ", HumanBytes(total_sum),
-                   "; etcd revision ", rev, "; ", KeeperSummary(*ctx.store));
+                   "; etcd revision ", rev, "; ", KeeperSummary(keeper));
+  t.json_row_kind = "node";
+  t.json_extra.push_back(KeeperJsonRow(keeper));
   return t;
 }
 
@@ -573,7 +633,9 @@ std::string Usage(const std::string& group) {
   file register PATH --replica=NODE:OBJECT[,NODE:OBJECT] [--size=N]
 )";
   std::string other = R"(other commands:
-  status                    nodes, live state, capacity
+  status                    nodes, live state, capacity, rangefs-keeper's
+                            last round (--json: node rows with "kind":
+                            "node", then one "kind": "keeper" row)
   doctor [--mount-root=DIR] [--mount-status=FILE] [--fuse-status=DIR]
          [--mounts=no]      checks etcd, TLS, clock skew, node/live records,
                             mounts, rangefs-mount file systems and RDMA;

@@ -7,6 +7,7 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "namespace/memory_kv.h"
+#include "nlohmann/json.hpp"
 
 namespace rangefs {
 namespace admin {
@@ -197,6 +198,91 @@ TEST_F(CommandsTest, StatusShowsTheKeeper) {
   ASSERT_THAT(st, IsOk());
   EXPECT_THAT(st->message, HasSubstr("round in progress: 1.0 MiB of 3.0 MiB "
                                      "copied, ETA 42s"));
+}
+
+// --json status: the node rows as before (each with "kind": "node"), then
+// one keeper row carrying what the text line says, as numbers.
+TEST_F(CommandsTest, StatusJsonHasNodeRowsThenTheKeeperRow) {
+  ASSERT_THAT(Run({"node", "add", "n1", "--address=n1:1", "--export=/e"}),
+              IsOk());
+  auto parse = [&]() {
+    auto st = Run({"status"});
+    EXPECT_THAT(st, IsOk());
+    if (!st.ok()) return nlohmann::json();
+    EXPECT_EQ(FormatHuman(*st).find("keeper\","), std::string::npos);
+    return nlohmann::json::parse(FormatJson(*st), nullptr, false);
+  };
+  nlohmann::json rows = parse();
+  ASSERT_TRUE(rows.is_array()) << rows;
+  ASSERT_EQ(rows.size(), 2u) << rows;
+  // What tests/bench/part_k.sh does: every row has "node" and "live".
+  for (const auto& r : rows) {
+    ASSERT_TRUE(r.contains("node") && r.contains("live")) << r;
+  }
+  EXPECT_EQ(rows[0]["kind"], "node");
+  EXPECT_EQ(rows[0]["node"], "n1");
+  EXPECT_EQ(rows[0]["live"], "no");
+  EXPECT_EQ(rows[1]["kind"], "keeper");
+  EXPECT_EQ(rows[1]["node"], "");
+  EXPECT_EQ(rows[1]["active"], false);
+  EXPECT_EQ(rows[1]["reported"], false);
+
+  const ns::Keys& k = store_->keys();
+  auto put = [&](const std::string& key, const std::string& value) {
+    etcdserverpb::TxnRequest txn;
+    auto* p = txn.add_success()->mutable_request_put();
+    p->set_key(key);
+    p->set_value(value);
+    ASSERT_THAT(kv_.Txn(txn), IsOk());
+  };
+  put(k.KeeperLeader(), "kx");
+  v1::KeeperStatus ks;
+  ks.set_updated_unix_ms(1234);
+  ks.set_moves_planned(3);
+  ks.set_moves_done(1);
+  ks.set_moves_failed(2);
+  ks.set_stuck(4);
+  ks.set_bytes_planned(3 << 20);
+  ks.set_under_replicated_files(2);
+  ks.set_under_replicated_bytes(2 << 20);
+  ks.set_dead_nodes(1);
+  ks.set_draining_nodes(5);
+  ks.set_trash_pending(6);
+  put(k.KeeperStatus(), ks.SerializeAsString());
+  rows = parse();
+  ASSERT_EQ(rows.size(), 2u) << rows;
+  const nlohmann::json& kr = rows[1];
+  EXPECT_EQ(kr["kind"], "keeper");
+  EXPECT_EQ(kr["active"], true);
+  EXPECT_EQ(kr["keeper_id"], "kx");
+  EXPECT_EQ(kr["reported"], true);
+  EXPECT_EQ(kr["updated_unix_ms"], 1234);
+  EXPECT_EQ(kr["moves_planned"], 3);
+  EXPECT_EQ(kr["moves_done"], 1);
+  EXPECT_EQ(kr["moves_failed"], 2);
+  EXPECT_EQ(kr["stuck"], 4);
+  EXPECT_EQ(kr["bytes_planned"], 3 << 20);
+  EXPECT_EQ(kr["under_replicated_files"], 2);
+  EXPECT_EQ(kr["under_replicated_bytes"], 2 << 20);
+  EXPECT_EQ(kr["dead_nodes"], 1);
+  EXPECT_EQ(kr["draining_nodes"], 5);
+  EXPECT_EQ(kr["trash_pending"], 6);
+  EXPECT_EQ(kr["in_round"], false);
+  EXPECT_TRUE(kr["eta_s"].is_null());
+  // The text line says the same.
+  auto st = Run({"status"});
+  ASSERT_THAT(st, IsOk());
+  EXPECT_THAT(st->message, HasSubstr("2 under-replicated file(s) (2.0 MiB)"));
+
+  ks.set_in_round(true);
+  ks.set_bytes_copied(1 << 20);
+  ks.set_eta_s(42.5);
+  put(k.KeeperStatus(), ks.SerializeAsString());
+  rows = parse();
+  ASSERT_EQ(rows.size(), 2u) << rows;
+  EXPECT_EQ(rows[1]["in_round"], true);
+  EXPECT_EQ(rows[1]["bytes_copied"], 1 << 20);
+  EXPECT_EQ(rows[1]["eta_s"], 42.5);
 }
 
 TEST_F(CommandsTest, RepairDryRunPrintsThePlanAndChangesNothing) {

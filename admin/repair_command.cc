@@ -90,10 +90,12 @@ absl::StatusOr<Table> RunRepair(Context& ctx, Args& a) {
                "from",   "to",   "copy from", "bytes"};
   for (const keeper::Move& m : plan.moves) {
     t.AddRow({m.in_place  ? "repair"
+              : m.drop    ? "drop"
               : rebalance ? "rebalance"
                           : "move",
               m.path, absl::StrCat(m.slot), m.object, m.from_node,
-              m.target_node, m.source_node, absl::StrCat(m.bytes)});
+              m.drop ? "-" : m.target_node, m.drop ? "-" : m.source_node,
+              absl::StrCat(m.bytes)});
   }
   for (const keeper::StuckSlot& s : plan.stuck) {
     t.AddRow(

@@ -59,10 +59,16 @@ std::string FormatJson(const Table& t) {
   nlohmann::ordered_json doc = nlohmann::ordered_json::array();
   for (const auto& row : t.rows) {
     nlohmann::ordered_json obj = nlohmann::ordered_json::object();
+    if (!t.json_row_kind.empty()) obj["kind"] = t.json_row_kind;
     for (size_t c = 0; c < keys.size(); ++c) {
       obj[keys[c]] = c < row.size() ? row[c] : "";
     }
     doc.push_back(std::move(obj));
+  }
+  for (const std::string& extra : t.json_extra) {
+    nlohmann::ordered_json obj = nlohmann::ordered_json::parse(
+        extra, nullptr, /*allow_exceptions=*/false);
+    if (obj.is_object()) doc.push_back(std::move(obj));
   }
   // Cells are text from etcd and agents: invalid UTF-8 is replaced (U+FFFD)
   // rather than aborting the dump.

@@ -57,9 +57,27 @@ class Keeper::Round {
 
  private:
   enum class Outcome { kDone, kFailed, kAbandoned };
+  static std::string Describe(const Move& m);  // For the log.
   Outcome DoMove(const Move& m, uint64_t rate);
-  // Swaps the replica in the layout (CAS, retried); ABORTED-free.
-  Outcome Commit(const Move& m);
+  // CopyObject of the move's object onto its target; false (logged) if it
+  // failed (a target out of space is backed off: full_backoff).
+  bool Copy(const Move& m, const std::string& what, uint64_t rate);
+  // Re-reads `path` and replaces its layout with change(entry) by a
+  // compare-and-swap on its mod revision, again on ABORTED (never
+  // clobbers), up to max_cas_attempts. change's errors pass through;
+  // NOT_FOUND: the file is gone; CANCELLED: may_act turned false.
+  absl::StatusOr<ns::FileEntry> CasLayout(
+      const std::string& what, const std::string& path,
+      const std::function<absl::StatusOr<v1::FileLayout>(const ns::FileEntry&)>&
+          change);
+  // First step of a move: the new replica joins the slot, the old one is
+  // marked leaving (AddReplica). kAbandoned: the layout no longer fits
+  // (the copy is deleted); kFailed: the copy is in no layout.
+  Outcome AddStep(const Move& m, const std::string& what);
+  // Second step of a move, and a drop: trash record for the leaving
+  // replica, then it leaves the layout (DropReplica). kFailed: it stays
+  // marked leaving (a later round's drop).
+  Outcome DropStep(const Move& m, const std::string& what);
   // Deletes `object` from `node` unless a current layout of `path`
   // references it.
   void DeleteUnreferencedCopy(const Move& m);
@@ -211,6 +229,22 @@ void Keeper::DropSuspects(const Suspects& s, const std::vector<Move>& moves,
   }
 }
 
+// Files with a slot to re-replicate, and those slots' bytes, from the
+// repair plan (before rebalancing).
+void Keeper::CountUnderReplicated(const Plan& plan, RoundReport* report) {
+  std::set<std::string> files;
+  for (const Move& m : plan.moves) {
+    if (m.drop) continue;  // Over-replicated, not under.
+    files.insert(m.path);
+    report->under_replicated_bytes += m.bytes;
+  }
+  for (const StuckSlot& s : plan.stuck) {
+    files.insert(s.path);
+    report->under_replicated_bytes += s.bytes;
+  }
+  report->under_replicated_files = static_cast<int>(files.size());
+}
+
 Plan Keeper::MakePlan(const Listing& l, RoundReport* report_out) {
   RoundReport& report = *report_out;
   const absl::Time now = clock_->Now();
@@ -225,6 +259,7 @@ Plan Keeper::MakePlan(const Listing& l, RoundReport* report_out) {
                               now - it->second < options_.repair_backoff;
                      }),
       plan.moves.end());
+  CountUnderReplicated(plan, &report);
   if (plan.moves.empty() && report.missing_nodes == 0) {
     plan.moves = PlanRebalance(l.files, l.views, options_.rebalance);
     report.rebalance_moves = static_cast<int>(plan.moves.size());
@@ -321,18 +356,50 @@ std::vector<bool> Keeper::Round::RunMoves(const std::vector<Move>& moves,
   return std::vector<bool>(ok.begin(), ok.end());
 }
 
+std::string Keeper::Round::Describe(const Move& m) {
+  if (m.in_place) {
+    return absl::StrCat("repair of corrupt ", m.object, " (", m.path, " slot ",
+                        m.slot, ") on ", m.target_node);
+  }
+  if (m.drop) {
+    return absl::StrCat("drop of leaving ", m.object, " (", m.path, " slot ",
+                        m.slot, ") on ", m.from_node);
+  }
+  return absl::StrCat("move of ", m.path, " slot ", m.slot, " (", m.object,
+                      ") ", m.from_node, " -> ", m.target_node);
+}
+
 Keeper::Round::Outcome Keeper::Round::DoMove(const Move& m, uint64_t rate) {
-  const std::string what =
-      m.in_place
-          ? absl::StrCat("repair of corrupt ", m.object, " (", m.path, " slot ",
-                         m.slot, ") on ", m.target_node)
-          : absl::StrCat("move of ", m.path, " slot ", m.slot, " (", m.object,
-                         ") ", m.from_node, " -> ", m.target_node);
+  const std::string what = Describe(m);
+  if (m.drop) return DropStep(m, what);  // Nothing to copy.
+  if (!Copy(m, what, rate)) return Outcome::kFailed;
+  if (m.in_place) return Outcome::kDone;  // Same object, same node.
+  const Outcome added = AddStep(m, what);
+  if (added == Outcome::kFailed && MayAct()) {
+    // The copy is in no layout: trash it, so that it is deleted after the
+    // grace period unless a later round puts it in a layout after all.
+    v1::TrashRecord t;
+    t.set_path(m.path);
+    t.set_dropped_unix_ms(absl::ToUnixMillis(k_->clock_->Now()));
+    absl::Status ts = PutTrash(m.target_node, m.object, t);
+    if (!ts.ok()) {
+      RANGEFS_LOG(WARNING) << "keeper: " << what
+                           << ": the unused copy stays on " << m.target_node
+                           << ": " << ts;
+    }
+  }
+  if (added != Outcome::kDone) return added;
+  if (k_->options_.after_add) k_->options_.after_add(m);
+  return DropStep(m, what);
+}
+
+bool Keeper::Round::Copy(const Move& m, const std::string& what,
+                         uint64_t rate) {
   auto src = l_.views.find(m.source_node);
   if (src == l_.views.end() || src->second.address.empty()) {
     RANGEFS_LOG(WARNING) << "keeper: " << what << ": source node "
                          << m.source_node << " has no address";
-    return Outcome::kFailed;
+    return false;
   }
   node::CopyObjectRequest req;
   req.set_path(m.object);
@@ -342,7 +409,7 @@ Keeper::Round::Outcome Keeper::Round::DoMove(const Move& m, uint64_t rate) {
   // same bytes.
   req.set_overwrite(true);
   req.set_max_bytes_per_sec(rate);
-  if (!MayAct()) return Outcome::kFailed;
+  if (!MayAct()) return false;
   RANGEFS_LOG(INFO) << "keeper: " << what << ": copying from " << m.source_node;
   const absl::Time start = absl::Now();
   absl::Status s = agents_.Call(m.target_node, [&](node::NodeClient& c) {
@@ -359,26 +426,11 @@ Keeper::Round::Outcome Keeper::Round::DoMove(const Move& m, uint64_t rate) {
                            << k_->options_.full_backoff
                            << "; the next round picks another node";
     }
-    return Outcome::kFailed;
+    return false;
   }
   RANGEFS_LOG(INFO) << "keeper: " << what << ": copied from " << m.source_node
                     << " in " << (absl::Now() - start);
-  if (m.in_place) return Outcome::kDone;  // Same object, same node.
-  const Outcome o = Commit(m);
-  if (o == Outcome::kFailed && MayAct()) {
-    // The copy is in no layout: trash it, so that it is deleted after the
-    // grace period unless a later round puts it in a layout after all.
-    v1::TrashRecord t;
-    t.set_path(m.path);
-    t.set_dropped_unix_ms(absl::ToUnixMillis(k_->clock_->Now()));
-    absl::Status ts = PutTrash(m.target_node, m.object, t);
-    if (!ts.ok()) {
-      RANGEFS_LOG(WARNING) << "keeper: " << what
-                           << ": the unused copy stays on " << m.target_node
-                           << ": " << ts;
-    }
-  }
-  return o;
+  return true;
 }
 
 bool Keeper::Round::NodeBackUp(const std::string& node) {
@@ -390,79 +442,102 @@ bool Keeper::Round::NodeBackUp(const std::string& node) {
   return false;
 }
 
-Keeper::Round::Outcome Keeper::Round::Commit(const Move& m) {
-  const std::string what =
-      absl::StrCat("move of ", m.path, " slot ", m.slot, " ", m.from_node,
-                   " -> ", m.target_node);
+absl::StatusOr<ns::FileEntry> Keeper::Round::CasLayout(
+    const std::string& what, const std::string& path,
+    const std::function<absl::StatusOr<v1::FileLayout>(const ns::FileEntry&)>&
+        change) {
+  for (int attempt = 0; attempt < k_->options_.max_cas_attempts; ++attempt) {
+    if (!MayAct()) return absl::CancelledError("no longer the active keeper");
+    RANGEFS_ASSIGN_OR_RETURN(ns::FileEntry f, k_->store_->GetFile(path));
+    RANGEFS_ASSIGN_OR_RETURN(v1::FileLayout next, change(f));
+    if (!MayAct()) return absl::CancelledError("no longer the active keeper");
+    absl::StatusOr<ns::FileEntry> r =
+        k_->store_->ReplaceLayout(path, std::move(next), f.mod_revision);
+    if (!absl::IsAborted(r.status())) return r;
+    RANGEFS_LOG(INFO) << "keeper: " << what
+                      << ": the layout changed meanwhile; retrying";
+  }
+  return absl::AbortedError(absl::StrCat("lost ", k_->options_.max_cas_attempts,
+                                         " compare-and-swaps in a row"));
+}
+
+Keeper::Round::Outcome Keeper::Round::AddStep(const Move& m,
+                                              const std::string& what) {
   auto from = l_.views.find(m.from_node);
   const bool from_dead =
-      from == l_.views.end() || from->second.condition == NodeCondition::kDead;
-  for (int attempt = 0; attempt < k_->options_.max_cas_attempts; ++attempt) {
-    if (!MayAct()) {
-      RANGEFS_LOG(WARNING) << "keeper: " << what
-                           << ": no longer the active keeper; the copy is "
-                              "left unreferenced";
-      return Outcome::kFailed;
-    }
-    absl::StatusOr<ns::FileEntry> f = k_->store_->GetFile(m.path);
-    if (absl::IsNotFound(f.status())) {
-      RANGEFS_LOG(INFO) << "keeper: " << what << ": file gone; abandoned";
-      DeleteUnreferencedCopy(m);
-      return Outcome::kAbandoned;
-    }
-    if (!f.ok()) {
-      RANGEFS_LOG(WARNING) << "keeper: " << what << ": " << f.status();
-      return Outcome::kFailed;  // The copy stays; the next round retries.
-    }
-    absl::StatusOr<v1::FileLayout> next = ApplyMove(f->layout, m);
-    if (!next.ok()) {
-      RANGEFS_LOG(INFO) << "keeper: " << what << ": " << next.status().message()
-                        << "; abandoned";
-      DeleteUnreferencedCopy(m);
-      return Outcome::kAbandoned;
-    }
-    if (from_dead && from != l_.views.end() && NodeBackUp(m.from_node)) {
-      RANGEFS_LOG(INFO) << "keeper: " << what << ": " << m.from_node
-                        << " is back; abandoned";
-      DeleteUnreferencedCopy(m);
-      return Outcome::kAbandoned;
-    }
-    // The replaced replica goes to the trash first, so that a crash right
-    // after the swap cannot leak it.
-    v1::TrashRecord t;
-    t.set_path(m.path);
-    t.set_dropped_unix_ms(absl::ToUnixMillis(k_->clock_->Now()));
-    absl::Status ts = PutTrash(m.from_node, m.object, t);
-    if (!ts.ok()) {
-      RANGEFS_LOG(WARNING) << "keeper: " << what << ": " << ts;
-      return Outcome::kFailed;
-    }
-    if (!MayAct()) continue;  // Logged at the top of the loop.
-    absl::StatusOr<ns::FileEntry> r =
-        k_->store_->ReplaceLayout(m.path, *next, f->mod_revision);
-    if (absl::IsAborted(r.status())) {
-      RANGEFS_LOG(INFO) << "keeper: " << what
-                        << ": the layout changed meanwhile; retrying";
-      continue;
-    }
-    if (!r.ok()) {
-      RANGEFS_LOG(WARNING) << "keeper: " << what << ": " << r.status();
-      return Outcome::kFailed;
-    }
-    t.set_dropped_revision(r->mod_revision);
-    ts = PutTrash(m.from_node, m.object, t);
-    if (!ts.ok()) {
-      // The record stays pending; CollectTrash resolves it.
-      RANGEFS_LOG(WARNING) << "keeper: " << what << ": " << ts;
-    }
-    RANGEFS_LOG(INFO) << "keeper: " << what << ": layout updated (revision "
-                      << r->mod_revision << ")";
-    return Outcome::kDone;
+      from != l_.views.end() && from->second.condition == NodeCondition::kDead;
+  absl::StatusOr<ns::FileEntry> r =
+      CasLayout(what, m.path,
+                [&](const ns::FileEntry& f) -> absl::StatusOr<v1::FileLayout> {
+                  absl::StatusOr<v1::FileLayout> next = AddReplica(f.layout, m);
+                  if (next.ok() && from_dead && NodeBackUp(m.from_node)) {
+                    return absl::FailedPreconditionError(
+                        absl::StrCat(m.from_node, " is back"));
+                  }
+                  return next;
+                });
+  if (absl::IsNotFound(r.status()) || absl::IsFailedPrecondition(r.status())) {
+    RANGEFS_LOG(INFO) << "keeper: " << what << ": "
+                      << (absl::IsNotFound(r.status())
+                              ? std::string("file gone")
+                              : std::string(r.status().message()))
+                      << "; abandoned";
+    DeleteUnreferencedCopy(m);
+    return Outcome::kAbandoned;
   }
-  RANGEFS_LOG(WARNING) << "keeper: " << what << ": lost "
-                       << k_->options_.max_cas_attempts
-                       << " compare-and-swaps in a row; next round";
-  return Outcome::kFailed;
+  if (!r.ok()) {
+    RANGEFS_LOG(WARNING) << "keeper: " << what
+                         << ": adding the new replica: " << r.status()
+                         << "; the copy is left unreferenced";
+    return Outcome::kFailed;
+  }
+  RANGEFS_LOG(INFO) << "keeper: " << what << ": new replica added (revision "
+                    << r->mod_revision << "); removing the old one";
+  return Outcome::kDone;
+}
+
+Keeper::Round::Outcome Keeper::Round::DropStep(const Move& m,
+                                               const std::string& what) {
+  // The leaving replica goes to the trash before it leaves the layout, so
+  // that a crash right after the swap cannot leak it.
+  v1::TrashRecord t;
+  t.set_path(m.path);
+  absl::StatusOr<ns::FileEntry> r = CasLayout(
+      what, m.path,
+      [&](const ns::FileEntry& f) -> absl::StatusOr<v1::FileLayout> {
+        RANGEFS_ASSIGN_OR_RETURN(v1::FileLayout next, DropReplica(f.layout, m));
+        t.set_dropped_unix_ms(absl::ToUnixMillis(k_->clock_->Now()));
+        absl::Status ts = PutTrash(m.from_node, m.object, t);
+        if (!ts.ok()) return absl::UnavailableError(ts.message());
+        return next;
+      });
+  if (absl::IsNotFound(r.status()) || absl::IsFailedPrecondition(r.status())) {
+    // Removed, renamed or rewritten since: nothing of ours to remove (the
+    // orphan scan collects an object no layout references).
+    RANGEFS_LOG(INFO) << "keeper: " << what << ": "
+                      << (absl::IsNotFound(r.status())
+                              ? std::string("file gone")
+                              : std::string(r.status().message()))
+                      << "; abandoned";
+    return Outcome::kAbandoned;
+  }
+  if (!r.ok()) {
+    RANGEFS_LOG(WARNING) << "keeper: " << what << ": removing the replica on "
+                         << m.from_node << ": " << r.status()
+                         << "; it stays marked leaving, a later round drops it";
+    return Outcome::kFailed;
+  }
+  t.set_dropped_revision(r->mod_revision);
+  absl::Status ts = PutTrash(m.from_node, m.object, t);
+  if (!ts.ok()) {
+    // The record stays pending; CollectTrash resolves it.
+    RANGEFS_LOG(WARNING) << "keeper: " << what << ": " << ts;
+  }
+  RANGEFS_LOG(INFO) << "keeper: " << what
+                    << (m.drop ? ": leaving replica removed (revision "
+                               : ": layout updated (revision ")
+                    << r->mod_revision << ")";
+  return Outcome::kDone;
 }
 
 void Keeper::Round::DeleteUnreferencedCopy(const Move& m) {

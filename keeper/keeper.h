@@ -6,12 +6,15 @@
 // to repair, rebalance.h) and carry them out.
 // A move is: CopyObject on the target agent from a healthy replica
 // (storage_node/object_copier.h: verified against the source's sidecar),
-// then the layout's replica swapped with an etcd compare-and-swap on the
-// layout's mod revision. A concurrent admin change makes the keeper re-read
-// and re-apply (never clobber); a layout that no longer has the replica (file
+// then two etcd compare-and-swaps on the layout's mod revision: the new
+// replica is added to the slot (the old one marked leaving), then the old
+// one removed. A concurrent admin change makes the keeper re-read and
+// re-apply (never clobber); a layout that no longer has the replica (file
 // removed, replaced or already repaired), or a dead node that came back,
-// abandons the move and deletes the unreferenced copy. The replaced replica
-// goes to the trash (keeper/README.md, "Deleting objects").
+// abandons the move and deletes the unreferenced copy. A slot left with a
+// leaving replica (killed between the steps) gets a drop in a later round.
+// The removed replica goes to the trash (keeper/README.md, "Deleting
+// objects").
 //
 //   Keeper k(store, etcd, {.id = "keeper-a", .dead_after = absl::Minutes(10)});
 //   absl::StatusOr<RoundReport> r = k.RunRound([&] { return e.IsLeader(); });
@@ -80,6 +83,10 @@ struct KeeperOptions {
   // (planned counts, and the moves done/failed and bytes copied until
   // now), one call at a time, from the move threads; may be empty.
   std::function<void(const RoundReport&)> on_progress;
+  // Fault injection for tests: called between a move's two layout steps
+  // (the new replica added, the old one not yet removed), from the move
+  // threads; may be empty.
+  std::function<void(const Move&)> after_add;
 };
 
 struct RoundReport {
@@ -87,10 +94,14 @@ struct RoundReport {
   int files = 0;
   int dead_nodes = 0, draining_nodes = 0, missing_nodes = 0;
   int moves_planned = 0, moves_done = 0, moves_failed = 0, moves_abandoned = 0;
-  int repairs_done = 0;
-  int rebalance_moves = 0;  // Of moves_planned.  // In-place repairs of corrupt
-                            // replicas (of done).
+  int repairs_done = 0;     // In-place repairs of corrupt replicas (of done).
+  int rebalance_moves = 0;  // Of moves_planned.
   int stuck = 0;            // Slots with no source or no target.
+  // Files with a slot whose replica on a dead or draining node, or corrupt,
+  // is to be re-created (planned or stuck; not rebalancing), and the bytes
+  // of those slots.
+  int under_replicated_files = 0;
+  uint64_t under_replicated_bytes = 0;
   uint64_t bytes_planned = 0, bytes_copied = 0;
   int trash_pending = 0, trash_deleted = 0;
   int orphans_found = 0;  // Trashed by this round's orphan scan.
@@ -128,6 +139,7 @@ class Keeper {
 
   absl::StatusOr<Listing> List(bool absent_is_dead, RoundReport* report);
   Plan MakePlan(const Listing& l, RoundReport* report);
+  static void CountUnderReplicated(const Plan& plan, RoundReport* report);
 
   KeeperOptions options_;
   Clock* const clock_;

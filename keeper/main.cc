@@ -68,6 +68,10 @@ ABSL_FLAG(double, progress_interval_s, 5,
           "done, ETA) to `rangefs-admin status`, the log and --metrics_file "
           "at most this often.");
 ABSL_FLAG(double, etcd_timeout_s, 5, "Deadline of each etcd call.");
+ABSL_FLAG(bool, test_exit_after_add, false,
+          "Fault injection for tests: the process exits at once (status 9, "
+          "no cleanup, as if killed) after the first step of its first move "
+          "(new replica added, old one not yet removed).");
 ABSL_FLAG(std::string, etcd_ca, "", "PEM CA for etcd TLS.");
 ABSL_FLAG(std::string, etcd_cert, "", "PEM client certificate for etcd.");
 ABSL_FLAG(std::string, etcd_key, "", "PEM client key for etcd.");
@@ -109,6 +113,8 @@ void PublishStatus(const rangefs::keeper::RoundReport& r, const std::string& id,
   s.set_moves_done(r.moves_done);
   s.set_moves_failed(r.moves_failed);
   s.set_stuck(r.stuck);
+  s.set_under_replicated_files(r.under_replicated_files);
+  s.set_under_replicated_bytes(r.under_replicated_bytes);
   s.set_bytes_planned(r.bytes_planned);
   s.set_bytes_copied(r.bytes_copied);
   s.set_trash_pending(r.trash_pending);
@@ -131,6 +137,11 @@ int DryRun(rangefs::keeper::Keeper& keeper) {
     return 1;
   }
   for (const rangefs::keeper::Move& m : plan->moves) {
+    if (m.drop) {
+      printf("drop %s slot %d %s: leaving replica on %s\n", m.path.c_str(),
+             m.slot, m.object.c_str(), m.from_node.c_str());
+      continue;
+    }
     printf("%s %s slot %d %s: %s -> %s (copy from %s, %llu bytes)\n",
            m.in_place ? "repair" : "move", m.path.c_str(), m.slot,
            m.object.c_str(), m.from_node.c_str(), m.target_node.c_str(),
@@ -242,6 +253,14 @@ int main(int argc, char** argv) {
     if (publish) publish(r, metrics.eta_s);
     write_metrics_locked();
   };
+  if (absl::GetFlag(FLAGS_test_exit_after_add)) {
+    ko.after_add = [id](const rangefs::keeper::Move& m) {
+      RANGEFS_LOG(WARNING) << "keeper " << id << ": --test_exit_after_add: "
+                           << "exiting between the steps of the move of "
+                           << m.path << " slot " << m.slot;
+      _exit(9);
+    };
+  }
   rangefs::keeper::Keeper keeper(store.get(), etcd->get(), ko);
   if (absl::GetFlag(FLAGS_dry_run)) return DryRun(keeper);
   rangefs::keeper::LeaderElection election(

@@ -75,6 +75,12 @@ std::string KeeperPrometheusText(const KeeperMetrics& m) {
          static_cast<double>(r.bytes_planned));
   Metric(&out, "round_bytes_copied", "gauge", "Of them copied",
          static_cast<double>(r.bytes_copied));
+  Metric(&out, "under_replicated_files", "gauge",
+         "Files with a replica to re-create (dead, draining or corrupt)",
+         r.under_replicated_files);
+  Metric(&out, "under_replicated_bytes", "gauge",
+         "Bytes of the slots with a replica to re-create",
+         static_cast<double>(r.under_replicated_bytes));
   Metric(&out, "stuck_slots", "gauge", "Slots with no good source or no target",
          r.stuck);
   Metric(&out, "trash_pending", "gauge", "Objects awaiting deletion",

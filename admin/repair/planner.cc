@@ -64,6 +64,67 @@ std::string PickTarget(const std::map<std::string, NodeView>& nodes,
   return "";
 }
 
+bool Healthy(const std::map<std::string, NodeView>& nodes,
+             const v1::Replica& r) {
+  auto it = nodes.find(r.node_id());
+  return it != nodes.end() && it->second.condition == NodeCondition::kUp &&
+         it->second.corrupt.count(r.object()) == 0;
+}
+
+// A drop of the slot's first leaving replica when every other replica is
+// healthy (at least one); else false.
+bool PlanDrop(const ns::FileEntry& f, bool striped, int slot,
+              const Replicas& reps,
+              const std::map<std::string, NodeView>& nodes, Plan* plan) {
+  const v1::Replica* leaving = nullptr;
+  int others = 0;
+  for (const v1::Replica& r : reps) {
+    if (r.leaving()) {
+      if (leaving == nullptr) leaving = &r;
+      continue;
+    }
+    if (!Healthy(nodes, r)) return false;
+    ++others;
+  }
+  if (leaving == nullptr || others == 0) return false;
+  Move m;
+  m.drop = true;
+  m.path = f.path;
+  m.mod_revision = f.mod_revision;
+  m.striped = striped;
+  m.slot = slot;
+  m.object = leaving->object();
+  m.object_offset = leaving->object_offset();
+  m.from_node = leaving->node_id();
+  plan->moves.push_back(std::move(m));
+  return true;
+}
+
+// The index of the move's replica on from_node in `reps`, or -1.
+int FindFrom(const Replicas& reps, const Move& move) {
+  for (int i = 0; i < reps.size(); ++i) {
+    const v1::Replica& r = reps[i];
+    if (r.node_id() == move.from_node && r.object() == move.object &&
+        r.object_offset() == move.object_offset) {
+      return i;
+    }
+  }
+  return -1;
+}
+
+// The replicas of the move's slot in `out`, or FAILED_PRECONDITION if the
+// slot is gone.
+absl::StatusOr<Replicas*> MoveSlot(v1::FileLayout* out, const Move& move) {
+  const bool striped = out->extents_size() == 0;
+  const int slots =
+      striped ? out->striped().targets_size() : out->extents_size();
+  if (striped != move.striped || move.slot < 0 || move.slot >= slots) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        move.path, ": slot ", move.slot, " no longer exists in its layout"));
+  }
+  return MutableSlotReplicas(out, striped, move.slot);
+}
+
 }  // namespace
 
 const char* NodeConditionName(NodeCondition c) {
@@ -128,6 +189,7 @@ Plan PlanMoves(const std::vector<ns::FileEntry>& files,
         striped ? f.layout.striped().targets_size() : f.layout.extents_size();
     for (int s = 0; s < slots; ++s) {
       const Replicas& reps = SlotReplicas(f.layout, striped, s);
+      if (PlanDrop(f, striped, s, reps, nodes, &plan)) continue;
       const v1::Replica* from = nullptr;
       const v1::Replica* corrupt = nullptr;
       const v1::Replica* source = nullptr;
@@ -136,13 +198,18 @@ Plan PlanMoves(const std::vector<ns::FileEntry>& files,
       for (const v1::Replica& r : reps) {
         used.insert(r.node_id());
         const NodeCondition c = ConditionOf(nodes, r.node_id());
-        if (NeedsMove(c) && from == nullptr) from = &r;
+        // A leaving replica (a move's second step pending) is dropped once
+        // the others are healthy (PlanDrop), never moved or repaired; it
+        // may be a copy source meanwhile.
+        if (NeedsMove(c) && from == nullptr && !r.leaving()) from = &r;
         if (c != NodeCondition::kUp && c != NodeCondition::kDraining) continue;
         if (nodes.at(r.node_id()).corrupt.count(r.object()) > 0) {
-          if (corrupt == nullptr) corrupt = &r;
+          if (corrupt == nullptr && !r.leaving()) corrupt = &r;
           continue;
         }
-        if (!NeedsMove(c)) used_zones.insert(nodes.at(r.node_id()).zone);
+        if (!NeedsMove(c) && !r.leaving()) {
+          used_zones.insert(nodes.at(r.node_id()).zone);
+        }
         if (source == nullptr || (!source_up && c == NodeCondition::kUp)) {
           source = &r;
           source_up = c == NodeCondition::kUp;
@@ -163,8 +230,8 @@ Plan PlanMoves(const std::vector<ns::FileEntry>& files,
                  "no good replica on a live node to copy from (",
                  bad->node_id(), " is ",
                  NodeConditionName(ConditionOf(nodes, bad->node_id())),
-                 corrupt != nullptr ? "; a live replica is corrupt" : "",
-                 ")")});
+                 corrupt != nullptr ? "; a live replica is corrupt" : "", ")"),
+             bytes});
         continue;
       }
       if (from == nullptr) {  // Repair the corrupt replica in place.
@@ -191,7 +258,8 @@ Plan PlanMoves(const std::vector<ns::FileEntry>& files,
             {f.path, s,
              absl::StrCat("no up, active node without a replica has free "
                           "space for its ",
-                          bytes, " bytes")});
+                          bytes, " bytes"),
+             bytes});
         continue;
       }
       planned[target] += bytes;
@@ -213,35 +281,68 @@ Plan PlanMoves(const std::vector<ns::FileEntry>& files,
   return plan;
 }
 
-absl::StatusOr<v1::FileLayout> ApplyMove(const v1::FileLayout& layout,
-                                         const Move& move) {
-  const bool striped = layout.extents_size() == 0;
-  const int slots =
-      striped ? layout.striped().targets_size() : layout.extents_size();
-  if (striped != move.striped || move.slot < 0 || move.slot >= slots) {
-    return absl::FailedPreconditionError(absl::StrCat(
-        move.path, ": slot ", move.slot, " no longer exists in its layout"));
-  }
+absl::StatusOr<v1::FileLayout> AddReplica(const v1::FileLayout& layout,
+                                          const Move& move) {
   v1::FileLayout out = layout;
-  Replicas* reps = MutableSlotReplicas(&out, striped, move.slot);
-  v1::Replica* from = nullptr;
-  for (v1::Replica& r : *reps) {
+  Replicas* reps;
+  {
+    absl::StatusOr<Replicas*> r = MoveSlot(&out, move);
+    if (!r.ok()) return r.status();
+    reps = *r;
+  }
+  for (const v1::Replica& r : *reps) {
     if (r.node_id() == move.target_node) {
       return absl::FailedPreconditionError(
           absl::StrCat(move.path, ": slot ", move.slot,
                        " already has a replica on ", move.target_node));
     }
-    if (r.node_id() == move.from_node && r.object() == move.object &&
-        r.object_offset() == move.object_offset) {
-      from = &r;
-    }
   }
-  if (from == nullptr) {
+  const int from = FindFrom(*reps, move);
+  if (from < 0) {
     return absl::FailedPreconditionError(
         absl::StrCat(move.path, ": slot ", move.slot, " no longer has ",
                      move.object, " on ", move.from_node));
   }
-  from->set_node_id(move.target_node);
+  reps->Mutable(from)->set_leaving(true);
+  v1::Replica* added = reps->Add();
+  added->set_node_id(move.target_node);
+  added->set_object(move.object);
+  added->set_object_offset(move.object_offset);
+  return out;
+}
+
+absl::StatusOr<v1::FileLayout> DropReplica(const v1::FileLayout& layout,
+                                           const Move& move) {
+  v1::FileLayout out = layout;
+  Replicas* reps;
+  {
+    absl::StatusOr<Replicas*> r = MoveSlot(&out, move);
+    if (!r.ok()) return r.status();
+    reps = *r;
+  }
+  const std::string where = absl::StrCat(move.path, ": slot ", move.slot);
+  const int from = FindFrom(*reps, move);
+  if (from < 0 || !(*reps)[from].leaving()) {
+    return absl::FailedPreconditionError(
+        absl::StrCat(where, " no longer has ", move.object, " on ",
+                     move.from_node, " marked leaving"));
+  }
+  int others = 0;
+  bool target = false;
+  for (const v1::Replica& r : *reps) {
+    if (r.leaving()) continue;
+    ++others;
+    target = target || r.node_id() == move.target_node;
+  }
+  if (!move.drop && !target) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        where, " no longer has the new replica on ", move.target_node));
+  }
+  if (others == 0) {
+    return absl::FailedPreconditionError(
+        absl::StrCat(where, " has no replica but the leaving one"));
+  }
+  reps->erase(reps->begin() + from);
   return out;
 }
 

@@ -21,6 +21,12 @@
 // up or draining node it is repaired in place: copied over from a good
 // replica, with no layout change. A slot whose every replica is on a
 // non-source node or corrupt is reported as stuck.
+// A move changes the layout in two steps, each a compare-and-swap:
+// AddReplica puts the new replica in the slot and marks the replaced one
+// `leaving`; DropReplica then removes it. A slot left with a leaving
+// replica (the keeper died or etcd failed between the steps) gets a drop
+// (no copy) once every other replica of the slot is on an up node and not
+// corrupt: those are the slot's target count, the leaving one the extra.
 //
 //   std::map<std::string, NodeView> nodes = ClassifyNodes(...);
 //   Plan plan = PlanMoves(files, nodes, bitgen);
@@ -72,11 +78,15 @@ NodeView MakeNodeView(const v1::NodeRecord& node, const v1::LiveRecord* live,
                       absl::Duration dead_after);
 
 // One replica replacement: copy `object` from `source_node` to
-// `target_node`, then swap the replica on `from_node` for it in slot
-// `slot` of `path`'s layout. An in-place repair copies over the corrupt
-// replica on from_node == target_node and leaves the layout alone.
+// `target_node`, add it to slot `slot` of `path`'s layout with the replica
+// on `from_node` marked leaving (AddReplica), then remove that one
+// (DropReplica). An in-place repair copies over the corrupt replica on
+// from_node == target_node and leaves the layout alone. A drop only
+// removes the leaving replica on from_node (source_node and target_node
+// are empty).
 struct Move {
   bool in_place = false;
+  bool drop = false;
   std::string path;
   int64_t mod_revision = 0;  // Of the layout the move was planned on.
   bool striped = false;
@@ -93,6 +103,7 @@ struct StuckSlot {
   std::string path;
   int slot = 0;
   std::string reason;
+  uint64_t bytes = 0;  // Of the slot in the file (estimate).
 };
 
 struct Plan {
@@ -110,12 +121,20 @@ Plan PlanMoves(const std::vector<ns::FileEntry>& files,
                const std::map<std::string, NodeView>& nodes,
                absl::BitGenRef bitgen);
 
-// `layout` with the replica of `move.from_node` in the move's slot replaced
-// by `move.target_node` (same object and offset). FAILED_PRECONDITION when
-// the slot no longer has that replica or already has one on the target
-// (the layout changed since planning).
-absl::StatusOr<v1::FileLayout> ApplyMove(const v1::FileLayout& layout,
-                                         const Move& move);
+// A move's first step: `layout` with a replica on `move.target_node`
+// (same object and offset as the one on `move.from_node`) added to the
+// move's slot and the one on from_node marked leaving. FAILED_PRECONDITION
+// when the slot no longer has that replica, or already has one on the
+// target (the layout changed since planning).
+absl::StatusOr<v1::FileLayout> AddReplica(const v1::FileLayout& layout,
+                                          const Move& move);
+
+// A move's second step, or a drop: `layout` without the leaving replica on
+// `move.from_node` in the move's slot. FAILED_PRECONDITION when the slot no
+// longer has it marked leaving, or (a move) has no replica on the target,
+// or (a drop) would be left with no other replica.
+absl::StatusOr<v1::FileLayout> DropReplica(const v1::FileLayout& layout,
+                                           const Move& move);
 
 // Whether `layout` is striped, its slot count (extents or stripe columns),
 // a slot's replicas and its bytes in the file (a column: size / width).

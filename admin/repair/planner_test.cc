@@ -225,9 +225,14 @@ TEST(PlanMovesTest, StripedColumns) {
   EXPECT_EQ(p.moves[0].slot, 1);
   EXPECT_EQ(p.moves[0].target_node, "c");
   EXPECT_EQ(p.moves[0].bytes, 500u);
-  auto next = ApplyMove(f.layout, p.moves[0]);
+  auto next = AddReplica(f.layout, p.moves[0]);
   ASSERT_THAT(next, IsOk());
-  EXPECT_EQ(next->striped().targets(1).replicas(0).node_id(), "c");
+  ASSERT_EQ(next->striped().targets(1).replicas_size(), 3);
+  EXPECT_EQ(next->striped().targets(1).replicas(2).node_id(), "c");
+  next = DropReplica(*next, p.moves[0]);
+  ASSERT_THAT(next, IsOk());
+  ASSERT_EQ(next->striped().targets(1).replicas_size(), 2);
+  EXPECT_EQ(next->striped().targets(1).replicas(1).node_id(), "c");
 }
 
 TEST(PlanMovesTest, CorruptReplicaIsRepairedInPlaceAndNeverASource) {
@@ -250,7 +255,7 @@ TEST(PlanMovesTest, CorruptReplicaIsRepairedInPlaceAndNeverASource) {
   EXPECT_THAT(p.stuck[0].reason, HasSubstr("corrupt"));
 }
 
-TEST(ApplyMoveTest, SwapsOnlyTheReplicaAndRefusesAChangedLayout) {
+TEST(AddDropReplicaTest, AddsThenRemovesAndRefusesAChangedLayout) {
   ns::FileEntry f = File("/f", {{"a", "b"}, {"b", "c"}});
   Move m;
   m.path = "/f";
@@ -258,23 +263,132 @@ TEST(ApplyMoveTest, SwapsOnlyTheReplicaAndRefusesAChangedLayout) {
   m.object = "/f/e0";
   m.from_node = "a";
   m.target_node = "d";
-  auto next = ApplyMove(f.layout, m);
-  ASSERT_THAT(next, IsOk());
-  EXPECT_EQ(next->extents(0).replicas(0).node_id(), "d");
-  EXPECT_EQ(next->extents(0).replicas(0).object(), "/f/e0");
-  EXPECT_EQ(next->extents(0).replicas(1).node_id(), "b");
-  EXPECT_EQ(next->extents(1).SerializeAsString(),
+  // The second step before the first: nothing is marked leaving.
+  EXPECT_THAT(DropReplica(f.layout, m),
+              StatusIs(absl::StatusCode::kFailedPrecondition));
+  // Step 1: the new replica joins the slot, the old one is marked leaving.
+  auto added = AddReplica(f.layout, m);
+  ASSERT_THAT(added, IsOk());
+  ASSERT_EQ(added->extents(0).replicas_size(), 3);
+  EXPECT_EQ(added->extents(0).replicas(0).node_id(), "a");
+  EXPECT_TRUE(added->extents(0).replicas(0).leaving());
+  EXPECT_FALSE(added->extents(0).replicas(1).leaving());
+  EXPECT_EQ(added->extents(0).replicas(2).node_id(), "d");
+  EXPECT_EQ(added->extents(0).replicas(2).object(), "/f/e0");
+  EXPECT_FALSE(added->extents(0).replicas(2).leaving());
+  EXPECT_EQ(added->extents(1).SerializeAsString(),
             f.layout.extents(1).SerializeAsString());
-  // Already applied (someone else moved it): refused.
-  EXPECT_THAT(ApplyMove(*next, m),
+  // Already applied (a lost reply, or someone else): refused.
+  EXPECT_THAT(AddReplica(*added, m),
+              StatusIs(absl::StatusCode::kFailedPrecondition));
+  // Step 2: only the leaving replica goes.
+  auto dropped = DropReplica(*added, m);
+  ASSERT_THAT(dropped, IsOk());
+  ASSERT_EQ(dropped->extents(0).replicas_size(), 2);
+  EXPECT_EQ(dropped->extents(0).replicas(0).node_id(), "b");
+  EXPECT_EQ(dropped->extents(0).replicas(1).node_id(), "d");
+  EXPECT_THAT(DropReplica(*dropped, m),
+              StatusIs(absl::StatusCode::kFailedPrecondition));
+  // The new replica was removed meanwhile (an admin change): the old one
+  // stays.
+  v1::FileLayout no_target = *added;
+  no_target.mutable_extents(0)->mutable_replicas()->RemoveLast();
+  EXPECT_THAT(DropReplica(no_target, m),
+              StatusIs(absl::StatusCode::kFailedPrecondition,
+                       HasSubstr("new replica")));
+  // A drop never empties a slot.
+  Move d = m;
+  d.drop = true;
+  d.target_node.clear();
+  v1::FileLayout alone = f.layout;
+  alone.mutable_extents(0)->mutable_replicas()->RemoveLast();
+  alone.mutable_extents(0)->mutable_replicas(0)->set_leaving(true);
+  EXPECT_THAT(DropReplica(alone, d),
               StatusIs(absl::StatusCode::kFailedPrecondition));
   m.target_node = "b";  // the slot already has a replica there
-  EXPECT_THAT(ApplyMove(f.layout, m),
+  EXPECT_THAT(AddReplica(f.layout, m),
               StatusIs(absl::StatusCode::kFailedPrecondition));
   m.target_node = "d";
   m.slot = 5;
-  EXPECT_THAT(ApplyMove(f.layout, m),
+  EXPECT_THAT(AddReplica(f.layout, m),
               StatusIs(absl::StatusCode::kFailedPrecondition));
+  EXPECT_THAT(DropReplica(*added, m),
+              StatusIs(absl::StatusCode::kFailedPrecondition));
+}
+
+// A slot left over-replicated by a move whose second step never happened
+// (keeper killed, etcd outage): the leaving replica is dropped, not copied
+// again, once the others are healthy.
+TEST(PlanMovesTest, LeftOverLeavingReplicaIsDroppedNotCopied) {
+  absl::BitGen g;
+  auto nodes = Nodes({Node("a", C::kDraining), Node("b", C::kUp),
+                      Node("c", C::kUp), Node("d", C::kUp)});
+  ns::FileEntry f = File("/f", {{"a", "b", "c"}, {"b", "c"}});
+  f.layout.mutable_extents(0)->mutable_replicas(0)->set_leaving(true);
+  Plan p = PlanMoves({f}, nodes, g);
+  ASSERT_EQ(p.moves.size(), 1u);
+  EXPECT_TRUE(p.stuck.empty());
+  const Move& m = p.moves[0];
+  EXPECT_TRUE(m.drop);
+  EXPECT_FALSE(m.in_place);
+  EXPECT_EQ(m.slot, 0);
+  EXPECT_EQ(m.from_node, "a");
+  EXPECT_EQ(m.object, "/f/e0");
+  EXPECT_TRUE(m.target_node.empty());
+  EXPECT_TRUE(m.source_node.empty());
+  EXPECT_EQ(p.bytes, 0u);  // nothing to copy
+  auto next = DropReplica(f.layout, m);
+  ASSERT_THAT(next, IsOk());
+  ASSERT_EQ(next->extents(0).replicas_size(), 2);
+  EXPECT_EQ(next->extents(0).replicas(0).node_id(), "b");
+  EXPECT_EQ(next->extents(0).replicas(1).node_id(), "c");
+
+  // Leaving on an up node (a rebalancing move) or on a dead one: dropped.
+  nodes["a"].condition = C::kUp;
+  p = PlanMoves({f}, nodes, g);
+  ASSERT_EQ(p.moves.size(), 1u);
+  EXPECT_TRUE(p.moves[0].drop);
+  nodes["a"].condition = C::kDead;
+  p = PlanMoves({f}, nodes, g);
+  ASSERT_EQ(p.moves.size(), 1u);
+  EXPECT_TRUE(p.moves[0].drop);
+
+  // The new replica's node died since: that one is replaced (the leaving
+  // replica is no move's `from`), the drop waits for a later round.
+  nodes["a"].condition = C::kDraining;
+  nodes["c"].condition = C::kDead;
+  p = PlanMoves({f}, nodes, g);
+  ASSERT_EQ(p.moves.size(), 2u);  // slot 0 and slot 1 each lose c
+  for (const Move& mv : p.moves) {
+    EXPECT_FALSE(mv.drop);
+    EXPECT_EQ(mv.from_node, "c");
+    EXPECT_EQ(mv.target_node, "d");  // a holds slot 0; only d is up and free
+  }
+
+  // Corrupt non-leaving replica: repaired in place first, no drop yet.
+  nodes["c"].condition = C::kUp;
+  nodes["b"].corrupt = {"/f/e0"};
+  p = PlanMoves({f}, nodes, g);
+  ASSERT_EQ(p.moves.size(), 1u);
+  EXPECT_TRUE(p.moves[0].in_place);
+  EXPECT_EQ(p.moves[0].from_node, "b");
+  nodes["b"].corrupt.clear();
+
+  // A corrupt leaving replica is dropped, not repaired.
+  nodes["a"].corrupt = {"/f/e0"};
+  p = PlanMoves({f}, nodes, g);
+  ASSERT_EQ(p.moves.size(), 1u);
+  EXPECT_TRUE(p.moves[0].drop);
+
+  // Three replicas without a mark (put with --replicas=3), one draining:
+  // a copy, never a drop.
+  nodes["a"].corrupt.clear();
+  f.layout.mutable_extents(0)->mutable_replicas(0)->set_leaving(false);
+  p = PlanMoves({f}, nodes, g);
+  ASSERT_EQ(p.moves.size(), 1u);
+  EXPECT_FALSE(p.moves[0].drop);
+  EXPECT_EQ(p.moves[0].from_node, "a");
+  EXPECT_EQ(p.moves[0].target_node, "d");
 }
 
 TEST(ReferencesTest, ExtentsAndStripes) {

@@ -78,9 +78,10 @@ std::vector<Move> PlanRebalance(const std::vector<ns::FileEntry>& files,
           continue;
         }
         const v1::Replica* from = nullptr;
-        bool target_has = false;
+        bool target_has = false, leaving = false;
         std::set<std::string> other_zones;
         for (const v1::Replica& r : SlotReplicas(f.layout, s)) {
+          leaving = leaving || r.leaving();
           if (r.node_id() == hi) {
             from = &r;
           } else {
@@ -89,7 +90,8 @@ std::vector<Move> PlanRebalance(const std::vector<ns::FileEntry>& files,
             if (n != nodes.end()) other_zones.insert(n->second.zone);
           }
         }
-        if (from == nullptr || target_has ||
+        // A slot with a replica leaving is the repair planner's (a drop).
+        if (from == nullptr || target_has || leaving ||
             hv.corrupt.count(from->object()) > 0) {
           continue;
         }

@@ -1,9 +1,15 @@
 // rangefs-keeper against a real etcd (3 members), real rangefs-node agents
 // and a real client reading all along: a node killed for good is
 // re-replicated, a drained node is emptied and removed, and of two keepers
-// only the elected one acts until it dies. Small files, seconds-long
-// timeouts (dead_after 2 s, lease 2 s).
+// only the elected one acts until it dies; a target that fills up is backed
+// off, and a keeper killed between a move's two layout steps is finished
+// by the next one. Small files, seconds-long timeouts (dead_after 2 s,
+// lease 2 s).
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
 #include <signal.h>
+#include <sys/mount.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -25,12 +31,14 @@
 #include "absl/time/clock.h"
 #include "admin/args.h"
 #include "admin/commands.h"
+#include "admin/table.h"
 #include "base/testing/status_matchers.h"
 #include "client_lib/client.h"
 #include "client_lib/file.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "namespace/keys.h"
+#include "nlohmann/json.hpp"
 #include "storage_node/export_root.h"
 #include "storage_node/node_client.h"
 #include "tests/testing/agent_cluster.h"
@@ -340,6 +348,38 @@ TEST_F(KeeperTest, NodeKilledForGoodIsReReplicatedWithoutReadErrors) {
                absl::StrContains(st->message, "1 dead");
       },
       absl::Seconds(10)));
+  // --json status: the node rows as before, then the keeper's row.
+  nlohmann::json rows;
+  ASSERT_TRUE(Poll(
+      [&] {
+        auto st = Run({"status"});
+        if (!st.ok()) return false;
+        rows = nlohmann::json::parse(admin::FormatJson(*st), nullptr, false);
+        return rows.is_array() && !rows.empty() &&
+               rows.back().value("kind", "") == "keeper" &&
+               rows.back().value("reported", false) &&
+               rows.back().value("dead_nodes", 0) == 1;
+      },
+      absl::Seconds(10)))
+      << rows;
+  ASSERT_EQ(rows.size(), static_cast<size_t>(kNodes) + 1) << rows;
+  for (size_t i = 0; i < kNodes; ++i) {
+    EXPECT_EQ(rows[i]["kind"], "node") << rows[i];
+    EXPECT_EQ(rows[i]["node"], absl::StrCat("n", i));
+    EXPECT_EQ(rows[i]["live"], i == 1 ? "no" : "yes");
+  }
+  const nlohmann::json& kr = rows.back();
+  EXPECT_EQ(kr["active"], true);
+  EXPECT_EQ(kr["keeper_id"], "ka");
+  EXPECT_EQ(kr["node"], "");  // scripts scanning rows by node still work
+  EXPECT_EQ(kr["draining_nodes"], 0);
+  EXPECT_EQ(kr["stuck"], 0);
+  EXPECT_EQ(kr["moves_failed"], 0);
+  EXPECT_TRUE(kr["moves_planned"].is_number()) << kr;
+  EXPECT_TRUE(kr["under_replicated_files"].is_number()) << kr;
+  EXPECT_TRUE(kr["under_replicated_bytes"].is_number()) << kr;
+  EXPECT_TRUE(kr["trash_pending"].is_number()) << kr;
+  EXPECT_TRUE(kr.contains("eta_s")) << kr;
   EXPECT_THAT(keepers_["ka"]->Log(), ::testing::HasSubstr("layout updated"));
   // Progress while the moves ran, and the Prometheus metrics file.
   EXPECT_THAT(keepers_["ka"]->Log(), ::testing::HasSubstr("round progress: "));
@@ -847,6 +887,230 @@ TEST_F(KeeperTest, CorruptSourceIsNeverCopied) {
     if (id == bad.node_id() || id == dead) continue;
     for (const std::string& o : Objects(i)) EXPECT_NE(o, bad.object());
   }
+}
+
+// Mounts a size-limited tmpfs (a small disk that really fills up: ENOSPC)
+// over an agent's export and unmounts it when the test ends, passed or
+// failed; the agent is killed first so that the mount is not busy.
+class TmpfsExport {
+ public:
+  // Kills `agent`, mounts `size` of tmpfs over its export and restarts it
+  // there. Not OK (and nothing mounted) if mount(2) fails.
+  static absl::StatusOr<std::unique_ptr<TmpfsExport>> Mount(
+      AgentCluster& cluster, AgentProcess& agent, const std::string& size) {
+    RANGEFS_RETURN_IF_ERROR(agent.process->Kill());
+    if (mount("tmpfs", agent.export_dir.c_str(), "tmpfs", 0,
+              ("size=" + size).c_str()) != 0) {
+      return absl::ErrnoToStatus(errno, "mount tmpfs " + agent.export_dir);
+    }
+    std::unique_ptr<TmpfsExport> m(new TmpfsExport(&agent));
+    RANGEFS_RETURN_IF_ERROR(cluster.Restart(agent));
+    return m;
+  }
+  ~TmpfsExport() {
+    (void)agent_->process->Kill();
+    if (umount2(agent_->export_dir.c_str(), MNT_DETACH) != 0) {
+      ADD_FAILURE() << "umount " << agent_->export_dir << ": "
+                    << strerror(errno);
+    }
+  }
+
+ private:
+  explicit TmpfsExport(AgentProcess* agent) : agent_(agent) {}
+  AgentProcess* const agent_;
+};
+
+// Writes `path` until its file system is full (ENOSPC); false on any other
+// error.
+bool FillUp(const std::string& path) {
+  const int fd = open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  if (fd < 0) return false;
+  const std::string chunk(64 << 10, 'x');
+  bool full = false;
+  while (true) {
+    const ssize_t n = write(fd, chunk.data(), chunk.size());
+    if (n < 0) {
+      full = errno == ENOSPC;
+      break;
+    }
+  }
+  close(fd);
+  return full;
+}
+
+TEST_F(KeeperTest, TargetThatFillsUpIsBackedOffAndAnotherNodeGetsTheCopy) {
+  // One 1 MiB file, so that exactly one replica moves.
+  for (const auto& [path, data] : files_) {
+    ASSERT_THAT(Run({"file", "rm", path}), IsOk());
+  }
+  files_.clear();
+  std::mt19937 rng(11);
+  std::string data(1 << 20, '\0');
+  for (char& ch : data) ch = static_cast<char>(rng());
+  const std::string local = cluster_->dir() + "/big";
+  std::ofstream(local, std::ios::binary) << data;
+  ASSERT_THAT(Run({"file", "put", local, "/big", "--replicas=2",
+                   "--stripe-unit=4M"}),  // one extent
+              IsOk());
+  files_["/big"] = data;
+  // n4: a 2 MiB tmpfs export (room for the 1 MiB object when the move is
+  // planned), in a zone of its own: placement prefers a zone the slot's
+  // other replica does not use, so n4 is the move's target.
+  auto added = cluster_->AddAgent("n4", true, v1::ACTIVE);
+  ASSERT_THAT(added, IsOk());
+  AgentProcess& tiny = **added;
+  auto mounted = TmpfsExport::Mount(*cluster_, tiny, "2m");
+  if (absl::IsPermissionDenied(mounted.status())) {
+    GTEST_SKIP() << "mounting a tmpfs needs root: " << mounted.status();
+  }
+  ASSERT_THAT(mounted, IsOk());
+  auto node = cluster_->store()->GetNode("n4");
+  ASSERT_THAT(node, IsOk());
+  node->record.set_zone("small");
+  ASSERT_THAT(cluster_->store()->UpdateNode(node->record, node->mod_revision),
+              IsOk());
+  ASSERT_TRUE(cluster_->WaitLive(
+      "n4",
+      [](bool found, const ns::LiveEntry& e) {
+        // The restarted agent, on the tmpfs.
+        return found && e.record.free_bytes() > (1 << 20) &&
+               e.record.total_bytes() <= (2 << 20);
+      },
+      absl::Seconds(10)));
+  auto f = cluster_->store()->GetFile("/big");
+  ASSERT_THAT(f, IsOk());
+  ASSERT_EQ(f->layout.extents_size(), 1);
+  const std::string object = f->layout.extents(0).replicas(0).object();
+  const std::string drained = f->layout.extents(0).replicas(0).node_id();
+  // Copies at 256 KiB/s: the agent waits ~4 s for its throttle before it
+  // writes the 1 MiB, long enough to fill the disk under it.
+  ASSERT_NE(
+      StartKeeper("ka", 3600,
+                  {"--copy_bytes_per_sec=262144", "--rebalance_tolerance=0"}),
+      nullptr);
+  StartReader();
+  ASSERT_THAT(Run({"node", "drain", drained}), IsOk());
+  ASSERT_TRUE(Poll(
+      [&] {
+        return absl::StrContains(
+            keepers_["ka"]->Log(),
+            absl::StrCat("move of /big slot 0 (", object, ") ", drained,
+                         " -> n4: copying from"));
+      },
+      absl::Seconds(20)))
+      << keepers_["ka"]->LogTail();
+  // Someone else fills the disk while the copy runs.
+  ASSERT_TRUE(FillUp(tiny.export_dir + "/filler"));
+  ASSERT_TRUE(Poll(
+      [&] {
+        const std::string log = keepers_["ka"]->Log();
+        return absl::StrContains(log, "RESOURCE_EXHAUSTED") &&
+               absl::StrContains(log, "n4 is out of space");
+      },
+      absl::Seconds(20)))
+      << keepers_["ka"]->LogTail();
+  // The next round puts the replica on another node.
+  ASSERT_TRUE(Poll(
+      [&] {
+        return AllSlotsHealthy({drained, "n4"});
+      },
+      absl::Seconds(30)))
+      << keepers_["ka"]->LogTail();
+  EXPECT_THAT(keepers_["ka"]->Log(),
+              ::testing::HasSubstr(absl::StrCat("move of /big slot 0 (", object,
+                                                ") ", drained, " -> n")));
+  ASSERT_TRUE(WaitScans(2, absl::Seconds(20)));
+  StopReader();
+  EXPECT_EQ(read_errors_.load(), 0);
+  EXPECT_GT(bytes_verified_.load(), 0);
+  // Every byte of both replicas, straight from the exports.
+  f = cluster_->store()->GetFile("/big");
+  ASSERT_THAT(f, IsOk());
+  for (const v1::Replica& r : f->layout.extents(0).replicas()) {
+    EXPECT_EQ(Slurp(cluster_->agent(Index(r.node_id())).export_dir + "/" +
+                    r.object()),
+              data)
+        << r.node_id();
+  }
+  ExpectFsckClean();
+  // Nothing partial on the full node: no object but the filler, and no
+  // temp file.
+  EXPECT_THAT(Objects(4), ::testing::ElementsAre("filler"));
+  std::vector<std::string> temps;
+  if (DIR* d = opendir((tiny.export_dir + "/.rangefs-tmp").c_str())) {
+    while (dirent* e = readdir(d)) {
+      if (std::string(e->d_name) != "." && std::string(e->d_name) != "..") {
+        temps.push_back(e->d_name);
+      }
+    }
+    closedir(d);
+  }
+  EXPECT_THAT(temps, ::testing::IsEmpty());
+}
+
+TEST_F(KeeperTest, KeeperKilledBetweenAddAndRemoveIsFinishedByADrop) {
+  // ka exits (as if killed) right after its first move's first step: the
+  // new replica is in the layout, the old one still there, marked leaving.
+  ASSERT_NE(StartKeeper("ka", 1,
+                        {"--test_exit_after_add", "--parallel_copies=1",
+                         "--rebalance_tolerance=0"}),
+            nullptr);
+  ASSERT_TRUE(Poll([&] { return Leader() == "ka"; }, absl::Seconds(10)));
+  StartReader();
+  ASSERT_TRUE(WaitScans(1, absl::Seconds(20)));
+  ASSERT_THAT(Run({"node", "drain", "n1"}), IsOk());
+  auto st = keepers_["ka"]->Wait(absl::Seconds(30));
+  ASSERT_THAT(st, IsOk()) << keepers_["ka"]->LogTail();
+  ASSERT_TRUE(WIFEXITED(*st) && WEXITSTATUS(*st) == 9)
+      << keepers_["ka"]->LogTail();
+  // Exactly one slot is over-replicated: 3 replicas, n1's leaving.
+  std::string path, object;
+  int slot = -1, leaving = 0;
+  for (const auto& [p, data] : files_) {
+    auto f = cluster_->store()->GetFile(p);
+    ASSERT_THAT(f, IsOk());
+    const bool striped = f->layout.extents_size() == 0;
+    const int slots =
+        striped ? f->layout.striped().targets_size() : f->layout.extents_size();
+    for (int s = 0; s < slots; ++s) {
+      const auto& reps = striped ? f->layout.striped().targets(s).replicas()
+                                 : f->layout.extents(s).replicas();
+      for (const v1::Replica& r : reps) {
+        if (!r.leaving()) continue;
+        ++leaving;
+        path = p;
+        slot = s;
+        object = r.object();
+        EXPECT_EQ(r.node_id(), "n1");
+        EXPECT_EQ(reps.size(), 3);
+      }
+    }
+  }
+  ASSERT_EQ(leaving, 1);
+  // The next keeper drops the leaving replica (no second copy) and
+  // finishes the drain.
+  ASSERT_NE(
+      StartKeeper("kb", 1,
+                  {"--orphan_scan_interval_s=0.5", "--rebalance_tolerance=0"}),
+      nullptr);
+  ASSERT_TRUE(Poll([&] { return AllSlotsHealthy({"n1"}); }, absl::Seconds(40)))
+      << keepers_["kb"]->LogTail();
+  const std::string drop = absl::StrCat("drop of leaving ", object, " (", path,
+                                        " slot ", slot, ") on n1");
+  EXPECT_THAT(keepers_["kb"]->Log(),
+              ::testing::HasSubstr(drop + ": leaving replica removed"));
+  // That slot was never copied again.
+  EXPECT_THAT(keepers_["kb"]->Log(),
+              ::testing::Not(::testing::HasSubstr(
+                  absl::StrCat("move of ", path, " slot ", slot, " ("))));
+  ASSERT_TRUE(WaitScans(2, absl::Seconds(20)));
+  StopReader();
+  EXPECT_EQ(read_errors_.load(), 0);
+  ExpectFsckClean();
+  // Nothing left twice: once etcd compacts, every node holds exactly the
+  // objects the layouts reference (n1, drained, none).
+  ExpectOnlyReferencedObjects({0, 1, 2, 3}, keepers_["kb"].get());
+  EXPECT_THAT(Objects(1), ::testing::IsEmpty());
 }
 
 }  // namespace
