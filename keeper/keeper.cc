@@ -48,6 +48,18 @@ class Keeper::Round {
     return true;
   }
   bool stopped() const { return stopped_.load(); }
+  // Stops the round (logged once) if `s` says the leader key is not under
+  // this keeper's lease (leader_guard.h).
+  void StopIfNotLeader(const absl::Status& s) {
+    if (IsNotLeader(s) && !stopped_.exchange(true)) {
+      RANGEFS_LOG(WARNING) << "keeper " << k_->options_.id << ": "
+                           << s.message() << "; stopped acting";
+    }
+  }
+  // Deletes a trash record, guarded.
+  void DeleteKey(const std::string& key) {
+    StopIfNotLeader(k_->guard_.Delete(key));
+  }
 
   void CollectTrash(RoundReport* report);
   void ScanOrphans(RoundReport* report);
@@ -99,7 +111,8 @@ Keeper::Keeper(ns::NamespaceStore* store, etcd::EtcdClient* etcd,
     : options_(std::move(options)),
       clock_(options_.clock != nullptr ? options_.clock : Clock::Real()),
       store_(store),
-      etcd_(etcd) {}
+      etcd_(etcd),
+      guard_(etcd, store->keys().KeeperLeader(), options_.leader_lease) {}
 
 absl::StatusOr<Keeper::Listing> Keeper::List(bool absent_is_dead,
                                              RoundReport* report_out) {
@@ -222,7 +235,11 @@ void Keeper::DropSuspects(const Suspects& s, const std::vector<Move>& moves,
     const bool fixed = repaired.count(replica) > 0;
     if (!fixed && s.unreferenced.count(replica) == 0) continue;
     if (!may_act()) return;
-    (void)etcd_->Delete(key);
+    absl::Status s = guard_.Delete(key);
+    if (IsNotLeader(s)) {
+      RANGEFS_LOG(WARNING) << "keeper: " << s.message();
+      return;
+    }
     RANGEFS_LOG(INFO) << "keeper: fsck's report on " << replica.second << " on "
                       << replica.first << " resolved ("
                       << (fixed ? "repaired" : "in no layout") << ")";
@@ -451,8 +468,9 @@ absl::StatusOr<ns::FileEntry> Keeper::Round::CasLayout(
     RANGEFS_ASSIGN_OR_RETURN(ns::FileEntry f, k_->store_->GetFile(path));
     RANGEFS_ASSIGN_OR_RETURN(v1::FileLayout next, change(f));
     if (!MayAct()) return absl::CancelledError("no longer the active keeper");
-    absl::StatusOr<ns::FileEntry> r =
-        k_->store_->ReplaceLayout(path, std::move(next), f.mod_revision);
+    absl::StatusOr<ns::FileEntry> r = k_->guard_.ReplaceLayout(
+        k_->store_->keys(), f, std::move(next), k_->clock_->Now());
+    StopIfNotLeader(r.status());
     if (!absl::IsAborted(r.status())) return r;
     RANGEFS_LOG(INFO) << "keeper: " << what
                       << ": the layout changed meanwhile; retrying";
@@ -561,8 +579,10 @@ absl::Status Keeper::Round::PutTrash(const std::string& node,
                                      const v1::TrashRecord& t) {
   std::string value;
   t.SerializeToString(&value);
-  return k_->etcd_->Put(k_->store_->keys().KeeperTrash(node, object), value)
-      .status();
+  absl::Status s =
+      k_->guard_.Put(k_->store_->keys().KeeperTrash(node, object), value);
+  StopIfNotLeader(s);
+  return s;
 }
 
 void Keeper::Round::CollectTrash(RoundReport* report) {
@@ -582,19 +602,19 @@ void Keeper::Round::CollectTrash(RoundReport* report) {
         !t.ParseFromString(kv.value)) {
       RANGEFS_LOG(WARNING) << "keeper: bad trash record " << kv.key
                            << "; removed";
-      (void)k_->etcd_->Delete(kv.key);
+      DeleteKey(kv.key);
       continue;
     }
     trash_.emplace(node, object);
     if (l_.referenced.count({node, object}) > 0) {
       // In a layout (the swap that would have dropped it never happened,
       // or it came back): not trash.
-      (void)k_->etcd_->Delete(kv.key);
+      DeleteKey(kv.key);
       continue;
     }
     auto view = l_.views.find(node);
     if (view == l_.views.end()) {
-      (void)k_->etcd_->Delete(kv.key);  // The node was removed.
+      DeleteKey(kv.key);  // The node was removed.
       continue;
     }
     ++report->trash_pending;
@@ -628,7 +648,7 @@ void Keeper::Round::CollectTrash(RoundReport* report) {
                            << node << ": " << s;
       continue;
     }
-    (void)k_->etcd_->Delete(kv.key);
+    DeleteKey(kv.key);
     --report->trash_pending;
     ++report->trash_deleted;
     RANGEFS_LOG(INFO) << "keeper: deleted " << object << " from " << node

@@ -40,6 +40,7 @@
 #include "admin/repair/planner.h"
 #include "admin/repair/rebalance.h"
 #include "base/clock.h"
+#include "keeper/leader_guard.h"
 #include "namespace/etcd/etcd_client.h"
 #include "namespace/store.h"
 #include "storage_node/tls_client.h"
@@ -87,6 +88,12 @@ struct KeeperOptions {
   // (the new replica added, the old one not yet removed), from the move
   // threads; may be empty.
   std::function<void(const Move&)> after_add;
+  // This keeper's leader lease (election.h), compared with the leader
+  // key's in the same etcd transaction as every layout change and trash or
+  // suspect record write (leader_guard.h): a keeper whose lease is gone
+  // cannot write even before may_act says so; the round stops. Empty: the
+  // writes are not guarded (a keeper run without an election).
+  std::function<int64_t()> leader_lease;
 };
 
 struct RoundReport {
@@ -145,6 +152,7 @@ class Keeper {
   Clock* const clock_;
   ns::NamespaceStore* const store_;
   etcd::EtcdClient* const etcd_;
+  LeaderGuard guard_;  // Every etcd write of a round goes through it.
   absl::BitGen bitgen_;
   // When each node was first seen without a live record (by this keeper).
   std::map<std::string, absl::Time> missing_since_;

@@ -261,10 +261,12 @@ int main(int argc, char** argv) {
       _exit(9);
     };
   }
-  rangefs::keeper::Keeper keeper(store.get(), etcd->get(), ko);
-  if (absl::GetFlag(FLAGS_dry_run)) return DryRun(keeper);
   rangefs::keeper::LeaderElection election(
       etcd->get(), {.key = store->keys().KeeperLeader(), .id = id, .ttl = ttl});
+  // Every etcd write of a round compares the leader key's lease with ours.
+  ko.leader_lease = [&election] { return election.lease(); };
+  rangefs::keeper::Keeper keeper(store.get(), etcd->get(), ko);
+  if (absl::GetFlag(FLAGS_dry_run)) return DryRun(keeper);
 
   publish = [&](const rangefs::keeper::RoundReport& r, double eta_s) {
     PublishStatus(r, id, election.lease(), store->keys().KeeperStatus(),

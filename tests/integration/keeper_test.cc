@@ -5,6 +5,8 @@
 // off, and a keeper killed between a move's two layout steps is finished
 // by the next one. Small files, seconds-long timeouts (dead_after 2 s,
 // lease 2 s).
+#include "keeper/keeper.h"
+
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -1111,6 +1113,81 @@ TEST_F(KeeperTest, KeeperKilledBetweenAddAndRemoveIsFinishedByADrop) {
   // objects the layouts reference (n1, drained, none).
   ExpectOnlyReferencedObjects({0, 1, 2, 3}, keepers_["kb"].get());
   EXPECT_THAT(Objects(1), ::testing::IsEmpty());
+}
+
+TEST_F(KeeperTest, AKeeperWithoutTheLeaderLeaseCannotWrite) {
+  // An in-process keeper that believes it is active (may_act says yes)
+  // while the leader key is under another lease: a keeper whose lease
+  // expired before its keep-alive noticed. etcd refuses each of its writes
+  // (the lease compare is in the same transaction), so it changes nothing.
+  etcd::EtcdClient* etcd = cluster_->etcd_client();
+  const ns::Keys& keys = cluster_->store()->keys();
+  auto theirs = etcd->LeaseGrant(absl::Seconds(60));
+  auto mine = etcd->LeaseGrant(absl::Seconds(60));
+  ASSERT_THAT(theirs, IsOk());
+  ASSERT_THAT(mine, IsOk());
+  ASSERT_THAT(etcd->Put(keys.KeeperLeader(), "other", *theirs), IsOk());
+  keeper::KeeperOptions o;
+  o.id = "stale";
+  o.orphan_scan_interval = absl::ZeroDuration();
+  o.rebalance.tolerance = 0;
+  o.leader_lease = [&] { return *mine; };
+  keeper::Keeper stale(cluster_->store(), etcd, o);
+  ASSERT_THAT(Run({"node", "drain", "n1"}), IsOk());
+  std::map<std::string, int64_t> revisions;
+  for (const auto& [path, data] : files_) {
+    auto f = cluster_->store()->GetFile(path);
+    ASSERT_THAT(f, IsOk());
+    revisions[path] = f->mod_revision;
+  }
+  auto trash = [&] {
+    auto r = etcd->RangeAll(keys.KeeperTrashPrefix());
+    EXPECT_THAT(r, IsOk());
+    std::set<std::string> out;
+    if (r.ok()) {
+      for (const auto& kv : r->kvs) out.insert(kv.key);
+    }
+    return out;
+  };
+  // A round: the copy runs (agents are not etcd), its layout change is
+  // refused and the round stops.
+  auto r = stale.RunRound([] { return true; });
+  ASSERT_THAT(r, IsOk());
+  EXPECT_TRUE(r->stopped);
+  EXPECT_GT(r->moves_planned, 0);
+  EXPECT_EQ(r->moves_done, 0);
+  for (const auto& [path, rev] : revisions) {
+    auto f = cluster_->store()->GetFile(path);
+    ASSERT_THAT(f, IsOk());
+    EXPECT_EQ(f->mod_revision, rev) << path << " changed by a stale keeper";
+  }
+  EXPECT_THAT(trash(), ::testing::IsEmpty());
+  // A trash record the active keeper would drop (its object is in a
+  // layout): the stale keeper cannot.
+  auto f0 = cluster_->store()->GetFile("/f0");
+  ASSERT_THAT(f0, IsOk());
+  const v1::Replica& ref = f0->layout.extents(0).replicas(0);
+  const std::string record = keys.KeeperTrash(ref.node_id(), ref.object());
+  v1::TrashRecord t;
+  t.set_path("/f0");
+  t.set_dropped_revision(1);
+  ASSERT_THAT(etcd->Put(record, t.SerializeAsString()), IsOk());
+  r = stale.RunRound([] { return true; });
+  ASSERT_THAT(r, IsOk());
+  EXPECT_TRUE(r->stopped);
+  EXPECT_THAT(trash(), ::testing::ElementsAre(record));
+
+  // Once the leader key is under its lease, the same keeper does the work.
+  ASSERT_THAT(etcd->LeaseRevoke(*theirs), IsOk());  // the key goes with it
+  ASSERT_THAT(etcd->Put(keys.KeeperLeader(), "stale", *mine), IsOk());
+  ASSERT_TRUE(Poll(
+      [&] {
+        auto round = stale.RunRound([] { return true; });
+        return round.ok() && !round->stopped && AllSlotsHealthy({"n1"});
+      },
+      absl::Seconds(30)));
+  EXPECT_EQ(trash().count(record), 0u);  // referenced: dropped
+  ExpectFsckClean();
 }
 
 }  // namespace
