@@ -1163,10 +1163,12 @@ TEST_F(KeeperTest, AKeeperWithoutTheLeaderLeaseCannotWrite) {
   }
   EXPECT_THAT(trash(), ::testing::IsEmpty());
   // A trash record the active keeper would drop (its object is in a
-  // layout): the stale keeper cannot.
+  // layout, on a node that is not drained): the stale keeper cannot.
   auto f0 = cluster_->store()->GetFile("/f0");
   ASSERT_THAT(f0, IsOk());
-  const v1::Replica& ref = f0->layout.extents(0).replicas(0);
+  const auto& reps = f0->layout.extents(0).replicas();
+  const v1::Replica& ref = reps[0].node_id() != "n1" ? reps[0] : reps[1];
+  ASSERT_NE(ref.node_id(), "n1");
   const std::string record = keys.KeeperTrash(ref.node_id(), ref.object());
   v1::TrashRecord t;
   t.set_path("/f0");
