@@ -322,6 +322,21 @@ TEST_F(CommandsTest, RepairDryRunPrintsThePlanAndChangesNothing) {
   EXPECT_EQ(after->mod_revision, before->mod_revision);
   EXPECT_THAT(Run({"repair", "--dry-run", "--rebalance-tolerance=x"}),
               StatusIs(absl::StatusCode::kInvalidArgument));
+  // A slot left with 3 replicas by a move's first step (n3's marked
+  // leaving; the layout rules accept it): a drop, no copy.
+  std::string left = TempFile("g.json", R"({
+    "size": "100", "state": "READY",
+    "extents": [{"offset": "0", "length": "100",
+                 "replicas": [{"node_id": "n3", "object": "o/g",
+                               "leaving": true},
+                              {"node_id": "n1", "object": "o/g"},
+                              {"node_id": "n2", "object": "o/g"}]}]})");
+  ASSERT_THAT(Run({"file", "create", "/g", "--layout=" + left}), IsOk());
+  plan = Run({"repair", "--dry-run"});
+  ASSERT_THAT(plan, IsOk());
+  ASSERT_EQ(plan->rows.size(), 2u);
+  EXPECT_EQ(plan->rows[1], (std::vector<std::string>{"drop", "/g", "0", "o/g",
+                                                     "n3", "-", "-", "0"}));
 }
 
 TEST_F(CommandsTest, ExitCodes) {

@@ -882,6 +882,26 @@ TEST_F(KeeperTest, CorruptSourceIsNeverCopied) {
   files_.erase("/f1");
   ASSERT_TRUE(Poll([&] { return AllSlotsHealthy({dead}); }, absl::Seconds(30)))
       << keepers_["ka"]->LogTail();
+  // `status` counts /f1 as under-replicated (stuck), and only /f1.
+  nlohmann::json keeper_row;
+  EXPECT_TRUE(Poll(
+      [&] {
+        auto st = Run({"status"});
+        if (!st.ok()) return false;
+        auto rows =
+            nlohmann::json::parse(admin::FormatJson(*st), nullptr, false);
+        if (!rows.is_array() || rows.empty()) return false;
+        keeper_row = rows.back();
+        return keeper_row.value("kind", "") == "keeper" &&
+               keeper_row.value("moves_planned", -1) == 0 &&
+               keeper_row.value("stuck", 0) == 1 &&
+               keeper_row.value("under_replicated_files", 0) == 1 &&
+               keeper_row.value("under_replicated_bytes", uint64_t{0}) ==
+                   f->layout.size() &&
+               absl::StrContains(st->message, "1 under-replicated file(s)");
+      },
+      absl::Seconds(20)))
+      << keeper_row;
   // No live node but the corrupt one holds /f1's object (the dead node's
   // export still has its files).
   for (size_t i = 0; i < cluster_->agents(); ++i) {
