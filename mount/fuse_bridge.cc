@@ -17,6 +17,7 @@
 #include "base/logging.h"
 #include "client_lib/mountd/mountinfo.h"
 #include "mount/errno_map.h"
+#include "mount/init_flags.h"
 #include "mount/metrics.h"
 
 namespace rangefs {
@@ -30,6 +31,9 @@ struct BridgeContext {
   double entry_timeout;
   int max_background;
   int readahead_kb;
+  bool direct_io;
+  const InitFlagHook* init_hook;
+  std::atomic<bool> warned_mmap{false};
 };
 
 namespace {
@@ -184,6 +188,14 @@ void OpOpen(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info* fi) {
   fi->fh = r->handle;
   fi->keep_cache = r->keep_cache ? 1 : 0;
   fi->noflush = 1;
+  if (c->direct_io) {
+    fi->direct_io = 1;
+    if (!c->init_hook->allow_mmap_granted() && !c->warned_mmap.exchange(true)) {
+      RANGEFS_LOG(WARNING) << "direct_io: this kernel did not offer "
+                              "FUSE_DIRECT_IO_ALLOW_MMAP (Linux < 6.6): mmap "
+                              "of files on this mount fails with ENODEV";
+    }
+  }
   if (fuse_reply_open(req, fi) != 0) c->fs->Release(r->handle);
 }
 
@@ -379,7 +391,8 @@ absl::StatusOr<std::unique_ptr<FuseMount>> FuseMount::Mount(
   static fuse_lowlevel_ops ops = MakeOps();
   m->ctx_.reset(new BridgeContext{fs, counters, options.attr_timeout,
                                   options.entry_timeout, options.max_background,
-                                  options.readahead_kb});
+                                  options.readahead_kb, options.direct_io,
+                                  &m->init_hook_});
   m->se_ = fuse_session_new(&args, &ops, sizeof(ops), m->ctx_.get());
   fuse_opt_free_args(&args);
   if (m->se_ == nullptr) {
@@ -393,6 +406,14 @@ absl::StatusOr<std::unique_ptr<FuseMount>> FuseMount::Mount(
                      " (see the libfuse message above)"));
   }
   m->mounted_ = true;
+  if (options.direct_io) {
+    // Before the loop reads INIT: see init_flags.h.
+    absl::Status hooked = m->init_hook_.Install(m->se_);
+    if (!hooked.ok()) {
+      RANGEFS_LOG(WARNING) << "direct_io: " << hooked
+                           << "; mmap of files on this mount fails (ENODEV)";
+    }
+  }
   m->SetReadahead();
   m->notifier_ = std::thread([p = m.get()] { p->NotifierLoop(); });
   return m;

@@ -34,6 +34,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
+#include "mount/init_flags.h"
 #include "mount/metrics.h"
 #include "mount/mount_fs.h"
 
@@ -50,6 +51,9 @@ struct FuseMountOptions {
   int max_threads = 64;
   int max_background = 256;
   int readahead_kb = 16384;  // also written to the mount's bdi (sysfs)
+  // Files are opened FOPEN_DIRECT_IO (mount_options.h direct_io); mmap is
+  // kept working through InitFlagHook (init_flags.h).
+  bool direct_io = false;
   std::string fsname = "rangefs";
   std::vector<std::string> fuse_options;  // extra -o options for libfuse
 };
@@ -90,6 +94,7 @@ class FuseMount {
   struct fuse_session* se_ = nullptr;
   bool mounted_ = false;
   std::string bdi_;
+  InitFlagHook init_hook_;  // outlives se_ (destroyed in ~FuseMount's body)
 
   absl::Mutex mu_;
   std::deque<Notice> queue_ ABSL_GUARDED_BY(mu_);

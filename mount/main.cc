@@ -204,6 +204,7 @@ absl::Status Serve(const MountOptions& o, int* ready_fd) {
   fmo.max_threads = o.max_threads;
   fmo.max_background = o.max_background;
   fmo.readahead_kb = o.readahead_kb;
+  fmo.direct_io = o.direct_io;
   fmo.fsname = absl::StrCat("rangefs:", o.cluster, ":", o.dir);
   if (o.revision > 0) absl::StrAppend(&fmo.fsname, "@", o.revision);
   fmo.fuse_options = o.fuse_options;

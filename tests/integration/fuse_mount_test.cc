@@ -23,6 +23,8 @@
 #include <string>
 #include <vector>
 
+#include "absl/strings/ascii.h"
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "absl/time/clock.h"
@@ -113,6 +115,7 @@ class FuseMountTest : public ::testing::Test {
     if (!s.ok()) setup_error_ = new std::string(s.ToString());
   }
   static void TearDownTestSuite() {
+    dio_.reset();
     mount_.reset();
     if (cluster_ != nullptr) {
       for (const std::string& b : binds_) {
@@ -182,10 +185,25 @@ class FuseMountTest : public ::testing::Test {
                     {"--data_path=mount", "--mount_root=" + mroot,
                      "--status_dir=" + status_dir_,
                      absl::StrCat("--metrics_port=", metrics_port_)}));
+    // The same namespace again with -o direct_io: the data tests read
+    // through both mounts.
+    RANGEFS_ASSIGN_OR_RETURN(
+        dio_, MountProcess::Start(
+                  cluster_->etcd()->endpoints(), cluster_->dir() + "/mnt_dio",
+                  {"--data_path=mount", "--mount_root=" + mroot,
+                   "--status_dir=" + cluster_->dir(), "-o", "direct_io",
+                   "--metrics_file=" + DioMetricsFile(),
+                   "--metrics_interval=100ms"}));
     return absl::OkStatus();
   }
 
   static std::string M(const std::string& rel) { return mount_->path(rel); }
+  static std::string DioMetricsFile() { return cluster_->dir() + "/dio.prom"; }
+  // The mounts whose reads the data tests check: the default one and the
+  // -o direct_io one.
+  static std::vector<MountProcess*> DataMounts() {
+    return {mount_.get(), dio_.get()};
+  }
 
   static std::string* setup_error_;
   static std::unique_ptr<AgentCluster> cluster_;
@@ -195,6 +213,7 @@ class FuseMountTest : public ::testing::Test {
   static int metrics_port_;
   static std::vector<std::string> binds_;
   static std::unique_ptr<MountProcess> mount_;
+  static std::unique_ptr<MountProcess> dio_;
 };
 
 std::string* FuseMountTest::setup_error_ = nullptr;
@@ -205,6 +224,7 @@ std::string FuseMountTest::status_dir_;
 int FuseMountTest::metrics_port_ = 0;
 std::vector<std::string> FuseMountTest::binds_;
 std::unique_ptr<MountProcess> FuseMountTest::mount_;
+std::unique_ptr<MountProcess> FuseMountTest::dio_;
 
 TEST_F(FuseMountTest, LsAndStatShowTheNamespace) {
   ShResult ls = Sh("ls -lR " + Q(M("")));
@@ -232,13 +252,55 @@ TEST_F(FuseMountTest, LsAndStatShowTheNamespace) {
 }
 
 TEST_F(FuseMountTest, CatSha256sumAndCmpMatchTheSource) {
-  EXPECT_EQ(Sha256(M("/data/big")), Sha256(src_ + "/big"));
-  ShResult cmp = Sh("cmp " + Q(M("/data/big")) + " " + Q(src_ + "/big"));
-  EXPECT_EQ(cmp.code, 0) << cmp.output;
-  ShResult cat = Sh("cat " + Q(M("/data/small")));
-  EXPECT_EQ(cat.output, "hello rangefs\n");
-  ShResult cmp2 = Sh("cmp " + Q(M("/data/fio")) + " " + Q(src_ + "/fio"));
-  EXPECT_EQ(cmp2.code, 0) << cmp2.output;
+  for (MountProcess* m : DataMounts()) {
+    SCOPED_TRACE(m->mountpoint());
+    EXPECT_EQ(Sha256(m->path("/data/big")), Sha256(src_ + "/big"));
+    ShResult cmp =
+        Sh("cmp " + Q(m->path("/data/big")) + " " + Q(src_ + "/big"));
+    EXPECT_EQ(cmp.code, 0) << cmp.output;
+    ShResult cat = Sh("cat " + Q(m->path("/data/small")));
+    EXPECT_EQ(cat.output, "hello rangefs\n");
+    ShResult cmp2 =
+        Sh("cmp " + Q(m->path("/data/fio")) + " " + Q(src_ + "/fio"));
+    EXPECT_EQ(cmp2.code, 0) << cmp2.output;
+  }
+}
+
+// -o direct_io really bypasses the kernel's page cache of the mount: the
+// same bytes read twice reach the daemon twice (the default mount serves
+// the second read from its page cache), and mmap still works (the
+// FUSE_DIRECT_IO_ALLOW_MMAP init flag, mount/init_flags.h).
+TEST_F(FuseMountTest, DirectIoReadsReachTheDaemonEveryTime) {
+  auto read_bytes = [&]() -> int64_t {
+    // The metrics file is rewritten every 100 ms; wait for a fresh one.
+    const std::string f = DioMetricsFile();
+    ShResult before = Sh("stat -c %Y.%y " + Q(f));
+    for (int i = 0; i < 100; ++i) {
+      ShResult now = Sh("stat -c %Y.%y " + Q(f));
+      if (now.code == 0 && now.output != before.output) break;
+      absl::SleepFor(absl::Milliseconds(20));  // polls the file's rewrite
+    }
+    ShResult r = Sh("grep '^rangefs_mount_read_bytes_total ' " + Q(f) +
+                    " | awk '{print $2}'");
+    int64_t v = -1;
+    return absl::SimpleAtoi(absl::StripAsciiWhitespace(r.output), &v) ? v : -1;
+  };
+  const std::string dd =
+      "dd if=" + Q(dio_->path("/data/big")) + " bs=1M count=2 status=none";
+  ASSERT_EQ(Sh(dd + " >/dev/null").code, 0);
+  const int64_t b0 = read_bytes();
+  ASSERT_GE(b0, 2 << 20);
+  for (int i = 0; i < 2; ++i) ASSERT_EQ(Sh(dd + " >/dev/null").code, 0);
+  // Exactly the bytes asked for, each time: no page cache, no readahead.
+  EXPECT_EQ(read_bytes() - b0, 2 * (2 << 20));
+  // The kernel granted mmap of direct_io files (Linux >= 6.6 offers it).
+  ShResult py =
+      Sh("/usr/bin/python3 -c \"import mmap, sys; f = open(sys.argv[1], 'rb'); "
+         "m = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ); "
+         "print(len(m), m[:13].decode())\" " +
+         Q(dio_->path("/data/small")));
+  EXPECT_EQ(py.code, 0) << py.output;
+  EXPECT_EQ(py.output, "14 hello rangefs\n");
 }
 
 TEST_F(FuseMountTest, DdTailPythonSeekAndMmap) {
@@ -246,11 +308,13 @@ TEST_F(FuseMountTest, DdTailPythonSeekAndMmap) {
     auto run = [&](const std::string& f) {
       return Sh(absl::StrReplaceAll(cmd_fmt, {{"FILE", Q(f)}}));
     };
-    ShResult a = run(M("/data/big"));
     ShResult b = run(src_ + "/big");
-    EXPECT_EQ(a.code, 0) << cmd_fmt << ": " << a.output;
-    EXPECT_EQ(a.output, b.output) << cmd_fmt;
-    EXPECT_EQ(a.output.size(), 68u) << a.output;  // "<sha256>  -\n"
+    for (MountProcess* m : DataMounts()) {
+      ShResult a = run(m->path("/data/big"));
+      EXPECT_EQ(a.code, 0) << cmd_fmt << ": " << a.output;
+      EXPECT_EQ(a.output, b.output) << cmd_fmt << " on " << m->mountpoint();
+      EXPECT_EQ(a.output.size(), 68u) << a.output;  // "<sha256>  -\n"
+    }
   };
   both("dd if=FILE bs=64k skip=37 count=5 status=none | sha256sum");
   both("dd if=FILE bs=1M iflag=direct status=none | sha256sum");
@@ -266,18 +330,20 @@ TEST_F(FuseMountTest, DdTailPythonSeekAndMmap) {
       "c = m[5 << 20:(5 << 20) + 777777] + m[len(m) - 10:]\n"
       "print(hashlib.sha256(a + b + c).hexdigest(), len(m))\n";
   std::ofstream(src_ + "/t.py") << py;
-  ShResult a =
-      Sh("/usr/bin/python3 " + Q(src_ + "/t.py") + " " + Q(M("/data/big")));
   ShResult b =
       Sh("/usr/bin/python3 " + Q(src_ + "/t.py") + " " + Q(src_ + "/big"));
-  ASSERT_EQ(a.code, 0) << a.output;
-  EXPECT_EQ(a.output, b.output);
-  EXPECT_THAT(a.output, HasSubstr(absl::StrCat(" ", kBigSize)));
+  for (MountProcess* m : DataMounts()) {
+    ShResult a = Sh("/usr/bin/python3 " + Q(src_ + "/t.py") + " " +
+                    Q(m->path("/data/big")));
+    ASSERT_EQ(a.code, 0) << m->mountpoint() << ": " << a.output;
+    EXPECT_EQ(a.output, b.output) << m->mountpoint();
+    EXPECT_THAT(a.output, HasSubstr(absl::StrCat(" ", kBigSize)));
+  }
 }
 
-TEST_F(FuseMountTest, FioPsyncAndIoUringVerify) {
+void FioVerify(const std::string& file) {
   const std::string common = absl::StrCat(
-      "fio --filename=", Q(M("/data/fio")),
+      "fio --filename=", Q(file),
       " --readonly --size=16M --verify=crc32c --verify_interval=4k "
       "--verify_state_load=0 "
       "--output-format=terse --terse-version=3 ");
@@ -295,6 +361,13 @@ TEST_F(FuseMountTest, FioPsyncAndIoUringVerify) {
     std::vector<std::string> f = absl::StrSplit(r.output, ';');
     ASSERT_GT(f.size(), 6u) << r.output;
     EXPECT_EQ(f[4], "0") << job << ": " << r.output;
+  }
+}
+
+TEST_F(FuseMountTest, FioPsyncAndIoUringVerify) {
+  for (MountProcess* m : DataMounts()) {
+    SCOPED_TRACE(m->mountpoint());
+    FioVerify(m->path("/data/fio"));
   }
 }
 
