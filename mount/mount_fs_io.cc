@@ -211,7 +211,8 @@ void MountFs::ReadNow(Handle& h, uint64_t offset, size_t size, bool sequential,
     h.inflight.fetch_sub(1, std::memory_order_relaxed);
     done(s, b);
   };
-  if (options_.prefetch && sequential && h.reader_mu.TryLock()) {
+  if (options_.prefetch && sequential && size < options_.prefetch_max_request &&
+      h.reader_mu.TryLock()) {
     absl::Status s = ReadSequential(h, offset, size, finish);
     h.reader_mu.Unlock();
     if (!s.ok()) Finish(h, offset, s, nullptr, finish);

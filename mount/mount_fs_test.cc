@@ -237,6 +237,35 @@ TEST_F(MountFsTest, ReadsBytesSequentialAndRandom) {
   fs_->Release(h2->handle);
 }
 
+// A sequential stream of large requests (a direct_io mount read 1 MiB at a
+// time) is read straight into the reply; small requests use the Reader.
+TEST_F(MountFsTest, LargeSequentialRequestsSkipTheReader) {
+  const std::string data = Pattern(3 << 20, 7);
+  ASSERT_THAT(store_->CreateFile("/big", Put("big", data)), IsOk());
+  Start();
+  auto f = fs_->Lookup(kRootInode, "big");
+  ASSERT_THAT(f, IsOk());
+  auto h = fs_->Open(f->ino, O_RDONLY);
+  ASSERT_THAT(h, IsOk());
+  std::string got;
+  for (uint64_t off = 0; off < data.size(); off += 1 << 20) {
+    auto b = Read(h->handle, off, 1 << 20);
+    ASSERT_THAT(b, IsOk());
+    got += *b;
+  }
+  EXPECT_EQ(got, data);
+  EXPECT_EQ(counters_.reader_reads.load(), 0u);
+  // The same stream in 64 KiB requests goes through the Reader.
+  got.clear();
+  for (uint64_t off = 0; off < (1 << 20); off += 65536) {
+    auto b = Read(h->handle, off, 65536);
+    ASSERT_THAT(b, IsOk());
+    got += *b;
+  }
+  EXPECT_EQ(got, data.substr(0, 1 << 20));
+  EXPECT_GT(counters_.reader_reads.load(), 0u);
+  fs_->Release(h->handle);
+}
 TEST_F(MountFsTest, WriteFlagsAreRefused) {
   ASSERT_THAT(store_->CreateFile("/f", Put("f", "abc")), IsOk());
   Start();
