@@ -16,6 +16,8 @@ namespace {
 // Peer clients kept; past it the cache starts over (addresses come from
 // callers, so it must not grow without bound).
 constexpr size_t kMaxPeers = 256;
+// Piece buffers kept for later copies (two per copy running at once).
+constexpr size_t kMaxFreeBuffers = 16;
 
 // DATA_LOSS unless the source's sidecar reply is self-consistent.
 absl::Status CheckSourceChecksums(const std::string& where,
@@ -79,6 +81,31 @@ absl::StatusOr<NodeClient*> ObjectCopier::Peer(const std::string& address) {
   return raw;
 }
 
+ObjectCopier::Buffer ObjectCopier::TakeBuffer() {
+  {
+    absl::MutexLock l(&mu_);
+    if (!free_buffers_.empty()) {
+      Buffer b = std::move(free_buffers_.back());
+      free_buffers_.pop_back();
+      return b;
+    }
+  }
+  void* p = nullptr;
+  if (posix_memalign(&p, ObjectWriter::kDirectAlign, options_.read_bytes) !=
+      0) {
+    return Buffer(nullptr);
+  }
+  return Buffer(static_cast<char*>(p));
+}
+
+void ObjectCopier::GiveBuffer(Buffer b) {
+  if (b == nullptr) return;
+  absl::MutexLock l(&mu_);
+  if (free_buffers_.size() < kMaxFreeBuffers) {
+    free_buffers_.push_back(std::move(b));
+  }
+}
+
 absl::StatusOr<Checksums> ObjectCopier::Copy(
     const CopyObjectRequest& request, absl::Time deadline,
     const std::function<bool()>& cancelled) {
@@ -108,9 +135,9 @@ absl::StatusOr<Checksums> ObjectCopier::Copy(
   }
   RANGEFS_RETURN_IF_ERROR(want.status());
   RANGEFS_RETURN_IF_ERROR(CheckSourceChecksums(where, *want));
-  RANGEFS_ASSIGN_OR_RETURN(
-      std::unique_ptr<ObjectWriter> out,
-      ObjectWriter::Begin(root_, path, want->block_size()));
+  RANGEFS_ASSIGN_OR_RETURN(std::unique_ptr<ObjectWriter> out,
+                           ObjectWriter::Begin(root_, path, want->block_size(),
+                                               options_.direct_writes));
 
   RateLimiter call_limiter(request.max_bytes_per_sec(), clock_);
   // The limiters take monotonic deadlines.
@@ -122,8 +149,20 @@ absl::StatusOr<Checksums> ObjectCopier::Copy(
   // while this one is written, so the network and the disk overlap.
   const size_t piece = static_cast<size_t>(
       std::min<uint64_t>(options_.read_bytes, want->size()));
-  std::string bufs[2] = {std::string(piece, '\0'), std::string(piece, '\0')};
-  auto read_piece = [&](uint64_t off, std::string* buf) -> absl::Status {
+  Buffer bufs[2] = {TakeBuffer(), TakeBuffer()};
+  struct Return {
+    ObjectCopier* c;
+    Buffer* b;
+    ~Return() {
+      c->GiveBuffer(std::move(b[0]));
+      c->GiveBuffer(std::move(b[1]));
+    }
+  } give_back{this, bufs};
+  if (bufs[0] == nullptr || bufs[1] == nullptr) {
+    return absl::ResourceExhaustedError(
+        absl::StrCat("copy of ", path, ": no memory for piece buffers"));
+  }
+  auto read_piece = [&](uint64_t off, Buffer* buf) -> absl::Status {
     const size_t n =
         static_cast<size_t>(std::min<uint64_t>(piece, want->size() - off));
     if (options_.limiter != nullptr) {
@@ -132,7 +171,7 @@ absl::StatusOr<Checksums> ObjectCopier::Copy(
     RANGEFS_RETURN_IF_ERROR(call_limiter.Acquire(n, mono_deadline));
     RANGEFS_ASSIGN_OR_RETURN(
         size_t got,
-        peer->ReadRange(src_path, off, absl::MakeSpan(&(*buf)[0], n),
+        peer->ReadRange(src_path, off, absl::MakeSpan(buf->get(), n),
                         {.deadline = deadline,
                          .verify_on_server = true,
                          .check_chunk_crc = true}));
@@ -160,7 +199,7 @@ absl::StatusOr<Checksums> ObjectCopier::Copy(
         next = read_piece(next_off, &bufs[(i + 1) % 2]);
       });
     }
-    absl::Status wrote = out->Append(bufs[i % 2].data(), n);
+    absl::Status wrote = out->Append(bufs[i % 2].get(), n);
     if (reader.joinable()) reader.join();
     RANGEFS_RETURN_IF_ERROR(wrote);
     if (options_.on_bytes) options_.on_bytes(n);

@@ -20,10 +20,12 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <cstdlib>
 #include <functional>
 #include <map>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "absl/base/thread_annotations.h"
 #include "absl/status/statusor.h"
@@ -48,6 +50,10 @@ struct ObjectCopierOptions {
   Clock* clock = nullptr;          // Not owned; nullptr: the real clock.
   // Called with each piece's byte count once it is written (counters).
   std::function<void(uint64_t)> on_bytes;
+  // Write the copy with O_DIRECT where the file system takes it
+  // (ObjectWriter): repair traffic leaves the target's page cache to its
+  // readers, and the bytes are not copied into it.
+  bool direct_writes = true;
 };
 
 class ObjectCopier {
@@ -65,12 +71,23 @@ class ObjectCopier {
  private:
   absl::StatusOr<NodeClient*> Peer(const std::string& address);
 
+  // Piece buffers (options_.read_bytes, aligned for O_DIRECT), reused
+  // across copies: fresh memory for every copy costs page faults and
+  // unmaps in every copy's threads.
+  struct FreeBuffer {
+    void operator()(char* p) const { free(p); }
+  };
+  using Buffer = std::unique_ptr<char, FreeBuffer>;
+  Buffer TakeBuffer();
+  void GiveBuffer(Buffer b);
+
   const ExportRoot* const root_;
   const ObjectCopierOptions options_;
   Clock* const clock_;
   absl::Mutex mu_;
   std::map<std::string, std::unique_ptr<NodeClient>> peers_
       ABSL_GUARDED_BY(mu_);
+  std::vector<Buffer> free_buffers_ ABSL_GUARDED_BY(mu_);
 };
 
 // DATA_LOSS naming the first difference if `got` (computed while copying

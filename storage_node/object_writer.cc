@@ -35,7 +35,8 @@ absl::Status WriteFull(int fd, const char* p, size_t n,
 }  // namespace
 
 absl::StatusOr<std::unique_ptr<ObjectWriter>> ObjectWriter::Begin(
-    const ExportRoot* root, std::string path, uint32_t block_size) {
+    const ExportRoot* root, std::string path, uint32_t block_size,
+    bool direct) {
   RANGEFS_RETURN_IF_ERROR(ExportRoot::ValidateObjectPath(path));
   if (block_size < kMinBlockSize || block_size > kMaxBlockSize) {
     return absl::InvalidArgumentError(
@@ -43,8 +44,22 @@ absl::StatusOr<std::unique_ptr<ObjectWriter>> ObjectWriter::Begin(
                      kMinBlockSize, ", ", kMaxBlockSize, "]"));
   }
   RANGEFS_ASSIGN_OR_RETURN(TempFile obj, root->CreateTemp());
-  return std::unique_ptr<ObjectWriter>(
+  std::unique_ptr<ObjectWriter> w(
       new ObjectWriter(root, std::move(path), std::move(obj), block_size));
+  if (direct) {
+    // A file system without O_DIRECT refuses the flag: stay buffered.
+    const int flags = fcntl(w->obj_.fd.get(), F_GETFL);
+    w->direct_ =
+        flags >= 0 && fcntl(w->obj_.fd.get(), F_SETFL, flags | O_DIRECT) == 0;
+  }
+  return w;
+}
+
+void ObjectWriter::EndDirect() {
+  if (!direct_) return;
+  direct_ = false;
+  const int flags = fcntl(obj_.fd.get(), F_GETFL);
+  if (flags >= 0) (void)fcntl(obj_.fd.get(), F_SETFL, flags & ~O_DIRECT);
 }
 
 ObjectWriter::ObjectWriter(const ExportRoot* root, std::string path,
@@ -67,9 +82,26 @@ void ObjectWriter::RemoveTemps() {
 }
 
 absl::Status ObjectWriter::Append(const char* p, size_t n) {
-  RANGEFS_RETURN_IF_ERROR(
-      WriteFull(obj_.fd.get(), p, n,
-                absl::StrCat("object ", path_, " (temp ", obj_.name, ")")));
+  const std::string what =
+      absl::StrCat("object ", path_, " (temp ", obj_.name, ")");
+  if (direct_ && (reinterpret_cast<uintptr_t>(p) % kDirectAlign != 0 ||
+                  n % kDirectAlign != 0)) {
+    EndDirect();  // The tail, or a caller's unaligned buffer.
+  }
+  if (direct_) {
+    absl::Status s = WriteFull(obj_.fd.get(), p, n, what);
+    if (s.ok()) {
+      sum_.Update(p, n);
+      return s;
+    }
+    // Refused (EINVAL) or cut short: write the whole append again
+    // buffered at the same place, as the file is now.
+    EndDirect();
+    if (lseek(obj_.fd.get(), static_cast<off_t>(sum_.size()), SEEK_SET) < 0) {
+      return ErrnoStatus(errno, absl::StrCat("seek ", what));
+    }
+  }
+  RANGEFS_RETURN_IF_ERROR(WriteFull(obj_.fd.get(), p, n, what));
   sum_.Update(p, n);
   if (sum_.size() - writeback_from_ >= kWritebackBytes) {
     // Advisory: errors surface at fsync.

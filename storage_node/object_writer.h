@@ -13,6 +13,11 @@
 //   RANGEFS_ASSIGN_OR_RETURN(Checksums c, w->Commit(/*overwrite=*/false));
 //
 // A writer destroyed before a successful Commit removes its temp files.
+// With `direct` (CopyObject), appends of whole 4 KiB-aligned buffers go to
+// the disk with O_DIRECT: a copy neither fills the target's page cache
+// with replica bytes nobody reads (it would evict what readers use) nor
+// pays a page-cache copy per byte; an unaligned append (an object's tail),
+// or a file system that refuses O_DIRECT, makes the rest buffered.
 // Not thread-safe.
 #ifndef RANGEFS_STORAGE_NODE_OBJECT_WRITER_H_
 #define RANGEFS_STORAGE_NODE_OBJECT_WRITER_H_
@@ -37,7 +42,11 @@ class ObjectWriter {
   // ([kMinBlockSize, kMaxBlockSize]: INVALID_ARGUMENT) and creates the temp
   // file. `root` is not owned and must outlive the writer.
   static absl::StatusOr<std::unique_ptr<ObjectWriter>> Begin(
-      const ExportRoot* root, std::string path, uint32_t block_size);
+      const ExportRoot* root, std::string path, uint32_t block_size,
+      bool direct = false);
+
+  // Alignment of addresses and sizes that O_DIRECT appends need.
+  static constexpr size_t kDirectAlign = 4096;
 
   ObjectWriter(const ObjectWriter&) = delete;
   ObjectWriter& operator=(const ObjectWriter&) = delete;
@@ -47,6 +56,8 @@ class ObjectWriter {
   // has little left to do.
   absl::Status Append(const char* p, size_t n);
   uint64_t size() const { return sum_.size(); }
+  // Whether appends still go to the disk with O_DIRECT (tests).
+  bool direct() const { return direct_; }
   const std::string& path() const { return path_; }
 
   // Makes the object appear with its sidecar. `check`, when set, sees the
@@ -61,6 +72,8 @@ class ObjectWriter {
   ObjectWriter(const ExportRoot* root, std::string path, TempFile obj,
                uint32_t block_size);
   void RemoveTemps();
+  // Clears O_DIRECT on the temp file: the rest is written buffered.
+  void EndDirect();
 
   const ExportRoot* root_;
   std::string path_;
@@ -68,6 +81,7 @@ class ObjectWriter {
   std::string side_name_;  // The sidecar's temp, once created.
   BlockChecksummer sum_;
   uint64_t writeback_from_ = 0;  // Bytes before it went to writeback.
+  bool direct_ = false;          // O_DIRECT set on obj_.fd.
   bool committed_ = false;
 };
 
