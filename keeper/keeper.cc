@@ -12,6 +12,7 @@
 #include "admin/ingest/agents.h"
 #include "base/logging.h"
 #include "base/status_macros.h"
+#include "namespace/layout.h"
 #include "proto/layout.pb.h"
 #include "storage_node/node_client.h"
 
@@ -71,6 +72,14 @@ class Keeper::Round {
   enum class Outcome { kDone, kFailed, kAbandoned };
   static std::string Describe(const Move& m);  // For the log.
   Outcome DoMove(const Move& m, uint64_t rate);
+  // Moves of one file's slots off one node that has no node record: a
+  // layout still naming that node cannot be written, so every such slot is
+  // copied, then all are swapped (SwapReplica) in one compare-and-swap,
+  // trash records first. One outcome for all.
+  Outcome DoSwapGroup(const std::vector<const Move*>& ms, uint64_t rate);
+  // Trashes the copy of a move that is in no layout (deleted after the
+  // grace period unless a later round puts it in a layout after all).
+  void TrashCopy(const Move& m, const std::string& what);
   // CopyObject of the move's object onto its target; false (logged) if it
   // failed (a target out of space is backed off: full_backoff).
   bool Copy(const Move& m, const std::string& what, uint64_t rate);
@@ -82,13 +91,24 @@ class Keeper::Round {
       const std::string& what, const std::string& path,
       const std::function<absl::StatusOr<v1::FileLayout>(const ns::FileEntry&)>&
           change);
+  // Why move `m` must be one swap (SwapReplica) instead of add then drop,
+  // given the slot's `layout` and whether from_node has a node record
+  // (without one, a layout still naming it is refused); empty: it need not.
+  static std::string SwapReason(const v1::FileLayout& layout, const Move& m,
+                                bool from_has_record);
+  // Listed layout of `path`; nullptr if not listed.
+  const v1::FileLayout* Listed(const std::string& path) const;
   // First step of a move: the new replica joins the slot, the old one is
-  // marked leaving (AddReplica). kAbandoned: the layout no longer fits
-  // (the copy is deleted); kFailed: the copy is in no layout.
-  Outcome AddStep(const Move& m, const std::string& what);
+  // marked leaving (AddReplica); or, when `*swapped` is set on entry or
+  // SwapReason says so for the current layout, the whole move in one
+  // compare-and-swap (SwapReplica; the replaced replica's trash record
+  // first) and `*swapped` set. kAbandoned: the layout no longer fits (the
+  // copy is deleted); kFailed: the copy is in no layout.
+  Outcome AddStep(const Move& m, const std::string& what, bool* swapped);
   // Second step of a move, and a drop: trash record for the leaving
   // replica, then it leaves the layout (DropReplica). kFailed: it stays
-  // marked leaving (a later round's drop).
+  // marked leaving (a later round's drop). A move whose new replica is
+  // gone clears the leaving mark instead (UnmarkLeaving; kAbandoned).
   Outcome DropStep(const Move& m, const std::string& what);
   // Deletes `object` from `node` unless a current layout of `path`
   // references it.
@@ -334,27 +354,54 @@ std::vector<bool> Keeper::Round::RunMoves(const std::vector<Move>& moves,
                                           RoundReport* report) {
   std::vector<char> ok(moves.size(), 0);
   if (moves.empty()) return {};
+  // Moves off a node without a node record go in groups, one per file
+  // (DoSwapGroup); every other move alone.
+  std::vector<std::vector<size_t>> units;
+  std::map<std::pair<std::string, std::string>, size_t> groups;
+  for (size_t i = 0; i < moves.size(); ++i) {
+    const Move& m = moves[i];
+    if (!m.in_place && !m.drop && l_.views.count(m.from_node) == 0) {
+      auto [g, added] =
+          groups.emplace(std::make_pair(m.path, m.from_node), units.size());
+      if (added) units.emplace_back();
+      units[g->second].push_back(i);
+      continue;
+    }
+    units.push_back({i});
+  }
   const int threads = std::max(1, k_->options_.parallel_copies);
   const uint64_t rate =
       k_->options_.copy_bytes_per_sec /
-      static_cast<uint64_t>(std::min<size_t>(threads, moves.size()));
+      static_cast<uint64_t>(std::min<size_t>(threads, units.size()));
   std::atomic<int> done{0}, failed{0}, abandoned{0};
   std::atomic<uint64_t> bytes{0};
   std::mutex progress_mu;
-  admin::ParallelFor(moves.size(), threads, [&](size_t i) {
+  admin::ParallelFor(units.size(), threads, [&](size_t u) {
     if (!MayAct()) return;
-    switch (DoMove(moves[i], rate)) {
-      case Outcome::kDone:
-        ok[i] = 1;
-        done.fetch_add(1);
-        bytes.fetch_add(moves[i].bytes);
-        break;
-      case Outcome::kFailed:
-        failed.fetch_add(1);
-        break;
-      case Outcome::kAbandoned:
-        abandoned.fetch_add(1);
-        break;
+    const std::vector<size_t>& unit = units[u];
+    Outcome o;
+    if (l_.views.count(moves[unit[0]].from_node) == 0 &&
+        !moves[unit[0]].in_place && !moves[unit[0]].drop) {
+      std::vector<const Move*> ms;
+      for (size_t i : unit) ms.push_back(&moves[i]);
+      o = DoSwapGroup(ms, rate);
+    } else {
+      o = DoMove(moves[unit[0]], rate);
+    }
+    for (size_t i : unit) {
+      switch (o) {
+        case Outcome::kDone:
+          ok[i] = 1;
+          done.fetch_add(1);
+          bytes.fetch_add(moves[i].bytes);
+          break;
+        case Outcome::kFailed:
+          failed.fetch_add(1);
+          break;
+        case Outcome::kAbandoned:
+          abandoned.fetch_add(1);
+          break;
+      }
     }
     if (k_->options_.on_progress) {
       std::lock_guard<std::mutex> l(progress_mu);
@@ -389,25 +436,128 @@ std::string Keeper::Round::Describe(const Move& m) {
 Keeper::Round::Outcome Keeper::Round::DoMove(const Move& m, uint64_t rate) {
   const std::string what = Describe(m);
   if (m.drop) return DropStep(m, what);  // Nothing to copy.
-  if (!Copy(m, what, rate)) return Outcome::kFailed;
-  if (m.in_place) return Outcome::kDone;  // Same object, same node.
-  const Outcome added = AddStep(m, what);
-  if (added == Outcome::kFailed && MayAct()) {
-    // The copy is in no layout: trash it, so that it is deleted after the
-    // grace period unless a later round puts it in a layout after all.
-    v1::TrashRecord t;
-    t.set_path(m.path);
-    t.set_dropped_unix_ms(absl::ToUnixMillis(k_->clock_->Now()));
-    absl::Status ts = PutTrash(m.target_node, m.object, t);
-    if (!ts.ok()) {
-      RANGEFS_LOG(WARNING) << "keeper: " << what
-                           << ": the unused copy stays on " << m.target_node
-                           << ": " << ts;
+  // Decided before copying, on the listed layout: a slot that cannot take
+  // the add step (8 replicas, a layout at its size limit), or a replaced
+  // replica whose node record is gone, is moved in one swap. AddStep
+  // checks again on the layout it changes.
+  bool swapped = false;
+  if (!m.in_place) {
+    const v1::FileLayout* listed = Listed(m.path);
+    const std::string why =
+        listed == nullptr
+            ? ""
+            : SwapReason(*listed, m, l_.views.count(m.from_node) > 0);
+    if (!why.empty()) {
+      swapped = true;
+      RANGEFS_LOG(INFO) << "keeper: " << what << ": one swap, not add then "
+                        << "remove: " << why;
     }
   }
-  if (added != Outcome::kDone) return added;
+  if (!Copy(m, what, rate)) return Outcome::kFailed;
+  if (m.in_place) return Outcome::kDone;  // Same object, same node.
+  const Outcome added = AddStep(m, what, &swapped);
+  if (added == Outcome::kFailed) TrashCopy(m, what);
+  if (added != Outcome::kDone || swapped) return added;
   if (k_->options_.after_add) k_->options_.after_add(m);
   return DropStep(m, what);
+}
+
+void Keeper::Round::TrashCopy(const Move& m, const std::string& what) {
+  if (!MayAct()) return;  // The orphan scan collects it.
+  v1::TrashRecord t;
+  t.set_path(m.path);
+  t.set_dropped_unix_ms(absl::ToUnixMillis(k_->clock_->Now()));
+  absl::Status ts = PutTrash(m.target_node, m.object, t);
+  if (!ts.ok()) {
+    RANGEFS_LOG(WARNING) << "keeper: " << what << ": the unused copy stays on "
+                         << m.target_node << ": " << ts;
+  }
+}
+
+Keeper::Round::Outcome Keeper::Round::DoSwapGroup(
+    const std::vector<const Move*>& ms, uint64_t rate) {
+  const Move& first = *ms[0];
+  const std::string what =
+      ms.size() == 1 ? Describe(first)
+                     : absl::StrCat("moves of ", first.path, " (", ms.size(),
+                                    " slots) off ", first.from_node);
+  // Not worth a copy if some slot on the node has no move this round (no
+  // target: reported as stuck): the layout would still name the node.
+  if (const v1::FileLayout* listed = Listed(first.path)) {
+    v1::FileLayout after = *listed;
+    for (const Move* m : ms) {
+      absl::StatusOr<v1::FileLayout> next = SwapReplica(after, *m);
+      if (next.ok()) after = *std::move(next);
+    }
+    const std::vector<std::string> left = ns::ReferencedNodes(after);
+    if (std::binary_search(left.begin(), left.end(), first.from_node)) {
+      RANGEFS_LOG(WARNING) << "keeper: " << what << ": " << first.from_node
+                           << " has no node record and a slot of the file on "
+                              "it has no move this round; waiting";
+      return Outcome::kFailed;
+    }
+  }
+  RANGEFS_LOG(INFO) << "keeper: " << what << ": " << first.from_node
+                    << " has no node record: one swap of every slot on it";
+  std::vector<const Move*> copied;
+  bool copies_ok = true;
+  for (const Move* m : ms) {
+    if (!Copy(*m, Describe(*m), rate)) {
+      copies_ok = false;
+      break;
+    }
+    copied.push_back(m);
+  }
+  if (!copies_ok) {
+    for (const Move* m : copied) TrashCopy(*m, Describe(*m));
+    return Outcome::kFailed;
+  }
+  // The replaced replicas go to the trash first, so that a crash right
+  // after the swap cannot leak them.
+  v1::TrashRecord t;
+  t.set_path(first.path);
+  absl::StatusOr<ns::FileEntry> r =
+      CasLayout(what, first.path,
+                [&](const ns::FileEntry& f) -> absl::StatusOr<v1::FileLayout> {
+                  v1::FileLayout next = f.layout;
+                  for (const Move* m : ms) {
+                    RANGEFS_ASSIGN_OR_RETURN(next, SwapReplica(next, *m));
+                  }
+                  t.set_dropped_unix_ms(absl::ToUnixMillis(k_->clock_->Now()));
+                  for (const Move* m : ms) {
+                    absl::Status ts = PutTrash(m->from_node, m->object, t);
+                    if (!ts.ok()) return absl::UnavailableError(ts.message());
+                  }
+                  return next;
+                });
+  if (absl::IsNotFound(r.status()) || absl::IsFailedPrecondition(r.status())) {
+    RANGEFS_LOG(INFO) << "keeper: " << what << ": "
+                      << (absl::IsNotFound(r.status())
+                              ? std::string("file gone")
+                              : std::string(r.status().message()))
+                      << "; abandoned";
+    for (const Move* m : ms) DeleteUnreferencedCopy(*m);
+    return Outcome::kAbandoned;
+  }
+  if (!r.ok()) {
+    RANGEFS_LOG(WARNING) << "keeper: " << what << ": swapping in the new "
+                         << "replicas: " << r.status()
+                         << "; the copies are left unreferenced";
+    for (const Move* m : ms) TrashCopy(*m, Describe(*m));
+    return Outcome::kFailed;
+  }
+  t.set_dropped_revision(r->mod_revision);
+  for (const Move* m : ms) {
+    absl::Status ts = PutTrash(m->from_node, m->object, t);
+    if (!ts.ok()) {
+      // The record stays pending; CollectTrash resolves it.
+      RANGEFS_LOG(WARNING) << "keeper: " << what << ": " << ts;
+    }
+  }
+  RANGEFS_LOG(INFO) << "keeper: " << what
+                    << ": replica(s) swapped in one step (revision "
+                    << r->mod_revision << ")";
+  return Outcome::kDone;
 }
 
 bool Keeper::Round::Copy(const Move& m, const std::string& what,
@@ -479,21 +629,66 @@ absl::StatusOr<ns::FileEntry> Keeper::Round::CasLayout(
                                          " compare-and-swaps in a row"));
 }
 
+std::string Keeper::Round::SwapReason(const v1::FileLayout& layout,
+                                      const Move& m, bool from_has_record) {
+  if (!from_has_record) {
+    return absl::StrCat(m.from_node, " has no node record");
+  }
+  absl::Status fits = CheckAddFits(layout, m);
+  if (absl::IsInvalidArgument(fits)) return std::string(fits.message());
+  return "";
+}
+
+const v1::FileLayout* Keeper::Round::Listed(const std::string& path) const {
+  // Listed in key order, that is by path.
+  auto it = std::lower_bound(
+      l_.files.begin(), l_.files.end(), path,
+      [](const ns::FileEntry& f, const std::string& p) { return f.path < p; });
+  if (it == l_.files.end() || it->path != path || !it->invalid.empty()) {
+    return nullptr;
+  }
+  return &it->layout;
+}
+
 Keeper::Round::Outcome Keeper::Round::AddStep(const Move& m,
-                                              const std::string& what) {
+                                              const std::string& what,
+                                              bool* swapped) {
   auto from = l_.views.find(m.from_node);
   const bool from_dead =
       from != l_.views.end() && from->second.condition == NodeCondition::kDead;
-  absl::StatusOr<ns::FileEntry> r =
-      CasLayout(what, m.path,
-                [&](const ns::FileEntry& f) -> absl::StatusOr<v1::FileLayout> {
-                  absl::StatusOr<v1::FileLayout> next = AddReplica(f.layout, m);
-                  if (next.ok() && from_dead && NodeBackUp(m.from_node)) {
-                    return absl::FailedPreconditionError(
-                        absl::StrCat(m.from_node, " is back"));
-                  }
-                  return next;
-                });
+  // The replaced replica's trash record, written before a swap.
+  v1::TrashRecord t;
+  t.set_path(m.path);
+  bool swap = *swapped;
+  absl::StatusOr<ns::FileEntry> r = CasLayout(
+      what, m.path,
+      [&](const ns::FileEntry& f) -> absl::StatusOr<v1::FileLayout> {
+        if (!swap) {
+          absl::StatusOr<ns::NodeEntry> node = k_->store_->GetNode(m.from_node);
+          const std::string why =
+              SwapReason(f.layout, m, !absl::IsNotFound(node.status()));
+          if (!why.empty()) {
+            swap = true;
+            RANGEFS_LOG(INFO) << "keeper: " << what
+                              << ": one swap, not add then remove: " << why;
+          }
+        }
+        absl::StatusOr<v1::FileLayout> next =
+            swap ? SwapReplica(f.layout, m) : AddReplica(f.layout, m);
+        if (next.ok() && from_dead && NodeBackUp(m.from_node)) {
+          return absl::FailedPreconditionError(
+              absl::StrCat(m.from_node, " is back"));
+        }
+        if (next.ok() && swap) {
+          // The replaced replica goes to the trash first, so that a crash
+          // right after the swap cannot leak it.
+          t.set_dropped_unix_ms(absl::ToUnixMillis(k_->clock_->Now()));
+          absl::Status ts = PutTrash(m.from_node, m.object, t);
+          if (!ts.ok()) return absl::UnavailableError(ts.message());
+        }
+        return next;
+      });
+  *swapped = swap;
   if (absl::IsNotFound(r.status()) || absl::IsFailedPrecondition(r.status())) {
     RANGEFS_LOG(INFO) << "keeper: " << what << ": "
                       << (absl::IsNotFound(r.status())
@@ -505,12 +700,25 @@ Keeper::Round::Outcome Keeper::Round::AddStep(const Move& m,
   }
   if (!r.ok()) {
     RANGEFS_LOG(WARNING) << "keeper: " << what
-                         << ": adding the new replica: " << r.status()
-                         << "; the copy is left unreferenced";
+                         << (swap ? ": swapping in the new replica: "
+                                  : ": adding the new replica: ")
+                         << r.status() << "; the copy is left unreferenced";
     return Outcome::kFailed;
   }
-  RANGEFS_LOG(INFO) << "keeper: " << what << ": new replica added (revision "
-                    << r->mod_revision << "); removing the old one";
+  if (!swap) {
+    RANGEFS_LOG(INFO) << "keeper: " << what << ": new replica added (revision "
+                      << r->mod_revision << "); removing the old one";
+    return Outcome::kDone;
+  }
+  t.set_dropped_revision(r->mod_revision);
+  absl::Status ts = PutTrash(m.from_node, m.object, t);
+  if (!ts.ok()) {
+    // The record stays pending; CollectTrash resolves it.
+    RANGEFS_LOG(WARNING) << "keeper: " << what << ": " << ts;
+  }
+  RANGEFS_LOG(INFO) << "keeper: " << what
+                    << ": replica swapped in one step (revision "
+                    << r->mod_revision << ")";
   return Outcome::kDone;
 }
 
@@ -520,10 +728,23 @@ Keeper::Round::Outcome Keeper::Round::DropStep(const Move& m,
   // that a crash right after the swap cannot leak it.
   v1::TrashRecord t;
   t.set_path(m.path);
+  bool unmarked = false;
   absl::StatusOr<ns::FileEntry> r = CasLayout(
       what, m.path,
       [&](const ns::FileEntry& f) -> absl::StatusOr<v1::FileLayout> {
-        RANGEFS_ASSIGN_OR_RETURN(v1::FileLayout next, DropReplica(f.layout, m));
+        unmarked = false;
+        absl::StatusOr<v1::FileLayout> dropped = DropReplica(f.layout, m);
+        if (!dropped.ok() && !m.drop) {
+          // The new replica is gone (an admin change since the add): the
+          // leaving one counts again, or a later drop would leave the slot
+          // a replica short.
+          absl::StatusOr<v1::FileLayout> kept = UnmarkLeaving(f.layout, m);
+          if (kept.ok()) {
+            unmarked = true;
+            return kept;
+          }
+        }
+        RANGEFS_ASSIGN_OR_RETURN(v1::FileLayout next, std::move(dropped));
         t.set_dropped_unix_ms(absl::ToUnixMillis(k_->clock_->Now()));
         absl::Status ts = PutTrash(m.from_node, m.object, t);
         if (!ts.ok()) return absl::UnavailableError(ts.message());
@@ -544,6 +765,14 @@ Keeper::Round::Outcome Keeper::Round::DropStep(const Move& m,
                          << m.from_node << ": " << r.status()
                          << "; it stays marked leaving, a later round drops it";
     return Outcome::kFailed;
+  }
+  if (unmarked) {
+    RANGEFS_LOG(INFO) << "keeper: " << what << ": the new replica on "
+                      << m.target_node << " is gone; " << m.from_node
+                      << " no longer marked leaving (revision "
+                      << r->mod_revision << "); abandoned";
+    DeleteUnreferencedCopy(m);
+    return Outcome::kAbandoned;
   }
   t.set_dropped_revision(r->mod_revision);
   absl::Status ts = PutTrash(m.from_node, m.object, t);

@@ -8,7 +8,9 @@
 // (storage_node/object_copier.h: verified against the source's sidecar),
 // then two etcd compare-and-swaps on the layout's mod revision: the new
 // replica is added to the slot (the old one marked leaving), then the old
-// one removed. A concurrent admin change makes the keeper re-read and
+// one removed (one swap instead when the slot cannot take the add: 8
+// replicas, a layout at its size limit; or the old replica's node has no
+// record). A concurrent admin change makes the keeper re-read and
 // re-apply (never clobber); a layout that no longer has the replica (file
 // removed, replaced or already repaired), or a dead node that came back,
 // abandons the move and deletes the unreferenced copy. A slot left with a

@@ -5,7 +5,9 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "base/status_macros.h"
 #include "loadbalancer/placement.h"
+#include "namespace/layout.h"
 
 namespace rangefs {
 namespace keeper {
@@ -311,6 +313,46 @@ absl::StatusOr<v1::FileLayout> AddReplica(const v1::FileLayout& layout,
   return out;
 }
 
+absl::Status CheckAddFits(const v1::FileLayout& layout, const Move& move) {
+  RANGEFS_ASSIGN_OR_RETURN(v1::FileLayout next, AddReplica(layout, move));
+  absl::Status valid = ns::ValidateLayout(next);
+  if (!valid.ok()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(move.path, ": slot ", move.slot,
+                     " cannot take the new replica next to the leaving one: ",
+                     valid.message()));
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<v1::FileLayout> SwapReplica(const v1::FileLayout& layout,
+                                           const Move& move) {
+  v1::FileLayout out = layout;
+  Replicas* reps;
+  {
+    absl::StatusOr<Replicas*> r = MoveSlot(&out, move);
+    if (!r.ok()) return r.status();
+    reps = *r;
+  }
+  for (const v1::Replica& r : *reps) {
+    if (r.node_id() == move.target_node) {
+      return absl::FailedPreconditionError(
+          absl::StrCat(move.path, ": slot ", move.slot,
+                       " already has a replica on ", move.target_node));
+    }
+  }
+  const int from = FindFrom(*reps, move);
+  if (from < 0) {
+    return absl::FailedPreconditionError(
+        absl::StrCat(move.path, ": slot ", move.slot, " no longer has ",
+                     move.object, " on ", move.from_node));
+  }
+  v1::Replica* r = reps->Mutable(from);
+  r->set_node_id(move.target_node);
+  r->set_leaving(false);
+  return out;
+}
+
 absl::StatusOr<v1::FileLayout> DropReplica(const v1::FileLayout& layout,
                                            const Move& move) {
   v1::FileLayout out = layout;
@@ -343,6 +385,32 @@ absl::StatusOr<v1::FileLayout> DropReplica(const v1::FileLayout& layout,
         absl::StrCat(where, " has no replica but the leaving one"));
   }
   reps->erase(reps->begin() + from);
+  return out;
+}
+
+absl::StatusOr<v1::FileLayout> UnmarkLeaving(const v1::FileLayout& layout,
+                                             const Move& move) {
+  v1::FileLayout out = layout;
+  Replicas* reps;
+  {
+    absl::StatusOr<Replicas*> r = MoveSlot(&out, move);
+    if (!r.ok()) return r.status();
+    reps = *r;
+  }
+  const std::string where = absl::StrCat(move.path, ": slot ", move.slot);
+  const int from = FindFrom(*reps, move);
+  if (from < 0 || !(*reps)[from].leaving()) {
+    return absl::FailedPreconditionError(
+        absl::StrCat(where, " no longer has ", move.object, " on ",
+                     move.from_node, " marked leaving"));
+  }
+  for (const v1::Replica& r : *reps) {
+    if (!r.leaving() && r.node_id() == move.target_node) {
+      return absl::FailedPreconditionError(absl::StrCat(
+          where, " still has the new replica on ", move.target_node));
+    }
+  }
+  reps->Mutable(from)->set_leaving(false);
   return out;
 }
 

@@ -129,12 +129,39 @@ Plan PlanMoves(const std::vector<ns::FileEntry>& files,
 absl::StatusOr<v1::FileLayout> AddReplica(const v1::FileLayout& layout,
                                           const Move& move);
 
+// OK if the move's first step fits the layout rules: AddReplica(layout,
+// move) passes ns::ValidateLayout (at most ns::kMaxReplicas replicas a
+// slot, encoded size under ns::kMaxLayoutBytes). INVALID_ARGUMENT naming
+// the slot and the broken rule: the move must be one SwapReplica instead
+// (decide before copying). AddReplica's FAILED_PRECONDITION passes through.
+absl::Status CheckAddFits(const v1::FileLayout& layout, const Move& move);
+
+// A move in one step, for a slot that cannot take AddReplica (a full slot,
+// a layout at its size limit) or whose replaced replica is on a node
+// without a node record (a layout naming it would be refused): `layout`
+// with the replica on `move.from_node` replaced by one on
+// `move.target_node` (same object and offset, not leaving). The replaced
+// replica needs its trash record before this is written.
+// FAILED_PRECONDITION as AddReplica.
+absl::StatusOr<v1::FileLayout> SwapReplica(const v1::FileLayout& layout,
+                                           const Move& move);
+
 // A move's second step, or a drop: `layout` without the leaving replica on
 // `move.from_node` in the move's slot. FAILED_PRECONDITION when the slot no
 // longer has it marked leaving, or (a move) has no replica on the target,
 // or (a drop) would be left with no other replica.
 absl::StatusOr<v1::FileLayout> DropReplica(const v1::FileLayout& layout,
                                            const Move& move);
+
+// For a move's second step that found its new replica gone (removed by an
+// admin or another change since the add): `layout` with the replica on
+// `move.from_node` no longer marked leaving, so that it counts again and a
+// later round plans the slot afresh (a drop would leave the slot a replica
+// short). FAILED_PRECONDITION when the slot no longer has it marked
+// leaving, or still has the new replica on the target (DropReplica
+// applies).
+absl::StatusOr<v1::FileLayout> UnmarkLeaving(const v1::FileLayout& layout,
+                                             const Move& move);
 
 // Whether `layout` is striped, its slot count (extents or stripe columns),
 // a slot's replicas and its bytes in the file (a column: size / width).

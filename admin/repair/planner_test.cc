@@ -8,6 +8,7 @@
 #include "base/testing/status_matchers.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "namespace/layout.h"
 
 namespace rangefs {
 namespace keeper {
@@ -296,6 +297,18 @@ TEST(AddDropReplicaTest, AddsThenRemovesAndRefusesAChangedLayout) {
   EXPECT_THAT(DropReplica(no_target, m),
               StatusIs(absl::StatusCode::kFailedPrecondition,
                        HasSubstr("new replica")));
+  // ...and counts again: its leaving mark is cleared (a later drop would
+  // leave the slot a replica short).
+  auto kept = UnmarkLeaving(no_target, m);
+  ASSERT_THAT(kept, IsOk());
+  ASSERT_EQ(kept->extents(0).replicas_size(), 2);
+  EXPECT_EQ(kept->extents(0).replicas(0).node_id(), "a");
+  EXPECT_FALSE(kept->extents(0).replicas(0).leaving());
+  EXPECT_THAT(UnmarkLeaving(*kept, m),
+              StatusIs(absl::StatusCode::kFailedPrecondition));
+  // Not while the new replica is there: the drop applies.
+  EXPECT_THAT(UnmarkLeaving(*added, m),
+              StatusIs(absl::StatusCode::kFailedPrecondition));
   // A drop never empties a slot.
   Move d = m;
   d.drop = true;
@@ -314,6 +327,95 @@ TEST(AddDropReplicaTest, AddsThenRemovesAndRefusesAChangedLayout) {
               StatusIs(absl::StatusCode::kFailedPrecondition));
   EXPECT_THAT(DropReplica(*added, m),
               StatusIs(absl::StatusCode::kFailedPrecondition));
+}
+
+TEST(AddDropReplicaTest, AFullSlotCannotTakeTheAddAndIsSwappedInOneStep) {
+  // 8 replicas (ns::kMaxReplicas): the add step would make 9.
+  ns::FileEntry f =
+      File("/f", {{"a", "b", "c", "d", "e", "f", "g", "h"}, {"a", "b"}});
+  for (v1::Extent& e : *f.layout.mutable_extents()) {
+    for (v1::Replica& r : *e.mutable_replicas()) r.set_object("f/e0");
+  }
+  f.layout.mutable_extents(1)->mutable_replicas(0)->set_object("f/e1");
+  f.layout.mutable_extents(1)->mutable_replicas(1)->set_object("f/e1");
+  ASSERT_THAT(ns::ValidateLayout(f.layout), IsOk());
+  Move m;
+  m.path = "/f";
+  m.slot = 0;
+  m.object = "f/e0";
+  m.from_node = "c";
+  m.source_node = "a";
+  m.target_node = "z";
+  absl::Status fits = CheckAddFits(f.layout, m);
+  EXPECT_TRUE(absl::IsInvalidArgument(fits)) << fits;
+  EXPECT_THAT(fits.message(), HasSubstr("slot 0"));
+  EXPECT_THAT(fits.message(), HasSubstr("9 replicas (max 8)"));
+  auto swapped = SwapReplica(f.layout, m);
+  ASSERT_THAT(swapped, IsOk());
+  EXPECT_THAT(ns::ValidateLayout(*swapped), IsOk());
+  const auto& reps = swapped->extents(0).replicas();
+  ASSERT_EQ(reps.size(), 8);
+  EXPECT_EQ(reps[2].node_id(), "z");
+  EXPECT_EQ(reps[2].object(), "f/e0");
+  EXPECT_FALSE(reps[2].leaving());
+  EXPECT_FALSE(References(*swapped, "c", "f/e0"));
+  // Slot 1 has room.
+  m.slot = 1;
+  m.object = "f/e1";
+  m.from_node = "b";
+  EXPECT_THAT(CheckAddFits(f.layout, m), IsOk());
+  // Changed layouts are refused, as by AddReplica.
+  m.from_node = "q";
+  EXPECT_TRUE(absl::IsFailedPrecondition(CheckAddFits(f.layout, m)));
+  EXPECT_TRUE(absl::IsFailedPrecondition(SwapReplica(f.layout, m).status()));
+  m.from_node = "b";
+  m.target_node = "a";
+  EXPECT_TRUE(absl::IsFailedPrecondition(SwapReplica(f.layout, m).status()));
+}
+
+TEST(AddDropReplicaTest, ALayoutAtItsSizeLimitCannotTakeTheAdd) {
+  // A layout that one more replica pushes over ns::kMaxLayoutBytes.
+  ns::FileEntry f;
+  f.path = "/big";
+  f.layout.set_state(v1::READY);
+  const std::string object(200, 'o');
+  for (uint64_t i = 0; f.layout.ByteSizeLong() + 1000 < ns::kMaxLayoutBytes;
+       ++i) {
+    v1::Extent* e = f.layout.add_extents();
+    e->set_offset(i);
+    e->set_length(1);
+    for (const char* n : {"a", "b"}) {
+      v1::Replica* r = e->add_replicas();
+      r->set_node_id(n);
+      r->set_object(object);
+      r->set_object_offset(i);
+    }
+    f.layout.set_size(i + 1);
+  }
+  Move m;
+  m.path = "/big";
+  m.slot = 0;
+  m.object = object;
+  m.from_node = "b";
+  m.source_node = "a";
+  m.target_node = "z";
+  auto added = AddReplica(f.layout, m);
+  ASSERT_THAT(added, IsOk());
+  const size_t delta = added->ByteSizeLong() - f.layout.ByteSizeLong();
+  // Pad the last extent's object name until the add no longer fits.
+  v1::Replica* pad = f.layout.mutable_extents(f.layout.extents_size() - 1)
+                         ->mutable_replicas(0);
+  while (f.layout.ByteSizeLong() + delta <= ns::kMaxLayoutBytes) {
+    pad->mutable_object()->append(pad->object().size() % 100 == 0 ? "/" : "x");
+  }
+  ASSERT_THAT(ns::ValidateLayout(f.layout), IsOk());
+  absl::Status fits = CheckAddFits(f.layout, m);
+  EXPECT_TRUE(absl::IsInvalidArgument(fits)) << fits;
+  EXPECT_THAT(fits.message(), HasSubstr("layout encodes to"));
+  auto swapped = SwapReplica(f.layout, m);
+  ASSERT_THAT(swapped, IsOk());
+  EXPECT_THAT(ns::ValidateLayout(*swapped), IsOk());
+  EXPECT_EQ(swapped->extents(0).replicas(1).node_id(), "z");
 }
 
 // A slot left over-replicated by a move whose second step never happened

@@ -16,6 +16,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <fstream>
 #include <iostream>
@@ -1133,6 +1134,157 @@ TEST_F(KeeperTest, KeeperKilledBetweenAddAndRemoveIsFinishedByADrop) {
   // objects the layouts reference (n1, drained, none).
   ExpectOnlyReferencedObjects({0, 1, 2, 3}, keepers_["kb"].get());
   EXPECT_THAT(Objects(1), ::testing::IsEmpty());
+}
+
+// A slot with 8 replicas (the layout limit) cannot take a move's add step
+// (9 replicas): the move is one swap, copied once, never re-copied.
+TEST_F(KeeperTest, AFullSlotIsMovedInOneSwapAndCopiedOnce) {
+  auto f0 = cluster_->store()->GetFile("/f0");
+  ASSERT_THAT(f0, IsOk());
+  v1::FileLayout layout = f0->layout;
+  auto* reps = layout.mutable_extents(0)->mutable_replicas();
+  ASSERT_EQ(reps->size(), 2);
+  const std::string object = (*reps)[0].object();
+  std::set<std::string> original = {(*reps)[0].node_id(), (*reps)[1].node_id()};
+  // Six more replicas on nodes with a record and no agent: dead after
+  // dead_after, each to be replaced.
+  for (int i = 0; i < 6; ++i) {
+    v1::NodeRecord n;
+    n.set_id(absl::StrCat("gone", i));
+    n.add_addresses("127.0.0.1:1");
+    n.set_export_path(absl::StrCat(cluster_->dir(), "/nowhere", i));
+    n.set_admin_state(v1::ACTIVE);
+    ASSERT_THAT(cluster_->store()->AddNode(n), IsOk());
+    v1::Replica* r = reps->Add();
+    r->set_node_id(n.id());
+    r->set_object(object);
+  }
+  ASSERT_THAT(cluster_->store()->ReplaceLayout("/f0", layout, f0->mod_revision),
+              IsOk());
+  ASSERT_NE(StartKeeper("ka", 3600, {"--rebalance_tolerance=0"}), nullptr);
+  // Both free nodes take a replica, one swap each; then the slot is stuck
+  // (no node left without one).
+  std::string log;
+  ASSERT_TRUE(Poll(
+      [&] {
+        auto f = cluster_->store()->GetFile("/f0");
+        if (!f.ok()) return false;
+        int live = 0;
+        for (const v1::Replica& r : f->layout.extents(0).replicas()) {
+          if (r.leaving()) return false;
+          if (!absl::StartsWith(r.node_id(), "gone")) ++live;
+        }
+        return f->layout.extents(0).replicas_size() == 8 && live == 4;
+      },
+      absl::Seconds(40)))
+      << keepers_["ka"]->LogTail();
+  log = keepers_["ka"]->Log();
+  EXPECT_THAT(log, ::testing::HasSubstr("9 replicas (max 8)"));
+  EXPECT_THAT(log, ::testing::HasSubstr("replica swapped in one step"));
+  EXPECT_THAT(log, ::testing::Not(::testing::HasSubstr("new replica added")));
+  // One copy per swap: none failed, none repeated.
+  int copies = 0;
+  for (absl::string_view line : absl::StrSplit(log, '\n')) {
+    if (absl::StrContains(line, "move of /f0 slot 0") &&
+        absl::StrContains(line, ": copied from")) {
+      ++copies;
+    }
+  }
+  EXPECT_EQ(copies, 2) << keepers_["ka"]->LogTail();
+  // The swapped-in replicas hold the bytes.
+  auto f = cluster_->store()->GetFile("/f0");
+  ASSERT_THAT(f, IsOk());
+  for (const v1::Replica& r : f->layout.extents(0).replicas()) {
+    if (absl::StartsWith(r.node_id(), "gone")) continue;
+    EXPECT_EQ(Slurp(cluster_->agent(Index(r.node_id())).export_dir + "/" +
+                    r.object()),
+              files_["/f0"])
+        << r.node_id();
+  }
+}
+
+// A node whose record was removed (agent gone, `node rm`): its replicas
+// are replaced in one swap (a layout still naming it would be refused).
+TEST_F(KeeperTest, ReplicasOnANodeWithoutARecordAreReplaced) {
+  StartReader();
+  ASSERT_TRUE(WaitScans(1, absl::Seconds(20)));
+  ASSERT_THAT(cluster_->agent(1).process->Kill(), IsOk());
+  ASSERT_THAT(cluster_->store()->SetNodeState("n1", v1::DISABLED), IsOk());
+  ASSERT_THAT(cluster_->store()->RemoveNode("n1"), IsOk());
+  ASSERT_NE(StartKeeper("ka", 3600, {"--rebalance_tolerance=0"}), nullptr);
+  ASSERT_TRUE(Poll([&] { return AllSlotsHealthy({"n1"}); }, absl::Seconds(40)))
+      << keepers_["ka"]->LogTail();
+  const std::string log = keepers_["ka"]->Log();
+  EXPECT_THAT(log, ::testing::HasSubstr("n1 has no node record"));
+  ASSERT_TRUE(WaitScans(2, absl::Seconds(20)));
+  StopReader();
+  EXPECT_EQ(read_errors_.load(), 0);
+  ExpectFsckClean();
+}
+
+// A move whose new replica is removed between its two steps (an admin
+// change): the old replica's leaving mark is cleared, so no later round
+// drops it and leaves the slot a replica short.
+TEST_F(KeeperTest, AMoveWhoseNewReplicaIsGoneKeepsTheOldOne) {
+  keeper::KeeperOptions o;
+  o.id = "k";
+  o.parallel_copies = 1;
+  o.orphan_scan_interval = absl::ZeroDuration();
+  o.rebalance.tolerance = 0;
+  std::atomic<bool> removed{false};
+  keeper::Move first;
+  o.after_add = [&](const keeper::Move& m) {
+    if (removed.exchange(true)) return;
+    first = m;
+    // Someone removes the new replica from the layout.
+    for (int attempt = 0; attempt < 10; ++attempt) {
+      auto f = cluster_->store()->GetFile(m.path);
+      ASSERT_THAT(f, IsOk());
+      v1::FileLayout l = f->layout;
+      auto* reps =
+          m.striped
+              ? l.mutable_striped()->mutable_targets(m.slot)->mutable_replicas()
+              : l.mutable_extents(m.slot)->mutable_replicas();
+      for (int i = 0; i < reps->size(); ++i) {
+        if ((*reps)[i].node_id() == m.target_node) {
+          reps->erase(reps->begin() + i);
+          break;
+        }
+      }
+      if (cluster_->store()->ReplaceLayout(m.path, l, f->mod_revision).ok()) {
+        return;
+      }
+    }
+    ADD_FAILURE() << "could not remove the new replica";
+  };
+  keeper::Keeper k(cluster_->store(), cluster_->etcd_client(), o);
+  ASSERT_THAT(Run({"node", "drain", "n1"}), IsOk());
+  auto r = k.RunRound([] { return true; });
+  ASSERT_THAT(r, IsOk());
+  ASSERT_TRUE(removed.load());
+  EXPECT_GE(r->moves_abandoned, 1);
+  // The old replica is in the slot, no longer leaving; the new one gone.
+  auto f = cluster_->store()->GetFile(first.path);
+  ASSERT_THAT(f, IsOk());
+  const auto& reps = first.striped
+                         ? f->layout.striped().targets(first.slot).replicas()
+                         : f->layout.extents(first.slot).replicas();
+  ASSERT_EQ(reps.size(), 2);
+  for (const v1::Replica& rep : reps) {
+    EXPECT_FALSE(rep.leaving()) << rep.node_id();
+    EXPECT_NE(rep.node_id(), first.target_node);
+  }
+  EXPECT_TRUE(std::any_of(reps.begin(), reps.end(), [&](const v1::Replica& x) {
+    return x.node_id() == "n1";
+  }));
+  // Later rounds move it like any other: every slot ends with 2 replicas.
+  ASSERT_TRUE(Poll(
+      [&] {
+        auto round = k.RunRound([] { return true; });
+        return round.ok() && AllSlotsHealthy({"n1"});
+      },
+      absl::Seconds(30)));
+  ExpectFsckClean();
 }
 
 TEST_F(KeeperTest, AKeeperWithoutTheLeaderLeaseCannotWrite) {
