@@ -107,13 +107,13 @@ k_copy_side() {
   local t0 t1
   t0=$(date +%s.%N)
   # shellcheck disable=SC2016
-  if ! grep . <<<"$KPAIRS" | xargs -P 4 -L 1 bash -c '
+  if ! grep . <<<"$KPAIRS" | K_HOW=$1 xargs -P 4 -L 1 bash -c '
       d=$(dirname "$1"); b=$(basename "$1"); s=$(dirname "$0")/.$b.rangefs-crc
-      if [ "$2" = dd ]; then
+      if [ "$K_HOW" = dd ]; then
         dd if="$0" of="$d/.benchcp-$b" bs=4M oflag=direct status=none
       else
         cp "$0" "$d/.benchcp-$b"
-      fi && cp "$s" "$d/.benchcp-$b.crc" && sync "$d/.benchcp-$b" "$d/.benchcp-$b.crc"' "$1" \
+      fi && cp "$s" "$d/.benchcp-$b.crc" && sync "$d/.benchcp-$b" "$d/.benchcp-$b.crc"' \
       2>>"$OUT/fio_errors.log"; then
     echo failed; return
   fi
