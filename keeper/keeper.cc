@@ -618,8 +618,8 @@ absl::StatusOr<ns::FileEntry> Keeper::Round::CasLayout(
     RANGEFS_ASSIGN_OR_RETURN(ns::FileEntry f, k_->store_->GetFile(path));
     RANGEFS_ASSIGN_OR_RETURN(v1::FileLayout next, change(f));
     if (!MayAct()) return absl::CancelledError("no longer the active keeper");
-    absl::StatusOr<ns::FileEntry> r = k_->guard_.ReplaceLayout(
-        k_->store_->keys(), f, std::move(next), k_->clock_->Now());
+    absl::StatusOr<ns::FileEntry> r =
+        k_->guard_.ReplaceLayout(k_->store_, f, std::move(next));
     StopIfNotLeader(r.status());
     if (!absl::IsAborted(r.status())) return r;
     RANGEFS_LOG(INFO) << "keeper: " << what

@@ -22,9 +22,7 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
-#include "absl/time/time.h"
 #include "namespace/etcd/etcd_client.h"
-#include "namespace/keys.h"
 #include "namespace/store.h"
 #include "proto/layout.pb.h"
 
@@ -48,16 +46,16 @@ class LeaderGuard {
   absl::Status Delete(const std::string& key);
 
   // Replaces the layout of `cur.path` with `next` if its mod revision is
-  // still `cur.mod_revision`, like NamespaceStore::ReplaceLayout: `next` is
-  // validated, every node it references must have a record (compared in
-  // the transaction), file_id and created time are kept, the generation is
-  // bumped and the modified time set to `now`. Returns the new entry.
-  // ABORTED: changed since; NOT_FOUND: gone; FAILED_PRECONDITION: a node
-  // record was removed; INVALID_ARGUMENT: `next` is invalid; IsNotLeader.
-  absl::StatusOr<ns::FileEntry> ReplaceLayout(const ns::Keys& keys,
+  // still `cur.mod_revision`: store->ReplaceLayoutIf with the leader
+  // compare as its guard, so the store's whole contract applies (path and
+  // layout validated, every referenced node record read and compared,
+  // file_id and created time kept, generation bumped). Returns the new
+  // entry. ABORTED: changed since; NOT_FOUND: gone; FAILED_PRECONDITION: a
+  // referenced node has no record; INVALID_ARGUMENT: `next` is invalid;
+  // IsNotLeader. `store` is not owned.
+  absl::StatusOr<ns::FileEntry> ReplaceLayout(ns::NamespaceStore* store,
                                               const ns::FileEntry& cur,
-                                              v1::FileLayout next,
-                                              absl::Time now);
+                                              v1::FileLayout next);
 
  private:
   // Adds the leader compare to `txn` (and a read of the leader key as the

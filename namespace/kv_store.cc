@@ -22,6 +22,8 @@ using etcdserverpb::TxnResponse;
 // Nodes compared for existence inside one CreateFile/ReplaceLayout txn;
 // etcd allows 128 compares. Layouts over more nodes are checked by a read.
 constexpr int kMaxNodeCompares = 100;
+// TxnGuard compares a write may add (etcd allows 128 in all).
+constexpr size_t kMaxGuardCompares = 20;
 
 void AddCompare(TxnRequest* txn, const std::string& key,
                 Compare::CompareTarget target, Compare::CompareResult result,
@@ -307,6 +309,18 @@ class KvStore : public NamespaceStore {
   absl::StatusOr<FileEntry> ReplaceLayout(
       absl::string_view path, v1::FileLayout layout,
       int64_t expected_mod_revision) override {
+    return ReplaceLayoutIf(path, std::move(layout), expected_mod_revision, {});
+  }
+
+  absl::StatusOr<FileEntry> ReplaceLayoutIf(absl::string_view path,
+                                            v1::FileLayout layout,
+                                            int64_t expected_mod_revision,
+                                            const TxnGuard& guard) override {
+    if (guard.compares.size() > kMaxGuardCompares) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("replace layout of ", path, ": ", guard.compares.size(),
+                       " guard compares (max ", kMaxGuardCompares, ")"));
+    }
     RANGEFS_RETURN_IF_ERROR(ValidatePath(path));
     std::vector<std::string> nodes = ReferencedNodes(layout);
     RANGEFS_ASSIGN_OR_RETURN(NodeKnownFn known, KnownNodes(nodes));
@@ -322,16 +336,23 @@ class KvStore : public NamespaceStore {
     layout.set_created_unix_ms(cur.layout.created_unix_ms());
     layout.set_modified_unix_ms(absl::ToUnixMillis(clock_->Now()));
     TxnRequest txn;
+    // The guard's reads come first in the failure branch (TxnGuard).
+    for (const Compare& c : guard.compares) {
+      *txn.add_compare() = c;
+      AddFailureGet(&txn, c.key());
+    }
+    const int file_read = static_cast<int>(guard.compares.size());
     AddCompare(&txn, key, Compare::MOD, Compare::EQUAL, expected_mod_revision);
     AddNodeCompares(&txn, nodes);
     AddPut(&txn, key, layout.SerializeAsString());
     AddFailureGet(&txn, key);
     RANGEFS_ASSIGN_OR_RETURN(TxnResponse r, kv_->Txn(txn));
     if (!r.succeeded()) {
-      if (!ExistsInFailure(r, 0)) {
+      if (guard.on_failure) RANGEFS_RETURN_IF_ERROR(guard.on_failure(r));
+      if (!ExistsInFailure(r, file_read)) {
         return absl::NotFoundError(absl::StrCat("file ", path, " not found"));
       }
-      int64_t mod = ModInFailure(r, 0);
+      int64_t mod = ModInFailure(r, file_read);
       if (mod != expected_mod_revision) {
         return Conflict(absl::StrCat("file ", path), mod,
                         expected_mod_revision);

@@ -23,6 +23,7 @@
 #define RANGEFS_NAMESPACE_STORE_H_
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -77,6 +78,19 @@ struct ListFilesResult {
   int64_t revision = 0;         // pass back to get a consistent listing
 };
 
+// A caller's own conditions for one write, checked in the same etcd
+// transaction as the store's (e.g. rangefs-keeper's leader lease,
+// keeper/leader_guard.h): the write happens only if they all hold too.
+struct TxnGuard {
+  std::vector<etcdserverpb::Compare> compares;  // At most 20.
+  // Called when the transaction failed, before the store says why: the
+  // response's first compares.size() failure responses are range reads of
+  // each compare's key, in order. A non-OK status is the write's result;
+  // OK: the store's own reason (NOT_FOUND, ABORTED, FAILED_PRECONDITION).
+  // May be empty (the store's reason).
+  std::function<absl::Status(const etcdserverpb::TxnResponse&)> on_failure;
+};
+
 struct StoreOptions {
   std::string cluster = std::string(kDefaultCluster);
   Clock* clock = nullptr;    // nullptr = Clock::Real(); not owned
@@ -119,6 +133,14 @@ class NamespaceStore {
   virtual absl::StatusOr<FileEntry> ReplaceLayout(
       absl::string_view path, v1::FileLayout layout,
       int64_t expected_mod_revision) = 0;
+  // ReplaceLayout with `guard`'s compares in the same transaction; the
+  // same checks (path, layout and every referenced node record read and
+  // validated, nodes compared in the transaction) and results, or
+  // guard.on_failure's status when the transaction failed.
+  // INVALID_ARGUMENT for more than 20 guard compares.
+  virtual absl::StatusOr<FileEntry> ReplaceLayoutIf(
+      absl::string_view path, v1::FileLayout layout,
+      int64_t expected_mod_revision, const TxnGuard& guard) = 0;
   // Moves `from` to `to` atomically. `expected_mod_revision` 0 = any.
   virtual absl::Status RenameFile(absl::string_view from, absl::string_view to,
                                   int64_t expected_mod_revision) = 0;

@@ -198,6 +198,67 @@ class StoreTestSuite : public ::testing::Test {
     EXPECT_EQ(std::unique(ids.begin(), ids.end()), ids.end());                 \
   }                                                                            \
                                                                                \
+  TEST_F(Fixture, ReplaceLayoutIfAddsTheGuardToTheTransaction) {               \
+    AddNodes();                                                                \
+    auto f = store_->CreateFile("/g", OneExtent(10, {"n1"}));                  \
+    ASSERT_THAT(f, IsOk());                                                    \
+    /* The guard: VALUE(<guard key>) == "mine"; the key is not a file. */      \
+    const std::string guard_key = store_->keys().NodePrefix() + "~guard";      \
+    etcdserverpb::TxnRequest put;                                              \
+    auto* p = put.add_success()->mutable_request_put();                        \
+    p->set_key(guard_key);                                                     \
+    p->set_value("theirs");                                                    \
+    ASSERT_THAT(store_->kv()->Txn(put), IsOk());                               \
+    TxnGuard g;                                                                \
+    etcdserverpb::Compare c;                                                   \
+    c.set_key(guard_key);                                                      \
+    c.set_target(etcdserverpb::Compare::VALUE);                                \
+    c.set_result(etcdserverpb::Compare::EQUAL);                                \
+    c.set_value("mine");                                                       \
+    g.compares.push_back(c);                                                   \
+    std::string seen;                                                          \
+    g.on_failure = [&](const etcdserverpb::TxnResponse& r) {                   \
+      seen = r.responses(0).response_range().kvs(0).value();                   \
+      return absl::CancelledError("not mine");                                 \
+    };                                                                         \
+    EXPECT_THAT(store_->ReplaceLayoutIf("/g", OneExtent(20, {"n2"}),           \
+                                        f->mod_revision, g),                   \
+                StatusIs(absl::StatusCode::kCancelled));                       \
+    EXPECT_EQ(seen, "theirs"); /* the guard's key, read first */               \
+    EXPECT_EQ(store_->GetFile("/g")->mod_revision, f->mod_revision);           \
+    /* The store's own checks still apply, guard or not. */                    \
+    EXPECT_THAT(store_->ReplaceLayoutIf("/g", OneExtent(20, {"n9"}),           \
+                                        f->mod_revision, g),                   \
+                StatusIs(absl::StatusCode::kFailedPrecondition));              \
+    EXPECT_THAT(store_->ReplaceLayoutIf("/g/./x", OneExtent(20, {"n2"}),       \
+                                        f->mod_revision, g),                   \
+                StatusIs(absl::StatusCode::kInvalidArgument));                 \
+    EXPECT_THAT(store_->ReplaceLayoutIf("/g", OneExtent(20, {"n2"}),           \
+                                        f->mod_revision + 100, g),             \
+                StatusIs(absl::StatusCode::kAborted));                         \
+    TxnGuard many;                                                             \
+    many.compares.assign(21, c);                                               \
+    EXPECT_THAT(store_->ReplaceLayoutIf("/g", OneExtent(20, {"n2"}),           \
+                                        f->mod_revision, many),                \
+                StatusIs(absl::StatusCode::kInvalidArgument));                 \
+    /* on_failure OK: the store's reason. */                                   \
+    g.on_failure = [](const etcdserverpb::TxnResponse&) {                      \
+      return absl::OkStatus();                                                 \
+    };                                                                         \
+    EXPECT_THAT(store_->ReplaceLayoutIf("/g", OneExtent(20, {"n2"}),           \
+                                        f->mod_revision, g),                   \
+                StatusIs(absl::StatusCode::kFailedPrecondition));              \
+    /* Once the guard holds, the layout is replaced. */                        \
+    p->set_value("mine");                                                      \
+    ASSERT_THAT(store_->kv()->Txn(put), IsOk());                               \
+    auto r = store_->ReplaceLayoutIf("/g", OneExtent(20, {"n2"}),              \
+                                     f->mod_revision, g);                      \
+    ASSERT_THAT(r, IsOk());                                                    \
+    EXPECT_EQ(r->layout.generation(), 2u);                                     \
+    EXPECT_EQ(r->layout.file_id(), f->layout.file_id());                       \
+    EXPECT_EQ(store_->GetFile("/g")->layout.size(), 20u);                      \
+  }                                                                            \
+                                                                               \
   TEST_F(Fixture, LiveRecords) {                                               \
     v1::LiveRecord live;                                                       \
     live.set_node_id("n1");                                                    \
