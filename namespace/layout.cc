@@ -71,6 +71,12 @@ absl::Status CheckReplicas(
     return absl::InvalidArgumentError(absl::StrCat(
         where, " has ", replicas.size(), " replicas (max ", kMaxReplicas, ")"));
   }
+  if (std::all_of(replicas.begin(), replicas.end(),
+                  [](const v1::Replica& r) { return r.leaving(); })) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        where, ": every one of its ", replicas.size(),
+        " replica(s) is marked leaving (a slot needs one that stays)"));
+  }
   std::set<absl::string_view> nodes;
   for (int r = 0; r < replicas.size(); ++r) {
     const v1::Replica& rep = replicas[r];

@@ -64,7 +64,8 @@ using NodeKnownFn = std::function<bool(absl::string_view node_id)>;
 // Checks a layout: size and state sane; exactly one of extents/striped
 // (none for an empty file); extents sorted, non-overlapping, each non-empty
 // and together covering [0, size) exactly; every extent/target has 1-8
-// replicas on distinct, known nodes with valid object paths; no offset
+// replicas on distinct, known nodes with valid object paths, not all of
+// them marked leaving; no offset
 // overflows; encoded size under kMaxLayoutBytes. INVALID_ARGUMENT naming
 // the extent/target index and the offending value; FAILED_PRECONDITION for
 // an unknown node.

@@ -202,6 +202,32 @@ TEST(LayoutTest, BadObjectPathsAndReplicaCounts) {
               StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("state")));
 }
 
+TEST(LayoutTest, ASlotWhoseEveryReplicaIsLeavingIsRejected) {
+  v1::FileLayout l = ThreeExtents();
+  l.mutable_extents(1)->mutable_replicas(0)->set_leaving(true);
+  EXPECT_THAT(ValidateLayout(l), IsOk());  // one replica stays
+  l.mutable_extents(1)->mutable_replicas(1)->set_leaving(true);
+  EXPECT_THAT(ValidateLayout(l),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr("extent 1 [100, +100): every one of its 2 "
+                                 "replica(s) is marked leaving")));
+  v1::FileLayout s;
+  s.set_size(10);
+  s.set_state(v1::READY);
+  s.mutable_striped()->set_stripe_unit(4);
+  for (int t = 0; t < 2; ++t) {
+    v1::Replica* r = s.mutable_striped()->add_targets()->add_replicas();
+    r->set_node_id("n1");
+    r->set_object("c" + std::to_string(t));
+  }
+  EXPECT_THAT(ValidateLayout(s), IsOk());
+  s.mutable_striped()->mutable_targets(1)->mutable_replicas(0)->set_leaving(
+      true);
+  EXPECT_THAT(ValidateLayout(s),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr("stripe target 1: every one")));
+}
+
 v1::FileLayout Striped(uint64_t size, uint64_t unit, int width, int replicas) {
   v1::FileLayout l;
   l.set_size(size);
