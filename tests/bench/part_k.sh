@@ -288,7 +288,7 @@ for x, y in zip(a, b):
 # their range.
 mapfile -t krt < <(k_ratios "${kt[@]}" -- "${kc[@]}")
 mapfile -t krs < <(k_ratios "${ks[@]}" -- "${kn[@]}")
-row "re-replication of a killed node, unthrottled (MB/s, median and range) vs cp -P4 + fsync of the same objects; ratio: median of the rounds' ratios (range)" \
+row "re-replication of a killed node, unthrottled (MB/s, median and range) vs the faster of cp and dd oflag=direct, 4 at once + fsync, of the same objects; ratio: median of the rounds' ratios (range)" \
     "$(f0 "$(median "${kt[@]}")") ($(span "${kt[@]}"))" "$(f0 "$(median "${kc[@]}")") ($(span "${kc[@]}"))" \
     "$(f2 "$(median "${krt[@]}")")" ">= 0.7 ($(span "${krt[@]}"))"
 row "scan during repair at the default throttle (MB/s in the repair window) vs no repair; ratio: median of the rounds' ratios (range)" \
