@@ -10,6 +10,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <sched.h>
 #include <signal.h>
 #include <sys/mount.h>
 #include <sys/stat.h>
@@ -913,49 +914,79 @@ TEST_F(KeeperTest, CorruptSourceIsNeverCopied) {
 }
 
 // Mounts a size-limited tmpfs (a small disk that really fills up: ENOSPC)
-// over an agent's export and unmounts it when the test ends, passed or
-// failed; the agent is killed first so that the mount is not busy.
+// over an agent's export, in a private mount namespace of the calling
+// thread (unshare(CLONE_NEWNS), propagation private): the agent restarted
+// from this thread sees it, the host never does, so a crash or a timeout
+// that skips every cleanup cannot leave it mounted (it goes away with the
+// last process in the namespace). When the test ends, passed or failed,
+// the agent is killed, the tmpfs lazily unmounted and the thread returned
+// to its own mount namespace.
 class TmpfsExport {
  public:
   // Kills `agent`, mounts `size` of tmpfs over its export and restarts it
-  // there. Not OK (and nothing mounted) if mount(2) fails.
+  // there. Not OK (and nothing mounted) if a namespace or mount call fails.
   static absl::StatusOr<std::unique_ptr<TmpfsExport>> Mount(
       AgentCluster& cluster, AgentProcess& agent, const std::string& size) {
+    const int host_ns = open("/proc/thread-self/ns/mnt", O_RDONLY | O_CLOEXEC);
+    if (host_ns < 0) {
+      return absl::ErrnoToStatus(errno, "open /proc/thread-self/ns/mnt");
+    }
+    if (unshare(CLONE_NEWNS) != 0) {
+      const int e = errno;
+      close(host_ns);
+      return absl::ErrnoToStatus(e, "unshare(CLONE_NEWNS)");
+    }
+    // From here on the destructor goes back to host_ns.
+    std::unique_ptr<TmpfsExport> m(new TmpfsExport(&agent, host_ns));
+    if (mount(nullptr, "/", nullptr, MS_REC | MS_PRIVATE, nullptr) != 0) {
+      return absl::ErrnoToStatus(errno, "make / private in the namespace");
+    }
     RANGEFS_RETURN_IF_ERROR(agent.process->Kill());
     if (mount("tmpfs", agent.export_dir.c_str(), "tmpfs", 0,
               ("size=" + size).c_str()) != 0) {
       return absl::ErrnoToStatus(errno, "mount tmpfs " + agent.export_dir);
     }
-    std::unique_ptr<TmpfsExport> m(new TmpfsExport(&agent));
+    m->mounted_ = true;
     RANGEFS_RETURN_IF_ERROR(cluster.Restart(agent));
     return m;
   }
   ~TmpfsExport() {
-    (void)agent_->process->Kill();
-    if (umount2(agent_->export_dir.c_str(), MNT_DETACH) != 0) {
-      ADD_FAILURE() << "umount " << agent_->export_dir << ": "
-                    << strerror(errno);
+    if (mounted_) {
+      (void)agent_->process->Kill();
+      if (umount2(agent_->export_dir.c_str(), MNT_DETACH) != 0) {
+        ADD_FAILURE() << "umount " << agent_->export_dir << ": "
+                      << strerror(errno);
+      }
     }
+    if (setns(host_ns_, CLONE_NEWNS) != 0) {
+      ADD_FAILURE() << "back to the host mount namespace: " << strerror(errno);
+    }
+    close(host_ns_);
   }
 
  private:
-  explicit TmpfsExport(AgentProcess* agent) : agent_(agent) {}
+  TmpfsExport(AgentProcess* agent, int host_ns)
+      : agent_(agent), host_ns_(host_ns) {}
   AgentProcess* const agent_;
+  const int host_ns_;
+  bool mounted_ = false;
 };
 
 // Writes `path` until its file system is full (ENOSPC); false on any other
-// error.
-bool FillUp(const std::string& path) {
+// error, or if `max_bytes` fit (not the small disk expected).
+bool FillUp(const std::string& path, uint64_t max_bytes = 64 << 20) {
   const int fd = open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
   if (fd < 0) return false;
   const std::string chunk(64 << 10, 'x');
   bool full = false;
-  while (true) {
+  for (uint64_t written = 0; written < max_bytes;) {
     const ssize_t n = write(fd, chunk.data(), chunk.size());
     if (n < 0) {
       full = errno == ENOSPC;
       break;
     }
+    if (n == 0) break;
+    written += static_cast<uint64_t>(n);
   }
   close(fd);
   return full;
@@ -984,9 +1015,13 @@ TEST_F(KeeperTest, TargetThatFillsUpIsBackedOffAndAnotherNodeGetsTheCopy) {
   AgentProcess& tiny = **added;
   auto mounted = TmpfsExport::Mount(*cluster_, tiny, "2m");
   if (absl::IsPermissionDenied(mounted.status())) {
-    GTEST_SKIP() << "mounting a tmpfs needs root: " << mounted.status();
+    GTEST_SKIP() << "a mount namespace and a tmpfs need root: "
+                 << mounted.status();
   }
   ASSERT_THAT(mounted, IsOk());
+  // The mount is this test's alone: not in the host's mount table.
+  EXPECT_THAT(Slurp("/proc/1/mounts"),
+              ::testing::Not(::testing::HasSubstr(tiny.export_dir)));
   auto node = cluster_->store()->GetNode("n4");
   ASSERT_THAT(node, IsOk());
   node->record.set_zone("small");
@@ -1110,6 +1145,26 @@ TEST_F(KeeperTest, KeeperKilledBetweenAddAndRemoveIsFinishedByADrop) {
     }
   }
   ASSERT_EQ(leaving, 1);
+  // The new replica ka added (appended to the slot) as it is now: a second
+  // copy (temp file, then rename) would give it another inode and mtime.
+  std::string added_node;
+  struct stat before {};
+  {
+    auto f = cluster_->store()->GetFile(path);
+    ASSERT_THAT(f, IsOk());
+    const auto& reps = f->layout.extents_size() == 0
+                           ? f->layout.striped().targets(slot).replicas()
+                           : f->layout.extents(slot).replicas();
+    ASSERT_EQ(reps.size(), 3);
+    added_node = reps[2].node_id();
+    ASSERT_FALSE(reps[2].leaving());
+    ASSERT_EQ(
+        stat((cluster_->agent(Index(added_node)).export_dir + "/" + object)
+                 .c_str(),
+             &before),
+        0)
+        << strerror(errno);
+  }
   // The next keeper drops the leaving replica (no second copy) and
   // finishes the drain.
   ASSERT_NE(
@@ -1122,7 +1177,23 @@ TEST_F(KeeperTest, KeeperKilledBetweenAddAndRemoveIsFinishedByADrop) {
                                         " slot ", slot, ") on n1");
   EXPECT_THAT(keepers_["kb"]->Log(),
               ::testing::HasSubstr(drop + ": leaving replica removed"));
-  // That slot was never copied again.
+  // That slot was never copied again: the new replica is the same file
+  // (inode, mtime), still in the slot, and kb logged no move of it.
+  {
+    struct stat after {};
+    ASSERT_EQ(
+        stat((cluster_->agent(Index(added_node)).export_dir + "/" + object)
+                 .c_str(),
+             &after),
+        0)
+        << strerror(errno);
+    EXPECT_EQ(after.st_ino, before.st_ino);
+    EXPECT_EQ(after.st_mtim.tv_sec, before.st_mtim.tv_sec);
+    EXPECT_EQ(after.st_mtim.tv_nsec, before.st_mtim.tv_nsec);
+    auto f = cluster_->store()->GetFile(path);
+    ASSERT_THAT(f, IsOk());
+    EXPECT_TRUE(keeper::References(f->layout, added_node, object));
+  }
   EXPECT_THAT(keepers_["kb"]->Log(),
               ::testing::Not(::testing::HasSubstr(
                   absl::StrCat("move of ", path, " slot ", slot, " ("))));
@@ -1294,10 +1365,19 @@ TEST_F(KeeperTest, AKeeperWithoutTheLeaderLeaseCannotWrite) {
   // (the lease compare is in the same transaction), so it changes nothing.
   etcd::EtcdClient* etcd = cluster_->etcd_client();
   const ns::Keys& keys = cluster_->store()->keys();
-  auto theirs = etcd->LeaseGrant(absl::Seconds(60));
-  auto mine = etcd->LeaseGrant(absl::Seconds(60));
+  // No keep-alive: TTLs far beyond the test's length (under load it may
+  // take minutes), both revoked when it ends, passed or failed.
+  auto theirs = etcd->LeaseGrant(absl::Hours(1));
+  auto mine = etcd->LeaseGrant(absl::Hours(1));
   ASSERT_THAT(theirs, IsOk());
   ASSERT_THAT(mine, IsOk());
+  struct Revoke {
+    etcd::EtcdClient* etcd;
+    std::vector<int64_t> leases;
+    ~Revoke() {
+      for (int64_t l : leases) (void)etcd->LeaseRevoke(l);
+    }
+  } revoke{etcd, {*theirs, *mine}};
   ASSERT_THAT(etcd->Put(keys.KeeperLeader(), "other", *theirs), IsOk());
   keeper::KeeperOptions o;
   o.id = "stale";
