@@ -72,6 +72,9 @@ TEST(CliTest, HelpPerCommand) {
   auto group = ParseCommandLine({"help", "file"});
   ASSERT_THAT(group, IsOk());
   EXPECT_THAT(group->help_text, HasSubstr("file put LOCAL PATH"));
+  auto status = ParseCommandLine({"status", "--help"});
+  ASSERT_THAT(status, IsOk());
+  EXPECT_THAT(status->help_text, HasSubstr("keeper row"));
 }
 
 TEST(CliTest, DoctorGetsTheGlobalOptions) {

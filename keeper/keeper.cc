@@ -255,10 +255,17 @@ void Keeper::DropSuspects(const Suspects& s, const std::vector<Move>& moves,
     const bool fixed = repaired.count(replica) > 0;
     if (!fixed && s.unreferenced.count(replica) == 0) continue;
     if (!may_act()) return;
-    absl::Status s = guard_.Delete(key);
-    if (IsNotLeader(s)) {
-      RANGEFS_LOG(WARNING) << "keeper: " << s.message();
+    absl::Status deleted = guard_.Delete(key);
+    if (IsNotLeader(deleted)) {
+      RANGEFS_LOG(WARNING) << "keeper: " << deleted.message();
       return;
+    }
+    if (!deleted.ok()) {
+      // The record stays; a later round drops it.
+      RANGEFS_LOG(WARNING) << "keeper: dropping fsck's report on "
+                           << replica.second << " on " << replica.first << ": "
+                           << deleted;
+      continue;
     }
     RANGEFS_LOG(INFO) << "keeper: fsck's report on " << replica.second << " on "
                       << replica.first << " resolved ("
