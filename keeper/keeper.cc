@@ -72,10 +72,11 @@ class Keeper::Round {
   enum class Outcome { kDone, kFailed, kAbandoned };
   static std::string Describe(const Move& m);  // For the log.
   Outcome DoMove(const Move& m, uint64_t rate);
-  // Moves of one file's slots off one node that has no node record: a
-  // layout still naming that node cannot be written, so every such slot is
-  // copied, then all are swapped (SwapReplica) in one compare-and-swap,
-  // trash records first. One outcome for all.
+  // Moves and drops of one file's slots off one node that has no node
+  // record: a layout still naming that node cannot be written, so every
+  // such slot is copied, then all are swapped (SwapReplica) or dropped
+  // (DropReplica, a leaving replica) in one compare-and-swap, trash
+  // records first. One outcome for all.
   Outcome DoSwapGroup(const std::vector<const Move*>& ms, uint64_t rate);
   // Trashes the copy of a move that is in no layout (deleted after the
   // grace period unless a later round puts it in a layout after all).
@@ -367,7 +368,7 @@ std::vector<bool> Keeper::Round::RunMoves(const std::vector<Move>& moves,
   std::map<std::pair<std::string, std::string>, size_t> groups;
   for (size_t i = 0; i < moves.size(); ++i) {
     const Move& m = moves[i];
-    if (!m.in_place && !m.drop && l_.views.count(m.from_node) == 0) {
+    if (!m.in_place && l_.views.count(m.from_node) == 0) {
       auto [g, added] =
           groups.emplace(std::make_pair(m.path, m.from_node), units.size());
       if (added) units.emplace_back();
@@ -388,7 +389,7 @@ std::vector<bool> Keeper::Round::RunMoves(const std::vector<Move>& moves,
     const std::vector<size_t>& unit = units[u];
     Outcome o;
     if (l_.views.count(moves[unit[0]].from_node) == 0 &&
-        !moves[unit[0]].in_place && !moves[unit[0]].drop) {
+        !moves[unit[0]].in_place) {
       std::vector<const Move*> ms;
       for (size_t i : unit) ms.push_back(&moves[i]);
       o = DoSwapGroup(ms, rate);
@@ -493,7 +494,8 @@ Keeper::Round::Outcome Keeper::Round::DoSwapGroup(
   if (const v1::FileLayout* listed = Listed(first.path)) {
     v1::FileLayout after = *listed;
     for (const Move* m : ms) {
-      absl::StatusOr<v1::FileLayout> next = SwapReplica(after, *m);
+      absl::StatusOr<v1::FileLayout> next =
+          m->drop ? DropReplica(after, *m) : SwapReplica(after, *m);
       if (next.ok()) after = *std::move(next);
     }
     const std::vector<std::string> left = ns::ReferencedNodes(after);
@@ -509,6 +511,7 @@ Keeper::Round::Outcome Keeper::Round::DoSwapGroup(
   std::vector<const Move*> copied;
   bool copies_ok = true;
   for (const Move* m : ms) {
+    if (m->drop) continue;  // Nothing to copy.
     if (!Copy(*m, Describe(*m), rate)) {
       copies_ok = false;
       break;
@@ -523,34 +526,39 @@ Keeper::Round::Outcome Keeper::Round::DoSwapGroup(
   // after the swap cannot leak them.
   v1::TrashRecord t;
   t.set_path(first.path);
-  absl::StatusOr<ns::FileEntry> r =
-      CasLayout(what, first.path,
-                [&](const ns::FileEntry& f) -> absl::StatusOr<v1::FileLayout> {
-                  v1::FileLayout next = f.layout;
-                  for (const Move* m : ms) {
-                    RANGEFS_ASSIGN_OR_RETURN(next, SwapReplica(next, *m));
-                  }
-                  t.set_dropped_unix_ms(absl::ToUnixMillis(k_->clock_->Now()));
-                  for (const Move* m : ms) {
-                    absl::Status ts = PutTrash(m->from_node, m->object, t);
-                    if (!ts.ok()) return absl::UnavailableError(ts.message());
-                  }
-                  return next;
-                });
+  absl::StatusOr<ns::FileEntry> r = CasLayout(
+      what, first.path,
+      [&](const ns::FileEntry& f) -> absl::StatusOr<v1::FileLayout> {
+        v1::FileLayout next = f.layout;
+        for (const Move* m : ms) {
+          RANGEFS_ASSIGN_OR_RETURN(
+              next, m->drop ? DropReplica(next, *m) : SwapReplica(next, *m));
+        }
+        t.set_dropped_unix_ms(absl::ToUnixMillis(k_->clock_->Now()));
+        for (const Move* m : ms) {
+          absl::Status ts = PutTrash(m->from_node, m->object, t);
+          if (!ts.ok()) return absl::UnavailableError(ts.message());
+        }
+        return next;
+      });
   if (absl::IsNotFound(r.status()) || absl::IsFailedPrecondition(r.status())) {
     RANGEFS_LOG(INFO) << "keeper: " << what << ": "
                       << (absl::IsNotFound(r.status())
                               ? std::string("file gone")
                               : std::string(r.status().message()))
                       << "; abandoned";
-    for (const Move* m : ms) DeleteUnreferencedCopy(*m);
+    for (const Move* m : ms) {
+      if (!m->drop) DeleteUnreferencedCopy(*m);
+    }
     return Outcome::kAbandoned;
   }
   if (!r.ok()) {
     RANGEFS_LOG(WARNING) << "keeper: " << what << ": swapping in the new "
                          << "replicas: " << r.status()
                          << "; the copies are left unreferenced";
-    for (const Move* m : ms) TrashCopy(*m, Describe(*m));
+    for (const Move* m : ms) {
+      if (!m->drop) TrashCopy(*m, Describe(*m));
+    }
     return Outcome::kFailed;
   }
   t.set_dropped_revision(r->mod_revision);

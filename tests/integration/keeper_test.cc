@@ -1293,6 +1293,79 @@ TEST_F(KeeperTest, ReplicasOnANodeWithoutARecordAreReplaced) {
   ExpectFsckClean();
 }
 
+// A move off n1 stopped between its steps (column 0: n1 leaving), then
+// n1's record removed while column 1 still has a replica there: the drop
+// of column 0's leaving replica and the move of column 1 are one
+// compare-and-swap (either alone would leave a layout naming n1).
+TEST_F(KeeperTest, ALeavingReplicaOnANodeWithoutARecordIsDroppedWithItsFile) {
+  for (const auto& [path, data] : files_) {
+    ASSERT_THAT(Run({"file", "rm", path}), IsOk());
+  }
+  files_.clear();
+  // Every column on every node n0..n3; n4 the only target.
+  std::mt19937 rng(5);
+  std::string data(2 << 20, '\0');
+  for (char& ch : data) ch = static_cast<char>(rng());
+  const std::string local = cluster_->dir() + "/wide";
+  std::ofstream(local, std::ios::binary) << data;
+  ASSERT_THAT(Run({"file", "put", local, "/wide", "--replicas=4",
+                   "--stripe-unit=1M", "--width=2"}),
+              IsOk());
+  files_["/wide"] = data;
+  auto added = cluster_->AddAgent("n4", true, v1::ACTIVE);
+  ASSERT_THAT(added, IsOk());
+  ASSERT_TRUE(cluster_->WaitLive(
+      "n4", [](bool found, const ns::LiveEntry&) { return found; },
+      absl::Seconds(10)));
+  // An in-process keeper that stops acting right after its first add.
+  std::atomic<bool> acting{true};
+  keeper::KeeperOptions o;
+  o.id = "k";
+  o.parallel_copies = 1;
+  o.orphan_scan_interval = absl::ZeroDuration();
+  o.rebalance.tolerance = 0;
+  o.after_add = [&](const keeper::Move&) { acting.store(false); };
+  keeper::Keeper k(cluster_->store(), cluster_->etcd_client(), o);
+  ASSERT_THAT(Run({"node", "drain", "n1"}), IsOk());
+  auto r = k.RunRound([&] { return acting.load(); });
+  ASSERT_THAT(r, IsOk());
+  EXPECT_TRUE(r->stopped);
+  auto f = cluster_->store()->GetFile("/wide");
+  ASSERT_THAT(f, IsOk());
+  ASSERT_EQ(f->layout.striped().targets_size(), 2);
+  int leaving = 0, n1 = 0;
+  for (const auto& t : f->layout.striped().targets()) {
+    for (const v1::Replica& rep : t.replicas()) {
+      if (rep.node_id() == "n1") ++n1;
+      if (rep.leaving()) ++leaving;
+    }
+  }
+  ASSERT_EQ(leaving, 1);
+  ASSERT_EQ(n1, 2);
+  // n1 goes for good, record and all.
+  ASSERT_THAT(cluster_->agent(1).process->Kill(), IsOk());
+  ASSERT_THAT(cluster_->store()->RemoveNode("n1"), IsOk());
+  ASSERT_NE(StartKeeper("ka", 3600, {"--rebalance_tolerance=0"}), nullptr);
+  ASSERT_TRUE(Poll(
+      [&] {
+        auto g = cluster_->store()->GetFile("/wide");
+        if (!g.ok()) return false;
+        for (const auto& t : g->layout.striped().targets()) {
+          if (t.replicas_size() != 4) return false;
+          for (const v1::Replica& rep : t.replicas()) {
+            if (rep.node_id() == "n1" || rep.leaving()) return false;
+          }
+        }
+        return true;
+      },
+      absl::Seconds(40)))
+      << keepers_["ka"]->LogTail();
+  EXPECT_THAT(keepers_["ka"]->Log(),
+              ::testing::HasSubstr("moves of /wide (2 slots) off n1: n1 has no "
+                                   "node record: one swap of every slot"));
+  ExpectFsckClean();
+}
+
 // A move whose new replica is removed between its two steps (an admin
 // change): the old replica's leaving mark is cleared, so no later round
 // drops it and leaves the slot a replica short.
