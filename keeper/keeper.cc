@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "absl/synchronization/mutex.h"
 #include "admin/ingest/agents.h"
 #include "base/logging.h"
 #include "base/status_macros.h"
@@ -31,6 +32,32 @@ struct Keeper::Listing {
   std::map<std::pair<std::string, std::string>, std::string> suspects;
 };
 
+namespace {
+
+// At most N holders at once (copies running).
+class Slots {
+ public:
+  explicit Slots(int n) : free_(n) {}
+  void Acquire() {
+    absl::MutexLock l(&mu_);
+    mu_.Await(absl::Condition(this, &Slots::Available));
+    --free_;
+  }
+  void Release() {
+    absl::MutexLock l(&mu_);
+    ++free_;
+  }
+
+ private:
+  bool Available() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    return free_ > 0;
+  }
+  absl::Mutex mu_;
+  int free_ ABSL_GUARDED_BY(mu_);
+};
+
+}  // namespace
+
 // One round's actions over one Listing.
 class Keeper::Round {
  public:
@@ -38,7 +65,8 @@ class Keeper::Round {
       : k_(k),
         l_(std::move(listing)),
         may_act_(std::move(may_act)),
-        agents_(l_.nodes, k->options_.agent_tls) {}
+        agents_(l_.nodes, k->options_.agent_tls),
+        copy_slots_(std::max(1, k->options_.parallel_copies)) {}
 
   bool MayAct() {
     if (stopped_.load()) return false;
@@ -122,6 +150,9 @@ class Keeper::Round {
   const Listing l_;
   const std::function<bool()> may_act_;
   admin::Agents agents_;
+  // parallel_copies copies at once; a move's layout steps run outside
+  // them, so the next copy starts while the last one's CASes run.
+  Slots copy_slots_;
   std::atomic<bool> stopped_{false};
   // (node, object) of every trash record (CollectTrash).
   std::set<std::pair<std::string, std::string>> trash_;
@@ -381,10 +412,13 @@ std::vector<bool> Keeper::Round::RunMoves(const std::vector<Move>& moves,
   const uint64_t rate =
       k_->options_.copy_bytes_per_sec /
       static_cast<uint64_t>(std::min<size_t>(threads, units.size()));
+  // Twice the workers of copies: while a worker's move does its layout
+  // steps (two etcd transactions), another worker's copy runs (Copy holds
+  // one of copy_slots_).
   std::atomic<int> done{0}, failed{0}, abandoned{0};
   std::atomic<uint64_t> bytes{0};
   std::mutex progress_mu;
-  admin::ParallelFor(units.size(), threads, [&](size_t u) {
+  admin::ParallelFor(units.size(), 2 * threads, [&](size_t u) {
     if (!MayAct()) return;
     const std::vector<size_t>& unit = units[u];
     Outcome o;
@@ -592,11 +626,17 @@ bool Keeper::Round::Copy(const Move& m, const std::string& what,
   req.set_overwrite(true);
   req.set_max_bytes_per_sec(rate);
   if (!MayAct()) return false;
+  copy_slots_.Acquire();
+  if (!MayAct()) {
+    copy_slots_.Release();
+    return false;
+  }
   RANGEFS_LOG(INFO) << "keeper: " << what << ": copying from " << m.source_node;
   const absl::Time start = absl::Now();
   absl::Status s = agents_.Call(m.target_node, [&](node::NodeClient& c) {
     return c.CopyObject(req, absl::Now() + k_->options_.copy_timeout).status();
   });
+  copy_slots_.Release();
   if (!s.ok()) {
     RANGEFS_LOG(WARNING) << "keeper: " << what << ": copy from "
                          << m.source_node << " failed: " << s;
