@@ -56,6 +56,15 @@ class Slots {
   int free_ ABSL_GUARDED_BY(mu_);
 };
 
+// "<what>: file gone; abandoned", or the reason the layout no longer
+// takes the move.
+void LogAbandoned(const std::string& what, const absl::Status& s) {
+  RANGEFS_LOG(INFO) << "keeper: " << what << ": "
+                    << (absl::IsNotFound(s) ? std::string("file gone")
+                                            : std::string(s.message()))
+                    << "; abandoned";
+}
+
 }  // namespace
 
 // One round's actions over one Listing.
@@ -576,11 +585,7 @@ Keeper::Round::Outcome Keeper::Round::DoSwapGroup(
         return next;
       });
   if (absl::IsNotFound(r.status()) || absl::IsFailedPrecondition(r.status())) {
-    RANGEFS_LOG(INFO) << "keeper: " << what << ": "
-                      << (absl::IsNotFound(r.status())
-                              ? std::string("file gone")
-                              : std::string(r.status().message()))
-                      << "; abandoned";
+    LogAbandoned(what, r.status());
     for (const Move* m : ms) {
       if (!m->drop) DeleteUnreferencedCopy(*m);
     }
@@ -745,11 +750,7 @@ Keeper::Round::Outcome Keeper::Round::AddStep(const Move& m,
       });
   *swapped = swap;
   if (absl::IsNotFound(r.status()) || absl::IsFailedPrecondition(r.status())) {
-    RANGEFS_LOG(INFO) << "keeper: " << what << ": "
-                      << (absl::IsNotFound(r.status())
-                              ? std::string("file gone")
-                              : std::string(r.status().message()))
-                      << "; abandoned";
+    LogAbandoned(what, r.status());
     DeleteUnreferencedCopy(m);
     return Outcome::kAbandoned;
   }
@@ -808,11 +809,7 @@ Keeper::Round::Outcome Keeper::Round::DropStep(const Move& m,
   if (absl::IsNotFound(r.status()) || absl::IsFailedPrecondition(r.status())) {
     // Removed, renamed or rewritten since: nothing of ours to remove (the
     // orphan scan collects an object no layout references).
-    RANGEFS_LOG(INFO) << "keeper: " << what << ": "
-                      << (absl::IsNotFound(r.status())
-                              ? std::string("file gone")
-                              : std::string(r.status().message()))
-                      << "; abandoned";
+    LogAbandoned(what, r.status());
     return Outcome::kAbandoned;
   }
   if (!r.ok()) {

@@ -127,6 +127,31 @@ absl::StatusOr<Replicas*> MoveSlot(v1::FileLayout* out, const Move& move) {
   return MutableSlotReplicas(out, striped, move.slot);
 }
 
+// The slot of `move` in `*out` and the index of its replica on from_node,
+// for a move whose target holds no replica of the slot yet.
+struct MoveSite {
+  Replicas* reps;
+  int from;
+};
+absl::StatusOr<MoveSite> FindMoveSite(v1::FileLayout* out, const Move& move) {
+  absl::StatusOr<Replicas*> reps = MoveSlot(out, move);
+  if (!reps.ok()) return reps.status();
+  for (const v1::Replica& r : **reps) {
+    if (r.node_id() == move.target_node) {
+      return absl::FailedPreconditionError(
+          absl::StrCat(move.path, ": slot ", move.slot,
+                       " already has a replica on ", move.target_node));
+    }
+  }
+  const int from = FindFrom(**reps, move);
+  if (from < 0) {
+    return absl::FailedPreconditionError(
+        absl::StrCat(move.path, ": slot ", move.slot, " no longer has ",
+                     move.object, " on ", move.from_node));
+  }
+  return MoveSite{*reps, from};
+}
+
 }  // namespace
 
 const char* NodeConditionName(NodeCondition c) {
@@ -286,27 +311,9 @@ Plan PlanMoves(const std::vector<ns::FileEntry>& files,
 absl::StatusOr<v1::FileLayout> AddReplica(const v1::FileLayout& layout,
                                           const Move& move) {
   v1::FileLayout out = layout;
-  Replicas* reps;
-  {
-    absl::StatusOr<Replicas*> r = MoveSlot(&out, move);
-    if (!r.ok()) return r.status();
-    reps = *r;
-  }
-  for (const v1::Replica& r : *reps) {
-    if (r.node_id() == move.target_node) {
-      return absl::FailedPreconditionError(
-          absl::StrCat(move.path, ": slot ", move.slot,
-                       " already has a replica on ", move.target_node));
-    }
-  }
-  const int from = FindFrom(*reps, move);
-  if (from < 0) {
-    return absl::FailedPreconditionError(
-        absl::StrCat(move.path, ": slot ", move.slot, " no longer has ",
-                     move.object, " on ", move.from_node));
-  }
-  reps->Mutable(from)->set_leaving(true);
-  v1::Replica* added = reps->Add();
+  RANGEFS_ASSIGN_OR_RETURN(MoveSite site, FindMoveSite(&out, move));
+  site.reps->Mutable(site.from)->set_leaving(true);
+  v1::Replica* added = site.reps->Add();
   added->set_node_id(move.target_node);
   added->set_object(move.object);
   added->set_object_offset(move.object_offset);
@@ -328,26 +335,8 @@ absl::Status CheckAddFits(const v1::FileLayout& layout, const Move& move) {
 absl::StatusOr<v1::FileLayout> SwapReplica(const v1::FileLayout& layout,
                                            const Move& move) {
   v1::FileLayout out = layout;
-  Replicas* reps;
-  {
-    absl::StatusOr<Replicas*> r = MoveSlot(&out, move);
-    if (!r.ok()) return r.status();
-    reps = *r;
-  }
-  for (const v1::Replica& r : *reps) {
-    if (r.node_id() == move.target_node) {
-      return absl::FailedPreconditionError(
-          absl::StrCat(move.path, ": slot ", move.slot,
-                       " already has a replica on ", move.target_node));
-    }
-  }
-  const int from = FindFrom(*reps, move);
-  if (from < 0) {
-    return absl::FailedPreconditionError(
-        absl::StrCat(move.path, ": slot ", move.slot, " no longer has ",
-                     move.object, " on ", move.from_node));
-  }
-  v1::Replica* r = reps->Mutable(from);
+  RANGEFS_ASSIGN_OR_RETURN(MoveSite site, FindMoveSite(&out, move));
+  v1::Replica* r = site.reps->Mutable(site.from);
   r->set_node_id(move.target_node);
   r->set_leaving(false);
   return out;
