@@ -152,6 +152,21 @@ absl::StatusOr<MoveSite> FindMoveSite(v1::FileLayout* out, const Move& move) {
   return MoveSite{*reps, from};
 }
 
+// The slot of `move` in `*out` and the index of its replica on from_node,
+// which must be marked leaving.
+absl::StatusOr<MoveSite> FindLeavingSite(v1::FileLayout* out,
+                                         const Move& move) {
+  absl::StatusOr<Replicas*> reps = MoveSlot(out, move);
+  if (!reps.ok()) return reps.status();
+  const int from = FindFrom(**reps, move);
+  if (from < 0 || !(**reps)[from].leaving()) {
+    return absl::FailedPreconditionError(
+        absl::StrCat(move.path, ": slot ", move.slot, " no longer has ",
+                     move.object, " on ", move.from_node, " marked leaving"));
+  }
+  return MoveSite{*reps, from};
+}
+
 }  // namespace
 
 const char* NodeConditionName(NodeCondition c) {
@@ -345,19 +360,10 @@ absl::StatusOr<v1::FileLayout> SwapReplica(const v1::FileLayout& layout,
 absl::StatusOr<v1::FileLayout> DropReplica(const v1::FileLayout& layout,
                                            const Move& move) {
   v1::FileLayout out = layout;
-  Replicas* reps;
-  {
-    absl::StatusOr<Replicas*> r = MoveSlot(&out, move);
-    if (!r.ok()) return r.status();
-    reps = *r;
-  }
+  RANGEFS_ASSIGN_OR_RETURN(MoveSite site, FindLeavingSite(&out, move));
+  Replicas* reps = site.reps;
+  const int from = site.from;
   const std::string where = absl::StrCat(move.path, ": slot ", move.slot);
-  const int from = FindFrom(*reps, move);
-  if (from < 0 || !(*reps)[from].leaving()) {
-    return absl::FailedPreconditionError(
-        absl::StrCat(where, " no longer has ", move.object, " on ",
-                     move.from_node, " marked leaving"));
-  }
   int others = 0;
   bool target = false;
   for (const v1::Replica& r : *reps) {
@@ -380,19 +386,10 @@ absl::StatusOr<v1::FileLayout> DropReplica(const v1::FileLayout& layout,
 absl::StatusOr<v1::FileLayout> UnmarkLeaving(const v1::FileLayout& layout,
                                              const Move& move) {
   v1::FileLayout out = layout;
-  Replicas* reps;
-  {
-    absl::StatusOr<Replicas*> r = MoveSlot(&out, move);
-    if (!r.ok()) return r.status();
-    reps = *r;
-  }
+  RANGEFS_ASSIGN_OR_RETURN(MoveSite site, FindLeavingSite(&out, move));
+  Replicas* reps = site.reps;
+  const int from = site.from;
   const std::string where = absl::StrCat(move.path, ": slot ", move.slot);
-  const int from = FindFrom(*reps, move);
-  if (from < 0 || !(*reps)[from].leaving()) {
-    return absl::FailedPreconditionError(
-        absl::StrCat(where, " no longer has ", move.object, " on ",
-                     move.from_node, " marked leaving"));
-  }
   for (const v1::Replica& r : *reps) {
     if (!r.leaving() && r.node_id() == move.target_node) {
       return absl::FailedPreconditionError(absl::StrCat(
