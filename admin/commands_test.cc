@@ -32,6 +32,15 @@ class CommandsTest : public ::testing::Test {
     std::ofstream(path) << content;
     return path;
   }
+  // Writes a raw key (the keeper's records) as etcd would hold it.
+  void PutKey(const std::string& key, const std::string& value) {
+    etcdserverpb::TxnRequest txn;
+    auto* p = txn.add_success()->mutable_request_put();
+    p->set_key(key);
+    p->set_value(value);
+    ASSERT_THAT(kv_.Txn(txn), IsOk());
+  }
+
   ns::MemoryKv kv_;
   std::unique_ptr<ns::NamespaceStore> store_;
   Context ctx_;
@@ -165,14 +174,7 @@ TEST_F(CommandsTest, StatusShowsTheKeeper) {
   ASSERT_THAT(st, IsOk());
   EXPECT_THAT(st->message, HasSubstr("no active keeper"));
   const ns::Keys& k = store_->keys();
-  auto put = [&](const std::string& key, const std::string& value) {
-    etcdserverpb::TxnRequest txn;
-    auto* p = txn.add_success()->mutable_request_put();
-    p->set_key(key);
-    p->set_value(value);
-    ASSERT_THAT(kv_.Txn(txn), IsOk());
-  };
-  put(k.KeeperLeader(), "kx");
+  PutKey(k.KeeperLeader(), "kx");
   st = Run({"status"});
   ASSERT_THAT(st, IsOk());
   EXPECT_THAT(st->message, HasSubstr("keeper kx active (no round reported"));
@@ -182,7 +184,7 @@ TEST_F(CommandsTest, StatusShowsTheKeeper) {
   ks.set_bytes_planned(3 << 20);
   ks.set_dead_nodes(1);
   ks.set_trash_pending(2);
-  put(k.KeeperStatus(), ks.SerializeAsString());
+  PutKey(k.KeeperStatus(), ks.SerializeAsString());
   st = Run({"status"});
   ASSERT_THAT(st, IsOk());
   EXPECT_THAT(st->message, HasSubstr("3 replica move(s) to do (3.0 MiB)"));
@@ -193,7 +195,7 @@ TEST_F(CommandsTest, StatusShowsTheKeeper) {
   ks.set_in_round(true);
   ks.set_bytes_copied(1 << 20);
   ks.set_eta_s(42.7);
-  put(k.KeeperStatus(), ks.SerializeAsString());
+  PutKey(k.KeeperStatus(), ks.SerializeAsString());
   st = Run({"status"});
   ASSERT_THAT(st, IsOk());
   EXPECT_THAT(st->message, HasSubstr("round in progress: 1.0 MiB of 3.0 MiB "
@@ -228,14 +230,7 @@ TEST_F(CommandsTest, StatusJsonHasNodeRowsThenTheKeeperRow) {
   EXPECT_EQ(rows[1]["reported"], false);
 
   const ns::Keys& k = store_->keys();
-  auto put = [&](const std::string& key, const std::string& value) {
-    etcdserverpb::TxnRequest txn;
-    auto* p = txn.add_success()->mutable_request_put();
-    p->set_key(key);
-    p->set_value(value);
-    ASSERT_THAT(kv_.Txn(txn), IsOk());
-  };
-  put(k.KeeperLeader(), "kx");
+  PutKey(k.KeeperLeader(), "kx");
   v1::KeeperStatus ks;
   ks.set_updated_unix_ms(1234);
   ks.set_moves_planned(3);
@@ -248,7 +243,7 @@ TEST_F(CommandsTest, StatusJsonHasNodeRowsThenTheKeeperRow) {
   ks.set_dead_nodes(1);
   ks.set_draining_nodes(5);
   ks.set_trash_pending(6);
-  put(k.KeeperStatus(), ks.SerializeAsString());
+  PutKey(k.KeeperStatus(), ks.SerializeAsString());
   rows = parse();
   ASSERT_EQ(rows.size(), 2u) << rows;
   const nlohmann::json& kr = rows[1];
@@ -277,7 +272,7 @@ TEST_F(CommandsTest, StatusJsonHasNodeRowsThenTheKeeperRow) {
   ks.set_in_round(true);
   ks.set_bytes_copied(1 << 20);
   ks.set_eta_s(42.5);
-  put(k.KeeperStatus(), ks.SerializeAsString());
+  PutKey(k.KeeperStatus(), ks.SerializeAsString());
   rows = parse();
   ASSERT_EQ(rows.size(), 2u) << rows;
   EXPECT_EQ(rows[1]["in_round"], true);

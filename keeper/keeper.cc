@@ -151,6 +151,10 @@ class Keeper::Round {
   // Deletes `object` from `node` unless a current layout of `path`
   // references it.
   void DeleteUnreferencedCopy(const Move& m);
+  // Rewrites the trash record of a swapped-out replica with the revision
+  // that dropped it; a failure leaves the pending record to CollectTrash.
+  void RecordDropRevision(const std::string& what, const Move& m,
+                          const v1::TrashRecord& t);
   absl::Status PutTrash(const std::string& node, const std::string& object,
                         const v1::TrashRecord& t);
   bool NodeBackUp(const std::string& node);
@@ -601,13 +605,7 @@ Keeper::Round::Outcome Keeper::Round::DoSwapGroup(
     return Outcome::kFailed;
   }
   t.set_dropped_revision(r->mod_revision);
-  for (const Move* m : ms) {
-    absl::Status ts = PutTrash(m->from_node, m->object, t);
-    if (!ts.ok()) {
-      // The record stays pending; CollectTrash resolves it.
-      RANGEFS_LOG(WARNING) << "keeper: " << what << ": " << ts;
-    }
-  }
+  for (const Move* m : ms) RecordDropRevision(what, *m, t);
   RANGEFS_LOG(INFO) << "keeper: " << what
                     << ": replica(s) swapped in one step (revision "
                     << r->mod_revision << ")";
@@ -767,15 +765,20 @@ Keeper::Round::Outcome Keeper::Round::AddStep(const Move& m,
     return Outcome::kDone;
   }
   t.set_dropped_revision(r->mod_revision);
+  RecordDropRevision(what, m, t);
+  RANGEFS_LOG(INFO) << "keeper: " << what
+                    << ": replica swapped in one step (revision "
+                    << r->mod_revision << ")";
+  return Outcome::kDone;
+}
+
+void Keeper::Round::RecordDropRevision(const std::string& what, const Move& m,
+                                       const v1::TrashRecord& t) {
   absl::Status ts = PutTrash(m.from_node, m.object, t);
   if (!ts.ok()) {
     // The record stays pending; CollectTrash resolves it.
     RANGEFS_LOG(WARNING) << "keeper: " << what << ": " << ts;
   }
-  RANGEFS_LOG(INFO) << "keeper: " << what
-                    << ": replica swapped in one step (revision "
-                    << r->mod_revision << ")";
-  return Outcome::kDone;
 }
 
 Keeper::Round::Outcome Keeper::Round::DropStep(const Move& m,

@@ -5,6 +5,7 @@
 #include <thread>
 #include <utility>
 
+#include "absl/cleanup/cleanup.h"
 #include "absl/strings/str_cat.h"
 #include "base/status_macros.h"
 #include "storage_node/object_writer.h"
@@ -150,14 +151,10 @@ absl::StatusOr<Checksums> ObjectCopier::Copy(
   const size_t piece = static_cast<size_t>(
       std::min<uint64_t>(options_.read_bytes, want->size()));
   Buffer bufs[2] = {TakeBuffer(), TakeBuffer()};
-  struct Return {
-    ObjectCopier* c;
-    Buffer* b;
-    ~Return() {
-      c->GiveBuffer(std::move(b[0]));
-      c->GiveBuffer(std::move(b[1]));
-    }
-  } give_back{this, bufs};
+  absl::Cleanup give_back = [&] {
+    GiveBuffer(std::move(bufs[0]));
+    GiveBuffer(std::move(bufs[1]));
+  };
   if (bufs[0] == nullptr || bufs[1] == nullptr) {
     return absl::ResourceExhaustedError(
         absl::StrCat("copy of ", path, ": no memory for piece buffers"));
