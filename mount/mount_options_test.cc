@@ -33,6 +33,7 @@ TEST(MountOptionsTest, Flags) {
   EXPECT_EQ(o->data_path, DataPath::kAgent);
   EXPECT_TRUE(o->foreground);
   EXPECT_EQ(o->mountpoint, "/mnt/x");
+  EXPECT_FALSE(o->direct_io);  // the kernel's page cache by default
   // A pinned snapshot caches metadata for long.
   EXPECT_EQ(o->attr_timeout, 3600);
   EXPECT_EQ(o->entry_timeout, 3600);
@@ -40,11 +41,12 @@ TEST(MountOptionsTest, Flags) {
 
 TEST(MountOptionsTest, FstabStyle) {
   // mount.rangefs: SPEC DIR -o options, with mount(8)'s noise.
-  auto o = Parse({"-o",
-                  "rw,defaults,_netdev,nofail,x-systemd.automount,cluster=c,"
-                  "dir=/d,allow_other,attr_timeout=2.5,readahead_kb=4096,"
-                  "threads=8,nosuid,comment=x,o_direct,io_uring=false",
-                  "10.0.0.1:2379", "/mnt/y"});
+  auto o =
+      Parse({"-o",
+             "rw,defaults,_netdev,nofail,x-systemd.automount,cluster=c,"
+             "dir=/d,allow_other,attr_timeout=2.5,readahead_kb=4096,"
+             "threads=8,nosuid,comment=x,o_direct,io_uring=false,direct_io",
+             "10.0.0.1:2379", "/mnt/y"});
   ASSERT_THAT(o, IsOk());
   EXPECT_EQ(o->etcd_endpoints, "10.0.0.1:2379");
   EXPECT_EQ(o->cluster, "c");
@@ -54,6 +56,7 @@ TEST(MountOptionsTest, FstabStyle) {
   EXPECT_EQ(o->readahead_kb, 4096);
   EXPECT_EQ(o->max_threads, 8);
   EXPECT_TRUE(o->o_direct);
+  EXPECT_TRUE(o->direct_io);
   EXPECT_FALSE(o->io_uring);
   EXPECT_FALSE(o->foreground);
   EXPECT_THAT(o->fuse_options, ElementsAre("allow_other", "nosuid"));
@@ -99,6 +102,9 @@ TEST(MountOptionsTest, Errors) {
               StatusIs(absl::StatusCode::kInvalidArgument));
   EXPECT_THAT(Parse({"--etcd=e:1", "--data_path=nfs", "/m"}),
               StatusIs(absl::StatusCode::kInvalidArgument));
+  EXPECT_THAT(Parse({"--etcd=e:1", "-o", "direct_io=maybe", "/m"}),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr("direct_io=maybe")));
   EXPECT_THAT(Parse({"--etcd=e:1", "--threads=0", "/m"}),
               StatusIs(absl::StatusCode::kInvalidArgument));
   EXPECT_THAT(Parse({"--etcd=e:1", "--etcd_timeout=soon", "/m"}),
