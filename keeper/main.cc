@@ -16,7 +16,9 @@
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/notification.h"
 #include "absl/time/time.h"
+#include "base/atomic_file.h"
 #include "base/logging.h"
+#include "base/metrics_server.h"
 #include "keeper/election.h"
 #include "keeper/keeper.h"
 #include "keeper/metrics.h"
@@ -63,6 +65,9 @@ ABSL_FLAG(std::string, metrics_file, "",
           "Write Prometheus metrics (rangefs_keeper_*) to this file after "
           "every round and with each progress report (temp file + rename; "
           "e.g. for node_exporter's textfile collector); empty: none.");
+ABSL_FLAG(int, metrics_port, 0,
+          "Serve Prometheus metrics (rangefs_keeper_*, as of the moment of "
+          "the scrape) at http://127.0.0.1:PORT/metrics; 0: no server.");
 ABSL_FLAG(double, progress_interval_s, 5,
           "While a round's moves run, publish its progress (moves and bytes "
           "done, ETA) to `rangefs-admin status`, the log and --metrics_file "
@@ -226,12 +231,28 @@ int main(int argc, char** argv) {
       absl::Seconds(std::max(0.0, absl::GetFlag(FLAGS_progress_interval_s)));
   auto write_metrics_locked = [&] {
     if (metrics_file.empty()) return;
-    absl::Status w = rangefs::keeper::WriteTextFile(
+    absl::Status w = rangefs::WriteFileAtomically(
         metrics_file, rangefs::keeper::KeeperPrometheusText(metrics));
     if (!w.ok()) {
       RANGEFS_LOG(WARNING) << "keeper " << id << ": metrics file: " << w;
     }
   };
+  // Destroyed (its thread joined) before the metrics it renders.
+  std::unique_ptr<rangefs::MetricsServer> metrics_server;
+  if (const int port = absl::GetFlag(FLAGS_metrics_port); port != 0) {
+    absl::StatusOr<std::unique_ptr<rangefs::MetricsServer>> s =
+        rangefs::MetricsServer::Start(port, [&] {
+          std::lock_guard<std::mutex> l(metrics_mu);
+          return rangefs::keeper::KeeperPrometheusText(metrics);
+        });
+    if (!s.ok()) {
+      RANGEFS_LOG(ERROR) << "--metrics_port=" << port << ": " << s.status();
+      return 2;
+    }
+    metrics_server = *std::move(s);
+    RANGEFS_LOG(INFO) << "metrics at http://127.0.0.1:"
+                      << metrics_server->port() << "/metrics";
+  }
   ko.on_progress = [&](const rangefs::keeper::RoundReport& r) {
     std::lock_guard<std::mutex> l(metrics_mu);
     const absl::Time now = absl::Now();

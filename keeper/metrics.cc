@@ -1,12 +1,7 @@
 #include "keeper/metrics.h"
 
-#include <errno.h>
-#include <fcntl.h>
-#include <unistd.h>
-
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
-#include "base/errno_status.h"
 
 namespace rangefs {
 namespace keeper {
@@ -98,35 +93,6 @@ double EtaSeconds(uint64_t bytes_left, uint64_t bytes_done,
   if (bytes_done == 0 || secs <= 0) return -1;
   return static_cast<double>(bytes_left) * secs /
          static_cast<double>(bytes_done);
-}
-
-absl::Status WriteTextFile(const std::string& path, const std::string& text) {
-  const std::string tmp = absl::StrCat(path, ".tmp.", getpid());
-  int fd = open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  if (fd < 0) return ErrnoStatus(errno, absl::StrCat("open ", tmp));
-  size_t off = 0;
-  while (off < text.size()) {
-    ssize_t n = write(fd, text.data() + off, text.size() - off);
-    if (n < 0) {
-      if (errno == EINTR) continue;
-      const int e = errno;
-      close(fd);
-      unlink(tmp.c_str());
-      return ErrnoStatus(e, absl::StrCat("write ", tmp));
-    }
-    off += static_cast<size_t>(n);
-  }
-  if (close(fd) != 0) {
-    const int e = errno;
-    unlink(tmp.c_str());
-    return ErrnoStatus(e, absl::StrCat("close ", tmp));
-  }
-  if (rename(tmp.c_str(), path.c_str()) != 0) {
-    const int e = errno;
-    unlink(tmp.c_str());
-    return ErrnoStatus(e, absl::StrCat("rename ", tmp, " to ", path));
-  }
-  return absl::OkStatus();
 }
 
 }  // namespace keeper

@@ -2,13 +2,15 @@
 //
 // rangefs-keeper's Prometheus metrics (rangefs_keeper_*: totals since the
 // process started and the gauges of the round in progress or last
-// finished) and the ETA of a round, written to a file (--metrics_file,
-// for node_exporter's textfile collector or a scrape sidecar):
+// finished) and the ETA of a round, served at --metrics_port
+// (base/metrics_server.h) and/or written to --metrics_file
+// (base/atomic_file.h, for node_exporter's textfile collector):
 //
 //   KeeperMetrics m;
 //   m.active = true;
 //   m.AddRound(report);
-//   RANGEFS_RETURN_IF_ERROR(WriteTextFile(path, KeeperPrometheusText(m)));
+//   RANGEFS_RETURN_IF_ERROR(
+//       WriteFileAtomically(path, KeeperPrometheusText(m)));
 //
 // Plain values; the caller serializes access.
 #ifndef RANGEFS_KEEPER_METRICS_H_
@@ -17,7 +19,6 @@
 #include <cstdint>
 #include <string>
 
-#include "absl/status/status.h"
 #include "absl/time/time.h"
 #include "keeper/keeper.h"
 
@@ -44,10 +45,6 @@ std::string KeeperPrometheusText(const KeeperMetrics& m);
 // -1 when there is no rate yet (nothing copied), 0 when nothing is left.
 double EtaSeconds(uint64_t bytes_left, uint64_t bytes_done,
                   absl::Duration elapsed);
-
-// Writes `text` to `path` through a temp file in the same directory and a
-// rename, so that a reader never sees half a file.
-absl::Status WriteTextFile(const std::string& path, const std::string& text);
 
 }  // namespace keeper
 }  // namespace rangefs

@@ -1,10 +1,5 @@
 #include "keeper/metrics.h"
 
-#include <fstream>
-#include <sstream>
-
-#include "base/testing/status_matchers.h"
-#include "base/testing/temp_dir.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 
@@ -47,21 +42,6 @@ TEST(KeeperMetricsTest, Eta) {
   EXPECT_EQ(EtaSeconds(0, 0, absl::ZeroDuration()), 0);
   EXPECT_EQ(EtaSeconds(100, 0, absl::Seconds(3)), -1);  // no rate yet
   EXPECT_DOUBLE_EQ(EtaSeconds(300, 100, absl::Seconds(2)), 6);
-}
-
-TEST(KeeperMetricsTest, WriteTextFileReplacesWhole) {
-  auto dir = rangefs::testing::MakeTempDir("keeper_metrics_test");
-  ASSERT_THAT(dir, IsOk());
-  const std::string path = *dir + "/keeper.prom";
-  ASSERT_THAT(WriteTextFile(path, "a 1\nb 2\n"), IsOk());
-  ASSERT_THAT(WriteTextFile(path, "c 3\n"), IsOk());
-  std::ifstream f(path);
-  std::stringstream ss;
-  ss << f.rdbuf();
-  EXPECT_EQ(ss.str(), "c 3\n");
-  EXPECT_THAT(WriteTextFile(*dir + "/no/such/dir/x", "x"),
-              StatusIs(absl::StatusCode::kNotFound));
-  rangefs::testing::RemoveTree(*dir);
 }
 
 }  // namespace

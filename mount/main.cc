@@ -26,6 +26,7 @@
 #include "absl/synchronization/mutex.h"
 #include "absl/time/clock.h"
 #include "base/logging.h"
+#include "base/metrics_server.h"
 #include "base/status_macros.h"
 #include "client_lib/client.h"
 #include "client_lib/embedding.h"

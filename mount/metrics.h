@@ -2,29 +2,20 @@
 //
 // rangefs-mount's own counters and their Prometheus text, next to the
 // client library's (Client::PrometheusText), served on a local HTTP port
-// and/or written to a file:
+// (base/metrics_server.h) and/or written to a file (base/atomic_file.h):
 //
 //   MountCounters counters;
 //   counters.reads.fetch_add(1, std::memory_order_relaxed);
 //   RANGEFS_ASSIGN_OR_RETURN(auto server, MetricsServer::Start(
 //       9464, [&] { return MountPrometheusText(counters) + client->...; }));
 //
-// MountCounters: atomics, thread-safe. MetricsServer: thread-safe; owns one
-// thread (joined by the destructor).
+// MountCounters: atomics, thread-safe.
 #ifndef RANGEFS_MOUNT_METRICS_H_
 #define RANGEFS_MOUNT_METRICS_H_
 
 #include <atomic>
 #include <cstdint>
-#include <functional>
-#include <memory>
 #include <string>
-#include <thread>
-
-#include "absl/status/status.h"
-#include "absl/status/statusor.h"
-#include "absl/synchronization/mutex.h"
-#include "absl/time/time.h"
 
 namespace rangefs {
 namespace mount {
@@ -57,32 +48,6 @@ struct IndexGauges {
 
 // rangefs_mount_* metrics in Prometheus text format.
 std::string MountPrometheusText(const MountCounters& c, const IndexGauges& g);
-
-// Writes `text` to `path` atomically (temp file + rename).
-absl::Status WriteFileAtomically(const std::string& path,
-                                 const std::string& text);
-
-// A minimal HTTP/1.0 server on 127.0.0.1:`port` answering GET /metrics
-// (and GET /) with `render()`; anything else gets 404. One request at a
-// time, each bounded by a 2 s I/O timeout.
-class MetricsServer {
- public:
-  static absl::StatusOr<std::unique_ptr<MetricsServer>> Start(
-      int port, std::function<std::string()> render);
-  ~MetricsServer();
-  int port() const { return port_; }
-
- private:
-  MetricsServer(int fd, int port, std::function<std::string()> render);
-  void Loop();
-  void Serve(int conn);
-
-  const int fd_;
-  const int port_;
-  const std::function<std::string()> render_;
-  std::atomic<bool> stop_{false};
-  std::thread thread_;
-};
 
 }  // namespace mount
 }  // namespace rangefs

@@ -1,8 +1,5 @@
 // The operational pieces of rangefs-mount: xattr values, the status file
 // doctor reads, the metrics text, file and HTTP endpoint, the reporter.
-#include <arpa/inet.h>
-#include <netinet/in.h>
-#include <sys/socket.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -100,7 +97,7 @@ TEST(MountStatusTest, RoundTripsAndNamesFiles) {
             "/run/x/%2Fmnt%2Fa%20b.status");
 }
 
-TEST(MetricsTest, TextFileAndHttp) {
+TEST(MetricsTest, PrometheusText) {
   MountCounters c;
   c.reads = 5;
   c.read_bytes = 4096;
@@ -113,38 +110,6 @@ TEST(MetricsTest, TextFileAndHttp) {
   EXPECT_THAT(text, HasSubstr("rangefs_mount_files 7\n"));
   EXPECT_THAT(text, HasSubstr("rangefs_mount_watch_connected 1\n"));
   EXPECT_THAT(text, HasSubstr("# TYPE rangefs_mount_reads_total counter"));
-
-  const std::string dir = TempDir();
-  ASSERT_THAT(WriteFileAtomically(dir + "/m.prom", text), IsOk());
-  EXPECT_EQ(Slurp(dir + "/m.prom"), text);
-  EXPECT_THAT(WriteFileAtomically("/nonexistent/dir/m.prom", text),
-              StatusIs(absl::StatusCode::kNotFound));
-
-  auto server = MetricsServer::Start(0, [&] { return text; });
-  ASSERT_THAT(server, IsOk());
-  auto get = [&](const std::string& path) {
-    int fd = socket(AF_INET, SOCK_STREAM, 0);
-    sockaddr_in a{};
-    a.sin_family = AF_INET;
-    a.sin_port = htons(static_cast<uint16_t>((*server)->port()));
-    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    EXPECT_EQ(connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof(a)), 0);
-    const std::string req = absl::StrCat("GET ", path, " HTTP/1.0\r\n\r\n");
-    EXPECT_EQ(write(fd, req.data(), req.size()),
-              static_cast<ssize_t>(req.size()));
-    std::string resp;
-    char buf[4096];
-    ssize_t n;
-    while ((n = read(fd, buf, sizeof(buf))) > 0) resp.append(buf, n);
-    close(fd);
-    return resp;
-  };
-  std::string r = get("/metrics");
-  EXPECT_THAT(r, HasSubstr("HTTP/1.0 200 OK"));
-  EXPECT_THAT(r, HasSubstr("rangefs_mount_reads_total 5"));
-  EXPECT_THAT(get("/other"), HasSubstr("404"));
-  server->reset();
-  rmdir(dir.c_str());
 }
 
 TEST(ReporterTest, WritesStatusAndMetricsRemovesStatusOnExit) {

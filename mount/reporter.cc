@@ -5,8 +5,8 @@
 #include <utility>
 
 #include "absl/time/clock.h"
+#include "base/atomic_file.h"
 #include "base/logging.h"
-#include "mount/metrics.h"
 
 namespace rangefs {
 namespace mount {

@@ -79,6 +79,7 @@ AgentService::AgentService(const ExportRoot* root, AgentServiceOptions options)
           .limiter = &copy_limiter_,
           .clock = clock_,
           .on_bytes = [this](uint64_t n) { bytes_written_.fetch_add(n); },
+          .nice = options_.copy_nice,
       });
   // Method 1 of NodeAgent (proto order) is ReadRange. A "streamed" handler
   // is a bidi stream on the server side: one request read, then writes.

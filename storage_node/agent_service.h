@@ -55,6 +55,8 @@ struct AgentServiceOptions {
   // per second all its copies together pull (0: none).
   NodeClientTlsOptions peer_tls;
   uint64_t copy_max_bytes_per_sec = 0;
+  // The nice value copies run at (ObjectCopierOptions::nice); 0: normal.
+  int copy_nice = 10;
   // Test hook: called in ReadRange once the read slot is held, before any
   // I/O. Lets tests hold a read open deterministically. Empty in production.
   std::function<void(absl::string_view path)> read_started_hook;

@@ -16,18 +16,21 @@
 #include "base/testing/fake_clock.h"
 #include "base/testing/status_matchers.h"
 #include "base/testing/temp_dir.h"
+#include "base/thread_priority.h"
 #include "gmock/gmock.h"
 #include "grpcpp/grpcpp.h"
 #include "gtest/gtest.h"
 #include "storage_node/agent_service.h"
 #include "storage_node/export_root.h"
 #include "storage_node/node_client.h"
+#include "storage_node/object_copier.h"
 #include "storage_node/sidecar.h"
 
 namespace rangefs {
 namespace node {
 namespace {
 
+using ::testing::ElementsAre;
 using ::testing::HasSubstr;
 
 std::string RandomBytes(size_t n, uint32_t seed) {
@@ -269,6 +272,37 @@ TEST_F(CopyObjectTest, NodeCapThrottles) {
   // The request's own cap applies too: each piece waits for both.
   ASSERT_THAT(Copy(*dst, *src, "big", /*overwrite=*/true, 1 << 20), IsOk());
   EXPECT_GE(clock.MonotonicNow() - t0, absl::Seconds(10));
+}
+
+// Each piece is written on the copy's own thread (on_bytes runs there after
+// the write); with a nice value it runs lowered, and the caller's thread,
+// an RPC server's in the agent, keeps its priority.
+TEST_F(CopyObjectTest, CopiesRunAtTheirOwnPriority) {
+  auto src = Start("src");
+  auto dst = Start("dst");
+  const std::string data = RandomBytes(3 << 20, 11);
+  Put(*src, "o", data);
+  const int caller = ThreadNice();
+  for (int nice : {0, 12}) {
+    std::vector<int> seen;
+    ObjectCopier copier(
+        dst->root.get(),
+        {.read_bytes = 1 << 20,
+         .on_bytes = [&](uint64_t) { seen.push_back(ThreadNice()); },
+         .nice = nice});
+    CopyObjectRequest req;
+    req.set_path("o");
+    req.set_source_address(src->address);
+    req.set_overwrite(true);
+    ASSERT_THAT(copier.Copy(req, absl::Now() + absl::Seconds(30), nullptr),
+                IsOk());
+    EXPECT_THAT(seen,
+                ElementsAre(std::max(caller, nice), std::max(caller, nice),
+                            std::max(caller, nice)))
+        << "nice " << nice;
+    EXPECT_EQ(ThreadNice(), caller);
+  }
+  EXPECT_EQ(Slurp(dst->dir + "/o"), data);
 }
 
 }  // namespace

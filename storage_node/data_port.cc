@@ -22,6 +22,7 @@
 #include "base/errno_status.h"
 #include "base/logging.h"
 #include "base/status_macros.h"
+#include "base/thread_priority.h"
 #include "storage_node/data_port_wire.h"
 #include "storage_node/sidecar.h"
 
@@ -253,6 +254,18 @@ void DataPortServer::SetBusy(Conn* conn, bool busy) {
   conn->busy = busy;
 }
 
+void DataPortServer::EnterBackground(Conn* conn) {
+  if (conn->background || options_.background_nice == 0) return;
+  conn->background = true;
+  if (absl::Status s = LowerThreadPriority(options_.background_nice); !s.ok()) {
+    RANGEFS_LOG(WARNING) << "data port: background connection keeps its "
+                            "priority: "
+                         << s;
+    return;
+  }
+  background_.fetch_add(1);
+}
+
 void DataPortServer::ServeConnection(Conn* conn) {
   // sendfile(2) raises SIGPIPE when the client went away; the signal is
   // thread-directed, so blocking it here turns it into EPIPE.
@@ -294,6 +307,7 @@ bool DataPortServer::ServeRequest(Conn* conn, std::string* buf) {
   if (absl::Status s = CheckDataPortRequestFlags(flags); !s.ok()) {
     return SendBytes(fd, ReplyHeader(s), 0);
   }
+  if ((flags & kDataPortFlagBackground) != 0) EnterBackground(conn);
   absl::Status slot = service_->BeginRead();
   if (!slot.ok()) return SendBytes(fd, ReplyHeader(slot), 0);
   const AgentServiceOptions& so = service_->options();

@@ -25,7 +25,10 @@
 //   flags bit 0 = verify: partial blocks are checked against the sidecar on
 //   the server; whole blocks carry their stored CRC and the client MUST
 //   check every frame CRC (so every byte is checked against the ingest-time
-//   checksum end to end). Other bits must be 0.
+//   checksum end to end). flags bit 1 = background (copies between agents):
+//   from this request on, the connection's thread runs at the server's
+//   DataPortOptions::background_nice CPU priority, for good (a client keeps
+//   such connections for background reads only). Other bits must be 0.
 //
 //   Reply (server -> client):
 //     u32 magic "RFDR" (0x52444652)   u32 code (absl::StatusCode)
@@ -86,6 +89,9 @@ struct DataPortOptions {
   int max_connections = 256;
   // A connection idle (between requests) this long is closed.
   absl::Duration idle_timeout = absl::Minutes(5);
+  // The nice value (0-19) of a connection's thread once it carried a
+  // request flagged background; 0: such requests run at normal priority.
+  int background_nice = 10;
 };
 
 class DataPortServer {
@@ -110,6 +116,8 @@ class DataPortServer {
   int port() const { return port_; }
   // Connections accepted so far (tests check pooling with it).
   uint64_t accepted_connections() const { return accepted_.load(); }
+  // Connections whose thread was lowered to background_nice so far.
+  uint64_t background_connections() const { return background_.load(); }
 
  private:
   struct Conn {
@@ -117,6 +125,8 @@ class DataPortServer {
     std::thread thread;
     bool busy = false;  // Serving a request (vs waiting for one).
     bool done = false;  // The thread is about to exit; join it.
+    // Lowered to background_nice; only the connection's thread uses it.
+    bool background = false;
   };
 
   DataPortServer(const ExportRoot* root, AgentService* service,
@@ -127,6 +137,8 @@ class DataPortServer {
   // closed (EOF, socket error, malformed request).
   bool ServeRequest(Conn* conn, std::string* buf);
   void SetBusy(Conn* conn, bool busy);
+  // Lowers the connection's thread (the caller) for a background request.
+  void EnterBackground(Conn* conn);
   bool AllDoneLocked() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Joins and drops connections whose threads finished.
   void ReapLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
@@ -137,6 +149,7 @@ class DataPortServer {
   const ScopedFd listen_fd_;
   const int port_;
   std::atomic<uint64_t> accepted_{0};
+  std::atomic<uint64_t> background_{0};
   std::thread listener_;
 
   mutable absl::Mutex mu_;

@@ -324,7 +324,8 @@ absl::StatusOr<size_t> DataPortClient::ReadOnce(
   if (!attach.ok()) return err(absl::CancelledError("cancelled"));
   absl::Status s = ArmTimeouts(fd, options.deadline);
   if (!s.ok()) return err(s);
-  const uint8_t flags = options.verify_on_server ? kDataPortFlagVerify : 0;
+  const uint8_t flags = (options.verify_on_server ? kDataPortFlagVerify : 0) |
+                        (options.background ? kDataPortFlagBackground : 0);
   const std::string req =
       EncodeDataPortRequest(path, offset, dst.size(), flags);
   s = SendExact(fd, req.data(), req.size(), options);

@@ -39,8 +39,11 @@ namespace node {
 
 struct DataPortReadOptions {
   absl::Time deadline = absl::InfiniteFuture();
-  bool verify_on_server = false;       // Request flag; forces the CRC check.
-  bool check_crc = true;               // Check each frame's CRC32C here.
+  bool verify_on_server = false;  // Request flag; forces the CRC check.
+  bool check_crc = true;          // Check each frame's CRC32C here.
+  // Request flag: the server serves this connection at background priority
+  // from now on (data_port.h); use only a client kept for background reads.
+  bool background = false;
   CallCanceller* canceller = nullptr;  // Not owned; may be null.
 };
 

@@ -9,13 +9,16 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <random>
 #include <thread>
+#include <vector>
 
 #include "absl/synchronization/notification.h"
 #include "base/testing/status_matchers.h"
 #include "base/testing/temp_dir.h"
+#include "base/thread_priority.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "storage_node/agent.h"
@@ -29,6 +32,7 @@ namespace node {
 namespace {
 
 using ::testing::AllOf;
+using ::testing::ElementsAre;
 using ::testing::HasSubstr;
 
 constexpr uint32_t kBlock = 4096;
@@ -142,6 +146,10 @@ class DataPortTest : public ::testing::Test {
         slow_started_.Notify();
         release_.WaitForNotification();
       }
+      if (path == "nice") {
+        absl::MutexLock l(&nice_mu_);
+        nices_.push_back(ThreadNice());
+      }
     };
     auto agent = Agent::Start(std::move(o));
     ASSERT_THAT(agent, IsOk());
@@ -195,6 +203,8 @@ class DataPortTest : public ::testing::Test {
   std::unique_ptr<NodeClient> client_;
   std::unique_ptr<DataPortClient> dp_;
   absl::Notification slow_started_, release_;
+  absl::Mutex nice_mu_;
+  std::vector<int> nices_ ABSL_GUARDED_BY(nice_mu_);  // Reads of "nice".
 };
 
 TEST_F(DataPortTest, ByteExactAcrossBlocksWithAndWithoutSidecar) {
@@ -493,6 +503,32 @@ TEST_F(DataPortTest, DeadlineHonoured) {
                          {.deadline = absl::Now() + absl::Milliseconds(300)}),
       StatusIs(absl::StatusCode::kDeadlineExceeded));
   Release();
+}
+
+// A background request lowers the thread of its own connection only (the
+// read hook runs on the serving thread), and the bytes are the same.
+TEST_F(DataPortTest, BackgroundRequestsLowerOnlyTheirConnection) {
+  const std::string data = Pattern(3 * kBlock + 7, 9);
+  Write("nice", data);
+  DataPortClient bg(agent_->address(), "127.0.0.1", agent_->data_port());
+  std::string buf(data.size(), '\0');
+  ASSERT_THAT(DpRead("nice", 0, &buf), IsOk());
+  for (int i = 0; i < 2; ++i) {
+    std::fill(buf.begin(), buf.end(), 'x');
+    ASSERT_THAT(
+        bg.ReadRange(
+            "nice", 0, absl::MakeSpan(buf),
+            {.deadline = Soon(), .verify_on_server = true, .background = true}),
+        IsOk());
+    EXPECT_EQ(buf, data);
+  }
+  ASSERT_THAT(DpRead("nice", 0, &buf), IsOk());
+  EXPECT_EQ(buf, data);
+  EXPECT_EQ(agent_->data_port_server()->background_connections(), 1u);
+  const int normal = ThreadNice();
+  const int low = std::max(normal, DataPortOptions().background_nice);
+  absl::MutexLock l(&nice_mu_);
+  EXPECT_THAT(nices_, ElementsAre(normal, low, low, normal));
 }
 
 TEST_F(DataPortTest, PooledConnectionsAreReused) {

@@ -25,8 +25,10 @@ namespace node {
 inline constexpr uint32_t kDataPortRequestMagic = 0x50444652;  // "RFDP"
 inline constexpr uint32_t kDataPortReplyMagic = 0x52444652;    // "RFDR"
 inline constexpr uint8_t kDataPortVersion = 1;
-inline constexpr uint8_t kDataPortFlagVerify = 1;  // bit 0
-inline constexpr uint8_t kDataPortKnownFlags = kDataPortFlagVerify;
+inline constexpr uint8_t kDataPortFlagVerify = 1;      // bit 0
+inline constexpr uint8_t kDataPortFlagBackground = 2;  // bit 1
+inline constexpr uint8_t kDataPortKnownFlags =
+    kDataPortFlagVerify | kDataPortFlagBackground;
 // magic u32, version u8, flags u8, path_len u16, offset u64, length u64.
 inline constexpr size_t kDataPortRequestHeaderBytes = 24;
 inline constexpr size_t kDataPortMaxPathBytes = 4096;

@@ -81,9 +81,12 @@ TEST(DataPortWireTest, RequestRejectsShortBadMagicVersionAndLongPath) {
   PutLe16(&bad[6], kDataPortMaxPathBytes + 1);
   EXPECT_THAT(DecodeDataPortRequestHeader(bad),
               StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("4097")));
-  EXPECT_THAT(CheckDataPortRequestFlags(2),
-              StatusIs(absl::StatusCode::kInvalidArgument));
+  EXPECT_THAT(CheckDataPortRequestFlags(4),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("0x4")));
   EXPECT_THAT(CheckDataPortRequestFlags(kDataPortFlagVerify), IsOk());
+  EXPECT_THAT(
+      CheckDataPortRequestFlags(kDataPortFlagVerify | kDataPortFlagBackground),
+      IsOk());
 }
 
 TEST(DataPortWireTest, ReadsFramesToTheEnd) {

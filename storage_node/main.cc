@@ -75,9 +75,17 @@ ABSL_FLAG(bool, insecure, false,
           "without client certificates): anyone who can reach the port may "
           "read, write, overwrite and delete objects. Logs a warning every "
           "minute. Without it such an agent refuses to start.");
-ABSL_FLAG(int64_t, copy_max_bytes_per_sec, 200 << 20,
+ABSL_FLAG(int64_t, copy_max_bytes_per_sec, 100 << 20,
           "Cap on the bytes per second all CopyObject calls (copies from "
-          "peer agents, by rangefs-keeper) pull together; 0: no cap.");
+          "peer agents, by rangefs-keeper) pull together; 0: no cap. The "
+          "default, 100 MiB/s, is HDFS's balancer default per DataNode: "
+          "a scan sharing the node's CPU keeps most of its speed while a "
+          "node heals (tests/bench/RESULTS.md, part K).");
+ABSL_FLAG(int, copy_nice, 10,
+          "CPU priority (nice value, 0-19) of copies between agents: the "
+          "threads of this agent's copies, and those serving its peers' "
+          "copies from here, run at it so that readers get the CPU first "
+          "when both want it; 0: normal priority.");
 ABSL_FLAG(std::string, peer_tls_ca, "",
           "PEM CA bundle of peer agents' certificates, for CopyObject "
           "(this agent dials the source agent). Empty (with the two below): "
@@ -218,6 +226,8 @@ int main(int argc, char** argv) {
       static_cast<size_t>(std::max(1, absl::GetFlag(FLAGS_chunk_size)));
   options.service.copy_max_bytes_per_sec = static_cast<uint64_t>(
       std::max<int64_t>(0, absl::GetFlag(FLAGS_copy_max_bytes_per_sec)));
+  options.service.copy_nice = absl::GetFlag(FLAGS_copy_nice);
+  options.data_port.background_nice = options.service.copy_nice;
   options.service.peer_tls.ca_file = absl::GetFlag(FLAGS_peer_tls_ca);
   options.service.peer_tls.cert_file = absl::GetFlag(FLAGS_peer_tls_cert);
   options.service.peer_tls.key_file = absl::GetFlag(FLAGS_peer_tls_key);
@@ -226,6 +236,11 @@ int main(int argc, char** argv) {
       static_cast<uint64_t>(absl::GetFlag(FLAGS_scrub_max_bytes_per_sec));
   if (options.node_id.empty() || options.export_root.empty()) {
     RANGEFS_LOG(ERROR) << "--node_id and --export_root are required";
+    return 2;
+  }
+  if (options.service.copy_nice < 0 || options.service.copy_nice > 19) {
+    RANGEFS_LOG(ERROR) << "--copy_nice=" << options.service.copy_nice
+                       << " is outside 0-19";
     return 2;
   }
   // etcd registration: objects live until the end of main (after the agent).

@@ -146,6 +146,7 @@ absl::StatusOr<size_t> NodeClient::ReadRange(const std::string& path,
                         {.deadline = options.deadline,
                          .verify_on_server = options.verify_on_server,
                          .check_crc = options.check_chunk_crc,
+                         .background = options.background,
                          .canceller = options.canceller},
                         &not_sent);
       if (!not_sent || absl::IsCancelled(r.status()) ||

@@ -49,8 +49,11 @@ namespace node {
 
 struct ReadCallOptions {
   absl::Time deadline = absl::InfiniteFuture();
-  bool verify_on_server = false;       // agent checks its sidecar (DATA_LOSS)
-  bool check_chunk_crc = true;         // check each chunk's CRC32C here
+  bool verify_on_server = false;  // agent checks its sidecar (DATA_LOSS)
+  bool check_chunk_crc = true;    // check each chunk's CRC32C here
+  // The agent serves the read at background CPU priority (data port only;
+  // it lowers the connection for good, so use a NodeClient of its own).
+  bool background = false;
   CallCanceller* canceller = nullptr;  // not owned; may be null
 };
 

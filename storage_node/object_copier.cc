@@ -7,7 +7,9 @@
 
 #include "absl/cleanup/cleanup.h"
 #include "absl/strings/str_cat.h"
+#include "base/logging.h"
 #include "base/status_macros.h"
+#include "base/thread_priority.h"
 #include "storage_node/object_writer.h"
 
 namespace rangefs {
@@ -110,6 +112,24 @@ void ObjectCopier::GiveBuffer(Buffer b) {
 absl::StatusOr<Checksums> ObjectCopier::Copy(
     const CopyObjectRequest& request, absl::Time deadline,
     const std::function<bool()>& cancelled) {
+  if (options_.nice == 0) return CopyHere(request, deadline, cancelled);
+  // A thread's priority can be lowered but not raised back without
+  // privilege, and the caller's thread serves other RPCs afterwards.
+  absl::StatusOr<Checksums> out;
+  std::thread t([&] {
+    if (absl::Status s = LowerThreadPriority(options_.nice); !s.ok()) {
+      RANGEFS_LOG(WARNING) << "copy of " << request.path()
+                           << " runs at normal priority: " << s;
+    }
+    out = CopyHere(request, deadline, cancelled);
+  });
+  t.join();
+  return out;
+}
+
+absl::StatusOr<Checksums> ObjectCopier::CopyHere(
+    const CopyObjectRequest& request, absl::Time deadline,
+    const std::function<bool()>& cancelled) {
   const std::string& path = request.path();
   const std::string& src_path =
       request.source_path().empty() ? path : request.source_path();
@@ -171,7 +191,8 @@ absl::StatusOr<Checksums> ObjectCopier::Copy(
         peer->ReadRange(src_path, off, absl::MakeSpan(buf->get(), n),
                         {.deadline = deadline,
                          .verify_on_server = true,
-                         .check_chunk_crc = true}));
+                         .check_chunk_crc = true,
+                         .background = options_.nice > 0}));
     if (got != n) {
       return absl::DataLossError(absl::StrCat(where, " ended at ", off + got,
                                               " bytes; its sidecar says ",

@@ -54,6 +54,10 @@ struct ObjectCopierOptions {
   // (ObjectWriter): repair traffic leaves the target's page cache to its
   // readers, and the bytes are not copied into it.
   bool direct_writes = true;
+  // The nice value (0-19) copies run at: each copy runs on a thread of its
+  // own lowered to it, and asks the source for background priority (data
+  // port), so readers of either agent get the CPU first; 0: normal.
+  int nice = 0;
 };
 
 class ObjectCopier {
@@ -69,6 +73,10 @@ class ObjectCopier {
                                  const std::function<bool()>& cancelled);
 
  private:
+  // Copy, on the calling thread.
+  absl::StatusOr<Checksums> CopyHere(const CopyObjectRequest& request,
+                                     absl::Time deadline,
+                                     const std::function<bool()>& cancelled);
   absl::StatusOr<NodeClient*> Peer(const std::string& address);
 
   // Piece buffers (options_.read_bytes, aligned for O_DIRECT), reused

@@ -36,6 +36,8 @@
 #include "admin/args.h"
 #include "admin/commands.h"
 #include "admin/table.h"
+#include "base/testing/http_get.h"
+#include "base/testing/ports.h"
 #include "base/testing/status_matchers.h"
 #include "client_lib/client.h"
 #include "client_lib/file.h"
@@ -320,10 +322,13 @@ class KeeperTest : public ::testing::Test {
 
 TEST_F(KeeperTest, NodeKilledForGoodIsReReplicatedWithoutReadErrors) {
   const std::string metrics = absl::StrCat(cluster_->dir(), "/keeper.prom");
-  ASSERT_NE(
-      StartKeeper("ka", 3600,
-                  {"--metrics_file=" + metrics, "--progress_interval_s=0"}),
-      nullptr);
+  auto metrics_port = testing::PickUnusedPort();
+  ASSERT_THAT(metrics_port, IsOk());
+  ASSERT_NE(StartKeeper("ka", 3600,
+                        {"--metrics_file=" + metrics,
+                         absl::StrCat("--metrics_port=", *metrics_port),
+                         "--progress_interval_s=0"}),
+            nullptr);
   ASSERT_TRUE(Poll([&] { return Leader() == "ka"; }, absl::Seconds(10)));
   StartReader();
   ASSERT_TRUE(WaitScans(2, absl::Seconds(20)));
@@ -385,18 +390,30 @@ TEST_F(KeeperTest, NodeKilledForGoodIsReReplicatedWithoutReadErrors) {
   EXPECT_TRUE(kr["trash_pending"].is_number()) << kr;
   EXPECT_TRUE(kr.contains("eta_s")) << kr;
   EXPECT_THAT(keepers_["ka"]->Log(), ::testing::HasSubstr("layout updated"));
-  // Progress while the moves ran, and the Prometheus metrics file.
+  // Progress while the moves ran, and the Prometheus metrics, in the file
+  // and at the HTTP endpoint.
   EXPECT_THAT(keepers_["ka"]->Log(), ::testing::HasSubstr("round progress: "));
+  auto healed_metrics = [](const std::string& text) {
+    return absl::StrContains(text, "rangefs_keeper_active 1\n") &&
+           absl::StrContains(text, "rangefs_keeper_dead_nodes 1\n") &&
+           !absl::StrContains(text, "rangefs_keeper_moves_done_total 0\n");
+  };
   ASSERT_TRUE(Poll(
       [&] {
         std::ifstream f(metrics);
-        std::string text((std::istreambuf_iterator<char>(f)),
-                         std::istreambuf_iterator<char>());
-        return absl::StrContains(text, "rangefs_keeper_active 1\n") &&
-               absl::StrContains(text, "rangefs_keeper_dead_nodes 1\n") &&
-               !absl::StrContains(text, "rangefs_keeper_moves_done_total 0\n");
+        return healed_metrics(std::string((std::istreambuf_iterator<char>(f)),
+                                          std::istreambuf_iterator<char>()));
       },
       absl::Seconds(10)));
+  absl::StatusOr<std::string> scraped;
+  ASSERT_TRUE(Poll(
+      [&] {
+        scraped = testing::HttpGet(*metrics_port, "/metrics");
+        return scraped.ok() && absl::StartsWith(*scraped, "HTTP/1.0 200 OK") &&
+               healed_metrics(*scraped);
+      },
+      absl::Seconds(10)))
+      << (scraped.ok() ? *scraped : scraped.status().ToString());
 }
 
 TEST_F(KeeperTest, DrainUnderReadsEmptiesTheNodeThenRemoveSucceeds) {

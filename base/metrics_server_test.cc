@@ -1,0 +1,72 @@
+#include "base/metrics_server.h"
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <string>
+
+#include "absl/strings/str_cat.h"
+#include "base/testing/http_get.h"
+#include "base/testing/status_matchers.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+
+namespace rangefs {
+namespace {
+
+using ::testing::HasSubstr;
+using ::testing::StartsWith;
+
+TEST(MetricsServerTest, ServesTheTextOnMetricsAndRootOnly) {
+  std::atomic<int> renders{0};
+  auto server = MetricsServer::Start(
+      0, [&] { return "rangefs_x_total " + std::to_string(++renders) + "\n"; });
+  ASSERT_THAT(server, IsOk());
+  const int port = (*server)->port();
+  ASSERT_GT(port, 0);
+  auto r = testing::HttpGet(port, "/metrics");
+  ASSERT_THAT(r, IsOk());
+  EXPECT_THAT(*r, StartsWith("HTTP/1.0 200 OK\r\n"));
+  EXPECT_THAT(*r, HasSubstr("Content-Type: text/plain; version=0.0.4"));
+  EXPECT_THAT(*r, HasSubstr("\r\n\r\nrangefs_x_total 1\n"));
+  // Rendered anew for each scrape.
+  r = testing::HttpGet(port, "/");
+  ASSERT_THAT(r, IsOk());
+  EXPECT_THAT(*r, HasSubstr("rangefs_x_total 2\n"));
+  r = testing::HttpGet(port, "/other");
+  ASSERT_THAT(r, IsOk());
+  EXPECT_THAT(*r, StartsWith("HTTP/1.0 404"));
+  EXPECT_EQ(renders.load(), 2);
+}
+
+// A client that connects and sends nothing holds the one serving thread for
+// at most its 2 s I/O timeout; the next scrape is answered after it.
+TEST(MetricsServerTest, AStuckScraperDoesNotBlockTheNext) {
+  auto server = MetricsServer::Start(0, [] { return std::string("m 1\n"); });
+  ASSERT_THAT(server, IsOk());
+  const int stuck = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_port = htons(static_cast<uint16_t>((*server)->port()));
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  ASSERT_EQ(connect(stuck, reinterpret_cast<sockaddr*>(&a), sizeof(a)), 0);
+  auto r = testing::HttpGet((*server)->port(), "/metrics");
+  close(stuck);
+  ASSERT_THAT(r, IsOk());
+  EXPECT_THAT(*r, HasSubstr("\r\n\r\nm 1\n"));
+}
+
+TEST(MetricsServerTest, APortInUseIsRefusedNamingTheAddress) {
+  auto server = MetricsServer::Start(0, [] { return std::string(); });
+  ASSERT_THAT(server, IsOk());
+  EXPECT_THAT(
+      MetricsServer::Start((*server)->port(), [] { return ""; }),
+      StatusIs(absl::StatusCode::kUnknown,
+               HasSubstr(absl::StrCat("127.0.0.1:", (*server)->port()))));
+}
+
+}  // namespace
+}  // namespace rangefs
