@@ -793,10 +793,11 @@ Keeper::Round::Outcome Keeper::Round::DropStep(const Move& m,
       [&](const ns::FileEntry& f) -> absl::StatusOr<v1::FileLayout> {
         unmarked = false;
         absl::StatusOr<v1::FileLayout> dropped = DropReplica(f.layout, m);
-        if (!dropped.ok() && !m.drop) {
+        if (!dropped.ok() && !m.target_node.empty()) {
           // The new replica is gone (an admin change since the add): the
-          // leaving one counts again, or a later drop would leave the slot
-          // a replica short.
+          // leaving one counts again, or the drop would leave the slot a
+          // replica short. A drop knows the new replica's node from the
+          // mark's replaced_by (not from marks written before it).
           absl::StatusOr<v1::FileLayout> kept = UnmarkLeaving(f.layout, m);
           if (kept.ok()) {
             unmarked = true;

@@ -91,6 +91,14 @@ absl::Status CheckReplicas(
                        "\" holds more than one replica (replicas must be "
                        "on distinct nodes)"));
     }
+    if (!rep.replaced_by().empty()) {
+      absl::Status by = ValidateNodeId(rep.replaced_by());
+      if (!rep.leaving() || !by.ok()) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            rw, ": replaced_by \"", absl::CEscape(rep.replaced_by()), "\" ",
+            by.ok() ? "is set on a replica not marked leaving" : by.message()));
+      }
+    }
     absl::Status obj = ValidateObjectPath(rep.object());
     if (!obj.ok()) {
       return absl::InvalidArgumentError(absl::StrCat(rw, ": ", obj.message()));

@@ -228,6 +228,23 @@ TEST(LayoutTest, ASlotWhoseEveryReplicaIsLeavingIsRejected) {
                        HasSubstr("stripe target 1: every one")));
 }
 
+TEST(LayoutTest, ReplacedByNamesANodeOnALeavingReplicaOnly) {
+  v1::FileLayout l = ThreeExtents();
+  v1::Replica* r = l.mutable_extents(1)->mutable_replicas(0);
+  r->set_replaced_by("n9");
+  EXPECT_THAT(ValidateLayout(l),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr("extent 1 [100, +100) replica 0: replaced_by "
+                                 "\"n9\" is set on a replica not marked "
+                                 "leaving")));
+  r->set_leaving(true);
+  EXPECT_THAT(ValidateLayout(l), IsOk());
+  r->set_replaced_by(std::string("n\0x", 3));
+  EXPECT_THAT(ValidateLayout(l),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr("replica 0: replaced_by \"n\\000x\"")));
+}
+
 v1::FileLayout Striped(uint64_t size, uint64_t unit, int width, int replicas) {
   v1::FileLayout l;
   l.set_size(size);

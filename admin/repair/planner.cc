@@ -98,6 +98,9 @@ bool PlanDrop(const ns::FileEntry& f, bool striped, int slot,
   m.object = leaving->object();
   m.object_offset = leaving->object_offset();
   m.from_node = leaving->node_id();
+  // The replacing node, when the mark names it: DropReplica then requires
+  // its replica, and the keeper clears the mark if it is gone.
+  m.target_node = leaving->replaced_by();
   plan->moves.push_back(std::move(m));
   return true;
 }
@@ -328,6 +331,7 @@ absl::StatusOr<v1::FileLayout> AddReplica(const v1::FileLayout& layout,
   v1::FileLayout out = layout;
   RANGEFS_ASSIGN_OR_RETURN(MoveSite site, FindMoveSite(&out, move));
   site.reps->Mutable(site.from)->set_leaving(true);
+  site.reps->Mutable(site.from)->set_replaced_by(move.target_node);
   v1::Replica* added = site.reps->Add();
   added->set_node_id(move.target_node);
   added->set_object(move.object);
@@ -371,7 +375,7 @@ absl::StatusOr<v1::FileLayout> DropReplica(const v1::FileLayout& layout,
     ++others;
     target = target || r.node_id() == move.target_node;
   }
-  if (!move.drop && !target) {
+  if (!move.target_node.empty() && !target) {
     return absl::FailedPreconditionError(absl::StrCat(
         where, " no longer has the new replica on ", move.target_node));
   }
@@ -397,6 +401,7 @@ absl::StatusOr<v1::FileLayout> UnmarkLeaving(const v1::FileLayout& layout,
     }
   }
   reps->Mutable(from)->set_leaving(false);
+  reps->Mutable(from)->clear_replaced_by();
   return out;
 }
 

@@ -82,8 +82,9 @@ NodeView MakeNodeView(const v1::NodeRecord& node, const v1::LiveRecord* live,
 // on `from_node` marked leaving (AddReplica), then remove that one
 // (DropReplica). An in-place repair copies over the corrupt replica on
 // from_node == target_node and leaves the layout alone. A drop only
-// removes the leaving replica on from_node (source_node and target_node
-// are empty).
+// removes the leaving replica on from_node (source_node is empty;
+// target_node is the mark's replaced_by, the node whose replica must still
+// be in the slot, or empty for a mark written without it).
 struct Move {
   bool in_place = false;
   bool drop = false;
@@ -148,8 +149,8 @@ absl::StatusOr<v1::FileLayout> SwapReplica(const v1::FileLayout& layout,
 
 // A move's second step, or a drop: `layout` without the leaving replica on
 // `move.from_node` in the move's slot. FAILED_PRECONDITION when the slot no
-// longer has it marked leaving, or (a move) has no replica on the target,
-// or (a drop) would be left with no other replica.
+// longer has it marked leaving, or has no replica on `move.target_node`
+// (when set), or would be left with no other replica.
 absl::StatusOr<v1::FileLayout> DropReplica(const v1::FileLayout& layout,
                                            const Move& move);
 

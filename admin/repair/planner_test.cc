@@ -273,6 +273,7 @@ TEST(AddDropReplicaTest, AddsThenRemovesAndRefusesAChangedLayout) {
   ASSERT_EQ(added->extents(0).replicas_size(), 3);
   EXPECT_EQ(added->extents(0).replicas(0).node_id(), "a");
   EXPECT_TRUE(added->extents(0).replicas(0).leaving());
+  EXPECT_EQ(added->extents(0).replicas(0).replaced_by(), "d");
   EXPECT_FALSE(added->extents(0).replicas(1).leaving());
   EXPECT_EQ(added->extents(0).replicas(2).node_id(), "d");
   EXPECT_EQ(added->extents(0).replicas(2).object(), "/f/e0");
@@ -304,6 +305,7 @@ TEST(AddDropReplicaTest, AddsThenRemovesAndRefusesAChangedLayout) {
   ASSERT_EQ(kept->extents(0).replicas_size(), 2);
   EXPECT_EQ(kept->extents(0).replicas(0).node_id(), "a");
   EXPECT_FALSE(kept->extents(0).replicas(0).leaving());
+  EXPECT_TRUE(kept->extents(0).replicas(0).replaced_by().empty());
   EXPECT_THAT(UnmarkLeaving(*kept, m),
               StatusIs(absl::StatusCode::kFailedPrecondition));
   // Not while the new replica is there: the drop applies.
@@ -491,6 +493,44 @@ TEST(PlanMovesTest, LeftOverLeavingReplicaIsDroppedNotCopied) {
   EXPECT_FALSE(p.moves[0].drop);
   EXPECT_EQ(p.moves[0].from_node, "a");
   EXPECT_EQ(p.moves[0].target_node, "d");
+}
+
+// A leaving mark names its replacement (replaced_by): the drop a later
+// round plans requires that replica, so a slot whose new replica was
+// removed since keeps its count (the keeper clears the mark instead).
+TEST(PlanMovesTest, ADropNeedsTheReplicaTheMarkNames) {
+  absl::BitGen g;
+  auto nodes = Nodes({Node("a", C::kDraining), Node("b", C::kUp),
+                      Node("c", C::kUp), Node("d", C::kUp)});
+  ns::FileEntry f = File("/f", {{"a", "b", "c"}, {"b", "c"}});
+  v1::Replica* a = f.layout.mutable_extents(0)->mutable_replicas(0);
+  a->set_leaving(true);
+  a->set_replaced_by("c");
+  Plan p = PlanMoves({f}, nodes, g);
+  ASSERT_EQ(p.moves.size(), 1u);
+  Move m = p.moves[0];
+  EXPECT_TRUE(m.drop);
+  EXPECT_EQ(m.target_node, "c");
+  EXPECT_THAT(DropReplica(f.layout, m), IsOk());
+  // c's replica removed (an admin change): no drop, the mark goes.
+  ns::FileEntry short_slot = File("/f", {{"a", "b"}, {"b", "c"}});
+  *short_slot.layout.mutable_extents(0)->mutable_replicas(0) = *a;
+  p = PlanMoves({short_slot}, nodes, g);
+  ASSERT_EQ(p.moves.size(), 1u);
+  m = p.moves[0];
+  EXPECT_THAT(DropReplica(short_slot.layout, m),
+              StatusIs(absl::StatusCode::kFailedPrecondition,
+                       HasSubstr("no longer has the new replica on c")));
+  auto kept = UnmarkLeaving(short_slot.layout, m);
+  ASSERT_THAT(kept, IsOk());
+  EXPECT_FALSE(kept->extents(0).replicas(0).leaving());
+  EXPECT_TRUE(kept->extents(0).replicas(0).replaced_by().empty());
+  // A mark written without replaced_by is dropped as before.
+  a->clear_replaced_by();
+  p = PlanMoves({f}, nodes, g);
+  ASSERT_EQ(p.moves.size(), 1u);
+  EXPECT_TRUE(p.moves[0].target_node.empty());
+  EXPECT_THAT(DropReplica(f.layout, p.moves[0]), IsOk());
 }
 
 TEST(ReferencesTest, ExtentsAndStripes) {

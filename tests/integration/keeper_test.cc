@@ -306,6 +306,79 @@ class KeeperTest : public ::testing::Test {
         << keeper->LogTail();
   }
 
+  // A move half done: keeper ka drains n1 and exits (as if killed) right
+  // after its first move's add step. `out`: the slot whose n1 replica is
+  // marked leaving, and the new replica (appended to the slot) as ka left
+  // it.
+  struct HalfDoneMove {
+    std::string path, object, added_node;
+    int slot = -1;
+    struct stat added {};
+  };
+  void KillKeeperAfterAdd(HalfDoneMove* out) {
+    // ka exits (as if killed) right after its first move's first step: the
+    // new replica is in the layout, the old one still there, marked leaving.
+    ASSERT_NE(StartKeeper("ka", 1,
+                          {"--test_exit_after_add", "--parallel_copies=1",
+                           "--rebalance_tolerance=0"}),
+              nullptr);
+    ASSERT_TRUE(Poll([&] { return Leader() == "ka"; }, absl::Seconds(10)));
+    StartReader();
+    ASSERT_TRUE(WaitScans(1, absl::Seconds(20)));
+    ASSERT_THAT(Run({"node", "drain", "n1"}), IsOk());
+    auto st = keepers_["ka"]->Wait(absl::Seconds(30));
+    ASSERT_THAT(st, IsOk()) << keepers_["ka"]->LogTail();
+    ASSERT_TRUE(WIFEXITED(*st) && WEXITSTATUS(*st) == 9)
+        << keepers_["ka"]->LogTail();
+    // Exactly one slot is over-replicated: 3 replicas, n1's leaving.
+    int leaving = 0;
+    for (const auto& [p, data] : files_) {
+      auto f = cluster_->store()->GetFile(p);
+      ASSERT_THAT(f, IsOk());
+      const bool striped = f->layout.extents_size() == 0;
+      const int slots = striped ? f->layout.striped().targets_size()
+                                : f->layout.extents_size();
+      for (int s = 0; s < slots; ++s) {
+        const auto& reps = striped ? f->layout.striped().targets(s).replicas()
+                                   : f->layout.extents(s).replicas();
+        for (const v1::Replica& r : reps) {
+          if (!r.leaving()) continue;
+          ++leaving;
+          out->path = p;
+          out->slot = s;
+          out->object = r.object();
+          EXPECT_EQ(r.node_id(), "n1");
+          EXPECT_EQ(reps.size(), 3);
+        }
+      }
+    }
+    ASSERT_EQ(leaving, 1);
+    // The new replica ka added (appended to the slot) as it is now: a second
+    // copy (temp file, then rename) would give it another inode and mtime.
+    {
+      auto f = cluster_->store()->GetFile(out->path);
+      ASSERT_THAT(f, IsOk());
+      const auto& reps = f->layout.extents_size() == 0
+                             ? f->layout.striped().targets(out->slot).replicas()
+                             : f->layout.extents(out->slot).replicas();
+      ASSERT_EQ(reps.size(), 3);
+      out->added_node = reps[2].node_id();
+      ASSERT_FALSE(reps[2].leaving());
+      // The mark names the node of the replica that replaces it.
+      for (const v1::Replica& r : reps) {
+        if (r.leaving()) {
+          EXPECT_EQ(r.replaced_by(), out->added_node);
+        }
+      }
+      ASSERT_EQ(stat((cluster_->agent(Index(out->added_node)).export_dir + "/" +
+                      out->object)
+                         .c_str(),
+                     &out->added),
+                0)
+          << strerror(errno);
+    }
+  }
+
   void ExpectFsckClean() {
     // OK is fsck's exit 0.
     EXPECT_THAT(Run({"fsck", "/", "--checksums"}), IsOk());
@@ -1124,64 +1197,13 @@ TEST_F(KeeperTest, TargetThatFillsUpIsBackedOffAndAnotherNodeGetsTheCopy) {
 }
 
 TEST_F(KeeperTest, KeeperKilledBetweenAddAndRemoveIsFinishedByADrop) {
-  // ka exits (as if killed) right after its first move's first step: the
-  // new replica is in the layout, the old one still there, marked leaving.
-  ASSERT_NE(StartKeeper("ka", 1,
-                        {"--test_exit_after_add", "--parallel_copies=1",
-                         "--rebalance_tolerance=0"}),
-            nullptr);
-  ASSERT_TRUE(Poll([&] { return Leader() == "ka"; }, absl::Seconds(10)));
-  StartReader();
-  ASSERT_TRUE(WaitScans(1, absl::Seconds(20)));
-  ASSERT_THAT(Run({"node", "drain", "n1"}), IsOk());
-  auto st = keepers_["ka"]->Wait(absl::Seconds(30));
-  ASSERT_THAT(st, IsOk()) << keepers_["ka"]->LogTail();
-  ASSERT_TRUE(WIFEXITED(*st) && WEXITSTATUS(*st) == 9)
-      << keepers_["ka"]->LogTail();
-  // Exactly one slot is over-replicated: 3 replicas, n1's leaving.
-  std::string path, object;
-  int slot = -1, leaving = 0;
-  for (const auto& [p, data] : files_) {
-    auto f = cluster_->store()->GetFile(p);
-    ASSERT_THAT(f, IsOk());
-    const bool striped = f->layout.extents_size() == 0;
-    const int slots =
-        striped ? f->layout.striped().targets_size() : f->layout.extents_size();
-    for (int s = 0; s < slots; ++s) {
-      const auto& reps = striped ? f->layout.striped().targets(s).replicas()
-                                 : f->layout.extents(s).replicas();
-      for (const v1::Replica& r : reps) {
-        if (!r.leaving()) continue;
-        ++leaving;
-        path = p;
-        slot = s;
-        object = r.object();
-        EXPECT_EQ(r.node_id(), "n1");
-        EXPECT_EQ(reps.size(), 3);
-      }
-    }
-  }
-  ASSERT_EQ(leaving, 1);
-  // The new replica ka added (appended to the slot) as it is now: a second
-  // copy (temp file, then rename) would give it another inode and mtime.
-  std::string added_node;
-  struct stat before {};
-  {
-    auto f = cluster_->store()->GetFile(path);
-    ASSERT_THAT(f, IsOk());
-    const auto& reps = f->layout.extents_size() == 0
-                           ? f->layout.striped().targets(slot).replicas()
-                           : f->layout.extents(slot).replicas();
-    ASSERT_EQ(reps.size(), 3);
-    added_node = reps[2].node_id();
-    ASSERT_FALSE(reps[2].leaving());
-    ASSERT_EQ(
-        stat((cluster_->agent(Index(added_node)).export_dir + "/" + object)
-                 .c_str(),
-             &before),
-        0)
-        << strerror(errno);
-  }
+  HalfDoneMove hm;
+  ASSERT_NO_FATAL_FAILURE(KillKeeperAfterAdd(&hm));
+  const std::string& path = hm.path;
+  const std::string& object = hm.object;
+  const std::string& added_node = hm.added_node;
+  const int slot = hm.slot;
+  const struct stat& before = hm.added;
   // The next keeper drops the leaving replica (no second copy) and
   // finishes the drain.
   ASSERT_NE(
@@ -1220,6 +1242,49 @@ TEST_F(KeeperTest, KeeperKilledBetweenAddAndRemoveIsFinishedByADrop) {
   ExpectFsckClean();
   // Nothing left twice: once etcd compacts, every node holds exactly the
   // objects the layouts reference (n1, drained, none).
+  ExpectOnlyReferencedObjects({0, 1, 2, 3}, keepers_["kb"].get());
+  EXPECT_THAT(Objects(1), ::testing::IsEmpty());
+}
+
+// An admin removes the new replica of a half-done move (the keeper killed
+// between the add and the remove). The next keeper must not drop the
+// leaving replica, which would leave the slot one replica short for good
+// (nothing marks a slot as under-replicated by count): it clears the mark,
+// deletes the copy no layout references, and the drain then moves that
+// replica as any other.
+TEST_F(KeeperTest, NewReplicaRemovedBetweenTheStepsKeepsTheSlotWhole) {
+  HalfDoneMove hm;
+  ASSERT_NO_FATAL_FAILURE(KillKeeperAfterAdd(&hm));
+  {
+    auto f = cluster_->store()->GetFile(hm.path);
+    ASSERT_THAT(f, IsOk());
+    v1::FileLayout layout = f->layout;
+    auto* reps = layout.extents_size() == 0
+                     ? layout.mutable_striped()
+                           ->mutable_targets(hm.slot)
+                           ->mutable_replicas()
+                     : layout.mutable_extents(hm.slot)->mutable_replicas();
+    ASSERT_EQ(reps->size(), 3);
+    ASSERT_EQ((*reps)[2].node_id(), hm.added_node);
+    reps->RemoveLast();
+    ASSERT_THAT(
+        cluster_->store()->ReplaceLayout(hm.path, layout, f->mod_revision),
+        IsOk());
+  }
+  ASSERT_NE(
+      StartKeeper("kb", 1,
+                  {"--orphan_scan_interval_s=0.5", "--rebalance_tolerance=0"}),
+      nullptr);
+  ASSERT_TRUE(Poll([&] { return AllSlotsHealthy({"n1"}); }, absl::Seconds(40)))
+      << keepers_["kb"]->LogTail();
+  EXPECT_THAT(keepers_["kb"]->Log(),
+              ::testing::HasSubstr(
+                  absl::StrCat(": the new replica on ", hm.added_node,
+                               " is gone; n1 no longer marked leaving")));
+  ASSERT_TRUE(WaitScans(2, absl::Seconds(20)));
+  StopReader();
+  EXPECT_EQ(read_errors_.load(), 0);
+  ExpectFsckClean();
   ExpectOnlyReferencedObjects({0, 1, 2, 3}, keepers_["kb"].get());
   EXPECT_THAT(Objects(1), ::testing::IsEmpty());
 }
