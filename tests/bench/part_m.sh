@@ -37,7 +37,8 @@ for i in $(seq 1 "$FILES"); do
 done
 M_OBJS=$(find "$CM/exports" -type f -path '*/f/*' ! -name '.*' | sort | tr '\n' ':' | sed 's/:$//')
 M_TOTAL=$((FILES * FILE_MB << 20))
-M_BENCH=("$BIN/rangefs-bench" --etcd="$RANGEFS_ETCD" --cluster=benchm --mount_root="$MOUNT_ROOT" --dir=/m --data_path=mount)
+M_BENCH=("$BIN/rangefs-bench" --etcd="$RANGEFS_ETCD" --cluster=benchm --mount_root="$MOUNT_ROOT" --dir=/m --data_path=mount
+         --single_flight=false)  # every counted byte fetched, as fio's
 MNT="$WORK/mnt"
 mkdir -p "$MNT"
 MNTD="$WORK/mntd"  # the -o direct_io mount

@@ -27,6 +27,7 @@
 # our -c opt code keeps frame pointers; Debian's libraries mostly do not,
 # so chains through libc/absl/grpc may stop early (self costs are exact);
 # CALLGRAPH=dwarf (environment) unwinds them too, at a larger perf.data.
+# PROFILE_ONLY="rand fio_rand" (environment) runs only the named runs.
 # Falls back to nothing: without perf (linux-perf) it says so and exits 1.
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
@@ -67,12 +68,15 @@ for i in 1 2 3 4; do
 done
 mapfile -t OBJ_LIST < <(find "$CP/exports" -type f -path '*/f/*' ! -name '.*' | sort)
 OBJS=$(IFS=:; echo "${OBJ_LIST[*]}")
-BENCH=("$BIN/rangefs-bench" --etcd="$RANGEFS_ETCD" --cluster=prof --mount_root="$MOUNT_ROOT" --dir=/p --data_path=mount)
+BENCH=("$BIN/rangefs-bench" --etcd="$RANGEFS_ETCD" --cluster=prof --mount_root="$MOUNT_ROOT" --dir=/p --data_path=mount
+       --single_flight=false)  # every counted byte fetched, as fio's
 
-# profile NAME CMD...: perf stat, then perf record, of one run of CMD.
+# profile NAME CMD...: perf stat, then perf record, of one run of CMD
+# (only the runs PROFILE_ONLY names, when set: "rand fio_rand").
 profile() {
   local name=$1
   shift
+  if [ -n "${PROFILE_ONLY:-}" ] && [[ " $PROFILE_ONLY " != *" $name "* ]]; then return 0; fi
   echo "profile: $name: $*" | tee -a "$OUT/commands.log"
   perf stat -e task-clock,context-switches,cpu-migrations,page-faults -o "$OUT/$name.stat" -- "$@" >"$OUT/$name.json"
   perf record -e cpu-clock -F 999 --call-graph "${CALLGRAPH:-fp}" -o "$WORK/$name.data" -- "$@" >/dev/null 2>"$WORK/$name.record.log"
@@ -100,12 +104,12 @@ warm
 # shellcheck disable=SC2046
 profile fio_scan fio --output-format=json --rw=read --bs=4M --ioengine=psync --invalidate=0 \
   --time_based=1 --runtime="$SECS" --ramp_time=1 --readonly $(fio_jobs 2)
-mv "$OUT/fio_scan.json" "$OUT/fio_scan.fio.json"
+mv "$OUT/fio_scan.json" "$OUT/fio_scan.fio.json" 2>/dev/null || true
 sync; echo 3 >/proc/sys/vm/drop_caches
 profile rand "${BENCH[@]}" --workload=lookup --threads=1 --batch=32 --o_direct=true --hedging=false \
   --duration_s="$SECS" --warmup_s=1 --json
 profile fio_rand fio --output-format=json --name=rand --filename="$OBJS" --rw=randread --bs=4k --direct=1 \
   --ioengine=io_uring --iodepth=32 --numjobs=1 --randrepeat=0 --norandommap --time_based=1 \
   --runtime="$SECS" --ramp_time=1 --readonly
-mv "$OUT/fio_rand.json" "$OUT/fio_rand.fio.json"
+mv "$OUT/fio_rand.json" "$OUT/fio_rand.fio.json" 2>/dev/null || true
 echo "profile: written to $OUT"

@@ -513,7 +513,8 @@ int main(int argc, char** argv) {
         "\"cpu_s_per_gb\": %.3f, \"cpu_user_s\": %.3f, \"cpu_sys_s\": %.3f, "
         "\"warmup_s\": %.3f, \"errors\": %llu, \"mismatches\": %llu, "
         "\"retries\": %llu, \"hedges\": %llu, \"hedge_wins\": %llu, "
-        "\"checksum_failures\": %llu, \"files\": %zu, \"nodes\": {%s}, "
+        "\"checksum_failures\": %llu, \"shared_bytes\": %llu, "
+        "\"files\": %zu, \"nodes\": {%s}, "
         "\"node_attempts\": {%s}, \"last_read_mono_ns\": %lld, "
         "\"metadata_s\": %.4f, \"metadata_etcd_requests\": %llu, "
         "\"start_unix_us\": %lld}\n",
@@ -527,7 +528,8 @@ int main(int argc, char** argv) {
         static_cast<unsigned long long>(st.retries),
         static_cast<unsigned long long>(st.hedges),
         static_cast<unsigned long long>(st.hedge_wins),
-        static_cast<unsigned long long>(st.checksum_failures), files.size(),
+        static_cast<unsigned long long>(st.checksum_failures),
+        static_cast<unsigned long long>(st.shared_bytes), files.size(),
         nodes_json.c_str(), detail_json.c_str(),
         static_cast<long long>(last_read_ns.load()), meta_s,
         static_cast<unsigned long long>(meta_requests),
@@ -550,6 +552,12 @@ int main(int argc, char** argv) {
         static_cast<unsigned long long>(st.hedges),
         static_cast<unsigned long long>(st.hedge_wins),
         static_cast<unsigned long long>(st.checksum_failures));
+    if (st.shared_bytes > 0) {
+      printf(
+          "  single flight: %.1f MB read once for several threads (counted "
+          "in the throughput; --single_flight=false to fetch every byte)\n",
+          st.shared_bytes / 1e6);
+    }
     printf("  per node:\n%s", nodes_text.c_str());
   }
   for (const std::string& e : first_errors) {

@@ -360,7 +360,12 @@ print(sum(json.load(open('$WORK/sf%d.json'%i))['mbps'] for i in (1,2,3,4)))" 2>/
 # (BB_THREADS): with 8, the calls waiting on the slow host's pieces left the
 # other hosts idle now and then (slow 0.89-0.94 of the capacity available,
 # 0.94 with 16). The naive baseline reads with the same settings.
-BB=("$BIN/rangefs-bench" --etcd="$RANGEFS_ETCD" --cluster=bench --dir=/b --data_path=agent --threads="${BB_THREADS:-16}" --io_size=16M --prefetch=false)
+# --single_flight=false: 16 threads over FILES files read them in step, and
+# single flight would fetch each byte once for several threads (counted
+# per thread: 3.9x the links' capacity in a run of 2026-11-27); iperf3 and
+# the sendfile streams move every byte they count.
+BB=("$BIN/rangefs-bench" --etcd="$RANGEFS_ETCD" --cluster=bench --dir=/b --data_path=agent --threads="${BB_THREADS:-16}" --io_size=16M --prefetch=false
+    --single_flight=false)
 pid_of() { cat "$CB/run/node-n$1.pid"; }
 agent_pid() {  # this cluster's rangefs-node of node n$1 (not another cluster's on the machine)
   pgrep -f "rangefs-node --node_id=n$1 --export_root=$CB/exports/n$1( |\$)" | head -n 1

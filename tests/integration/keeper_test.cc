@@ -379,6 +379,30 @@ class KeeperTest : public ::testing::Test {
     }
   }
 
+  // Keeper kb (grace 1 s, orphan scans every 0.5 s) finishes the drain of
+  // n1 that KillKeeperAfterAdd started.
+  void FinishDrainWithKeeperKb() {
+    ASSERT_NE(StartKeeper(
+                  "kb", 1,
+                  {"--orphan_scan_interval_s=0.5", "--rebalance_tolerance=0"}),
+              nullptr);
+    ASSERT_TRUE(
+        Poll([&] { return AllSlotsHealthy({"n1"}); }, absl::Seconds(40)))
+        << keepers_["kb"]->LogTail();
+  }
+
+  // After it: the reader saw no error, fsck is clean, and nothing is left
+  // twice: once etcd compacts, every node holds exactly the objects the
+  // layouts reference (n1, drained, none).
+  void ExpectDrainedCleanly() {
+    ASSERT_TRUE(WaitScans(2, absl::Seconds(20)));
+    StopReader();
+    EXPECT_EQ(read_errors_.load(), 0);
+    ExpectFsckClean();
+    ExpectOnlyReferencedObjects({0, 1, 2, 3}, keepers_["kb"].get());
+    EXPECT_THAT(Objects(1), ::testing::IsEmpty());
+  }
+
   void ExpectFsckClean() {
     // OK is fsck's exit 0.
     EXPECT_THAT(Run({"fsck", "/", "--checksums"}), IsOk());
@@ -1206,12 +1230,7 @@ TEST_F(KeeperTest, KeeperKilledBetweenAddAndRemoveIsFinishedByADrop) {
   const struct stat& before = hm.added;
   // The next keeper drops the leaving replica (no second copy) and
   // finishes the drain.
-  ASSERT_NE(
-      StartKeeper("kb", 1,
-                  {"--orphan_scan_interval_s=0.5", "--rebalance_tolerance=0"}),
-      nullptr);
-  ASSERT_TRUE(Poll([&] { return AllSlotsHealthy({"n1"}); }, absl::Seconds(40)))
-      << keepers_["kb"]->LogTail();
+  ASSERT_NO_FATAL_FAILURE(FinishDrainWithKeeperKb());
   const std::string drop = absl::StrCat("drop of leaving ", object, " (", path,
                                         " slot ", slot, ") on n1");
   EXPECT_THAT(keepers_["kb"]->Log(),
@@ -1236,14 +1255,7 @@ TEST_F(KeeperTest, KeeperKilledBetweenAddAndRemoveIsFinishedByADrop) {
   EXPECT_THAT(keepers_["kb"]->Log(),
               ::testing::Not(::testing::HasSubstr(
                   absl::StrCat("move of ", path, " slot ", slot, " ("))));
-  ASSERT_TRUE(WaitScans(2, absl::Seconds(20)));
-  StopReader();
-  EXPECT_EQ(read_errors_.load(), 0);
-  ExpectFsckClean();
-  // Nothing left twice: once etcd compacts, every node holds exactly the
-  // objects the layouts reference (n1, drained, none).
-  ExpectOnlyReferencedObjects({0, 1, 2, 3}, keepers_["kb"].get());
-  EXPECT_THAT(Objects(1), ::testing::IsEmpty());
+  ExpectDrainedCleanly();
 }
 
 // An admin removes the new replica of a half-done move (the keeper killed
@@ -1271,22 +1283,12 @@ TEST_F(KeeperTest, NewReplicaRemovedBetweenTheStepsKeepsTheSlotWhole) {
         cluster_->store()->ReplaceLayout(hm.path, layout, f->mod_revision),
         IsOk());
   }
-  ASSERT_NE(
-      StartKeeper("kb", 1,
-                  {"--orphan_scan_interval_s=0.5", "--rebalance_tolerance=0"}),
-      nullptr);
-  ASSERT_TRUE(Poll([&] { return AllSlotsHealthy({"n1"}); }, absl::Seconds(40)))
-      << keepers_["kb"]->LogTail();
+  ASSERT_NO_FATAL_FAILURE(FinishDrainWithKeeperKb());
   EXPECT_THAT(keepers_["kb"]->Log(),
               ::testing::HasSubstr(
                   absl::StrCat(": the new replica on ", hm.added_node,
                                " is gone; n1 no longer marked leaving")));
-  ASSERT_TRUE(WaitScans(2, absl::Seconds(20)));
-  StopReader();
-  EXPECT_EQ(read_errors_.load(), 0);
-  ExpectFsckClean();
-  ExpectOnlyReferencedObjects({0, 1, 2, 3}, keepers_["kb"].get());
-  EXPECT_THAT(Objects(1), ::testing::IsEmpty());
+  ExpectDrainedCleanly();
 }
 
 // A slot with 8 replicas (the layout limit) cannot take a move's add step
