@@ -553,6 +553,55 @@ TEST_F(ClientTest, StallOnTheOnlyReplicaIsWaitedFor) {
   EXPECT_EQ(s.unavailable, 0u);
 }
 
+// Two replicas, n1's node known dead (it failed its reads): a slow answer
+// from n0 past the stall delay must still be taken. Moving the piece to the
+// dead node's untried replica would fail at once and leave the piece with
+// no replica to try (a read error; seen in keeper_test's etcd outage).
+TEST_F(ClientTest, StallIsWaitedForWhenTheOtherReplicaIsOnADeadNode) {
+  const std::string data = RandomBytes(gen_, 4096);
+  PutObject(Node(0), "two", data);
+  PutObject(Node(1), "two", data);
+  v1::FileLayout l;
+  l.set_size(data.size());
+  l.set_state(v1::READY);
+  auto* e = l.add_extents();
+  e->set_length(data.size());
+  for (int i = 0; i < 2; ++i) {
+    e->add_replicas()->set_node_id(Node(i));
+    e->mutable_replicas(i)->set_object("two");
+  }
+  ASSERT_THAT(store_->CreateFile("/two", l), IsOk());
+  ClientOptions o = Options();
+  o.lb_policy = "round_robin";
+  o.hedging = false;
+  o.stall_min_delay = absl::Milliseconds(20);
+  Client* client = OpenClient(o);
+  auto f = client->OpenFile("/two");
+  ASSERT_THAT(f, IsOk());
+  std::string buf(4096, '\0');
+  for (int i = 0; i < 24; ++i) {  // latency samples: the stall delay is known
+    ASSERT_THAT((*f)->Read(0, absl::MakeSpan(buf)), IsOk());
+  }
+  // n1 fails its reads until it is marked dead (each read still succeeds on
+  // n0).
+  faulty_.AddRule({.path_contains = "/n1/", .action = FaultAction::kFail});
+  ASSERT_TRUE(Eventually([&] {
+    EXPECT_THAT((*f)->Read(0, absl::MakeSpan(buf)), IsOk());
+    return !FindNode(client->Stats(), "n1")->admissible;
+  }));
+  faulty_.AddRule({.path_contains = "/n0/",
+                   .action = FaultAction::kDelay,
+                   .delay = absl::Milliseconds(200)});
+  for (int i = 0; i < 3; ++i) {
+    std::fill(buf.begin(), buf.end(), '\0');
+    ASSERT_THAT((*f)->Read(0, absl::MakeSpan(buf)), IsOk()) << "read " << i;
+    EXPECT_EQ(buf, data);
+  }
+  ClientStats s = client->Stats();
+  EXPECT_EQ(FindNode(s, "n0")->stalls, 0u);
+  EXPECT_EQ(s.unavailable, 0u);
+}
+
 TEST_F(ClientTest, ReadInFlightMovesWhenItsNodeIsDrained) {
   const std::string data = SimpleFile("/mv", 4096);
   faulty_.AddRule({.path_contains = "/n0/", .action = FaultAction::kBlock});

@@ -173,7 +173,9 @@ class ClientImpl : public Client, public FileHost {
   absl::Duration StallDelay(
       NodeRuntime* n,
       std::vector<std::pair<NodeRuntime*, absl::Duration>>& cache);
-  // Whether a replica of `p` has not been tried yet in this call.
+  // Whether a replica of `p` not tried yet in this call could answer: one
+  // on a node known dead, without a live record or disabled does not count
+  // (a stalled attempt is then the piece's last hope, waited for).
   bool HasUntriedReplica(const PieceState& p);
   // Hands the attempts Dispatch queued in b.outbox to their nodes, or
   // starts them on the caller's ring (NodeRuntime::StartOnCaller), or

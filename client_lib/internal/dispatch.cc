@@ -249,10 +249,16 @@ bool ClientImpl::Dispatch(const std::shared_ptr<Batch>& b, int i, bool hedge,
 bool ClientImpl::HasUntriedReplica(const PieceState& p) {
   for (const v1::Replica& r : *p.piece.replicas) {
     NodeRuntime* n = Node(r.node_id());
-    if (std::find(p.excluded.begin(), p.excluded.end(), n) ==
+    if (std::find(p.excluded.begin(), p.excluded.end(), n) !=
         p.excluded.end()) {
-      return true;
+      continue;
     }
+    // Moving a slow piece to a node known to be down fails at once and
+    // leaves the piece with no replica to try (a read error while the slow
+    // node would have answered). A draining node still serves reads.
+    const lb::NodeState s = health_.State(n->id());
+    if (s.dead || !s.live || s.admin == lb::AdminState::kDisabled) continue;
+    return true;
   }
   return false;
 }
