@@ -145,6 +145,23 @@ class ClientTest : public ::testing::Test {
                  node::EncodeSidecar(sum.Finish()));
   }
 
+  // File `path`: one extent of `data`, in `object` on nodes n0..n<r-1>.
+  void OneExtentFile(const std::string& path, const std::string& object,
+                     const std::string& data, int replicas) {
+    v1::FileLayout l;
+    l.set_size(data.size());
+    l.set_state(v1::READY);
+    auto* e = l.add_extents();
+    e->set_length(data.size());
+    for (int i = 0; i < replicas; ++i) {
+      PutObject(Node(i), object, data);
+      v1::Replica* r = e->add_replicas();
+      r->set_node_id(Node(i));
+      r->set_object(object);
+    }
+    ASSERT_THAT(store_->CreateFile(path, l), IsOk());
+  }
+
   // Creates `path` with `data`: random extents (or a striped layout) with
   // two replicas each on random distinct nodes, objects at random offsets.
   void CreateFile(const std::string& path, const std::string& data,
@@ -524,15 +541,7 @@ TEST_F(ClientTest, StallOnTheOnlyReplicaIsWaitedFor) {
   // One replica (on n0): a slow answer past the stall delay must still be
   // taken, not turned into UNAVAILABLE.
   const std::string data = RandomBytes(gen_, 4096);
-  PutObject(Node(0), "one", data);
-  v1::FileLayout l;
-  l.set_size(data.size());
-  l.set_state(v1::READY);
-  auto* e = l.add_extents();
-  e->set_length(data.size());
-  e->add_replicas()->set_node_id(Node(0));
-  e->mutable_replicas(0)->set_object("one");
-  ASSERT_THAT(store_->CreateFile("/one", l), IsOk());
+  ASSERT_NO_FATAL_FAILURE(OneExtentFile("/one", "one", data, 1));
   ClientOptions o = Options();
   o.stall_min_delay = absl::Milliseconds(20);
   Client* client = OpenClient(o);
@@ -559,18 +568,7 @@ TEST_F(ClientTest, StallOnTheOnlyReplicaIsWaitedFor) {
 // no replica to try (a read error; seen in keeper_test's etcd outage).
 TEST_F(ClientTest, StallIsWaitedForWhenTheOtherReplicaIsOnADeadNode) {
   const std::string data = RandomBytes(gen_, 4096);
-  PutObject(Node(0), "two", data);
-  PutObject(Node(1), "two", data);
-  v1::FileLayout l;
-  l.set_size(data.size());
-  l.set_state(v1::READY);
-  auto* e = l.add_extents();
-  e->set_length(data.size());
-  for (int i = 0; i < 2; ++i) {
-    e->add_replicas()->set_node_id(Node(i));
-    e->mutable_replicas(i)->set_object("two");
-  }
-  ASSERT_THAT(store_->CreateFile("/two", l), IsOk());
+  ASSERT_NO_FATAL_FAILURE(OneExtentFile("/two", "two", data, 2));
   ClientOptions o = Options();
   o.lb_policy = "round_robin";
   o.hedging = false;
