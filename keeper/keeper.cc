@@ -157,6 +157,11 @@ class Keeper::Round {
                           const v1::TrashRecord& t);
   absl::Status PutTrash(const std::string& node, const std::string& object,
                         const v1::TrashRecord& t);
+  // Inside a layout compare-and-swap that drops the replica of `m` on
+  // from_node: its trash record (dropped now), written first so that a
+  // crash right after the swap cannot leak the object. UNAVAILABLE (the
+  // swap is retried) if etcd did not take it.
+  absl::Status TrashBeforeSwap(const Move& m, v1::TrashRecord* t);
   bool NodeBackUp(const std::string& node);
 
   Keeper* const k_;
@@ -581,10 +586,8 @@ Keeper::Round::Outcome Keeper::Round::DoSwapGroup(
           RANGEFS_ASSIGN_OR_RETURN(
               next, m->drop ? DropReplica(next, *m) : SwapReplica(next, *m));
         }
-        t.set_dropped_unix_ms(absl::ToUnixMillis(k_->clock_->Now()));
         for (const Move* m : ms) {
-          absl::Status ts = PutTrash(m->from_node, m->object, t);
-          if (!ts.ok()) return absl::UnavailableError(ts.message());
+          RANGEFS_RETURN_IF_ERROR(TrashBeforeSwap(*m, &t));
         }
         return next;
       });
@@ -740,9 +743,7 @@ Keeper::Round::Outcome Keeper::Round::AddStep(const Move& m,
         if (next.ok() && swap) {
           // The replaced replica goes to the trash first, so that a crash
           // right after the swap cannot leak it.
-          t.set_dropped_unix_ms(absl::ToUnixMillis(k_->clock_->Now()));
-          absl::Status ts = PutTrash(m.from_node, m.object, t);
-          if (!ts.ok()) return absl::UnavailableError(ts.message());
+          RANGEFS_RETURN_IF_ERROR(TrashBeforeSwap(m, &t));
         }
         return next;
       });
@@ -805,9 +806,7 @@ Keeper::Round::Outcome Keeper::Round::DropStep(const Move& m,
           }
         }
         RANGEFS_ASSIGN_OR_RETURN(v1::FileLayout next, std::move(dropped));
-        t.set_dropped_unix_ms(absl::ToUnixMillis(k_->clock_->Now()));
-        absl::Status ts = PutTrash(m.from_node, m.object, t);
-        if (!ts.ok()) return absl::UnavailableError(ts.message());
+        RANGEFS_RETURN_IF_ERROR(TrashBeforeSwap(m, &t));
         return next;
       });
   if (absl::IsNotFound(r.status()) || absl::IsFailedPrecondition(r.status())) {
@@ -831,11 +830,7 @@ Keeper::Round::Outcome Keeper::Round::DropStep(const Move& m,
     return Outcome::kAbandoned;
   }
   t.set_dropped_revision(r->mod_revision);
-  absl::Status ts = PutTrash(m.from_node, m.object, t);
-  if (!ts.ok()) {
-    // The record stays pending; CollectTrash resolves it.
-    RANGEFS_LOG(WARNING) << "keeper: " << what << ": " << ts;
-  }
+  RecordDropRevision(what, m, t);
   RANGEFS_LOG(INFO) << "keeper: " << what
                     << (m.drop ? ": leaving replica removed (revision "
                                : ": layout updated (revision ")
@@ -858,6 +853,13 @@ void Keeper::Round::DeleteUnreferencedCopy(const Move& m) {
 }
 
 // ------------------------------------------------------------------ trash
+
+absl::Status Keeper::Round::TrashBeforeSwap(const Move& m, v1::TrashRecord* t) {
+  t->set_dropped_unix_ms(absl::ToUnixMillis(k_->clock_->Now()));
+  absl::Status ts = PutTrash(m.from_node, m.object, *t);
+  if (!ts.ok()) return absl::UnavailableError(ts.message());
+  return absl::OkStatus();
+}
 
 absl::Status Keeper::Round::PutTrash(const std::string& node,
                                      const std::string& object,

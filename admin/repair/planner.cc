@@ -73,6 +73,21 @@ bool Healthy(const std::map<std::string, NodeView>& nodes,
          it->second.corrupt.count(r.object()) == 0;
 }
 
+// A move of replica `r` of slot `slot` of `f` (its source, target and bytes
+// for the caller to fill in).
+Move MoveOf(const ns::FileEntry& f, bool striped, int slot,
+            const v1::Replica& r) {
+  Move m;
+  m.path = f.path;
+  m.mod_revision = f.mod_revision;
+  m.striped = striped;
+  m.slot = slot;
+  m.object = r.object();
+  m.object_offset = r.object_offset();
+  m.from_node = r.node_id();
+  return m;
+}
+
 // A drop of the slot's first leaving replica when every other replica is
 // healthy (at least one); else false.
 bool PlanDrop(const ns::FileEntry& f, bool striped, int slot,
@@ -89,15 +104,8 @@ bool PlanDrop(const ns::FileEntry& f, bool striped, int slot,
     ++others;
   }
   if (leaving == nullptr || others == 0) return false;
-  Move m;
+  Move m = MoveOf(f, striped, slot, *leaving);
   m.drop = true;
-  m.path = f.path;
-  m.mod_revision = f.mod_revision;
-  m.striped = striped;
-  m.slot = slot;
-  m.object = leaving->object();
-  m.object_offset = leaving->object_offset();
-  m.from_node = leaving->node_id();
   // The replacing node, when the mark names it: DropReplica then requires
   // its replica, and the keeper clears the mark if it is gone.
   m.target_node = leaving->replaced_by();
@@ -280,15 +288,8 @@ Plan PlanMoves(const std::vector<ns::FileEntry>& files,
         continue;
       }
       if (from == nullptr) {  // Repair the corrupt replica in place.
-        Move m;
+        Move m = MoveOf(f, striped, s, *corrupt);
         m.in_place = true;
-        m.path = f.path;
-        m.mod_revision = f.mod_revision;
-        m.striped = striped;
-        m.slot = s;
-        m.object = corrupt->object();
-        m.object_offset = corrupt->object_offset();
-        m.from_node = corrupt->node_id();
         m.source_node = source->node_id();
         m.target_node = corrupt->node_id();
         m.bytes = bytes;
@@ -308,14 +309,7 @@ Plan PlanMoves(const std::vector<ns::FileEntry>& files,
         continue;
       }
       planned[target] += bytes;
-      Move m;
-      m.path = f.path;
-      m.mod_revision = f.mod_revision;
-      m.striped = striped;
-      m.slot = s;
-      m.object = from->object();
-      m.object_offset = from->object_offset();
-      m.from_node = from->node_id();
+      Move m = MoveOf(f, striped, s, *from);
       m.source_node = source->node_id();
       m.target_node = target;
       m.bytes = bytes;
