@@ -21,6 +21,10 @@ MetricsServer::MetricsServer(int fd, int port,
 
 absl::StatusOr<std::unique_ptr<MetricsServer>> MetricsServer::Start(
     int port, std::function<std::string()> render) {
+  if (port < 0 || port > 65535) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("metrics port ", port, " outside 0-65535"));
+  }
   int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
   if (fd < 0) return ErrnoStatus(errno, "metrics socket");
   int one = 1;

@@ -26,8 +26,9 @@ namespace rangefs {
 
 class MetricsServer {
  public:
-  // Listens on 127.0.0.1:`port` (0: a free port, see port()). The errno
-  // status of socket/bind/listen, naming the address, if it cannot.
+  // Listens on 127.0.0.1:`port` (0: a free port, see port()).
+  // INVALID_ARGUMENT outside 0-65535; the errno status of
+  // socket/bind/listen, naming the address, if it cannot.
   static absl::StatusOr<std::unique_ptr<MetricsServer>> Start(
       int port, std::function<std::string()> render);
   MetricsServer(const MetricsServer&) = delete;

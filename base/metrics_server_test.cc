@@ -59,6 +59,14 @@ TEST(MetricsServerTest, AStuckScraperDoesNotBlockTheNext) {
   EXPECT_THAT(*r, HasSubstr("\r\n\r\nm 1\n"));
 }
 
+TEST(MetricsServerTest, APortOutOfRangeIsRefused) {
+  for (int bad : {-1, 65536}) {
+    EXPECT_THAT(MetricsServer::Start(bad, [] { return std::string(); }),
+                StatusIs(absl::StatusCode::kInvalidArgument,
+                         HasSubstr("outside 0-65535")));
+  }
+}
+
 TEST(MetricsServerTest, APortInUseIsRefusedNamingTheAddress) {
   auto server = MetricsServer::Start(0, [] { return std::string(); });
   ASSERT_THAT(server, IsOk());
