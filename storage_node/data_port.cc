@@ -24,6 +24,7 @@
 #include "base/status_macros.h"
 #include "base/thread_priority.h"
 #include "storage_node/data_port_wire.h"
+#include "storage_node/same_host.h"
 #include "storage_node/sidecar.h"
 
 namespace rangefs {
@@ -92,6 +93,14 @@ struct ReadOutcome {
 };
 
 }  // namespace
+
+absl::StatusOr<DataPortSend> ParseDataPortSend(absl::string_view s) {
+  if (s == "auto") return DataPortSend::kAuto;
+  if (s == "sendfile") return DataPortSend::kSendfile;
+  if (s == "copy") return DataPortSend::kCopy;
+  return absl::InvalidArgumentError(absl::StrCat(
+      "data port send mode \"", s, "\" is none of auto, sendfile, copy"));
+}
 
 absl::StatusOr<std::unique_ptr<DataPortServer>> DataPortServer::Start(
     const ExportRoot* root, AgentService* service,
@@ -244,6 +253,10 @@ void DataPortServer::AcceptLoop() {
     }
     conns_.emplace_back();
     Conn* c = &conns_.back();
+    c->use_sendfile =
+        options_.send == DataPortSend::kSendfile ||
+        (options_.send == DataPortSend::kAuto && !PeerOnSameHost(fd.get()));
+    if (c->use_sendfile) sendfile_.fetch_add(1);
     c->fd = std::move(fd);
     c->thread = std::thread([this, c] { ServeConnection(c); });
   }
@@ -399,7 +412,7 @@ bool DataPortServer::ServeRequest(Conn* conn, std::string* buf) {
       return;
     }
     replied = true;
-    const bool use_sendfile = !so.chunk_hook;
+    const bool use_sendfile = !so.chunk_hook && conn->use_sendfile;
     const int file_fd = file->get();
     // pread [off, off + n) into buf, apply the test hook, send.
     auto copy_frame = [&](uint64_t off, size_t n,

@@ -73,6 +73,7 @@
 #include "absl/base/thread_annotations.h"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
 #include "storage_node/agent_service.h"
@@ -81,6 +82,25 @@
 
 namespace rangefs {
 namespace node {
+
+// How the data port sends a whole checksum block (the bytes whose CRC the
+// sidecar holds; partial blocks and objects without a sidecar are always
+// read into a buffer, since their CRC is computed from the bytes).
+enum class DataPortSend {
+  // sendfile(2): no copy on the agent. Across a NIC the card reads the
+  // page-cache pages itself.
+  kSendfile,
+  // pread into the connection's buffer, then writev: one copy on the agent.
+  // On loopback the receiver copies out of the sender's pages either way,
+  // and sendfile's skbs of single page-cache pages cost it more than
+  // write's (measured: a plain sendfile stream read 2.8 GB/s at 0.22 CPU
+  // s/GB on its receiver, a pread + write stream 3.4 GB/s at 0.13;
+  // tests/bench/RESULTS.md).
+  kCopy,
+  // kCopy for a client on this host (loopback or one of our own
+  // addresses: same_host.h), kSendfile for any other.
+  kAuto,
+};
 
 struct DataPortOptions {
   std::string host = "127.0.0.1";  // Address to bind; "" or "0.0.0.0": any.
@@ -92,7 +112,13 @@ struct DataPortOptions {
   // The nice value (0-19) of a connection's thread once it carried a
   // request flagged background; 0: such requests run at normal priority.
   int background_nice = 10;
+  // How whole checksum blocks go out (data_port.cc).
+  DataPortSend send = DataPortSend::kAuto;
 };
+
+// Parses --data_port_send: "auto", "sendfile" or "copy"; INVALID_ARGUMENT
+// naming the value otherwise.
+absl::StatusOr<DataPortSend> ParseDataPortSend(absl::string_view s);
 
 class DataPortServer {
  public:
@@ -118,6 +144,8 @@ class DataPortServer {
   uint64_t accepted_connections() const { return accepted_.load(); }
   // Connections whose thread was lowered to background_nice so far.
   uint64_t background_connections() const { return background_.load(); }
+  // Connections accepted so far that send whole blocks with sendfile(2).
+  uint64_t sendfile_connections() const { return sendfile_.load(); }
 
  private:
   struct Conn {
@@ -127,6 +155,8 @@ class DataPortServer {
     bool done = false;  // The thread is about to exit; join it.
     // Lowered to background_nice; only the connection's thread uses it.
     bool background = false;
+    // Whole blocks go out with sendfile (DataPortSend); set at accept.
+    bool use_sendfile = true;
   };
 
   DataPortServer(const ExportRoot* root, AgentService* service,
@@ -150,6 +180,7 @@ class DataPortServer {
   const int port_;
   std::atomic<uint64_t> accepted_{0};
   std::atomic<uint64_t> background_{0};
+  std::atomic<uint64_t> sendfile_{0};
   std::thread listener_;
 
   mutable absl::Mutex mu_;

@@ -13,6 +13,7 @@
 #include <atomic>
 #include <random>
 #include <thread>
+#include <tuple>
 #include <vector>
 
 #include "absl/synchronization/notification.h"
@@ -133,8 +134,10 @@ class DataPortTest : public ::testing::Test {
     dir_ = tmp_.path();
     StartAgent(/*max_concurrent_reads=*/64);
   }
-  void StartAgent(int max_concurrent_reads) {
+  void StartAgent(int max_concurrent_reads,
+                  DataPortSend send = DataPortSend::kAuto) {
     AgentOptions o;
+    o.data_port.send = send;
     o.node_id = "n1";
     o.export_root = dir_;
     o.data_listen = "127.0.0.1:0";
@@ -238,6 +241,41 @@ TEST_F(DataPortTest, ByteExactAcrossBlocksWithAndWithoutSidecar) {
   EXPECT_GE(stats.reads(), 200u);
   EXPECT_GT(stats.bytes_read(), 0u);
   EXPECT_EQ(stats.data_port(), static_cast<uint32_t>(agent_->data_port()));
+}
+
+// Whole blocks, a partial block and a verified read come back byte-exact
+// in each send mode; auto copies to a client on this host (loopback).
+TEST_F(DataPortTest, EachSendModeIsByteExact) {
+  const std::string data = Pattern(6 * kBlock + 77, 11);
+  Write("o", data);
+  for (DataPortSend send :
+       {DataPortSend::kAuto, DataPortSend::kSendfile, DataPortSend::kCopy}) {
+    client_.reset();
+    agent_.reset();
+    StartAgent(64, send);
+    for (auto [off, len, verify] :
+         {std::tuple<uint64_t, size_t, bool>{0, data.size(), false},
+          {kBlock, 3 * kBlock, false},
+          {kBlock + 5, 2 * kBlock, true}}) {
+      std::string buf(len, 'x');
+      ASSERT_THAT(DpRead("o", off, &buf,
+                         {.deadline = Soon(), .verify_on_server = verify}),
+                  IsOk());
+      EXPECT_EQ(buf, data.substr(off, len)) << static_cast<int>(send);
+    }
+    EXPECT_EQ(agent_->data_port_server()->sendfile_connections(),
+              send == DataPortSend::kSendfile ? 1u : 0u)
+        << static_cast<int>(send);
+  }
+}
+
+TEST(DataPortSendTest, ParsesTheThreeModesAndNamesABadOne) {
+  EXPECT_EQ(*ParseDataPortSend("auto"), DataPortSend::kAuto);
+  EXPECT_EQ(*ParseDataPortSend("sendfile"), DataPortSend::kSendfile);
+  EXPECT_EQ(*ParseDataPortSend("copy"), DataPortSend::kCopy);
+  EXPECT_THAT(
+      ParseDataPortSend("splice"),
+      StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("splice")));
 }
 
 TEST_F(DataPortTest, ShortReadAtEofOutOfRangeNotFound) {

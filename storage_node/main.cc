@@ -34,6 +34,11 @@ ABSL_FLAG(std::string, data_listen, "auto",
           "--listen, a free port (advertised through GetStats); \"off\" or "
           "empty: none, reads use gRPC. Always off with --tls_cert (it is "
           "plaintext).");
+ABSL_FLAG(std::string, data_port_send, "auto",
+          "How the data port sends whole checksum blocks: sendfile (no copy "
+          "on the node), copy (pread + writev), or auto (default): copy to "
+          "a client on this host, where it costs the receiver less, "
+          "sendfile to any other (storage_node/data_port.h).");
 ABSL_FLAG(bool, read_only, false, "Refuse all writes.");
 ABSL_FLAG(int, max_concurrent_reads, 64,
           "ReadRange calls past this are refused with RESOURCE_EXHAUSTED.");
@@ -228,6 +233,13 @@ int main(int argc, char** argv) {
       std::max<int64_t>(0, absl::GetFlag(FLAGS_copy_max_bytes_per_sec)));
   options.service.copy_nice = absl::GetFlag(FLAGS_copy_nice);
   options.data_port.background_nice = options.service.copy_nice;
+  absl::StatusOr<rangefs::node::DataPortSend> send =
+      rangefs::node::ParseDataPortSend(absl::GetFlag(FLAGS_data_port_send));
+  if (!send.ok()) {
+    std::cerr << "rangefs-node: --data_port_send: " << send.status() << "\n";
+    return 2;
+  }
+  options.data_port.send = *send;
   options.service.peer_tls.ca_file = absl::GetFlag(FLAGS_peer_tls_ca);
   options.service.peer_tls.cert_file = absl::GetFlag(FLAGS_peer_tls_cert);
   options.service.peer_tls.key_file = absl::GetFlag(FLAGS_peer_tls_key);
