@@ -1232,6 +1232,51 @@ TEST_F(ClientTest, ColdHealthyReadsAreNotHedged) {
   EXPECT_EQ(client->Stats().hedges, 0u);
 }
 
+// A ReadV of many small ranges with ReadOptions::max_in_flight keeps at
+// most that many reads in flight (and more than one), the next going as one
+// ends; every byte lands in its range. The same ReadV without it has more
+// in flight at once. A negative value is refused for every range.
+TEST_F(ClientTest, MaxInFlightBoundsACallsConcurrentReads) {
+  const std::string data = SimpleFile("/f", 64 * 4096);
+  ClientOptions o = Options();
+  o.hedging = false;
+  Client* c = OpenClient(o);
+  auto f = c->OpenFile("/f");
+  ASSERT_THAT(f, IsOk());
+  // Every read takes 2 ms, so reads of a call overlap.
+  faulty_.AddRule(
+      {.action = FaultAction::kDelay, .delay = absl::Milliseconds(2)});
+  std::vector<std::string> bufs(64, std::string(4096, 'x'));
+  std::vector<ReadRange> ranges;
+  for (int k = 0; k < 64; ++k) {
+    ranges.push_back({.offset = static_cast<uint64_t>(k) * 4096,
+                      .dst = absl::MakeSpan(bufs[k])});
+  }
+  for (int cap : {3, 1}) {
+    faulty_.ResetMaxInside();
+    auto res = (*f)->ReadV(ranges, {.max_in_flight = cap});
+    for (int k = 0; k < 64; ++k) {
+      ASSERT_EQ(ReadOk(res[k]), 4096u) << k;
+      ASSERT_EQ(bufs[k], data.substr(k * 4096, 4096)) << k;
+      bufs[k].assign(4096, 'x');
+    }
+    EXPECT_LE(faulty_.max_inside(), cap);
+    if (cap > 1) {
+      EXPECT_GE(faulty_.max_inside(), 2);
+    }
+  }
+  faulty_.ResetMaxInside();
+  auto all = (*f)->ReadV(ranges);
+  for (int k = 0; k < 64; ++k) ASSERT_EQ(ReadOk(all[k]), 4096u) << k;
+  EXPECT_GT(faulty_.max_inside(), 3);
+
+  auto bad = (*f)->ReadV(ranges, {.max_in_flight = -1});
+  for (const auto& r : bad) {
+    EXPECT_THAT(r, StatusIs(absl::StatusCode::kInvalidArgument,
+                            HasSubstr("max_in_flight")));
+  }
+}
+
 TEST_F(ClientTest, BadOptionsAreInvalidArgument) {
   ClientOptions o = Options();
   o.lb_policy = "fastest_please";

@@ -95,8 +95,10 @@ class File {
   virtual absl::StatusOr<size_t> Read(uint64_t offset, absl::Span<char> dst,
                                       const ReadOptions& options = {}) = 0;
 
-  // Reads all ranges in parallel across nodes; result[i] is for ranges[i],
-  // with the codes of Read. No dst is written after this returns.
+  // Reads all ranges in parallel across nodes (at most
+  // options.max_in_flight pieces at once, when set); result[i] is for
+  // ranges[i], with the codes of Read. No dst is written after this
+  // returns.
   virtual std::vector<absl::StatusOr<size_t>> ReadV(
       absl::Span<const ReadRange> ranges, const ReadOptions& options = {}) = 0;
 

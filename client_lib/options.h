@@ -202,6 +202,13 @@ struct ReadOptions {
   // Not owned, may be null; must outlive the call. Cancel() on it ends the
   // call soon with CANCELLED for the ranges not complete (read_canceller.h).
   ReadCanceller* canceller = nullptr;
+  // At most this many of the call's pieces are read at once (0: all of
+  // them, within ClientOptions::max_inflight_global); the next is
+  // dispatched as soon as one ends. A ReadV of many small ranges with it
+  // keeps that many reads in flight all along, like an I/O queue depth,
+  // where smaller ReadV calls would drain between calls. Negative:
+  // INVALID_ARGUMENT for every range.
+  int max_in_flight = 0;
 };
 
 // One range of a File::ReadV. `dst` is caller-owned; it is never written

@@ -35,7 +35,7 @@ bool Batch::Completed(Attempt* a, const absl::StatusOr<size_t>& r,
     a->status = absl::OkStatus();
     // Counted before the caller can wake: its Stats() sees the win.
     if (a->hedge && hedge_wins != nullptr) hedge_wins->fetch_add(1);
-    if (--remaining == 0 || closed) Notify();
+    if (--remaining == 0 || closed || notify_each) Notify();
     return a->hedge;
   }
   a->status = r.status();
@@ -59,7 +59,7 @@ bool Batch::Deliver(int i, const char* src, uint64_t length) {
   mu.Lock();
   copiers--;
   p.done = true;
-  if (--remaining == 0 || closed) Notify();
+  if (--remaining == 0 || closed || notify_each) Notify();
   return true;
 }
 

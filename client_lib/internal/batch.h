@@ -53,6 +53,9 @@ struct Batch final : AttemptSink {
   // Pieces whose flight's leader ended without their bytes
   // (single_flight.h): the call's loop dispatches them itself.
   std::vector<int> released ABSL_GUARDED_BY(mu);
+  // The caller waits for every piece's end, not only the last one's
+  // (ReadOptions::max_in_flight: each end lets the next piece go).
+  bool notify_each = false;
   // ClientCore's count of hedges that won their piece.
   std::atomic<uint64_t>* hedge_wins = nullptr;
 

@@ -191,7 +191,7 @@ class ClientImpl : public Client, public FileHost {
   ReadRing* BorrowRing();
   void ReturnRing(ReadRing* ring);
   // Ends the reads a borrowed ring reports (any thread that holds it).
-  static void ReapCallerRing(ReadRing& ring);
+  static void ReapCallerRing(ReadRing& ring, size_t max = SIZE_MAX);
   bool Dispatch(const std::shared_ptr<Batch>& b, int i, bool hedge,
                 lb::Picker& picker) ABSL_EXCLUSIVE_LOCKS_REQUIRED(b->mu);
   void FailPiece(Batch& b, PieceState& p) ABSL_EXCLUSIVE_LOCKS_REQUIRED(b.mu);
@@ -210,10 +210,17 @@ class ClientImpl : public Client, public FileHost {
   void RetryFailed(CallLoop& c);
   // Attempt timeouts, stalls, sick nodes and hedge timers of every piece.
   void RunTimers(CallLoop& c);
+  // RunTimers when one of its timers is due or TimersGap passed since its
+  // last pass; otherwise only brings the loop's wake-up forward for the
+  // attempts dispatched since.
+  void MaybeRunTimers(CallLoop& c);
+  absl::Duration TimersGap() const;
   // Judges piece i's attempt in flight (started at `started_ns`, 0: still
   // queued): false if it was abandoned (timed out, stalled, or its node
   // went bad) and the piece moved.
   bool JudgeAttempt(CallLoop& c, int i, int64_t started_ns);
+  // Admissible(n), asked once per node and pass of the call's timers.
+  bool AdmissibleThisPass(CallLoop& c, NodeRuntime* n);
   void AbandonAttempt(CallLoop& c, int i, bool timed_out, bool stalled,
                       absl::Duration silent, bool started);
   // Sends piece i to a second replica once its hedge delay has passed.

@@ -88,10 +88,12 @@ void ClientImpl::ReturnRing(ReadRing* ring) {
   idle_rings_.push_back(ring);
 }
 
-void ClientImpl::ReapCallerRing(ReadRing& ring) {
-  ring.Reap([](ReadRing::Slot& s, int res) {
-    MountReadOf(s).task.attempt->node->CallerDone(s, res);
-  });
+void ClientImpl::ReapCallerRing(ReadRing& ring, size_t max) {
+  ring.Reap(
+      [](ReadRing::Slot& s, int res) {
+        MountReadOf(s).task.attempt->node->CallerDone(s, res);
+      },
+      max);
 }
 
 bool ClientImpl::ReadCachedOnCaller(Batch& b, Task& t) {
@@ -140,7 +142,9 @@ void ClientImpl::Flush(Batch& b) {
     out.resize(kept);
     if (out.empty()) return;
   }
-  // Small mount reads: started here, on the caller's ring.
+  // Small mount reads: started here, on the caller's ring. The kernel sees
+  // them at the call's next wait (ClientImpl::Wait: one io_uring_enter
+  // submits and waits), or when the ring goes back (ReturnRing).
   if (b.ring != nullptr && !b.closed) {
     size_t kept = 0;
     for (size_t i = 0; i < out.size(); ++i) {
@@ -148,9 +152,7 @@ void ClientImpl::Flush(Batch& b) {
       if (kept != i) out[kept] = std::move(out[i]);
       ++kept;
     }
-    const bool started = kept < out.size();
     out.resize(kept);
-    if (started) b.ring->SubmitAndWait(absl::ZeroDuration());
     if (out.empty()) return;
   }
   // The rest: one Submit per node, nodes in order of first appearance, each

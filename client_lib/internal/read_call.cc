@@ -50,6 +50,25 @@ namespace {
 // How often a call with attempts running re-reads its nodes' health (a
 // node another call marked dead).
 constexpr absl::Duration kHealthRecheck = absl::Milliseconds(20);
+// How long a call keeps its nodes' stall and hedge delays (each a quantile
+// of a latency histogram) before it takes them again: they move with many
+// answers, not with one, and a call with many reads in flight passes its
+// timers once every few completions.
+constexpr absl::Duration kDelayCacheTtl = absl::Milliseconds(1);
+// How many of its ring's completions a calling thread handles before it
+// dispatches and submits what replaces them. Taking every completion at
+// once resubmitted a whole depth in one go, which a (virtio) disk then
+// served as one batch, and the call ran in lock step: 4 KiB reads at 32 in
+// flight took 0.40 ms at the disk against 0.25 ms for fio's one-by-one
+// submissions at the same depth, and read at 0.7 of fio's rate. 1, 2 and 4
+// measured alike within this VM's noise; 2 at the least CPU of those
+// three that kept up (tests/bench/RESULTS.md, issue 16 by-hand runs).
+constexpr size_t kCallerReapBatch = 2;
+// The longest a call's loop goes without a pass of its timers while it has
+// attempts in flight (fewer if an earlier timer is due): a pass judges
+// every attempt in flight, and a loop that wakes at each completion would
+// otherwise judge them all every few reads.
+constexpr absl::Duration kMaxTimersGap = absl::Milliseconds(1);
 
 }  // namespace
 
@@ -80,16 +99,30 @@ struct ClientImpl::CallLoop {
   std::shared_ptr<Batch> b;
   std::unique_ptr<lb::Picker> picker;
   std::vector<int> waiting;  // pieces held back by the global cap
+  // ReadOptions::max_in_flight (0: none), and whether it holds back the
+  // pieces in `waiting` now (each piece's end wakes the loop: no polling).
+  int max_in_flight = 0;
+  bool own_cap_full = false;
+  // Pieces dispatched and not seen done yet, in dispatch order: what the
+  // timers look at (RunTimers drops the done ones).
+  std::vector<int> dispatched;
   std::vector<lb::NodeId> ids;
-  // Per pass and node: StallDelay and HedgeDelay take histogram snapshots.
+  // Per node, for kDelayCacheTtl from delays_at: StallDelay and HedgeDelay
+  // take histogram snapshots.
   std::vector<std::pair<NodeRuntime*, absl::Duration>> stall_delays;
   std::vector<std::pair<NodeRuntime*, absl::Duration>> hedge_delays;
+  absl::Time delays_at = absl::InfinitePast();
+  // Per pass and node: Admissible (the health table's lock).
+  std::vector<std::pair<NodeRuntime*, bool>> admissible;
   // This pass of the timers: its time, the earliest timer, whether an
   // attempt is still queued, whether any is in flight.
   absl::Time now;
-  absl::Time wake;
+  absl::Time wake = absl::InfinitePast();
   bool unstarted = false;
   bool running = false;
+  // The last pass of the timers, and b.attempts.size() then.
+  absl::Time timers_at = absl::InfinitePast();
+  size_t attempts_seen = 0;
 };
 
 void ClientImpl::PlanCall(absl::Span<const Request> reqs, Batch& b,
@@ -154,14 +187,23 @@ absl::Duration ClientImpl::HedgeDelayOf(
 
 void ClientImpl::DispatchWaiting(CallLoop& c) {
   Batch& b = *c.b;
+  c.own_cap_full = false;
   while (!c.waiting.empty() &&
          global_inflight_.load() < options_.max_inflight_global) {
+    // Neither done nor waiting here: in flight (or following a flight).
+    if (c.max_in_flight > 0 &&
+        b.remaining - static_cast<int>(c.waiting.size()) >= c.max_in_flight) {
+      c.own_cap_full = true;
+      break;
+    }
     int i = c.waiting.back();
     c.waiting.pop_back();
     PieceState& p = b.pieces[i];
     if (p.done) continue;
     budget_.OnRead();
-    if (!Dispatch(c.b, i, false, *c.picker)) {
+    if (Dispatch(c.b, i, false, *c.picker)) {
+      c.dispatched.push_back(i);
+    } else {
       p.reasons.push_back("no replica");
       FailPiece(b, p);
     }
@@ -184,6 +226,15 @@ void ClientImpl::RetryFailed(CallLoop& c) {
     retries_.fetch_add(1);
     if (!Dispatch(c.b, a->piece, false, *c.picker)) FailPiece(b, p);
   }
+}
+
+bool ClientImpl::AdmissibleThisPass(CallLoop& c, NodeRuntime* n) {
+  for (const auto& [node, ok] : c.admissible) {
+    if (node == n) return ok;
+  }
+  const bool ok = Admissible(n);
+  c.admissible.emplace_back(n, ok);
+  return ok;
 }
 
 bool ClientImpl::JudgeAttempt(CallLoop& c, int i, int64_t started_ns) {
@@ -214,7 +265,7 @@ bool ClientImpl::JudgeAttempt(CallLoop& c, int i, int64_t started_ns) {
   // Its node went bad (here or in another call): move the piece now.
   bool sick = !timed_out && !stalled && !a->forced &&
               (started_ns == 0 || options_.stall_factor > 0) &&
-              !Admissible(a->node);
+              !AdmissibleThisPass(c, a->node);
   // Stalls and sickness only move a piece that has somewhere to go: an
   // untried replica, or its hedge in flight (then the stall still
   // marks the node, whose other attempts move). The last hope of a
@@ -282,15 +333,48 @@ void ClientImpl::MaybeHedge(CallLoop& c, int i, int64_t started_ns) {
   }
 }
 
+absl::Duration ClientImpl::TimersGap() const {
+  // No timer of an attempt dispatched after a pass can be due before the
+  // pass's time plus this.
+  absl::Duration gap = std::min(kMaxTimersGap, options_.attempt_timeout);
+  if (options_.hedging) gap = std::min(gap, options_.hedge_min_delay);
+  if (options_.stall_factor > 0) gap = std::min(gap, options_.stall_min_delay);
+  return gap;
+}
+
+void ClientImpl::MaybeRunTimers(CallLoop& c) {
+  Batch& b = *c.b;
+  const absl::Duration gap = TimersGap();
+  if (c.now >= c.wake || c.now >= c.timers_at + gap) {
+    RunTimers(c);
+    c.timers_at = c.now;
+    c.attempts_seen = b.attempts.size();
+  } else if (b.attempts.size() != c.attempts_seen) {
+    // Attempts dispatched since the last pass: judged by the next one,
+    // due `gap` after it at the latest (their first timer cannot be
+    // earlier; their node's health is looked at then).
+    c.wake = std::min(c.wake, c.timers_at + gap);
+    c.running = true;
+  }
+}
+
 void ClientImpl::RunTimers(CallLoop& c) {
   Batch& b = *c.b;
   c.wake = b.deadline;
   c.unstarted = c.running = false;
-  c.stall_delays.clear();
-  c.hedge_delays.clear();
-  for (int i = 0; i < static_cast<int>(b.pieces.size()); ++i) {
+  if (c.now >= c.delays_at + kDelayCacheTtl) {
+    c.stall_delays.clear();
+    c.hedge_delays.clear();
+    c.delays_at = c.now;
+  }
+  c.admissible.clear();
+  size_t keep = 0;
+  for (size_t k = 0; k < c.dispatched.size(); ++k) {
+    const int i = c.dispatched[k];
     PieceState& p = b.pieces[i];
-    if (p.done || p.claimed || p.last == nullptr || p.last->finished ||
+    if (p.done) continue;  // off the list
+    c.dispatched[keep++] = i;
+    if (p.claimed || p.last == nullptr || p.last->finished ||
         p.last->abandoned) {
       continue;  // (claimed: bytes being copied in, as good as done)
     }
@@ -302,6 +386,7 @@ void ClientImpl::RunTimers(CallLoop& c) {
     c.running = true;
     MaybeHedge(c, i, started_ns);
   }
+  c.dispatched.resize(keep);
 }
 
 absl::Duration ClientImpl::WaitFor(const CallLoop& c) const {
@@ -314,7 +399,10 @@ absl::Duration ClientImpl::WaitFor(const CallLoop& c) const {
     wait = std::min(wait,
                     std::max(options_.hedge_min_delay, absl::Milliseconds(1)));
   }
-  if (!c.waiting.empty()) wait = std::min(wait, absl::Milliseconds(1));
+  // Held back by the global cap, which other calls free: poll for it.
+  if (!c.waiting.empty() && !c.own_cap_full) {
+    wait = std::min(wait, absl::Milliseconds(1));
+  }
   // Another call may mark one of our nodes dead: look again now and then.
   if (c.running && options_.stall_factor > 0) {
     wait = std::min(wait, kHealthRecheck);
@@ -332,7 +420,7 @@ void ClientImpl::Wait(Batch& b, absl::Duration wait) {
     b.mu.Lock();
     b.ring_waiting = false;  // our own completions need not wake us
     b.mu.Unlock();
-    ReapCallerRing(*b.ring);
+    ReapCallerRing(*b.ring, kCallerReapBatch);
     b.mu.Lock();
   } else {
     b.cv.WaitWithTimeout(&b.mu, wait);
@@ -353,7 +441,7 @@ void ClientImpl::RunLoop(CallLoop& c) {
     // Timers: attempt timeouts, stalls, sick nodes, hedges.
     c.now = clock_->MonotonicNow();
     if (c.now >= b.deadline) break;
-    RunTimers(c);
+    MaybeRunTimers(c);
     Flush(b);  // moved pieces and hedges
     if (b.remaining == 0) break;
     if (!b.failed.empty()) continue;
@@ -400,6 +488,14 @@ void ClientImpl::CollectResults(Batch& b,
 std::vector<absl::StatusOr<size_t>> ClientImpl::Execute(
     absl::Span<const Request> reqs, const ReadOptions& options) {
   std::vector<absl::StatusOr<size_t>> results(reqs.size(), size_t{0});
+  if (options.max_in_flight < 0) {
+    for (auto& r : results) {
+      r = absl::InvalidArgumentError(
+          absl::StrCat("ReadOptions::max_in_flight is ", options.max_in_flight,
+                       "; it must be 0 (no limit) or more"));
+    }
+    return results;
+  }
   const absl::Time start = clock_->MonotonicNow();
   CallLoop c;
   c.b = std::make_shared<Batch>();
@@ -430,9 +526,13 @@ std::vector<absl::StatusOr<size_t>> ClientImpl::Execute(
                          : options_.seed + seed_counter_.fetch_add(1)});
   c.picker = policy_->NewPicker(bitgen);
   std::vector<std::shared_ptr<Flight>> led;
+  c.max_in_flight = options.max_in_flight;
+  c.dispatched.reserve(c.max_in_flight > 0 ? c.max_in_flight : b.pieces.size());
   {
     absl::MutexLock l(&b.mu);
     b.remaining = static_cast<int>(b.pieces.size());
+    b.notify_each = c.max_in_flight > 0 &&
+                    c.max_in_flight < static_cast<int>(b.pieces.size());
   }
   // Single flight: pieces whose bytes another read is fetching wait for it
   // (single_flight.h); the others are dispatched, last piece first.

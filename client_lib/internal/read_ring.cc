@@ -106,11 +106,12 @@ void ReadRing::SubmitAndWait(absl::Duration timeout) {
   }
 }
 
-void ReadRing::TakeCompletions() {
+void ReadRing::TakeCompletions(size_t max) {
   unsigned head;
   unsigned n = 0;
   io_uring_cqe* cqe;
   io_uring_for_each_cqe(&ring_, head, cqe) {
+    if (ended_.size() >= max) break;
     ++n;
     const uint64_t tag = io_uring_cqe_get_data64(cqe);
     if (tag == kWakeTag) {

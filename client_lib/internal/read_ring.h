@@ -95,8 +95,10 @@ class ReadRing {
   // For each read that ended (every byte wanted, end of file or an error):
   // done(slot, res) with res < 0 a -errno, then the slot is free again (its
   // context and file released). Short reads are issued again for the rest.
+  // At most `max` of them (the others stay in the kernel's queue for the
+  // next Reap).
   template <typename F>
-  void Reap(F&& done);
+  void Reap(F&& done, size_t max = SIZE_MAX);
   // Ends a SubmitAndWait of the ring's user. Any thread.
   void Wake();
 
@@ -108,7 +110,7 @@ class ReadRing {
   io_uring_sqe* GetSqe();
   void Issue(int slot);
   // Moves the completions out of the kernel's queue into ended_.
-  void TakeCompletions();
+  void TakeCompletions(size_t max);
 
   io_uring ring_{};
   bool nowait_ = false;
@@ -123,8 +125,8 @@ class ReadRing {
 };
 
 template <typename F>
-void ReadRing::Reap(F&& done) {
-  TakeCompletions();
+void ReadRing::Reap(F&& done, size_t max) {
+  TakeCompletions(max);
   for (const auto& [i, res] : ended_) {
     Slot& s = slots_[i];
     if (res == -EINTR || (res == -EAGAIN && !nowait_)) {

@@ -119,6 +119,16 @@ void FaultyFs::Release() {
   released_ = true;
 }
 
+int FaultyFs::max_inside() {
+  absl::MutexLock l(&mu_);
+  return max_inside_;
+}
+
+void FaultyFs::ResetMaxInside() {
+  absl::MutexLock l(&mu_);
+  max_inside_ = inside_;
+}
+
 int FaultyFs::blocked_now() {
   absl::MutexLock l(&mu_);
   return blocked_;
@@ -143,7 +153,7 @@ absl::StatusOr<size_t> FaultyFs::PRead(const MountPath& path, uint64_t offset,
   bool matched = false;
   {
     absl::MutexLock l(&mu_);
-    ++inside_;
+    max_inside_ = std::max(max_inside_, ++inside_);
     for (Rule& r : rules_) {
       if (!r.rule.path_contains.empty() &&
           !absl::StrContains(path.full(), r.rule.path_contains)) {

@@ -81,6 +81,9 @@ class FaultyFs : public ReadOnlyFs {
   // Waits until at least `n` reads are blocked; false after `timeout`.
   bool WaitForBlocked(int n, absl::Duration timeout);
   int faults() { return faults_.load(); }
+  // The most PReads inside at once since construction or ResetMaxInside.
+  int max_inside();
+  void ResetMaxInside();
 
   absl::StatusOr<size_t> PRead(const MountPath& path, uint64_t offset,
                                absl::Span<char> dst,
@@ -103,6 +106,7 @@ class FaultyFs : public ReadOnlyFs {
   bool released_ ABSL_GUARDED_BY(mu_) = false;
   int blocked_ ABSL_GUARDED_BY(mu_) = 0;
   int inside_ ABSL_GUARDED_BY(mu_) = 0;
+  int max_inside_ ABSL_GUARDED_BY(mu_) = 0;
   std::atomic<int> faults_{0};
 };
 

@@ -5,6 +5,7 @@
 //                 [--dir=/]
 //                 [--data_path=auto|mount|agent] [--policy=least_loaded]
 //                 [--io_size=4M] [--lookup_size=4096] [--batch=32]
+//                 [--max_in_flight=0]
 //                 [--verify_against=LOCAL_DIR] [--timeline=FILE] [--json]
 //                 [--io_uring=true] [--io_uring_depth=32] [--max_io_size=1M]
 //                 [--prefetch=true] [--zero_copy=false] [--hedging=true]
@@ -14,7 +15,10 @@
 // scan: each thread reads whole files sequentially (Reader with adaptive
 // readahead), files handed out round-robin; with --once every file is read
 // exactly once, else until --duration_s. lookup: random --lookup_size reads
-// across all files, --batch per ReadV. mixed: half the threads each.
+// across all files, --batch per ReadV (at most --max_in_flight of them at
+// once when set: a thread's reads in flight stay at that depth, as with
+// fio's iodepth, instead of draining at each call's end). mixed: half the
+// threads each.
 // Files come from Client::List + OpenFile (listed layouts are cached: no
 // etcd request per open), or with --dataset from one pinned Dataset of
 // --dir (Client::OpenDataset at --revision, 0 = latest; no etcd after it).
@@ -80,6 +84,10 @@ ABSL_FLAG(bool, zero_copy, false,
           "Reader::Read into our own buffer");
 ABSL_FLAG(int, lookup_size, 4096, "lookup read size");
 ABSL_FLAG(int, batch, 32, "lookup ranges per ReadV");
+ABSL_FLAG(int, max_in_flight, 0,
+          "lookup: ReadOptions::max_in_flight of each ReadV (0: the whole "
+          "batch at once); with a batch much larger than it, each thread "
+          "keeps that many reads in flight");
 ABSL_FLAG(std::string, verify_against, "", "compare bytes with DIR/<path>");
 ABSL_FLAG(std::string, timeline, "", "write MB/s per 100 ms to this file");
 ABSL_FLAG(bool, json, false, "print JSON");
@@ -371,6 +379,8 @@ int main(int argc, char** argv) {
     std::vector<std::string> bufs(batch, std::string(lookup_size, '\0'));
     std::vector<rangefs::FileReadRange> ranges(batch);
     std::vector<uint64_t> offs(batch);
+    const rangefs::ReadOptions read_options{
+        .max_in_flight = absl::GetFlag(FLAGS_max_in_flight)};
     while (!stop.load()) {
       for (int b = 0; b < batch; ++b) {
         File* f = files[rng() % files.size()].get();
@@ -381,7 +391,7 @@ int main(int argc, char** argv) {
         offs[b] = off;
       }
       absl::Time t0 = absl::Now();
-      auto results = client->ReadV(ranges);
+      auto results = client->ReadV(ranges, read_options);
       if (measuring.load(std::memory_order_relaxed)) {
         local.Add(absl::Now() - t0);
       }
