@@ -346,6 +346,35 @@ TEST_F(ClientMountTest, RingAndWorkerPathsAreByteExact) {
   }
 }
 
+// ReadOptions::max_in_flight with pieces the calling thread copies itself
+// from the page cache: each one it finishes makes room for the next, with
+// no other thread to wake it (the call waited out its deadline once).
+TEST_F(ClientMountTest, MaxInFlightWithPageCacheReadsFinishes) {
+  const std::string data = ExtentFile("/f", 1 << 20, {0, 1});
+  ClientOptions o = Options();
+  o.io_uring = true;
+  o.page_cache_reads = true;
+  Client* client = OpenClient(o);
+  ASSERT_NE(client, nullptr);
+  ExpectReadsBack(client, "/f", data, gen_);  // warm: cached, files open
+  auto f = client->OpenFile("/f");
+  ASSERT_THAT(f, IsOk());
+  std::vector<std::string> bufs(64, std::string(4096, 'x'));
+  std::vector<ReadRange> ranges;
+  for (int k = 0; k < 64; ++k) {
+    ranges.push_back({.offset = static_cast<uint64_t>(k) * 16384,
+                      .dst = absl::MakeSpan(bufs[k])});
+  }
+  const uint64_t cached_before = Sum(client->Stats(), &NodeStats::cached_reads);
+  auto res =
+      (*f)->ReadV(ranges, {.deadline = absl::Seconds(5), .max_in_flight = 2});
+  for (int k = 0; k < 64; ++k) {
+    ASSERT_THAT(res[k], IsOk()) << k;
+    ASSERT_EQ(bufs[k], data.substr(k * 16384, 4096)) << k;
+  }
+  EXPECT_GT(Sum(client->Stats(), &NodeStats::cached_reads), cached_before);
+}
+
 TEST_F(ClientMountTest, FailedRingSetupFallsBackToWorkerThreads) {
   const std::string data = ExtentFile("/f", 1 << 20, {0, 1});
   ClientOptions o = Options();

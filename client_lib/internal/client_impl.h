@@ -206,6 +206,8 @@ class ClientImpl : public Client, public FileHost {
   void RunLoop(CallLoop& c);
   // Dispatches the pieces the global in-flight cap held back.
   void DispatchWaiting(CallLoop& c);
+  // ReadOptions::max_in_flight pieces of the call are in flight (with b.mu).
+  bool OwnCapFull(const CallLoop& c) const;
   // Failed attempts: their pieces go to another replica.
   void RetryFailed(CallLoop& c);
   // Attempt timeouts, stalls, sick nodes and hedge timers of every piece.

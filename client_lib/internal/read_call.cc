@@ -99,8 +99,9 @@ struct ClientImpl::CallLoop {
   std::shared_ptr<Batch> b;
   std::unique_ptr<lb::Picker> picker;
   std::vector<int> waiting;  // pieces held back by the global cap
-  // ReadOptions::max_in_flight (0: none), and whether it holds back the
-  // pieces in `waiting` now (each piece's end wakes the loop: no polling).
+  // ReadOptions::max_in_flight (0: none), and whether it held back the
+  // pieces in `waiting` before this wait (each piece's end wakes the loop:
+  // no polling).
   int max_in_flight = 0;
   bool own_cap_full = false;
   // Pieces dispatched and not seen done yet, in dispatch order: what the
@@ -185,17 +186,18 @@ absl::Duration ClientImpl::HedgeDelayOf(
   return d;
 }
 
+bool ClientImpl::OwnCapFull(const CallLoop& c) const {
+  const Batch& b = *c.b;
+  // Neither done nor waiting here: in flight (or following a flight).
+  return c.max_in_flight > 0 &&
+         b.remaining - static_cast<int>(c.waiting.size()) >= c.max_in_flight;
+}
+
 void ClientImpl::DispatchWaiting(CallLoop& c) {
   Batch& b = *c.b;
-  c.own_cap_full = false;
   while (!c.waiting.empty() &&
-         global_inflight_.load() < options_.max_inflight_global) {
-    // Neither done nor waiting here: in flight (or following a flight).
-    if (c.max_in_flight > 0 &&
-        b.remaining - static_cast<int>(c.waiting.size()) >= c.max_in_flight) {
-      c.own_cap_full = true;
-      break;
-    }
+         global_inflight_.load() < options_.max_inflight_global &&
+         !OwnCapFull(c)) {
     int i = c.waiting.back();
     c.waiting.pop_back();
     PieceState& p = b.pieces[i];
@@ -445,6 +447,14 @@ void ClientImpl::RunLoop(CallLoop& c) {
     Flush(b);  // moved pieces and hedges
     if (b.remaining == 0) break;
     if (!b.failed.empty()) continue;
+    // Pieces this thread finished itself (from the page cache, in Flush)
+    // left room under the call's cap: fill it before waiting, since no
+    // other thread will end the wait for them.
+    c.own_cap_full = OwnCapFull(c);
+    if (!c.waiting.empty() && !c.own_cap_full &&
+        global_inflight_.load() < options_.max_inflight_global) {
+      continue;
+    }
     const absl::Duration wait = WaitFor(c);
     if (wait <= absl::ZeroDuration()) continue;
     Wait(b, wait);

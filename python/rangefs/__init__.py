@@ -134,10 +134,13 @@ class RangefsFile(io.RawIOBase):
         self._check_open()
         return self._f.pread_into(offset, buffer)
 
-    def read_ranges(self, ranges: Iterable[Tuple[int, int]]) -> List[RangeResult]:
-        """[(offset, length), ...] in one parallel batch (File::ReadV)."""
+    def read_ranges(
+        self, ranges: Iterable[Tuple[int, int]], max_in_flight: Optional[int] = None
+    ) -> List[RangeResult]:
+        """[(offset, length), ...] in one parallel batch (File::ReadV); at
+        most `max_in_flight` pieces at once when given (as Client.read_ranges)."""
         self._check_open()
-        return self._f.read_ranges(list(ranges))
+        return self._f.read_ranges(list(ranges), max_in_flight)
 
     def seek(self, offset: int, whence: int = io.SEEK_SET) -> int:
         self._check_open()
@@ -213,15 +216,22 @@ class Client:
         """Every file below `dir`, recursively, sorted by path."""
         return self._live.ls(dir)
 
-    def read_ranges(self, ranges: Iterable[Tuple[str, int, int]]) -> List[RangeResult]:
+    def read_ranges(
+        self,
+        ranges: Iterable[Tuple[str, int, int]],
+        max_in_flight: Optional[int] = None,
+    ) -> List[RangeResult]:
         """Reads [(path, offset, length), ...] in one parallel batch.
 
         One Client::ReadV over all ranges (each file opened once). Returns
         one entry per range: its bytes (short only at the end of the file)
         or the exception for that range (e.g. rangefs.NotFound); a bad
-        range does not fail the others.
+        range does not fail the others. With `max_in_flight`, at most that
+        many pieces are read at once, the next as soon as one ends
+        (ReadOptions::max_in_flight): many small ranges in one call then
+        keep that queue depth all along. Negative: ValueError.
         """
-        return self._live.read_ranges(list(ranges))
+        return self._live.read_ranges(list(ranges), max_in_flight)
 
     def open_dataset(self, dir: str, revision: Optional[int] = None) -> "Dataset":
         """Pins the subtree `dir` as a Dataset: every file record below it
@@ -309,11 +319,15 @@ class Dataset:
         """Opens `path` as of the dataset's revision (no etcd request)."""
         return RangefsFile(self._d.open(path), path)
 
-    def read_ranges(self, ranges: Iterable[Tuple[str, int, int]]) -> List[RangeResult]:
+    def read_ranges(
+        self,
+        ranges: Iterable[Tuple[str, int, int]],
+        max_in_flight: Optional[int] = None,
+    ) -> List[RangeResult]:
         """As Client.read_ranges, over the dataset's files: one parallel
         batch; per range its bytes or its exception (rangefs.NotFound for a
         path outside the dataset)."""
-        return self._d.read_ranges(list(ranges))
+        return self._d.read_ranges(list(ranges), max_in_flight)
 
     def __len__(self) -> int:
         return self._d.file_count

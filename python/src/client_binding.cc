@@ -75,12 +75,14 @@ std::vector<FileInfo> List(const Client_& self, const std::string& dir) {
   return ValueOrThrow(std::move(files));
 }
 
-py::list ReadRanges(const Client_& self, py::handle ranges) {
+py::list ReadRanges(const Client_& self, py::handle ranges,
+                    std::optional<int64_t> max_in_flight) {
+  const ReadOptions options = RangeReadOptions(max_in_flight);
   Client& client = *self->client;
   return ReadPathRanges(
       client, self->files,
       [&client](const std::string& path) { return client.OpenFile(path); },
-      ranges);
+      ranges, options);
 }
 
 std::vector<RangeLocation> Locate(const Client_& self, const std::string& path,
@@ -116,7 +118,8 @@ void BindClient(py::module_& m) {
       .def("open", &OpenFile, py::arg("path"), py::arg("revision") = py::none())
       .def("stat", &Stat, py::arg("path"))
       .def("ls", &List, py::arg("dir"))
-      .def("read_ranges", &ReadRanges, py::arg("ranges"))
+      .def("read_ranges", &ReadRanges, py::arg("ranges"),
+           py::arg("max_in_flight") = py::none())
       .def("locate", &Locate, py::arg("path"), py::arg("offset") = 0,
            py::arg("length") = py::none())
       .def("stats", &Stats)

@@ -68,11 +68,14 @@ std::shared_ptr<FileHandle> OpenFile(const Dataset_& self,
   return std::make_shared<FileHandle>(self->owner, ValueOrThrow(std::move(f)));
 }
 
-py::list ReadRanges(const Dataset_& self, py::handle ranges) {
+py::list ReadRanges(const Dataset_& self, py::handle ranges,
+                    std::optional<int64_t> max_in_flight) {
+  const ReadOptions options = RangeReadOptions(max_in_flight);
   const Dataset& d = *self->dataset;
   return ReadPathRanges(
       *self->owner->client, self->files,
-      [&d](const std::string& path) { return d.OpenFile(path); }, ranges);
+      [&d](const std::string& path) { return d.OpenFile(path); }, ranges,
+      options);
 }
 
 }  // namespace
@@ -97,7 +100,8 @@ void BindDataset(py::module_& m) {
       .def("ls", &List, py::arg("dir"))
       .def("stat", &Stat, py::arg("path"))
       .def("open", &OpenFile, py::arg("path"))
-      .def("read_ranges", &ReadRanges, py::arg("ranges"));
+      .def("read_ranges", &ReadRanges, py::arg("ranges"),
+           py::arg("max_in_flight") = py::none());
   // A method of _Client (client_binding.cc), defined here with its type.
   py::class_<ClientHandle, Client_> client = m.attr("_Client");
   client.def("open_dataset", &OpenDataset, py::arg("dir"),

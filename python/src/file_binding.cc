@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <memory>
+#include <optional>
 #include <utility>
 #include <vector>
 
@@ -53,7 +54,9 @@ py::object Pread(FileHandle& f, int64_t offset, int64_t length) {
 
 // One File::ReadV; per range bytes or an exception instance.
 py::list ReadRanges(FileHandle& f,
-                    const std::vector<std::pair<int64_t, int64_t>>& ranges) {
+                    const std::vector<std::pair<int64_t, int64_t>>& ranges,
+                    std::optional<int64_t> max_in_flight) {
+  const ReadOptions options = RangeReadOptions(max_in_flight);
   std::vector<py::object> bufs(ranges.size());
   std::vector<ReadRange> reqs(ranges.size());
   const uint64_t size = f.file->size();
@@ -67,7 +70,7 @@ py::list ReadRanges(FileHandle& f,
   std::vector<absl::StatusOr<size_t>> results;
   {
     py::gil_scoped_release release;
-    results = f.file->ReadV(reqs);
+    results = f.file->ReadV(reqs, options);
   }
   return RangeResults(bufs, results);
 }
@@ -90,8 +93,10 @@ void BindFile(py::module_& m) {
       .def("pread", &Pread, py::arg("offset"), py::arg("length"),
            "Reads up to length bytes at offset.")
       .def("read_ranges", &ReadRanges, py::arg("ranges"),
-           "Reads [(offset, length), ...] in one parallel batch; per range "
-           "bytes or an exception instance.");
+           py::arg("max_in_flight") = py::none(),
+           "Reads [(offset, length), ...] in one parallel batch (at most "
+           "max_in_flight pieces at once, when given); per range bytes or "
+           "an exception instance.");
 }
 
 }  // namespace python

@@ -14,7 +14,8 @@ namespace rangefs {
 namespace python {
 
 py::list ReadPathRanges(Client& client, FileCache& cache,
-                        FileCache::Opener open, py::handle ranges) {
+                        FileCache::Opener open, py::handle ranges,
+                        const ReadOptions& options) {
   const PathRanges r = ParsePathRanges(ranges);
   const size_t n = r.path_of.size();
   std::vector<size_t> pending(n);
@@ -56,7 +57,7 @@ py::list ReadPathRanges(Client& client, FileCache& cache,
     std::vector<absl::StatusOr<size_t>> got;
     {
       py::gil_scoped_release release;
-      got = client.ReadV(reqs);
+      got = client.ReadV(reqs, options);
     }
     pending.clear();
     std::fill(stale.begin(), stale.end(), nullptr);

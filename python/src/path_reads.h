@@ -18,8 +18,10 @@ namespace python {
 // for it; a range whose file cannot be opened gets that error. Ranges of a
 // kept File that was replaced meanwhile (ABORTED) are read once more from
 // the file reopened. `open` runs with the GIL released. GIL held.
+// `options` goes to each Client::ReadV (max_in_flight).
 pybind11::list ReadPathRanges(Client& client, FileCache& cache,
-                              FileCache::Opener open, pybind11::handle ranges);
+                              FileCache::Opener open, pybind11::handle ranges,
+                              const ReadOptions& options);
 
 }  // namespace python
 }  // namespace rangefs

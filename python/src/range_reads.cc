@@ -45,5 +45,18 @@ uint64_t NonNegative(int64_t v, const char* what) {
   return static_cast<uint64_t>(v);
 }
 
+ReadOptions RangeReadOptions(std::optional<int64_t> max_in_flight) {
+  ReadOptions o;
+  if (max_in_flight.has_value()) {
+    const uint64_t n = NonNegative(*max_in_flight, "max_in_flight");
+    if (n > static_cast<uint64_t>(INT32_MAX)) {
+      throw py::value_error(
+          absl::StrCat("max_in_flight must be at most ", INT32_MAX));
+    }
+    o.max_in_flight = static_cast<int>(n);
+  }
+  return o;
+}
+
 }  // namespace python
 }  // namespace rangefs

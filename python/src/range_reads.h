@@ -9,10 +9,12 @@
 #include <pybind11/pybind11.h>
 
 #include <cstdint>
+#include <optional>
 #include <vector>
 
 #include "absl/status/statusor.h"
 #include "absl/types/span.h"
+#include "client_lib/options.h"
 
 namespace rangefs {
 namespace python {
@@ -27,6 +29,10 @@ pybind11::list RangeResults(std::vector<pybind11::object>& bufs,
 
 // An offset or length from Python: ValueError if negative.
 uint64_t NonNegative(int64_t v, const char* what);
+
+// ReadOptions from read_ranges' keyword: max_in_flight (None or 0: every
+// range at once); ValueError for a negative one.
+ReadOptions RangeReadOptions(std::optional<int64_t> max_in_flight);
 
 }  // namespace python
 }  // namespace rangefs

@@ -116,6 +116,22 @@ def test_read_ranges_good_and_bad_mixed(client, files):
     assert got[0] == d2[:5] and got[1] == d2[1 << 20:]
 
 
+def test_read_ranges_with_max_in_flight(client, files):
+    p1, d1 = files[(1 << 20) + 1]
+    ranges = [(p1, off, 4096) for off in range(0, len(d1) - 4096, 40000)]
+    want = [d1[off:off + 4096] for _, off, _ in ranges]
+    assert client.read_ranges(ranges, max_in_flight=2) == want
+    assert client.read_ranges(ranges, max_in_flight=0) == want
+    with client.open(p1) as f:
+        assert f.read_ranges([(o, n) for _, o, n in ranges], max_in_flight=3) == want
+        with pytest.raises(ValueError, match="max_in_flight"):
+            f.read_ranges([(0, 1)], max_in_flight=-1)
+    with pytest.raises(ValueError, match="max_in_flight"):
+        client.read_ranges(ranges, max_in_flight=-1)
+    with pytest.raises(ValueError, match="max_in_flight"):
+        client.read_ranges(ranges, max_in_flight=1 << 40)
+
+
 def test_stat_ls_and_revisions(cluster, client, files):
     info = client.stat("/edge/4097")
     assert (info.path, info.size, info.ready) == ("/edge/4097", 4097, True)
