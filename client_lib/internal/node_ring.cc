@@ -301,21 +301,20 @@ absl::StatusOr<std::shared_ptr<RingFile>> NodeRuntime::RingFd(
   auto file = std::make_shared<RingFile>(fd, CallerSafe(fd));
   absl::MutexLock l(&fd_mu_);
   if (ring_fds_.size() >= kMaxRingFds) ring_fds_.clear();
-  ring_fds_.emplace(absl::StrCat(direct ? "D" : "B", path.full()), file);
+  ring_fds_.emplace(RingFdKey{direct, path.mount, path.object}, file);
   return file;
 }
 
 std::shared_ptr<RingFile> NodeRuntime::OpenRingFd(const MountPath& path,
                                                   bool direct) {
-  std::string key = absl::StrCat(direct ? "D" : "B", path.full());
   absl::MutexLock l(&fd_mu_);
-  auto it = ring_fds_.find(key);
+  auto it = ring_fds_.find(RingFdRef{direct, path.mount, path.object});
   return it == ring_fds_.end() ? nullptr : it->second;
 }
 
 void NodeRuntime::RingDropFd(const MountPath& path, bool direct) {
   absl::MutexLock l(&fd_mu_);
-  ring_fds_.erase(absl::StrCat(direct ? "D" : "B", path.full()));
+  ring_fds_.erase(RingFdRef{direct, path.mount, path.object});
 }
 
 }  // namespace client_internal

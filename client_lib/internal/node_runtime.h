@@ -23,8 +23,10 @@
 
 #include "absl/base/thread_annotations.h"
 #include "absl/container/flat_hash_map.h"
+#include "absl/hash/hash.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/string_view.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/types/span.h"
 #include "client_lib/internal/agent_reader.h"
@@ -109,6 +111,37 @@ struct NodeCounters {
 };
 
 constexpr size_t kMaxRingFds = 1024;
+
+// The key of a file the ring threads keep open: its mount, its object and
+// whether it was opened O_DIRECT. Looked up per read by RingFdRef, without
+// building a string.
+struct RingFdKey {
+  bool direct = false;
+  std::string mount;
+  std::string object;
+};
+struct RingFdRef {
+  bool direct = false;
+  absl::string_view mount;
+  absl::string_view object;
+};
+struct RingFdHash {
+  using is_transparent = void;
+  template <typename K>
+  size_t operator()(const K& k) const {
+    return absl::HashOf(k.direct, absl::string_view(k.mount),
+                        absl::string_view(k.object));
+  }
+};
+struct RingFdEq {
+  using is_transparent = void;
+  template <typename A, typename B>
+  bool operator()(const A& a, const B& b) const {
+    return a.direct == b.direct &&
+           absl::string_view(a.mount) == absl::string_view(b.mount) &&
+           absl::string_view(a.object) == absl::string_view(b.object);
+  }
+};
 // The largest read a calling thread submits itself: lookups and other small
 // reads skip two thread hand-offs. Larger pieces go to their node's ring
 // thread, which overlaps their copies with the next reads, and a borrowed
@@ -300,8 +333,9 @@ class NodeRuntime : public std::enable_shared_from_this<NodeRuntime> {
   bool ring_abandoned_ = false;
   // Files the ring thread opened, shared with callers' rings.
   absl::Mutex fd_mu_;
-  absl::flat_hash_map<std::string, std::shared_ptr<RingFile>> ring_fds_
-      ABSL_GUARDED_BY(fd_mu_);
+  absl::flat_hash_map<RingFdKey, std::shared_ptr<RingFile>, RingFdHash,
+                      RingFdEq>
+      ring_fds_ ABSL_GUARDED_BY(fd_mu_);
 };
 
 template <typename F>
