@@ -9,18 +9,25 @@ namespace {
 
 bool IsLoopback(const sockaddr_storage& a) {
   if (a.ss_family == AF_INET) {
-    const auto& in = reinterpret_cast<const sockaddr_in&>(a);
-    return (ntohl(in.sin_addr.s_addr) >> 24) == 127;
+    return IsLoopbackAddress(reinterpret_cast<const sockaddr_in&>(a).sin_addr);
   }
   if (a.ss_family == AF_INET6) {
-    const in6_addr& in6 = reinterpret_cast<const sockaddr_in6&>(a).sin6_addr;
-    if (IN6_IS_ADDR_LOOPBACK(&in6)) return true;
-    return IN6_IS_ADDR_V4MAPPED(&in6) && in6.s6_addr[12] == 127;
+    return IsLoopbackAddress(
+        reinterpret_cast<const sockaddr_in6&>(a).sin6_addr);
   }
   return false;
 }
 
 }  // namespace
+
+bool IsLoopbackAddress(const in_addr& a) {
+  return (ntohl(a.s_addr) >> 24) == 127;
+}
+
+bool IsLoopbackAddress(const in6_addr& a) {
+  if (IN6_IS_ADDR_LOOPBACK(&a)) return true;
+  return IN6_IS_ADDR_V4MAPPED(&a) && a.s6_addr[12] == 127;
+}
 
 bool SameHostAddresses(const sockaddr_storage& local,
                        const sockaddr_storage& peer) {

@@ -7,10 +7,16 @@
 #ifndef RANGEFS_STORAGE_NODE_SAME_HOST_H_
 #define RANGEFS_STORAGE_NODE_SAME_HOST_H_
 
+#include <netinet/in.h>
 #include <sys/socket.h>
 
 namespace rangefs {
 namespace node {
+
+// Loopback addresses: 127.0.0.0/8; ::1 and ::ffff:127.0.0.0/104. The one
+// definition both here and in transport_security.h (IsLoopbackHost).
+bool IsLoopbackAddress(const in_addr& a);
+bool IsLoopbackAddress(const in6_addr& a);
 
 // True if `peer` is a loopback address (127.0.0.0/8, ::1, or
 // ::ffff:127.0.0.0/104) or the same address as `local` (a connection to

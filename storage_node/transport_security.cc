@@ -8,6 +8,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "base/status_macros.h"
+#include "storage_node/same_host.h"
 
 namespace rangefs {
 namespace node {
@@ -62,14 +63,9 @@ bool IsLoopbackHost(absl::string_view host) {
   }
   const std::string h(host);
   in_addr v4;
-  if (inet_pton(AF_INET, h.c_str(), &v4) == 1) {
-    return (ntohl(v4.s_addr) >> 24) == 127;
-  }
+  if (inet_pton(AF_INET, h.c_str(), &v4) == 1) return IsLoopbackAddress(v4);
   in6_addr v6;
-  if (inet_pton(AF_INET6, h.c_str(), &v6) == 1) {
-    if (IN6_IS_ADDR_LOOPBACK(&v6)) return true;
-    return IN6_IS_ADDR_V4MAPPED(&v6) && v6.s6_addr[12] == 127;
-  }
+  if (inet_pton(AF_INET6, h.c_str(), &v6) == 1) return IsLoopbackAddress(v6);
   return false;  // 0.0.0.0 and :: fall through above; names are not.
 }
 
