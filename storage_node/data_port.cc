@@ -239,6 +239,10 @@ void DataPortServer::AcceptLoop() {
     const timeval tv = AtLeastOneMs(options_.idle_timeout);
     setsockopt(fd.get(), SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
     setsockopt(fd.get(), SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
+    // Outside the lock: two system calls.
+    const bool use_sendfile =
+        options_.send == DataPortSend::kSendfile ||
+        (options_.send == DataPortSend::kAuto && !PeerOnSameHost(fd.get()));
     absl::MutexLock l(&mu_);
     if (stopping_) return;
     ReapLocked();
@@ -253,10 +257,8 @@ void DataPortServer::AcceptLoop() {
     }
     conns_.emplace_back();
     Conn* c = &conns_.back();
-    c->use_sendfile =
-        options_.send == DataPortSend::kSendfile ||
-        (options_.send == DataPortSend::kAuto && !PeerOnSameHost(fd.get()));
-    if (c->use_sendfile) sendfile_.fetch_add(1);
+    c->use_sendfile = use_sendfile;
+    if (use_sendfile) sendfile_.fetch_add(1);
     c->fd = std::move(fd);
     c->thread = std::thread([this, c] { ServeConnection(c); });
   }
