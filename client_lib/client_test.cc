@@ -111,6 +111,15 @@ class ClientTest : public ::testing::Test {
     return o;
   }
 
+  // Options() with reads sent round robin over the replicas and no hedges:
+  // what a fault, stall or timeout does to one attempt, undisguised.
+  ClientOptions RoundRobinNoHedging() {
+    ClientOptions o = Options();
+    o.lb_policy = "round_robin";
+    o.hedging = false;
+    return o;
+  }
+
   // The in-memory namespace and the fault-injecting mounts.
   ClientTestHooks Hooks() {
     ClientTestHooks h;
@@ -487,9 +496,7 @@ TEST_F(ClientTest, BlockedReplicaIsHedgedToTheOtherOne) {
 TEST_F(ClientTest, TimedOutAttemptIsRetriedElsewhereWithoutHedging) {
   const std::string data = SimpleFile("/t", 4096);
   faulty_.AddRule({.path_contains = "/n0/", .action = FaultAction::kBlock});
-  ClientOptions o = Options();
-  o.lb_policy = "round_robin";
-  o.hedging = false;
+  ClientOptions o = RoundRobinNoHedging();
   o.attempt_timeout = absl::Milliseconds(50);
   Client* client = OpenClient(o);
   auto f = client->OpenFile("/t");
@@ -508,9 +515,7 @@ TEST_F(ClientTest, TimedOutAttemptIsRetriedElsewhereWithoutHedging) {
 
 TEST_F(ClientTest, StalledNodeIsMarkedDeadAndItsPiecesMoveWithoutHedges) {
   const std::string data = WindowedFile("/st", 64 * 4096, 4096);
-  ClientOptions o = Options();
-  o.lb_policy = "round_robin";
-  o.hedging = false;
+  ClientOptions o = RoundRobinNoHedging();
   o.attempt_timeout = absl::Seconds(60);  // only stall detection can save it
   o.stall_min_delay = absl::Milliseconds(30);
   Client* client = OpenClient(o);
@@ -569,9 +574,7 @@ TEST_F(ClientTest, StallOnTheOnlyReplicaIsWaitedFor) {
 TEST_F(ClientTest, StallIsWaitedForWhenTheOtherReplicaIsOnADeadNode) {
   const std::string data = RandomBytes(gen_, 4096);
   ASSERT_NO_FATAL_FAILURE(OneExtentFile("/two", "two", data, 2));
-  ClientOptions o = Options();
-  o.lb_policy = "round_robin";
-  o.hedging = false;
+  ClientOptions o = RoundRobinNoHedging();
   o.stall_min_delay = absl::Milliseconds(20);
   Client* client = OpenClient(o);
   auto f = client->OpenFile("/two");
@@ -603,9 +606,7 @@ TEST_F(ClientTest, StallIsWaitedForWhenTheOtherReplicaIsOnADeadNode) {
 TEST_F(ClientTest, ReadInFlightMovesWhenItsNodeIsDrained) {
   const std::string data = SimpleFile("/mv", 4096);
   faulty_.AddRule({.path_contains = "/n0/", .action = FaultAction::kBlock});
-  ClientOptions o = Options();
-  o.lb_policy = "round_robin";
-  o.hedging = false;
+  ClientOptions o = RoundRobinNoHedging();
   o.attempt_timeout = absl::Seconds(60);
   o.stall_min_delay = absl::Seconds(60);  // no stall either: only the drain
   Client* client = OpenClient(o);
@@ -1173,9 +1174,7 @@ TEST_F(ClientTest, ColdClientMovesOffANodeThatNeverAnswers) {
   // the 10 latencies a p99 needs (the cold_latency prior rules).
   const std::string data = WindowedFile("/cold", 8 * 4096, 4096);
   faulty_.AddRule({.path_contains = "/n0/", .action = FaultAction::kBlock});
-  ClientOptions o = Options();
-  o.lb_policy = "round_robin";
-  o.hedging = false;
+  ClientOptions o = RoundRobinNoHedging();
   o.attempt_timeout = absl::Seconds(30);
   Client* client = OpenClient(o);
   auto f = client->OpenFile("/cold");
