@@ -203,6 +203,11 @@ int main(int argc, char** argv) {
   // detection (~5% of the CPU of small reads). Off, as in release builds
   // (the client library leaves process-wide settings to main()).
   absl::SetMutexDeadlockDetectionMode(absl::OnDeadlockCycle::kIgnore);
+  if (absl::GetFlag(FLAGS_max_in_flight) < 0) {
+    fprintf(stderr, "rangefs-bench: --max_in_flight=%d: must be 0 or more\n",
+            absl::GetFlag(FLAGS_max_in_flight));
+    return 2;
+  }
   rangefs::ClientOptions o;
   o.etcd_endpoints = absl::GetFlag(FLAGS_etcd);
   o.cluster = absl::GetFlag(FLAGS_cluster);
