@@ -13,9 +13,11 @@
 #include <algorithm>
 #include <cstring>
 #include <fstream>
+#include <memory>
 #include <string>
 #include <vector>
 
+#include "absl/cleanup/cleanup.h"
 #include "absl/random/random.h"
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
@@ -555,6 +557,8 @@ TEST_F(ClientMountTest, ReadThatWouldBlockLeavesTheCallersRing) {
   EXPECT_LT(absl::Now() - t0, absl::Seconds(2));
   ClientStats s = client->Stats();
   EXPECT_EQ(FindNode(s, "n0").caller_reads, 1u);
+  // It was to land in `buf` itself: the move gave `buf` back to the piece.
+  EXPECT_EQ(FindNode(s, "n0").in_place_reads, 1u);
   EXPECT_EQ(FindNode(s, "n0").uring_reads, 3u);  // first, caller, node ring
   EXPECT_EQ(FindNode(s, "n0").inflight, 1);
 
@@ -573,6 +577,83 @@ TEST_F(ClientMountTest, ReadThatWouldBlockLeavesTheCallersRing) {
   ASSERT_THAT((*g)->Read(4096, absl::MakeSpan(got)), IsOk());
   EXPECT_TRUE(got == good.substr(4096));
   EXPECT_EQ(FindNode(client->Stats(), "n1").caller_reads, 1u);
+}
+
+// A small read on the caller's ring that is exactly its piece's bytes
+// lands in the caller's buffer itself (ClientOptions::in_place_reads):
+// buffered always, O_DIRECT only into an aligned buffer, never with the
+// option off. The bytes are exact every way.
+TEST_F(ClientMountTest, SmallReadsLandInPlace) {
+  const std::string one = OneObjectFile(2, 256 << 10);
+  constexpr int kRanges = 8;
+  char* mem = static_cast<char*>(aligned_alloc(4096, (kRanges + 1) * 4096));
+  ASSERT_NE(mem, nullptr);
+  absl::Cleanup free_mem = [mem] { free(mem); };
+  for (int mode = 0; mode < 4; ++mode) {
+    const bool direct = mode & 1;
+    const bool in_place = !(mode & 2);
+    ClientOptions o = Options();
+    o.o_direct = direct;
+    o.in_place_reads = in_place;
+    o.page_cache_reads = false;  // the caller's ring, not the page cache
+    Client* client = OpenClient(o);
+    std::unique_ptr<File> f = OpenWarm(client, "/one");
+    ASSERT_NE(f, nullptr);
+    for (size_t shift : {size_t{0}, size_t{513}}) {  // aligned, then not
+      SCOPED_TRACE(absl::StrCat("direct ", direct, " in_place ", in_place,
+                                " shift ", shift));
+      const NodeStats before = FindNode(client->Stats(), "n2");
+      memset(mem, 0, (kRanges + 1) * 4096);
+      std::vector<ReadRange> ranges;
+      for (int k = 0; k < kRanges; ++k) {
+        ranges.push_back({.offset = static_cast<uint64_t>(3 * k + 1) * 4096,
+                          .dst = absl::MakeSpan(mem + shift + k * 4096, 4096)});
+      }
+      auto res = f->ReadV(ranges);
+      for (int k = 0; k < kRanges; ++k) {
+        ASSERT_THAT(res[k], IsOk()) << k;
+        EXPECT_EQ(
+            memcmp(ranges[k].dst.data(), one.data() + ranges[k].offset, 4096),
+            0)
+            << k;
+      }
+      const NodeStats after = FindNode(client->Stats(), "n2");
+      EXPECT_EQ(after.caller_reads, before.caller_reads + kRanges);
+      const bool lands = in_place && (!direct || shift == 0);
+      EXPECT_EQ(after.in_place_reads - before.in_place_reads,
+                lands ? uint64_t{kRanges} : 0u);
+      EXPECT_EQ(after.inflight, 0);
+    }
+  }
+}
+
+// Verifying, an in-place read of whole sidecar blocks is checked where it
+// landed: a corrupt block is never returned as good.
+TEST_F(ClientMountTest, CorruptInPlaceReadIsNeverReturned) {
+  const std::string one = OneObjectFile(1, 64 << 10);
+  {
+    const std::string path = absl::StrCat(root_, "/n1/one");
+    std::fstream io(path, std::ios::in | std::ios::out | std::ios::binary);
+    io.seekp(3 * 4096 + 7);
+    io.put(static_cast<char>(one[3 * 4096 + 7] ^ 1));
+    ASSERT_TRUE(io.good());
+  }
+  ClientOptions o = Options();
+  o.verify = VerifyMode::kFull;
+  o.page_cache_reads = false;  // the caller's ring, not the page cache
+  Client* client = OpenClient(o);
+  std::unique_ptr<File> f = OpenWarm(client, "/one");  // loads the sidecar
+  ASSERT_NE(f, nullptr);
+  const NodeStats before = FindNode(client->Stats(), "n1");
+  std::string good(4096, '\0'), bad(4096, '\0');
+  ASSERT_THAT(f->Read(2 * 4096, absl::MakeSpan(good)), IsOk());
+  EXPECT_TRUE(good == one.substr(2 * 4096, 4096));
+  EXPECT_THAT(f->Read(3 * 4096, absl::MakeSpan(bad)),
+              StatusIs(absl::StatusCode::kDataLoss));
+  const NodeStats after = FindNode(client->Stats(), "n1");
+  EXPECT_EQ(after.in_place_reads, before.in_place_reads + 2);
+  EXPECT_EQ(after.checksum_failures, before.checksum_failures + 1);
+  EXPECT_EQ(after.inflight, 0);
 }
 
 // Once a node's ring thread has opened an object, reads of its cached

@@ -21,12 +21,39 @@ void Batch::Dropped(Attempt* a) {
   if (!a->abandoned) pieces[a->piece].active--;
 }
 
+void Batch::StartLanding(Attempt* a) {
+  a->landing = true;
+  pieces[a->piece].claimed = true;
+  landing++;
+}
+
+void Batch::LandingFailed(Attempt* a) {
+  absl::MutexLock l(&mu);
+  a->landing = false;
+  pieces[a->piece].claimed = false;
+  landing--;
+  Notify();  // a closing call waits for landing == 0
+}
+
 bool Batch::Completed(Attempt* a, const absl::StatusOr<size_t>& r,
                       const char* out) {
   absl::MutexLock l(&mu);
   PieceState& p = pieces[a->piece];
   a->finished = true;
   if (!a->abandoned) p.active--;
+  if (a->landing) {
+    // In place: the bytes are already in the caller's buffer (`out` is
+    // it), or the piece is open again.
+    a->landing = false;
+    p.claimed = false;
+    landing--;
+    if (r.ok()) {
+      p.done = true;
+      a->status = absl::OkStatus();
+      if (--remaining == 0 || closed || notify_each) Notify();
+      return false;
+    }
+  }
   if (r.ok()) {
     if (closed || p.done || p.claimed) return false;
     if (a->length <= kCopyUnderLockMax && p.flight == nullptr) {

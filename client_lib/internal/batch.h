@@ -6,7 +6,12 @@
 // copied into the caller's buffer only after claiming the piece under
 // Batch::mu while the Batch is open; closing the Batch waits for copies
 // already started (memcpy only, never I/O), so no caller buffer is written
-// after the call returns.
+// after the call returns. The one exception, in-place reads
+// (ClientOptions::in_place_reads): a read on the calling thread's own ring
+// that lands in the caller's buffer itself. Its piece is claimed for it
+// when it starts (no other attempt copies in meanwhile, and the timers
+// leave it alone), and closing waits for it to be reaped (a local disk
+// read: the calling thread reaps it, see ClientImpl::CloseCall).
 #ifndef RANGEFS_CLIENT_LIB_INTERNAL_BATCH_H_
 #define RANGEFS_CLIENT_LIB_INTERNAL_BATCH_H_
 
@@ -33,6 +38,8 @@ struct Batch final : AttemptSink {
   bool closed ABSL_GUARDED_BY(mu) = false;
   std::atomic<bool> closed_hint{false};  // lock-free early-out for workers
   int copiers ABSL_GUARDED_BY(mu) = 0;
+  // In-place reads started and not reaped yet.
+  int landing ABSL_GUARDED_BY(mu) = 0;
   int remaining ABSL_GUARDED_BY(mu) = 0;
   std::vector<Attempt*> failed ABSL_GUARDED_BY(mu);
   std::vector<PieceState> pieces;  // fixed after planning; fields: see above
@@ -66,6 +73,10 @@ struct Batch final : AttemptSink {
   void Dropped(Attempt* a) override;
   bool Completed(Attempt* a, const absl::StatusOr<size_t>& r,
                  const char* out) override;
+  void LandingFailed(Attempt* a) override;
+  // `a`'s read is to land in its piece's buffer (the piece's only attempt,
+  // unclaimed): claims the piece for it.
+  void StartLanding(Attempt* a) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu);
   // Single flight (single_flight.h): piece `i` waited for another piece's
   // read. Deliver copies its `length` bytes from `src` under the claim
   // rule (false if the piece no longer wants them); Release hands the

@@ -1,6 +1,7 @@
 // Batch's claim rule (AttemptSink): the first good answer of a piece is
 // copied into the caller's buffer, later ones and answers after Close are
-// not; failures are queued for the caller's loop.
+// not; failures are queued for the caller's loop; an in-place read holds
+// its piece until it ends.
 #include "client_lib/internal/batch.h"
 
 #include <string>
@@ -90,6 +91,66 @@ TEST_F(BatchTest, FailuresAreQueuedForTheCaller) {
   EXPECT_EQ(b_.failed[0], a);
   EXPECT_TRUE(absl::IsUnavailable(a->status));
   EXPECT_EQ(dst_, "........");
+}
+
+// An in-place read (its bytes land in dst_ itself) claims its piece: a
+// hedge's answer meanwhile is not copied over it. Its own success ends the
+// piece with nothing copied.
+TEST_F(BatchTest, InPlaceReadHoldsItsPieceAndEndsIt) {
+  Attempt* primary = NewAttempt(false);
+  Attempt* hedge = NewAttempt(true);
+  {
+    absl::MutexLock l(&b_.mu);
+    b_.StartLanding(primary);
+    EXPECT_EQ(b_.landing, 1);
+  }
+  EXPECT_FALSE(b_.Completed(hedge, size_t{8}, "hedgeABC"));
+  EXPECT_EQ(dst_, "........");
+  dst_ = "landed!!";  // what the kernel wrote
+  EXPECT_FALSE(b_.Completed(primary, size_t{8}, dst_.data()));
+  EXPECT_EQ(dst_, "landed!!");
+  EXPECT_EQ(hedge_wins_.load(), 0u);
+  absl::MutexLock l(&b_.mu);
+  EXPECT_TRUE(b_.pieces[0].done);
+  EXPECT_EQ(b_.remaining, 0);
+  EXPECT_EQ(b_.landing, 0);
+  EXPECT_FALSE(primary->landing);
+  EXPECT_TRUE(primary->status.ok());
+}
+
+// An in-place read that failed (a checksum mismatch) opens its piece
+// again and is queued for a retry; one that goes on to its node's ring
+// thread (LandingFailed) opens it and is not.
+TEST_F(BatchTest, FailedInPlaceReadOpensItsPiece) {
+  Attempt* a = NewAttempt(false);
+  {
+    absl::MutexLock l(&b_.mu);
+    b_.StartLanding(a);
+  }
+  EXPECT_FALSE(b_.Completed(a, absl::DataLossError("bad block"), dst_.data()));
+  {
+    absl::MutexLock l(&b_.mu);
+    EXPECT_FALSE(b_.pieces[0].claimed);
+    EXPECT_EQ(b_.landing, 0);
+    ASSERT_EQ(b_.failed.size(), 1u);
+    b_.failed.clear();
+  }
+  Attempt* b = NewAttempt(false);
+  {
+    absl::MutexLock l(&b_.mu);
+    b_.StartLanding(b);
+  }
+  b_.LandingFailed(b);
+  {
+    absl::MutexLock l(&b_.mu);
+    EXPECT_FALSE(b_.pieces[0].claimed);
+    EXPECT_FALSE(b->landing);
+    EXPECT_EQ(b_.landing, 0);
+    EXPECT_TRUE(b_.failed.empty());
+  }
+  // The ring thread's answer is then copied in the usual way.
+  EXPECT_FALSE(b_.Completed(b, size_t{8}, "fromring"));
+  EXPECT_EQ(dst_, "fromring");
 }
 
 TEST_F(BatchTest, DroppedAttemptEndsAsNotNeeded) {

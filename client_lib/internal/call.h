@@ -53,6 +53,9 @@ struct Attempt {
   // Timed out or its node went bad: result ignored unless it still wins the
   // piece. Written under Batch::mu; atomic so that Finish may peek without it.
   std::atomic<bool> abandoned{false};
+  // Its read lands in the caller's buffer itself (an in-place read: see
+  // Batch); the piece is claimed for it meanwhile.
+  bool landing = false;
   absl::Status status;
   node::CallCanceller canceller;
 };
@@ -99,6 +102,10 @@ class AttemptSink {
   // hedge. Never blocks on I/O.
   virtual bool Completed(Attempt* a, const absl::StatusOr<size_t>& r,
                          const char* out) = 0;
+  // `a`'s in-place read (Attempt::landing) ended without its bytes, and
+  // `a` goes on the usual way (to its node's ring thread): its piece is
+  // open to every attempt again, and its buffer may hold anything.
+  virtual void LandingFailed(Attempt* a) = 0;
 };
 
 struct Task {

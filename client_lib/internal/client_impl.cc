@@ -442,6 +442,7 @@ ClientStats ClientImpl::Stats() {
     ns.agent_reads = c.agent_reads.load();
     ns.uring_reads = c.uring_reads.load();
     ns.caller_reads = c.caller_reads.load();
+    ns.in_place_reads = c.in_place_reads.load();
     ns.cached_reads = c.cached_reads.load();
     ns.local = n->local();
     if (ns.local) s.local_bytes += ns.bytes;

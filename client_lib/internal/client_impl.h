@@ -34,7 +34,12 @@
 // ring thread, mount known good, no sidecar to load), and the call's loop
 // waits on that ring instead of its condition variable, reaping its own
 // completions (Batch::Notify wakes it through the ring's eventfd when
-// another thread ends an attempt). The claim-and-copy rule is the same.
+// another thread ends an attempt). The claim-and-copy rule is the same,
+// except for in-place reads (ClientOptions::in_place_reads): a piece's only
+// attempt whose read is exactly the piece's bytes lands in the caller's
+// buffer itself, no copy; its piece is claimed for it from the start (no
+// timer moves or hedges it), and the call waits for it to be reaped before
+// it returns (CloseCall).
 // Those reads are RWF_NOWAIT: one that would block (a hung NFS server, a
 // FUSE mount) ends with -EAGAIN and moves to the node's ring thread, since
 // io_uring would park it in an io-wq worker of the calling thread, whose

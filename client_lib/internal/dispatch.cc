@@ -148,7 +148,17 @@ void ClientImpl::Flush(Batch& b) {
   if (b.ring != nullptr && !b.closed) {
     size_t kept = 0;
     for (size_t i = 0; i < out.size(); ++i) {
-      if (out[i].attempt->node->StartOnCaller(out[i], *b.ring)) continue;
+      Attempt* a = out[i].attempt;
+      PieceState& p = b.pieces[a->piece];
+      // In place only for the piece's only attempt, which nobody waits for.
+      const bool solo =
+          !a->hedge && p.active == 1 && !p.claimed && p.flight == nullptr;
+      bool landed = false;
+      if (a->node->StartOnCaller(out[i], *b.ring, solo ? p.dst : nullptr,
+                                 &landed)) {
+        if (landed) b.StartLanding(a);
+        continue;
+      }
       if (kept != i) out[kept] = std::move(out[i]);
       ++kept;
     }

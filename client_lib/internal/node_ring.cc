@@ -198,16 +198,17 @@ bool NodeRuntime::RingDone(ReadRing::Slot& s, int res) {
   }
   Attempt* a = m.task.attempt;
   bool checksum_failure = false;
-  absl::StatusOr<size_t> r =
-      MountReader::Check(PieceOf(a), m.plan, s.buf, s.done, &checksum_failure);
+  absl::StatusOr<size_t> r = MountReader::Check(PieceOf(a), m.plan, s.data(),
+                                                s.done, &checksum_failure);
   if (r.ok()) {
-    Finish(a, m.task.call.get(), r, s.buf + m.plan.lead, false, m.t0);
+    Finish(a, m.task.call.get(), r, s.data() + m.plan.lead, false, m.t0);
     return true;
   }
   return RingFailed(std::move(m.task), r.status(), m.t0, checksum_failure);
 }
 
-bool NodeRuntime::StartOnCaller(Task& t, ReadRing& ring) {
+bool NodeRuntime::StartOnCaller(Task& t, ReadRing& ring, char* into,
+                                bool* landed) {
   if (ring.free_slots() == 0) return false;
   const DataPath mode = client_->options().data_path;
   if (mode == DataPath::kAgent || mount_down() ||
@@ -235,7 +236,16 @@ bool NodeRuntime::StartOnCaller(Task& t, ReadRing& ring) {
   counters_.mount_reads.fetch_add(1);
   counters_.uring_reads.fetch_add(1);
   counters_.caller_reads.fetch_add(1);
-  StartMountRead(ring, std::move(t), std::move(plan), std::move(file), t0);
+  // In place: the read is exactly the piece's bytes, where O_DIRECT can
+  // put them.
+  *landed = into != nullptr && client_->options().in_place_reads &&
+            plan.lead == 0 &&
+            (plan.direct ? plan.alloc : plan.span) == a->length &&
+            (!plan.direct ||
+             reinterpret_cast<uintptr_t>(into) % kDirectIoAlignment == 0);
+  if (*landed) counters_.in_place_reads.fetch_add(1);
+  StartMountRead(ring, std::move(t), std::move(plan), std::move(file), t0,
+                 *landed ? into : nullptr);
   return true;
 }
 
@@ -244,14 +254,16 @@ void NodeRuntime::CallerDone(ReadRing::Slot& s, int res) {
   if (res >= 0) {
     Attempt* a = m.task.attempt;
     bool checksum_failure = false;
-    absl::StatusOr<size_t> r = MountReader::Check(PieceOf(a), m.plan, s.buf,
+    absl::StatusOr<size_t> r = MountReader::Check(PieceOf(a), m.plan, s.data(),
                                                   s.done, &checksum_failure);
     if (r.ok() || absl::IsDataLoss(r.status())) {
-      Finish(a, m.task.call.get(), r, s.buf + m.plan.lead, checksum_failure,
+      Finish(a, m.task.call.get(), r, s.data() + m.plan.lead, checksum_failure,
              m.t0);
       return;
     }
   }
+  // In place: the caller's buffer is the piece's again, whatever it got.
+  if (s.into != nullptr) m.task.call->LandingFailed(m.task.attempt);
   // It would block (-EAGAIN: not in the page cache, a busy device, a mount
   // that does not answer), the file system cannot tell (-EOPNOTSUPP: this
   // node's reads stay with its ring thread from now on), or an error: the

@@ -74,14 +74,17 @@ inline MountRead& MountReadOf(ReadRing::Slot& s) {
 }
 
 // Starts the read of `plan` for `t` on `ring` (precondition: a free slot).
+// `into`: the caller's buffer, for an in-place read (StartOnCaller).
 inline void StartMountRead(ReadRing& ring, Task t, MountPlan plan,
-                           std::shared_ptr<RingFile> file, absl::Time t0) {
+                           std::shared_ptr<RingFile> file, absl::Time t0,
+                           char* into = nullptr) {
   const uint64_t start = plan.start;
   const size_t want = plan.direct ? plan.alloc : plan.span;
   const size_t alloc = plan.alloc;
   const bool direct = plan.direct;
   ring.Start(std::move(file), start, want, alloc, direct,
-             std::make_unique<MountRead>(std::move(t), std::move(plan), t0));
+             std::make_unique<MountRead>(std::move(t), std::move(plan), t0),
+             into);
 }
 
 // A node's queue of tasks: urgent ones (retries, hedges, moved pieces)
@@ -106,7 +109,7 @@ class TaskQueue {
 struct NodeCounters {
   std::atomic<uint64_t> bytes{0}, requests{0}, errors{0}, timeouts{0},
       stalls{0}, moved{0}, checksum_failures{0}, mount_reads{0}, agent_reads{0},
-      uring_reads{0}, caller_reads{0}, cached_reads{0};
+      uring_reads{0}, caller_reads{0}, in_place_reads{0}, cached_reads{0};
   std::atomic<int64_t> inflight{0}, outstanding_bytes{0};
 };
 
@@ -220,8 +223,12 @@ class NodeRuntime : public std::enable_shared_from_this<NodeRuntime> {
   // Starts `t`'s read on the calling thread's ring when that needs no
   // blocking call here (a mount known good, its file already open, no
   // sidecar to load, at most kCallerReadMax bytes); false, with `t` left
-  // as it was, otherwise.
-  bool StartOnCaller(Task& t, ReadRing& ring);
+  // as it was, otherwise. `into` (null: none) is the caller's buffer for
+  // the piece, which the read may land in itself when it reads exactly
+  // the piece's bytes (no sidecar blocks around it; for O_DIRECT, `into`
+  // aligned): then *landed is set, and the caller must claim the piece
+  // for the attempt and not return before the read is reaped.
+  bool StartOnCaller(Task& t, ReadRing& ring, char* into, bool* landed);
   // A read started by StartOnCaller ended (ReadRing::Reap).
   void CallerDone(ReadRing::Slot& s, int res);
   // Whether ReadCached may serve `a`: a mount known good, on a local file

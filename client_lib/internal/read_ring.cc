@@ -42,12 +42,13 @@ ReadRing::~ReadRing() {
 
 void ReadRing::Start(std::shared_ptr<RingFile> file, uint64_t offset,
                      size_t want, size_t alloc, bool direct,
-                     std::unique_ptr<Context> context) {
+                     std::unique_ptr<Context> context, char* into) {
   const int i = free_.back();
   free_.pop_back();
   ++inflight_;
   Slot& slot = slots_[i];
-  if (slot.cap < alloc) {
+  slot.into = into;
+  if (into == nullptr && slot.cap < alloc) {
     free(slot.buf);
     slot.cap = std::max(alloc, size_t{64} << 10);
     slot.buf = static_cast<char*>(aligned_alloc(kDirectIoAlignment, slot.cap));
@@ -73,7 +74,7 @@ io_uring_sqe* ReadRing::GetSqe() {
 void ReadRing::Issue(int i) {
   Slot& s = slots_[i];
   io_uring_sqe* sqe = GetSqe();
-  io_uring_prep_read(sqe, s.file->fd(), s.buf + s.done,
+  io_uring_prep_read(sqe, s.file->fd(), s.data() + s.done,
                      static_cast<unsigned>(s.want - s.done), s.offset + s.done);
   if (nowait_) sqe->rw_flags = RWF_NOWAIT;
   io_uring_sqe_set_data64(sqe, static_cast<uint64_t>(i));

@@ -65,8 +65,12 @@ class ReadRing {
     bool direct = false;  // O_DIRECT: a short, unaligned read is the end
     char* buf = nullptr;  // aligned, owned; grows only
     size_t cap = 0;
+    // Not null: the read lands here (the caller's memory) instead of `buf`.
+    char* into = nullptr;
     size_t want = 0;  // bytes to read from `offset`
     size_t done = 0;
+    // Where the bytes are.
+    char* data() const { return into != nullptr ? into : buf; }
   };
 
   // Null, with the reason in `*error`, when the kernel refuses a ring.
@@ -85,10 +89,12 @@ class ReadRing {
   int inflight() const { return inflight_; }
   // Prepares the read of `want` bytes at `offset` of `file` into a free
   // slot's buffer (at least `alloc` bytes, aligned for O_DIRECT;
-  // precondition: free_slots() > 0); the kernel sees it at the next
-  // SubmitAndWait.
+  // precondition: free_slots() > 0), or into `into` if not null (`want`
+  // bytes that stay valid until the read is reaped; aligned for
+  // O_DIRECT); the kernel sees it at the next SubmitAndWait.
   void Start(std::shared_ptr<RingFile> file, uint64_t offset, size_t want,
-             size_t alloc, bool direct, std::unique_ptr<Context> context);
+             size_t alloc, bool direct, std::unique_ptr<Context> context,
+             char* into = nullptr);
   // Submits what was prepared, then waits up to `timeout` (zero: not at
   // all; InfiniteDuration: without limit) for a completion or a Wake.
   void SubmitAndWait(absl::Duration timeout);
@@ -147,6 +153,7 @@ void ReadRing::Reap(F&& done, size_t max) {
     // Released only now: `done` copied out of s.buf.
     s.context.reset();
     s.file.reset();
+    s.into = nullptr;
     --inflight_;
     free_.push_back(i);
   }

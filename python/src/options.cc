@@ -93,6 +93,7 @@ const std::map<std::string, Setter>& Setters() {
       {"io_uring", Field(&ClientOptions::io_uring)},
       {"io_uring_depth", Field(&ClientOptions::io_uring_depth)},
       {"page_cache_reads", Field(&ClientOptions::page_cache_reads)},
+      {"in_place_reads", Field(&ClientOptions::in_place_reads)},
       {"mount_status_file", Field(&ClientOptions::mount_status_file)},
       {"mount_status_max_age", Seconds(&ClientOptions::mount_status_max_age)},
       {"single_flight", Field(&ClientOptions::single_flight)},

@@ -41,6 +41,7 @@ py::dict NodeToDict(const NodeStats& n) {
   d["agent_reads"] = n.agent_reads;
   d["uring_reads"] = n.uring_reads;
   d["caller_reads"] = n.caller_reads;
+  d["in_place_reads"] = n.in_place_reads;
   d["cached_reads"] = n.cached_reads;
   d["mount_reported_down"] = n.mount_reported_down;
   d["local"] = n.local;
