@@ -12,10 +12,12 @@ HedgeBudget::HedgeBudget(Clock* clock, double max_ratio, int burst)
   stats_.tokens = burst_;
 }
 
-void HedgeBudget::OnRead() {
+void HedgeBudget::OnReads(uint64_t n) {
+  if (n == 0) return;
   absl::MutexLock l(&mu_);
-  ++stats_.reads;
-  stats_.tokens = std::min(burst_, stats_.tokens + max_ratio_);
+  stats_.reads += n;
+  stats_.tokens =
+      std::min(burst_, stats_.tokens + static_cast<double>(n) * max_ratio_);
 }
 
 bool HedgeBudget::TryAcquire() {

@@ -47,7 +47,9 @@ class HedgeBudget {
   HedgeBudget& operator=(const HedgeBudget&) = delete;
 
   // Counts one primary read.
-  void OnRead();
+  void OnRead() { OnReads(1); }
+  // Counts `n` primary reads, with one lock (as n OnRead()s).
+  void OnReads(uint64_t n);
   // Takes one token and returns true, or returns false if less than one is
   // left. Does not block.
   bool TryAcquire();

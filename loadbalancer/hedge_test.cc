@@ -50,6 +50,22 @@ TEST(HedgeBudgetTest, TokensCapAtBurst) {
   EXPECT_TRUE(budget.TryAcquire());
 }
 
+TEST(HedgeBudgetTest, OnReadsCountsLikeThatManyOnRead) {
+  HedgeBudget one_by_one(nullptr, 0.25, 3), at_once(nullptr, 0.25, 3);
+  while (one_by_one.TryAcquire()) {
+  }
+  while (at_once.TryAcquire()) {
+  }
+  for (int i = 0; i < 7; ++i) one_by_one.OnRead();
+  at_once.OnReads(7);
+  at_once.OnReads(0);
+  EXPECT_EQ(at_once.stats().reads, one_by_one.stats().reads);
+  EXPECT_DOUBLE_EQ(at_once.stats().tokens, one_by_one.stats().tokens);
+  EXPECT_DOUBLE_EQ(at_once.stats().tokens, 1.75);
+  at_once.OnReads(100);
+  EXPECT_DOUBLE_EQ(at_once.stats().tokens, 3);  // capped at the burst
+}
+
 TEST(HedgeBudgetTest, ZeroRatioAllowsOnlyTheInitialBurst) {
   HedgeBudget budget(nullptr, 0.0, 1);
   EXPECT_TRUE(budget.TryAcquire());

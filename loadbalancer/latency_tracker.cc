@@ -143,10 +143,30 @@ HistogramSnapshot LatencyTracker::EmptySnapshot() {
 }
 
 void LatencyTracker::Record(absl::string_view node, absl::Duration latency) {
+  Record(Handle(node), latency);
+}
+
+LatencyTracker::NodeHandle LatencyTracker::Handle(absl::string_view node) {
+  {
+    absl::ReaderMutexLock l(&map_mu_);
+    auto it = nodes_.find(node);
+    if (it != nodes_.end()) return NodeHandle(it->second.get());
+  }
+  absl::WriterMutexLock l(&map_mu_);
+  auto& slot = nodes_[node];
+  if (slot == nullptr) {
+    slot = std::make_unique<NodeStats>(options_.window_slices);
+  }
+  return NodeHandle(slot.get());
+}
+
+void LatencyTracker::Record(NodeHandle node, absl::Duration latency) {
   const double seconds = std::max(0.0, absl::ToDoubleSeconds(latency));
   const int bucket = Bucket(seconds);
   const int64_t epoch = Epoch();
-  auto update = [&](NodeStats& n) ABSL_EXCLUSIVE_LOCKS_REQUIRED(n.mu) {
+  {
+    NodeStats& n = *node.stats_;
+    absl::MutexLock nl(&n.mu);
     if (n.has_ewma) {
       n.ewma_seconds = options_.ewma_alpha * seconds +
                        (1 - options_.ewma_alpha) * n.ewma_seconds;
@@ -155,26 +175,6 @@ void LatencyTracker::Record(absl::string_view node, absl::Duration latency) {
       n.has_ewma = true;
     }
     n.window.Add(epoch, bucket, seconds);
-  };
-  bool done = false;
-  {
-    absl::ReaderMutexLock l(&map_mu_);
-    auto it = nodes_.find(node);
-    if (it != nodes_.end()) {
-      NodeStats& n = *it->second;
-      absl::MutexLock nl(&n.mu);
-      update(n);
-      done = true;
-    }
-  }
-  if (!done) {
-    absl::WriterMutexLock l(&map_mu_);
-    auto& slot = nodes_[node];
-    if (slot == nullptr) {
-      slot = std::make_unique<NodeStats>(options_.window_slices);
-    }
-    absl::MutexLock nl(&slot->mu);
-    update(*slot);
   }
   absl::MutexLock gl(&global_mu_);
   global_window_.Add(epoch, bucket, seconds);

@@ -62,7 +62,21 @@ struct LatencyTrackerOptions {
 };
 
 class LatencyTracker {
+ private:
+  struct NodeStats;
+
  public:
+  // A node's entry, for Record without a lookup by name (a hot path).
+  class NodeHandle {
+   public:
+    NodeHandle() = default;
+
+   private:
+    friend class LatencyTracker;
+    explicit NodeHandle(NodeStats* s) : stats_(s) {}
+    NodeStats* stats_ = nullptr;
+  };
+
   static constexpr int kBucketsPerDecade = 10;
   static constexpr int kFiniteBuckets = 81;  // 1 us .. 100 s
   static constexpr int kBuckets = kFiniteBuckets + 1;
@@ -74,6 +88,11 @@ class LatencyTracker {
 
   // Records one completed request to `node`. Negative latencies count as 0.
   void Record(absl::string_view node, absl::Duration latency);
+  // `node`'s entry (created, with no samples, if new); valid as long as the
+  // tracker. Record(Handle(n), l) is Record(n, l).
+  NodeHandle Handle(absl::string_view node);
+  // Precondition: `node` came from this tracker's Handle.
+  void Record(NodeHandle node, absl::Duration latency);
 
   // Returns the node's EWMA latency; zero if the node has no samples.
   absl::Duration Ewma(absl::string_view node) const;

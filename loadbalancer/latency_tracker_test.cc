@@ -96,6 +96,23 @@ TEST(LatencyTrackerTest, PerNodeAndGlobal) {
   EXPECT_EQ(t.GlobalCount(), 1000u);
 }
 
+// A handle is the node's entry: records through it are the node's, and a
+// new handle, until it records, changes nothing anyone reads.
+TEST(LatencyTrackerTest, RecordsThroughAHandleAreTheNodes) {
+  FakeClock clock;
+  LatencyTracker t(&clock);
+  const LatencyTracker::NodeHandle a = t.Handle("a");
+  EXPECT_EQ(t.Count("a"), 0u);
+  EXPECT_EQ(t.Ewma("a"), absl::ZeroDuration());
+  t.Record(a, absl::Milliseconds(10));
+  t.Record("a", absl::Milliseconds(20));
+  t.Record(t.Handle("a"), absl::Milliseconds(20));
+  EXPECT_EQ(t.Count("a"), 3u);
+  EXPECT_NEAR(Ms(t.Ewma("a")), 0.2 * 20 + 0.8 * (0.2 * 20 + 0.8 * 10), 1e-6);
+  EXPECT_EQ(t.Count("b"), 0u);
+  EXPECT_EQ(t.GlobalCount(), 3u);
+}
+
 TEST(LatencyTrackerTest, WindowForgetsOldSamples) {
   FakeClock clock;
   LatencyTracker t(&clock, {.window = absl::Seconds(60), .window_slices = 6});

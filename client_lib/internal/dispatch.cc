@@ -191,9 +191,11 @@ bool ClientImpl::Dispatch(const std::shared_ptr<Batch>& b, int i, bool hedge,
   // Candidates: admissible, not excluded. Probes and last resorts aside.
   absl::InlinedVector<lb::Candidate, 4> cands;
   absl::InlinedVector<int, 4> index;
+  absl::InlinedVector<NodeRuntime*, 4> node_of;  // by replica
   int probe = -1, last_resort = -1, local = -1;
   for (int r = 0; r < replicas.size(); ++r) {
     NodeRuntime* n = Node(replicas[r].node_id());
+    node_of.push_back(n);
     if (std::find(p.excluded.begin(), p.excluded.end(), n) !=
         p.excluded.end()) {
       continue;
@@ -229,7 +231,7 @@ bool ClientImpl::Dispatch(const std::shared_ptr<Batch>& b, int i, bool hedge,
   } else {
     return false;
   }
-  NodeRuntime* n = Node(replicas[chosen].node_id());
+  NodeRuntime* n = node_of[chosen];
   const bool urgent = !p.excluded.empty();  // not the piece's first attempt
   b->attempts.push_back(std::make_unique<Attempt>());
   Attempt* a = b->attempts.back().get();

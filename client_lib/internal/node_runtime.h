@@ -35,6 +35,7 @@
 #include "client_lib/internal/mount_reader.h"
 #include "client_lib/internal/read_ring.h"
 #include "client_lib/io_threads.h"
+#include "loadbalancer/latency_tracker.h"
 
 namespace rangefs {
 namespace client_internal {
@@ -161,6 +162,7 @@ class NodeRuntime : public std::enable_shared_from_this<NodeRuntime> {
   NodeRuntime(std::shared_ptr<ClientCore> client, std::string id)
       : client_(std::move(client)),
         id_(std::move(id)),
+        latency_(client_->latency().Handle(id_)),
         mount_reader_(client_->fs(), client_->options().o_direct),
         agent_reader_(id_, client_->options().agent_tls) {}
   ~NodeRuntime();
@@ -308,6 +310,7 @@ class NodeRuntime : public std::enable_shared_from_this<NodeRuntime> {
   const std::shared_ptr<ClientCore> client_;
   const std::string id_;
   NodeCounters counters_;
+  const lb::LatencyTracker::NodeHandle latency_;  // this node's entry
 
   MountReader mount_reader_;  // the node's mount, with its sidecars
   AgentReader agent_reader_;  // the node's agent

@@ -63,7 +63,13 @@ constexpr absl::Duration kDelayCacheTtl = absl::Milliseconds(1);
 // submissions at the same depth, and read at 0.7 of fio's rate. 1, 2 and 4
 // measured alike within this VM's noise; 2 at the least CPU of those
 // three that kept up (tests/bench/RESULTS.md, issue 16 by-hand runs).
+// Deeper rings take more a pass, a 1/kCallerReapShare of their reads in
+// flight: a disk that many reads keep busy gains nothing from one-by-one
+// submissions, and each pass costs an io_uring_enter (4 KiB reads at 128
+// in flight on one ring: 4.2-4.9 us of CPU a read taking 8 or 32 a pass,
+// 5.1-5.6 taking 2).
 constexpr size_t kCallerReapBatch = 2;
+constexpr int kCallerReapShare = 16;
 // The longest a call's loop goes without a pass of its timers while it has
 // attempts in flight (fewer if an earlier timer is due): a pass judges
 // every attempt in flight, and a loop that wakes at each completion would
@@ -195,6 +201,7 @@ bool ClientImpl::OwnCapFull(const CallLoop& c) const {
 
 void ClientImpl::DispatchWaiting(CallLoop& c) {
   Batch& b = *c.b;
+  uint64_t reads = 0;  // for the hedge budget, counted once at the end
   while (!c.waiting.empty() &&
          global_inflight_.load() < options_.max_inflight_global &&
          !OwnCapFull(c)) {
@@ -202,7 +209,7 @@ void ClientImpl::DispatchWaiting(CallLoop& c) {
     c.waiting.pop_back();
     PieceState& p = b.pieces[i];
     if (p.done) continue;
-    budget_.OnRead();
+    ++reads;
     if (Dispatch(c.b, i, false, *c.picker)) {
       c.dispatched.push_back(i);
     } else {
@@ -210,6 +217,7 @@ void ClientImpl::DispatchWaiting(CallLoop& c) {
       FailPiece(b, p);
     }
   }
+  budget_.OnReads(reads);
 }
 
 void ClientImpl::RetryFailed(CallLoop& c) {
@@ -422,7 +430,9 @@ void ClientImpl::Wait(Batch& b, absl::Duration wait) {
     b.mu.Lock();
     b.ring_waiting = false;  // our own completions need not wake us
     b.mu.Unlock();
-    ReapCallerRing(*b.ring, kCallerReapBatch);
+    ReapCallerRing(*b.ring, std::max(kCallerReapBatch,
+                                     static_cast<size_t>(b.ring->inflight() /
+                                                         kCallerReapShare)));
     b.mu.Lock();
   } else {
     b.cv.WaitWithTimeout(&b.mu, wait);

@@ -14,12 +14,16 @@
 #     getrusage of the whole process). Cached: fio --invalidate=0 and the
 #     objects read with `cat` first; O_DIRECT: `echo 3 > drop_caches` must
 #     succeed before every run, else the O_DIRECT rows are not measured.
-#   4 KiB random, O_DIRECT: at each depth of RAND_DEPTHS (reads in flight:
-#     numjobs x iodepth for fio; for ours threads x batch (each ReadV of
-#     `batch` ranges waits for all) or threads x in-flight (ReadVs of 64 x
-#     in-flight ranges with ReadOptions::max_in_flight: the depth held all
-#     along, as fio's iodepth)) the best shape of each side at that depth,
-#     then rounds as above; best vs best over all depths as its own row.
+#   4 KiB random, O_DIRECT: at each depth of RAND_DEPTHS (reads in flight,
+#     held all along: numjobs x iodepth for fio; for ours threads x
+#     in-flight, ReadVs of 64 x in-flight ranges with
+#     ReadOptions::max_in_flight, each thread's reads on a ring that deep
+#     (--io_uring_depth), landing in 4 x in-flight page-aligned buffers per
+#     thread (fio's jobs: iodepth buffers)) the best shape of each side at
+#     that depth, then rounds as above; best vs best over all depths as its
+#     own row. (Until run V10 ours also swept ReadVs of `depth` ranges that
+#     each wait for all: never more than `depth` in flight, fewer as each
+#     ReadV ends, and a 2 s sweep point of that shape won once by noise.)
 #   agent path over loopback (objects in the page cache): rangefs-bench
 #     --data_path=agent vs tests/bench/sendfile_stream (a plain TCP stream
 #     of the same objects, no framing, sent with sendfile(2) or with pread
@@ -226,12 +230,13 @@ rand_fio() {  # rand_fio DIRECT CFG RUNTIME RAMP JSON: CFG "engine,numjobs,iodep
     --ioengine="$engine" --iodepth="$qd" --numjobs="$nj" --randrepeat=0 --norandommap \
     --time_based=1 --runtime="$3" --ramp_time="$4" --readonly
 }
-rand_ours() {  # rand_ours DIRECT CFG RUNTIME RAMP JSON: CFG "threads,batch,io_uring[,in_flight]"
-  local t b ur d
-  IFS=, read -r t b ur d <<<"$2"
+rand_ours() {  # rand_ours DIRECT CFG RUNTIME RAMP JSON: CFG "threads,in_flight,io_uring"
+  local t d ur
+  IFS=, read -r t d ur <<<"$2"
   prime 1 || return 1
-  local cmd=("${BENCH[@]}" --workload=lookup --data_path=mount --threads="$t" --batch="$b"
-             --max_in_flight="${d:-0}" --io_uring="$ur" --o_direct=true --hedging=false
+  local cmd=("${BENCH[@]}" --workload=lookup --data_path=mount --threads="$t" --batch=$((64 * d))
+             --max_in_flight="$d" --io_uring_depth=$((d > 32 ? d : 32)) --lookup_buffers=$((4 * d))
+             --io_uring="$ur" --o_direct=true --hedging=false
              --duration_s="$3" --warmup_s="$4" --json)
   echo "${cmd[*]}" >>"$OUT/commands.log"
   "${cmd[@]}" >"$5" 2>"$5.err"
@@ -243,16 +248,13 @@ if [ "$DROP_OK" = 1 ] && prime 1; then
     for s in $RAND_SPLITS; do
       [ $((depth % s)) = 0 ] || continue
       for e in $RAND_ENGINES; do fc+=("$e,$s,$((depth / s))"); done
-      for e in $OUR_ENGINES; do
-        oc+=("$s,$((depth / s)),$e")                               # batch
-        oc+=("$s,$((64 * depth / s)),$e,$((depth / s))")           # in flight
-      done
+      for e in $OUR_ENGINES; do oc+=("$s,$((depth / s)),$e"); done
     done
     fio_cfg=$(sweep rand_fio iops "$OUT/a_sweep_fio_rand$depth.tsv" "${fc[@]}" -- 1)
     our_cfg=$(sweep rand_ours iops "$OUT/a_sweep_ours_rand$depth.tsv" "${oc[@]}" -- 1)
     rounds "4 KiB random at $depth in flight" iops rand_ours "$our_cfg" rand_fio "$fio_cfg" 1
     mo=$(median "${RA[@]}"); mf=$(median "${RB[@]}")
-    row "4 KiB random O_DIRECT IOPS, $depth in flight on both sides (ours threads,batch,io_uring[,in_flight] $our_cfg; fio engine,numjobs,iodepth $fio_cfg)" \
+    row "4 KiB random O_DIRECT IOPS, $depth in flight on both sides (ours threads,in_flight,io_uring $our_cfg; fio engine,numjobs,iodepth $fio_cfg)" \
         "$(cell "${RA[@]}")" "$(cell "${RB[@]}")" "$(ratio "$mo" "$mf")" ">= 0.9$(rr)"
     # CPU per read (us) = CPU s/GB x 4096 B.
     us_o=(); us_f=()

@@ -90,6 +90,10 @@ ABSL_FLAG(int, max_in_flight, 0,
           "lookup: ReadOptions::max_in_flight of each ReadV (0: the whole "
           "batch at once); with a batch much larger than it, each thread "
           "keeps that many reads in flight");
+ABSL_FLAG(int, lookup_buffers, 0,
+          "lookup: land the ranges of a ReadV in this many buffers, reused "
+          "in turn (range i in buffer i % N; fio's jobs land their reads in "
+          "iodepth buffers), when not verifying; 0: one buffer per range");
 ABSL_FLAG(std::string, verify_against, "", "compare bytes with DIR/<path>");
 ABSL_FLAG(std::string, timeline, "", "write MB/s per 100 ms to this file");
 ABSL_FLAG(bool, json, false, "print JSON");
@@ -213,6 +217,11 @@ int main(int argc, char** argv) {
             absl::GetFlag(FLAGS_max_in_flight));
     return 2;
   }
+  if (absl::GetFlag(FLAGS_lookup_buffers) < 0) {
+    fprintf(stderr, "rangefs-bench: --lookup_buffers=%d: must be 0 or more\n",
+            absl::GetFlag(FLAGS_lookup_buffers));
+    return 2;
+  }
   rangefs::ClientOptions o;
   o.etcd_endpoints = absl::GetFlag(FLAGS_etcd);
   o.cluster = absl::GetFlag(FLAGS_cluster);
@@ -315,6 +324,7 @@ int main(int argc, char** argv) {
   const uint64_t io_size = ParseSize(absl::GetFlag(FLAGS_io_size));
   const size_t lookup_size = absl::GetFlag(FLAGS_lookup_size);
   const int batch = std::max(1, absl::GetFlag(FLAGS_batch));
+  const int lookup_buffers = absl::GetFlag(FLAGS_lookup_buffers);
   const absl::Duration duration =
       absl::Seconds(absl::GetFlag(FLAGS_duration_s));
   Verifier verifier(absl::GetFlag(FLAGS_verify_against));
@@ -389,13 +399,19 @@ int main(int argc, char** argv) {
     std::mt19937_64 rng(1234 + t);
     // Page-aligned buffers, as an O_DIRECT program (and fio) has: reads of
     // whole 4 KiB blocks can land in them in place.
+    // Fewer buffers than ranges (--lookup_buffers): ranges in flight at
+    // once may share one (the bytes are not looked at then, as fio's).
+    const int nbufs = lookup_buffers > 0 && !verifier.enabled()
+                          ? std::min(lookup_buffers, batch)
+                          : batch;
     const size_t stride = (lookup_size + 4095) / 4096 * 4096;
     std::unique_ptr<char, decltype(&free)> mem(
-        static_cast<char*>(aligned_alloc(4096, stride * batch)), &free);
-    memset(mem.get(), 0, stride * batch);
+        static_cast<char*>(aligned_alloc(4096, stride * nbufs)), &free);
+    memset(mem.get(), 0, stride * nbufs);
     std::vector<absl::Span<char>> bufs;
     for (int b = 0; b < batch; ++b) {
-      bufs.push_back(absl::MakeSpan(mem.get() + stride * b, lookup_size));
+      bufs.push_back(
+          absl::MakeSpan(mem.get() + stride * (b % nbufs), lookup_size));
     }
     std::vector<rangefs::FileReadRange> ranges(batch);
     std::vector<uint64_t> offs(batch);

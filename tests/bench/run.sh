@@ -78,8 +78,8 @@ trap cleanup EXIT
 #         OUR_PREFETCH x OUR_ZERO_COPY
 #   4 KiB random at each in-flight depth of RAND_DEPTHS: fio RAND_ENGINES x
 #   numjobs RAND_SPLITS (iodepth = depth / numjobs), ours threads
-#   RAND_SPLITS x OUR_ENGINES x (batch = depth / threads, or
-#   max_in_flight = depth / threads over ReadVs of 64 x that).
+#   RAND_SPLITS x OUR_ENGINES (max_in_flight = depth / threads, held over
+#   ReadVs of 64 x that).
 # Sweep runs take SWEEP_RUNTIME s after SWEEP_RAMP s of warm-up; the
 # measured rounds RUNTIME s after RAMP s (fio --time_based --runtime
 # --ramp_time, rangefs-bench --duration_s --warmup_s). With the default
