@@ -17,13 +17,14 @@ uint64_t RoundUp(uint64_t n, uint64_t a) { return (n + a - 1) / a * a; }
 
 }  // namespace
 
-absl::Status MountReader::Plan(const MountPiece& piece, const std::string& dir,
+absl::Status MountReader::Plan(const MountPiece& piece, std::string dir,
                                MountPlan* plan) {
-  plan->path = MountPath{dir, piece.object};
+  plan->path = MountPath{std::move(dir), piece.object};
   plan->direct = o_direct_;
   uint64_t align = plan->direct ? kDirectIoAlignment : 1;
   if (piece.verify) {
-    RANGEFS_ASSIGN_OR_RETURN(plan->sums, Sidecar(dir, piece.object));
+    RANGEFS_ASSIGN_OR_RETURN(plan->sums,
+                             Sidecar(plan->path.mount, piece.object));
     const uint64_t bs = plan->sums->block_size;
     if (bs == 0 || (plan->direct && bs % align != 0)) {
       return absl::DataLossError(absl::StrCat("sidecar of ", plan->path.full(),

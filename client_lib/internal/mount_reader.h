@@ -52,10 +52,10 @@ class MountReader {
   // `fs` outlives the reader.
   MountReader(ReadOnlyFs* fs, bool o_direct) : fs_(fs), o_direct_(o_direct) {}
 
-  // Plans the read of `piece` beneath the mount `dir`. Loads the object's
-  // sidecar when verifying and not cached yet (a blocking read).
-  absl::Status Plan(const MountPiece& piece, const std::string& dir,
-                    MountPlan* plan);
+  // Plans the read of `piece` beneath the mount `dir` (kept in the plan).
+  // Loads the object's sidecar when verifying and not cached yet (a
+  // blocking read).
+  absl::Status Plan(const MountPiece& piece, std::string dir, MountPlan* plan);
   // Reads `plan`'s span into `buf` (at least plan.alloc bytes, aligned for
   // O_DIRECT). Blocks on a hung mount.
   absl::StatusOr<size_t> Read(const MountPlan& plan, char* buf);

@@ -134,6 +134,7 @@ struct ClientImpl::CallLoop {
 
 void ClientImpl::PlanCall(absl::Span<const Request> reqs, Batch& b,
                           std::vector<absl::StatusOr<size_t>>& results) {
+  b.pieces.reserve(reqs.size());  // a piece a range, mostly
   for (size_t i = 0; i < reqs.size(); ++i) {
     const Request& r = reqs[i];
     if (r.file == nullptr) {
