@@ -98,14 +98,20 @@ struct ClientOptions {
   // block), goes the usual way. Needs io_uring (the node's ring thread
   // opens the files).
   bool page_cache_reads = true;
-  // A small read on the caller's ring (above) that reads exactly the
-  // piece's bytes (no sidecar blocks around it; with o_direct, a caller's
-  // buffer aligned to 4096 bytes) lands in the caller's buffer itself: no
-  // copy. Such a read holds that buffer, so its call waits for it to end
-  // before returning, even past its deadline, and neither hedges nor moves
-  // it: only local file systems take these reads, and a local disk that
-  // hangs would hold the call. false: every read lands in a buffer of the
-  // client's, and a call always returns by its deadline.
+  // Reads land in the caller's buffer itself, with no copy out of a
+  // buffer of the client's:
+  // - a small read on the caller's ring (above) that reads exactly the
+  //   piece's bytes (no sidecar blocks around it; with o_direct, a caller's
+  //   buffer aligned to 4096 bytes). Nothing can cancel it, so its call
+  //   waits for it to end before returning, even past its deadline, and
+  //   neither hedges nor moves it: only local file systems take these
+  //   reads, and a local disk that hangs would hold the call;
+  // - an agent read (data port or gRPC), each frame's CRC32C checked where
+  //   it lands. It can be cancelled (its socket shut down): a hedge or
+  //   retry that answers first cancels it and waits for it to let go, and
+  //   so does the call's return.
+  // false: every read lands in a buffer of the client's, and a call always
+  // returns by its deadline.
   bool in_place_reads = true;
   // Reads in flight per node on the node's ring (the per-node cap there),
   // and per call on a borrowed ring.

@@ -40,8 +40,8 @@ struct NodeStats {
   // Of those, small reads the calling thread submitted and reaped on a ring
   // of its own (no hand-off to the node's ring thread).
   uint64_t caller_reads = 0;
-  // Of those, reads that landed in the caller's buffer itself, with no copy
-  // (ClientOptions::in_place_reads).
+  // Reads on the caller's ring or from the agent that landed in the
+  // caller's buffer itself, with no copy (ClientOptions::in_place_reads).
   uint64_t in_place_reads = 0;
   // Mount attempts the calling thread copied out of the page cache itself
   // (ClientOptions::page_cache_reads); not counted in uring_reads.

@@ -35,6 +35,17 @@ void Batch::LandingFailed(Attempt* a) {
   Notify();  // a closing call waits for landing == 0
 }
 
+char* Batch::Land(Attempt* a) {
+  absl::MutexLock l(&mu);
+  PieceState& p = pieces[a->piece];
+  if (closed || p.done || p.claimed || p.flight != nullptr) return nullptr;
+  a->landing = true;
+  p.claimed = true;
+  p.landing = a;
+  landing_agent++;
+  return p.dst;
+}
+
 bool Batch::Completed(Attempt* a, const absl::StatusOr<size_t>& r,
                       const char* out) {
   absl::MutexLock l(&mu);
@@ -46,13 +57,28 @@ bool Batch::Completed(Attempt* a, const absl::StatusOr<size_t>& r,
     // it), or the piece is open again.
     a->landing = false;
     p.claimed = false;
-    landing--;
+    if (p.landing == a) {
+      p.landing = nullptr;
+      landing_agent--;
+      landing_cv.SignalAll();
+    } else {
+      landing--;
+    }
     if (r.ok()) {
       p.done = true;
       a->status = absl::OkStatus();
       if (--remaining == 0 || closed || notify_each) Notify();
       return false;
     }
+  } else if (r.ok() && p.landing != nullptr) {
+    // An agent read is landing in the caller's buffer: these bytes win the
+    // piece. It is cancelled and lets go promptly (if it ended meanwhile
+    // with every byte, the piece is done and these are not needed).
+    Attempt* const holder = p.landing;
+    p.takers++;
+    holder->canceller.Cancel();
+    while (p.landing == holder) landing_cv.Wait(&mu);
+    p.takers--;
   }
   if (r.ok()) {
     if (closed || p.done || p.claimed) return false;
@@ -81,8 +107,10 @@ bool Batch::Completed(Attempt* a, const absl::StatusOr<size_t>& r,
   }
   a->status = r.status();
   // A piece claimed by another attempt (or a single-flight delivery) is
-  // being copied: it will be done, whatever this attempt's failure.
-  if (!a->abandoned && !closed && !p.done && !p.claimed) {
+  // being copied: it will be done, whatever this attempt's failure. One
+  // that an agent read lands in is not: that read may fail or be cancelled.
+  if (!a->abandoned && !closed && !p.done && p.takers == 0 &&
+      (!p.claimed || p.landing != nullptr)) {
     failed.push_back(a);
     Notify();
   }

@@ -6,12 +6,16 @@
 // copied into the caller's buffer only after claiming the piece under
 // Batch::mu while the Batch is open; closing the Batch waits for copies
 // already started (memcpy only, never I/O), so no caller buffer is written
-// after the call returns. The one exception, in-place reads
-// (ClientOptions::in_place_reads): a read on the calling thread's own ring
-// that lands in the caller's buffer itself. Its piece is claimed for it
-// when it starts (no other attempt copies in meanwhile, and the timers
-// leave it alone), and closing waits for it to be reaped (a local disk
-// read: the calling thread reaps it, see ClientImpl::CloseCall).
+// after the call returns. The exception, in-place reads
+// (ClientOptions::in_place_reads), land in the caller's buffer itself and
+// hold their piece's claim from their start:
+// - a read on the calling thread's own ring: no other attempt copies in
+//   meanwhile, the timers leave it alone, and closing waits for it to be
+//   reaped (a local disk read: the calling thread reaps it, see
+//   ClientImpl::CloseCall);
+// - an agent read (Land): the timers still judge it (it can be cancelled);
+//   another attempt whose bytes come first cancels it and waits for it to
+//   let go before it copies, and closing cancels it and waits likewise.
 #ifndef RANGEFS_CLIENT_LIB_INTERNAL_BATCH_H_
 #define RANGEFS_CLIENT_LIB_INTERNAL_BATCH_H_
 
@@ -38,8 +42,12 @@ struct Batch final : AttemptSink {
   bool closed ABSL_GUARDED_BY(mu) = false;
   std::atomic<bool> closed_hint{false};  // lock-free early-out for workers
   int copiers ABSL_GUARDED_BY(mu) = 0;
-  // In-place reads started and not reaped yet.
+  // In-place reads on the caller's ring started and not reaped yet, and
+  // landing agent reads (Land) not completed yet; landing_cv: one of the
+  // latter ended.
   int landing ABSL_GUARDED_BY(mu) = 0;
+  int landing_agent ABSL_GUARDED_BY(mu) = 0;
+  absl::CondVar landing_cv;
   int remaining ABSL_GUARDED_BY(mu) = 0;
   std::vector<Attempt*> failed ABSL_GUARDED_BY(mu);
   std::vector<PieceState> pieces;  // fixed after planning; fields: see above
@@ -74,6 +82,7 @@ struct Batch final : AttemptSink {
   bool Completed(Attempt* a, const absl::StatusOr<size_t>& r,
                  const char* out) override;
   void LandingFailed(Attempt* a) override;
+  char* Land(Attempt* a) override;
   // `a`'s read is to land in its piece's buffer (the piece's only attempt,
   // unclaimed): claims the piece for it.
   void StartLanding(Attempt* a) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu);

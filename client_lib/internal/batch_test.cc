@@ -4,9 +4,12 @@
 // its piece until it ends.
 #include "client_lib/internal/batch.h"
 
+#include <cstring>
 #include <string>
+#include <thread>
 
 #include "absl/status/status.h"
+#include "absl/time/clock.h"
 #include "gtest/gtest.h"
 
 namespace rangefs {
@@ -151,6 +154,63 @@ TEST_F(BatchTest, FailedInPlaceReadOpensItsPiece) {
   // The ring thread's answer is then copied in the usual way.
   EXPECT_FALSE(b_.Completed(b, size_t{8}, "fromring"));
   EXPECT_EQ(dst_, "fromring");
+}
+
+// An agent read landing in dst_ (Land) holds the piece, but another
+// attempt whose bytes come first wins it: it cancels the landing read and
+// copies only once that read has let go (here the read writes into dst_
+// after it sees the cancel, as a socket read in progress may).
+TEST_F(BatchTest, AnswerFirstCancelsALandingAgentReadAndWaitsForIt) {
+  Attempt* primary = NewAttempt(false);
+  Attempt* hedge = NewAttempt(true);
+  char* dst = b_.Land(primary);
+  ASSERT_EQ(dst, dst_.data());
+  EXPECT_EQ(b_.Land(hedge), nullptr);  // one holder at a time
+  std::thread reader([&] {
+    const absl::Time end = absl::Now() + absl::Seconds(10);
+    while (!primary->canceller.cancelled() && absl::Now() < end) {
+      absl::SleepFor(absl::Milliseconds(1));
+    }
+    memcpy(dst, "part", 4);
+    EXPECT_FALSE(
+        b_.Completed(primary, absl::CancelledError("cancelled"), nullptr));
+  });
+  EXPECT_TRUE(b_.Completed(hedge, size_t{8}, "hedgeABC"));
+  reader.join();
+  EXPECT_TRUE(primary->canceller.cancelled());
+  EXPECT_EQ(dst_, "hedgeABC");
+  absl::MutexLock l(&b_.mu);
+  EXPECT_TRUE(b_.pieces[0].done);
+  EXPECT_EQ(b_.pieces[0].landing, nullptr);
+  EXPECT_EQ(b_.landing_agent, 0);
+  EXPECT_EQ(b_.remaining, 0);
+}
+
+// A landing agent read that fails gives the piece back for a retry; one
+// that ends with every byte ends the piece; none starts on a closed call.
+TEST_F(BatchTest, LandingAgentReadEndsItsPieceOrGivesItBack) {
+  Attempt* a = NewAttempt(false);
+  ASSERT_NE(b_.Land(a), nullptr);
+  EXPECT_FALSE(b_.Completed(a, absl::DataLossError("frame crc"), nullptr));
+  {
+    absl::MutexLock l(&b_.mu);
+    EXPECT_FALSE(b_.pieces[0].claimed);
+    ASSERT_EQ(b_.failed.size(), 1u);
+    b_.failed.clear();
+  }
+  Attempt* b = NewAttempt(false);
+  char* dst = b_.Land(b);
+  ASSERT_NE(dst, nullptr);
+  memcpy(dst, "agent!!!", 8);
+  EXPECT_FALSE(b_.Completed(b, size_t{8}, dst));
+  EXPECT_EQ(dst_, "agent!!!");
+  {
+    absl::MutexLock l(&b_.mu);
+    EXPECT_TRUE(b_.pieces[0].done);
+    EXPECT_EQ(b_.landing_agent, 0);
+    b_.closed = true;
+  }
+  EXPECT_EQ(b_.Land(NewAttempt(false)), nullptr);
 }
 
 TEST_F(BatchTest, DroppedAttemptEndsAsNotNeeded) {

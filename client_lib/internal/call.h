@@ -74,6 +74,13 @@ struct PieceState {
   std::shared_ptr<Flight> flight;
   bool done = false;
   bool claimed = false;
+  // The agent read landing in `dst` itself (AttemptSink::Land) while it
+  // holds the claim: unlike a copy, it can be cancelled, so the timers
+  // still judge the piece and a winner elsewhere takes the piece from it.
+  Attempt* landing = nullptr;
+  // Attempts whose bytes won the piece, waiting for `landing` to let go:
+  // the piece is as good as done (the landing read's failure is not).
+  int takers = 0;
   bool hedged = false;
   int active = 0;
   std::vector<NodeRuntime*> excluded;  // failed or in flight
@@ -106,6 +113,13 @@ class AttemptSink {
   // `a` goes on the usual way (to its node's ring thread): its piece is
   // open to every attempt again, and its buffer may hold anything.
   virtual void LandingFailed(Attempt* a) = 0;
+  // `a`, an agent read about to start, reads into the caller's buffer
+  // itself: claims its piece for it and returns the buffer (a->length
+  // bytes), or null (the piece is done, claimed, waited for by single
+  // flight, or the call ended): then it reads into a buffer of its own.
+  // A landing read must end promptly once a->canceller fires; until its
+  // Completed, another attempt's answer and the call's return wait for it.
+  virtual char* Land(Attempt* a) = 0;
 };
 
 struct Task {

@@ -191,7 +191,13 @@ bool NodeRuntime::Execute(Attempt* a, AttemptSink* b, WorkerBuffer& buf) {
   }
   if (!*mount) {
     counters_.agent_reads.fetch_add(1);
-    char* dst = buf.Get(a->length);
+    // In place: the agent's bytes go straight into the caller's buffer.
+    char* dst = client_->options().in_place_reads ? b->Land(a) : nullptr;
+    if (dst != nullptr) {
+      counters_.in_place_reads.fetch_add(1);
+    } else {
+      dst = buf.Get(a->length);
+    }
     std::optional<absl::StatusOr<size_t>> g = ReadAgent(a, b, dst);
     if (!g.has_value()) return false;
     r = std::move(*g);

@@ -228,8 +228,11 @@ void ClientImpl::RetryFailed(CallLoop& c) {
   for (Attempt* a : failed) {
     PieceState& p = b.pieces[a->piece];
     // Claimed: another attempt's bytes are being copied in (Completed,
-    // Deliver), without b.mu: the piece is as good as done.
-    if (p.done || p.claimed) continue;
+    // Deliver), without b.mu: the piece is as good as done (not when an
+    // agent read lands in it: its retry waits for that read to let go).
+    if (p.done || p.takers > 0 || (p.claimed && p.landing == nullptr)) {
+      continue;
+    }
     p.reasons.push_back(
         absl::StrCat("node ", a->node->id(), ": ", a->status.ToString()));
     if (absl::IsDataLoss(a->status)) p.data_loss++;
@@ -385,9 +388,11 @@ void ClientImpl::RunTimers(CallLoop& c) {
     PieceState& p = b.pieces[i];
     if (p.done) continue;  // off the list
     c.dispatched[keep++] = i;
-    if (p.claimed || p.last == nullptr || p.last->finished ||
-        p.last->abandoned) {
-      continue;  // (claimed: bytes being copied in, as good as done)
+    if ((p.claimed && p.landing == nullptr) || p.last == nullptr ||
+        p.last->finished || p.last->abandoned) {
+      // (claimed: bytes being copied in, as good as done, or an in-place
+      // read on this thread's ring, which nothing can cancel)
+      continue;
     }
     // When it started (0: still queued), read once for the whole pass.
     const int64_t started_ns =
@@ -485,6 +490,8 @@ void ClientImpl::CloseCall(Batch& b) {
   while (b.copiers > 0) b.cv.Wait(&b.mu);
   // In-place reads write into the caller's buffers until reaped, by this
   // thread (they are on its ring). Local disk reads: they end, if late.
+  // Landing agent reads: cancelled above, they end promptly.
+  while (b.landing_agent > 0) b.landing_cv.Wait(&b.mu);
   for (int waits = 0; b.landing > 0; ++waits) {
     if (waits > 0 && waits % 100 == 0) {
       RANGEFS_LOG(WARNING) << "read call: " << b.landing
