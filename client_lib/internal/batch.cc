@@ -65,8 +65,11 @@ bool Batch::Completed(Attempt* a, const absl::StatusOr<size_t>& r,
       landing--;
     }
     if (r.ok()) {
-      p.done = true;
       a->status = absl::OkStatus();
+      // (Done already: abandoned, its piece failed meanwhile with no
+      // replica left to try.)
+      if (p.done) return false;
+      p.done = true;
       if (--remaining == 0 || closed || notify_each) Notify();
       return false;
     }

@@ -213,6 +213,26 @@ TEST_F(BatchTest, LandingAgentReadEndsItsPieceOrGivesItBack) {
   EXPECT_EQ(b_.Land(NewAttempt(false)), nullptr);
 }
 
+// A landing agent read that was abandoned (a stall), its piece failed
+// meanwhile with no replica left, then ends with every byte: the piece
+// stays failed and is not counted done twice.
+TEST_F(BatchTest, LandingReadEndingAfterItsPieceFailedCountsNothing) {
+  Attempt* a = NewAttempt(false);
+  ASSERT_NE(b_.Land(a), nullptr);
+  {
+    absl::MutexLock l(&b_.mu);
+    a->abandoned = true;
+    b_.pieces[0].active--;
+    b_.pieces[0].done = true;  // as FailPiece does
+    b_.remaining--;
+  }
+  EXPECT_FALSE(b_.Completed(a, size_t{8}, dst_.data()));
+  absl::MutexLock l(&b_.mu);
+  EXPECT_EQ(b_.remaining, 0);
+  EXPECT_EQ(b_.landing_agent, 0);
+  EXPECT_FALSE(b_.pieces[0].claimed);
+}
+
 TEST_F(BatchTest, DroppedAttemptEndsAsNotNeeded) {
   Attempt* a = NewAttempt(false);
   b_.Dropped(a);
