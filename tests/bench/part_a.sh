@@ -119,19 +119,37 @@ measure() {
     echo "failed failed"
   fi
 }
-# sweep SIDE METRIC TSV CFG... -- ARGS...: each configuration once (short
-# runs), every point into TSV; prints the best configuration (the first
-# one when there is only one: nothing to choose).
+# sweep SIDE METRIC TSV CFG... -- ARGS...: each configuration SWEEP_PASSES
+# times (default 1; short runs; later passes in reverse order), every
+# point into TSV; prints the configuration with the best mean over the
+# passes (one that failed in any pass is out; the first one when there is
+# only one: nothing to choose).
 sweep() {
-  local side=$1 metric=$2 tsv=$3 best="" bestv=0 cfgs=() c v cpu
+  local side=$1 metric=$2 tsv=$3 best="" bestv=0 cfgs=() c v cpu k i
+  local passes=${SWEEP_PASSES:-1}
+  local -A sum=()
   shift 3
   while [ "$1" != -- ]; do cfgs+=("$1"); shift; done
   shift
   if [ "${#cfgs[@]}" = 1 ]; then echo "${cfgs[0]}"; return; fi
+  for ((k = 0; k < passes; k++)); do
+    for ((i = 0; i < ${#cfgs[@]}; i++)); do
+      c=${cfgs[$i]}
+      [ $((k % 2)) = 1 ] && c=${cfgs[$((${#cfgs[@]} - 1 - i))]}
+      read -r v cpu <<<"$(measure "$side" "$metric" "$1" "$c" "$SWEEP_RUNTIME" "$SWEEP_RAMP" "${@:2}")"
+      echo "$c	$v	$cpu" >>"$tsv"
+      if isnum "$v" && [ "${sum[$c]-0}" != failed ]; then
+        sum[$c]=$(python3 -c "print(${sum[$c]-0} + $v)")
+      else
+        sum[$c]=failed
+      fi
+    done
+  done
   for c in "${cfgs[@]}"; do
-    read -r v cpu <<<"$(measure "$side" "$metric" "$1" "$c" "$SWEEP_RUNTIME" "$SWEEP_RAMP" "${@:2}")"
-    echo "$c	$v	$cpu" >>"$tsv"
-    if isnum "$v" && python3 -c "import sys; sys.exit(0 if $v > $bestv else 1)"; then best=$c; bestv=$v; fi
+    v=${sum[$c]}
+    if isnum "$v" && python3 -c "import sys; sys.exit(0 if $v / $passes > $bestv else 1)"; then
+      best=$c; bestv=$(python3 -c "print($v / $passes)")
+    fi
   done
   echo "${best:-${cfgs[0]}}"
 }
@@ -250,8 +268,10 @@ if [ "$DROP_OK" = 1 ] && prime 1; then
       for e in $RAND_ENGINES; do fc+=("$e,$s,$((depth / s))"); done
       for e in $OUR_ENGINES; do oc+=("$s,$((depth / s)),$e"); done
     done
-    fio_cfg=$(sweep rand_fio iops "$OUT/a_sweep_fio_rand$depth.tsv" "${fc[@]}" -- 1)
-    our_cfg=$(sweep rand_ours iops "$OUT/a_sweep_ours_rand$depth.tsv" "${oc[@]}" -- 1)
+    # Shapes within a few % of each other: RAND_SWEEP_PASSES (default 2)
+    # passes each, so that one noisy 2 s point does not pick the shape.
+    fio_cfg=$(SWEEP_PASSES=$RAND_SWEEP_PASSES sweep rand_fio iops "$OUT/a_sweep_fio_rand$depth.tsv" "${fc[@]}" -- 1)
+    our_cfg=$(SWEEP_PASSES=$RAND_SWEEP_PASSES sweep rand_ours iops "$OUT/a_sweep_ours_rand$depth.tsv" "${oc[@]}" -- 1)
     rounds "4 KiB random at $depth in flight" iops rand_ours "$our_cfg" rand_fio "$fio_cfg" 1
     mo=$(median "${RA[@]}"); mf=$(median "${RB[@]}")
     row "4 KiB random O_DIRECT IOPS, $depth in flight on both sides (ours threads,in_flight,io_uring $our_cfg; fio engine,numjobs,iodepth $fio_cfg)" \

@@ -79,7 +79,8 @@ trap cleanup EXIT
 #   4 KiB random at each in-flight depth of RAND_DEPTHS: fio RAND_ENGINES x
 #   numjobs RAND_SPLITS (iodepth = depth / numjobs), ours threads
 #   RAND_SPLITS x OUR_ENGINES (max_in_flight = depth / threads, held over
-#   ReadVs of 64 x that).
+#   ReadVs of 64 x that); each 4 KiB point RAND_SWEEP_PASSES times (default
+#   2), the best mean chosen.
 # Sweep runs take SWEEP_RUNTIME s after SWEEP_RAMP s of warm-up; the
 # measured rounds RUNTIME s after RAMP s (fio --time_based --runtime
 # --ramp_time, rangefs-bench --duration_s --warmup_s). With the default
@@ -93,6 +94,7 @@ if [ "$QUICK" = 1 ]; then
   OUR_THREADS=${OUR_THREADS:-4}; OUR_MAXIO=${OUR_MAXIO:-1M}; OUR_ENGINES=${OUR_ENGINES:-true}
   OUR_PREFETCH=${OUR_PREFETCH:-true}; OUR_ZERO_COPY=${OUR_ZERO_COPY:-false}
   RAND_DEPTHS=${RAND_DEPTHS:-32}; RAND_SPLITS=${RAND_SPLITS:-1}; RAND_ENGINES=${RAND_ENGINES:-io_uring}
+  RAND_SWEEP_PASSES=${RAND_SWEEP_PASSES:-1}
   AGENT_STREAMS=${AGENT_STREAMS:-4}
   REPEAT=${REPEAT:-1}
 else
@@ -104,6 +106,7 @@ else
   OUR_THREADS=${OUR_THREADS:-1 2 4 8}; OUR_MAXIO=${OUR_MAXIO:-128k 1M 4M}; OUR_ENGINES=${OUR_ENGINES:-true false}
   OUR_PREFETCH=${OUR_PREFETCH:-true false}; OUR_ZERO_COPY=${OUR_ZERO_COPY:-false true}
   RAND_DEPTHS=${RAND_DEPTHS:-32 128}; RAND_SPLITS=${RAND_SPLITS:-1 2 4}; RAND_ENGINES=${RAND_ENGINES:-io_uring libaio}
+  RAND_SWEEP_PASSES=${RAND_SWEEP_PASSES:-2}
   AGENT_STREAMS=${AGENT_STREAMS:-4 8 16}
   bash deploy/install-deps.sh
 fi
