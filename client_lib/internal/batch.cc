@@ -24,14 +24,14 @@ void Batch::Dropped(Attempt* a) {
 void Batch::StartLanding(Attempt* a) {
   a->landing = true;
   pieces[a->piece].claimed = true;
-  landing++;
+  landing_on_ring++;
 }
 
 void Batch::LandingFailed(Attempt* a) {
   absl::MutexLock l(&mu);
   a->landing = false;
   pieces[a->piece].claimed = false;
-  landing--;
+  landing_on_ring--;
   Notify();  // a closing call waits for landing == 0
 }
 
@@ -57,12 +57,12 @@ bool Batch::Completed(Attempt* a, const absl::StatusOr<size_t>& r,
     // it), or the piece is open again.
     a->landing = false;
     p.claimed = false;
-    if (p.landing == a) {
+    if (p.landing == a) {  // an agent read (Land), else one on the ring
       p.landing = nullptr;
       landing_agent--;
       landing_cv.SignalAll();
     } else {
-      landing--;
+      landing_on_ring--;
     }
     if (r.ok()) {
       a->status = absl::OkStatus();

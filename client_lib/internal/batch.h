@@ -45,7 +45,7 @@ struct Batch final : AttemptSink {
   // In-place reads on the caller's ring started and not reaped yet, and
   // landing agent reads (Land) not completed yet; landing_cv: one of the
   // latter ended.
-  int landing ABSL_GUARDED_BY(mu) = 0;
+  int landing_on_ring ABSL_GUARDED_BY(mu) = 0;
   int landing_agent ABSL_GUARDED_BY(mu) = 0;
   absl::CondVar landing_cv;
   int remaining ABSL_GUARDED_BY(mu) = 0;

@@ -105,7 +105,7 @@ TEST_F(BatchTest, InPlaceReadHoldsItsPieceAndEndsIt) {
   {
     absl::MutexLock l(&b_.mu);
     b_.StartLanding(primary);
-    EXPECT_EQ(b_.landing, 1);
+    EXPECT_EQ(b_.landing_on_ring, 1);
   }
   EXPECT_FALSE(b_.Completed(hedge, size_t{8}, "hedgeABC"));
   EXPECT_EQ(dst_, "........");
@@ -116,7 +116,7 @@ TEST_F(BatchTest, InPlaceReadHoldsItsPieceAndEndsIt) {
   absl::MutexLock l(&b_.mu);
   EXPECT_TRUE(b_.pieces[0].done);
   EXPECT_EQ(b_.remaining, 0);
-  EXPECT_EQ(b_.landing, 0);
+  EXPECT_EQ(b_.landing_on_ring, 0);
   EXPECT_FALSE(primary->landing);
   EXPECT_TRUE(primary->status.ok());
 }
@@ -134,7 +134,7 @@ TEST_F(BatchTest, FailedInPlaceReadOpensItsPiece) {
   {
     absl::MutexLock l(&b_.mu);
     EXPECT_FALSE(b_.pieces[0].claimed);
-    EXPECT_EQ(b_.landing, 0);
+    EXPECT_EQ(b_.landing_on_ring, 0);
     ASSERT_EQ(b_.failed.size(), 1u);
     b_.failed.clear();
   }
@@ -148,7 +148,7 @@ TEST_F(BatchTest, FailedInPlaceReadOpensItsPiece) {
     absl::MutexLock l(&b_.mu);
     EXPECT_FALSE(b_.pieces[0].claimed);
     EXPECT_FALSE(b->landing);
-    EXPECT_EQ(b_.landing, 0);
+    EXPECT_EQ(b_.landing_on_ring, 0);
     EXPECT_TRUE(b_.failed.empty());
   }
   // The ring thread's answer is then copied in the usual way.

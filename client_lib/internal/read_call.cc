@@ -492,9 +492,9 @@ void ClientImpl::CloseCall(Batch& b) {
   // thread (they are on its ring). Local disk reads: they end, if late.
   // Landing agent reads: cancelled above, they end promptly.
   while (b.landing_agent > 0) b.landing_cv.Wait(&b.mu);
-  for (int waits = 0; b.landing > 0; ++waits) {
+  for (int waits = 0; b.landing_on_ring > 0; ++waits) {
     if (waits > 0 && waits % 100 == 0) {
-      RANGEFS_LOG(WARNING) << "read call: " << b.landing
+      RANGEFS_LOG(WARNING) << "read call: " << b.landing_on_ring
                            << " in-place read(s) still unanswered after "
                            << waits / 10 << " s past the call's end";
     }

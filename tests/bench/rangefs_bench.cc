@@ -118,8 +118,8 @@ ABSL_FLAG(bool, page_cache_reads, true,
           "mount path: the calling thread copies bytes already in the page "
           "cache of a local file system itself");
 ABSL_FLAG(bool, in_place_reads, true,
-          "mount path: small reads land in the caller's buffer itself "
-          "(ClientOptions::in_place_reads)");
+          "small mount reads on the caller's ring and agent reads land in "
+          "the caller's buffer itself (ClientOptions::in_place_reads)");
 ABSL_FLAG(int, io_uring_depth, 32, "io_uring: reads in flight per node");
 ABSL_FLAG(std::string, max_io_size, "1M", "largest physical read");
 ABSL_FLAG(double, teardown_timeout_s, 1,
