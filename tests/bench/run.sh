@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The full rangefs benchmark, with its baselines measured in the same run.
 #
-#   tests/bench/run.sh [--quick] [--out=DIR] [--repeat=N] [--only=A|B|H|K|M]
+#   tests/bench/run.sh [--quick] [--out=DIR] [--repeat=N] [--only=A,B,...]
 #
 # Part A (tests/bench/part_a.sh; one machine): a local cluster whose export
 # directories are the clients' mounts. Sequential O_DIRECT and cached, and
@@ -36,7 +36,10 @@
 # killed for good: copy throughput against cp of the same objects between
 # the same exports, and a scan's throughput while repair runs at the
 # default throttle against the same scan without repair.
-# --only=A|B|H|K|M: one part. NODE_FLAGS="..." (environment): extra rangefs-node
+# Part N: namespace/bench:namespace_bench (its own etcd): random lookups
+# over a 1M-extent namespace on 2 threads, and the cache's RSS in a fresh
+# process (not with --quick).
+# --only=A,B,...: those parts only (a comma list of A, B, H, K, M, N). NODE_FLAGS="..." (environment): extra rangefs-node
 # flags for part B's agents, e.g. --data_listen=off (gRPC reads only).
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
@@ -46,13 +49,19 @@ OUT="$ROOT/tests/bench/out"
 BIN=""
 REPEAT=""
 ONLY=""
+# part X: whether part X runs (every part without --only).
+part() { [ -z "$ONLY" ] || [[ ",$ONLY," == *",$1,"* ]]; }
 for a in "$@"; do
   case "$a" in
     --quick) QUICK=1 ;;
     --repeat=*) REPEAT=${a#*=} ;;
     --out=*) OUT=${a#*=} ;;
     --bin=*) BIN=${a#*=} ;;
-    --only=A|--only=B|--only=H|--only=K|--only=M) ONLY=${a#*=} ;;
+    --only=*)
+      ONLY=${a#*=}
+      if ! [[ "$ONLY" =~ ^[ABHKMN](,[ABHKMN])*$ ]]; then
+        echo "bench: --only=$ONLY: a comma list of parts A, B, H, K, M, N" >&2; exit 2
+      fi ;;
     -h|--help) sed -n "2,$(grep -n -m1 '^[^#]' "$0" | cut -d: -f1)p" "$0" | grep '^#'; exit 0 ;;
     *) echo "bench: unknown argument $a" >&2; exit 2 ;;
   esac
@@ -80,7 +89,8 @@ trap cleanup EXIT
 #   numjobs RAND_SPLITS (iodepth = depth / numjobs), ours threads
 #   RAND_SPLITS x OUR_ENGINES (max_in_flight = depth / threads, held over
 #   ReadVs of 64 x that); each 4 KiB point RAND_SWEEP_PASSES times (default
-#   2), the best mean chosen.
+#   2), the two sides' points interleaved in time. Every sweep picks the
+#   configuration with the best pass.
 # Sweep runs take SWEEP_RUNTIME s after SWEEP_RAMP s of warm-up; the
 # measured rounds RUNTIME s after RAMP s (fio --time_based --runtime
 # --ramp_time, rangefs-bench --duration_s --warmup_s). With the default
@@ -117,13 +127,14 @@ if [ -z "$BIN" ]; then
   echo "bench: building (-c opt)"
   TARGETS=(//storage_node:rangefs-node //admin:rangefs-admin //tests/bench:rangefs-bench
            //client_lib:blocking_fuse //mount:rangefs-mount //tests/bench:null_fuse
-           //tests/bench:sendfile_stream //keeper:rangefs-keeper)
+           //tests/bench:sendfile_stream //keeper:rangefs-keeper
+           //namespace/bench:namespace_bench)
   bazel build --symlink_prefix=/ -c opt --noshow_progress "${TARGETS[@]}" 2>&1 | grep -E "^ERROR" || true
   BAZEL_BIN=$(bazel info --symlink_prefix=/ -c opt bazel-bin 2>/dev/null)
   BIN="$WORK/bin"; mkdir -p "$BIN"
   for b in storage_node/rangefs-node admin/rangefs-admin tests/bench/rangefs-bench \
            client_lib/blocking_fuse mount/rangefs-mount tests/bench/null_fuse \
-           tests/bench/sendfile_stream; do
+           tests/bench/sendfile_stream namespace/bench/namespace_bench; do
     cp "$BAZEL_BIN/$b" "$BIN/"
   done
   # Not in $BIN itself: cluster.sh starts a keeper when it finds one there.
@@ -212,13 +223,37 @@ echo "|---|---|---|---|---|" >>"$OUT/report.md"
   echo "| round of | rangefs | baseline | ratio |"; echo "|---|---|---|---|"; } >"$OUT/rounds.md"
 
 # ---------------------------------------------------------------- Part A
-if [ -z "$ONLY" ] || [ "$ONLY" = A ]; then
+if part A; then
   # shellcheck source=tests/bench/part_a.sh
   source "$ROOT/tests/bench/part_a.sh"
 fi
 
+# ---------------------------------------------------------------- Part N
+# The namespace at scale (namespace/bench:namespace_bench, its own etcd):
+# random lookups over 1M extents on 2 threads, and the cache's RSS in a
+# fresh process.
+if part N; then
+  if [ -x "$BIN/namespace_bench" ] && [ "$QUICK" = 0 ]; then
+    echo "bench: part N (namespace: 1000 files x 1000 extents, real etcd)"
+    echo "$BIN/namespace_bench --lookup_threads=2" >>"$OUT/commands.log"
+    if "$BIN/namespace_bench" --lookup_threads=2 >"$OUT/namespace.txt" 2>"$OUT/namespace.err"; then
+      p50=$(sed -n 's/^ *random lookups *p50 \([0-9.]*\) us.*/\1/p' "$OUT/namespace.txt")
+      rss=$(sed -n 's/^ *client RSS growth *\([0-9.]*\) MB.*/\1/p' "$OUT/namespace.txt")
+    else
+      p50=failed; rss=failed
+    fi
+    # Against the issue's bound (the baseline column): a ratio below 1 meets it.
+    row "namespace: random lookups over 1M extents, 2 threads, p50 (us) vs the 2 us bound" \
+        "$(f2 "${p50:-failed}")" 2 "$(ratio "${p50:-failed}" 2)" "< 1"
+    row "namespace: cache RSS for 1M extents, fresh process (MB) vs the 200 MB bound" \
+        "$(f0 "${rss:-failed}")" 200 "$(ratio "${rss:-failed}" 200)" "< 1"
+  else
+    echo "bench: no $BIN/namespace_bench (or --quick): part N skipped" | tee -a "$OUT/report.md"
+  fi
+fi
+
 # ---------------------------------------------------------------- Part H
-if [ -z "$ONLY" ] || [ "$ONLY" = H ]; then
+if part H; then
 # A cold process (a new rangefs-bench: no latency known) scans 8 files of
 # 8 MiB (2 replicas) once, verify=full, every byte compared with the source.
 # "hung": node n2's mount is a FUSE passthrough of its export whose reads
@@ -287,13 +322,13 @@ deploy/local/cluster.sh down --dir="$CH" >/dev/null
 fi  # part H
 
 # ---------------------------------------------------------------- Part M
-if [ -z "$ONLY" ] || [ "$ONLY" = M ]; then
+if part M; then
   # shellcheck source=tests/bench/part_m.sh
   source "$ROOT/tests/bench/part_m.sh"
 fi
 
 # ---------------------------------------------------------------- Part K
-if [ -z "$ONLY" ] || [ "$ONLY" = K ]; then
+if part K; then
   if [ -x "$BIN/keeper/rangefs-keeper" ]; then
     # shellcheck source=tests/bench/part_k.sh
     source "$ROOT/tests/bench/part_k.sh"
@@ -303,7 +338,7 @@ if [ -z "$ONLY" ] || [ "$ONLY" = K ]; then
 fi
 
 # ---------------------------------------------------------------- Part B
-if [ -n "$ONLY" ] && [ "$ONLY" != B ]; then cat "$OUT/report.md"; exit 0; fi
+if ! part B; then cat "$OUT/report.md"; exit 0; fi
 if ! ip netns add rfs-bench-probe 2>/dev/null; then
   echo "bench: cannot create network namespaces: part B skipped" | tee -a "$OUT/report.md"
   cat "$OUT/report.md"; exit 0
