@@ -129,8 +129,8 @@ int LatencyTracker::Bucket(double seconds) {
                           b.begin());
 }
 
-int64_t LatencyTracker::Epoch() const {
-  absl::Duration since = clock_->MonotonicNow() - origin_;
+int64_t LatencyTracker::EpochAt(absl::Time now) const {
+  absl::Duration since = now - origin_;
   if (since < absl::ZeroDuration()) return 0;
   return absl::IDivDuration(since, slice_, &since);
 }
@@ -161,9 +161,14 @@ LatencyTracker::NodeHandle LatencyTracker::Handle(absl::string_view node) {
 }
 
 void LatencyTracker::Record(NodeHandle node, absl::Duration latency) {
+  Record(node, latency, clock_->MonotonicNow());
+}
+
+void LatencyTracker::Record(NodeHandle node, absl::Duration latency,
+                            absl::Time now) {
   const double seconds = std::max(0.0, absl::ToDoubleSeconds(latency));
   const int bucket = Bucket(seconds);
-  const int64_t epoch = Epoch();
+  const int64_t epoch = EpochAt(now);
   {
     NodeStats& n = *node.stats_;
     absl::MutexLock nl(&n.mu);
@@ -185,9 +190,13 @@ absl::Duration LatencyTracker::Ewma(absl::string_view node) const {
   absl::ReaderMutexLock l(&map_mu_);
   auto it = nodes_.find(node);
   if (it == nodes_.end()) return absl::ZeroDuration();
-  absl::MutexLock nl(&it->second->mu);
-  return it->second->has_ewma ? absl::Seconds(it->second->ewma_seconds)
-                              : absl::ZeroDuration();
+  return Ewma(NodeHandle(it->second.get()));
+}
+
+absl::Duration LatencyTracker::Ewma(NodeHandle node) const {
+  NodeStats& n = *node.stats_;
+  absl::MutexLock nl(&n.mu);
+  return n.has_ewma ? absl::Seconds(n.ewma_seconds) : absl::ZeroDuration();
 }
 
 HistogramSnapshot LatencyTracker::NodeSnapshot(absl::string_view node) const {

@@ -93,9 +93,14 @@ class LatencyTracker {
   NodeHandle Handle(absl::string_view node);
   // Precondition: `node` came from this tracker's Handle.
   void Record(NodeHandle node, absl::Duration latency);
+  // The same, for a request that ended at `now` (the tracker's clock's
+  // MonotonicNow, read by the caller anyway): no clock read of its own.
+  void Record(NodeHandle node, absl::Duration latency, absl::Time now);
 
   // Returns the node's EWMA latency; zero if the node has no samples.
   absl::Duration Ewma(absl::string_view node) const;
+  // The same through the node's handle (no lookup by name).
+  absl::Duration Ewma(NodeHandle node) const;
   // Returns the node's q-quantile (q in [0, 1], e.g. 0.5, 0.95, 0.99) over
   // the window; zero if it has no samples in the window.
   absl::Duration Quantile(absl::string_view node, double q) const;
@@ -142,7 +147,8 @@ class LatencyTracker {
     Window window ABSL_GUARDED_BY(mu);
   };
 
-  int64_t Epoch() const;
+  int64_t Epoch() const { return EpochAt(clock_->MonotonicNow()); }
+  int64_t EpochAt(absl::Time now) const;
   static int Bucket(double seconds);
   static HistogramSnapshot EmptySnapshot();
 

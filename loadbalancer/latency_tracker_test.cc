@@ -109,8 +109,28 @@ TEST(LatencyTrackerTest, RecordsThroughAHandleAreTheNodes) {
   t.Record(t.Handle("a"), absl::Milliseconds(20));
   EXPECT_EQ(t.Count("a"), 3u);
   EXPECT_NEAR(Ms(t.Ewma("a")), 0.2 * 20 + 0.8 * (0.2 * 20 + 0.8 * 10), 1e-6);
+  EXPECT_EQ(t.Ewma(a), t.Ewma("a"));
+  EXPECT_EQ(t.Ewma(t.Handle("b")), absl::ZeroDuration());
   EXPECT_EQ(t.Count("b"), 0u);
   EXPECT_EQ(t.GlobalCount(), 3u);
+}
+
+// Record(handle, latency, now) files the sample in the window's slice of
+// `now`, not of the clock's time when it is called.
+TEST(LatencyTrackerTest, RecordAtATimeUsesThatTimesSlice) {
+  FakeClock clock;
+  LatencyTracker t(&clock, {.window = absl::Seconds(60), .window_slices = 6});
+  const LatencyTracker::NodeHandle a = t.Handle("a");
+  const absl::Time start = clock.MonotonicNow();
+  clock.Advance(absl::Seconds(65));
+  // Ended at the start: already out of the window.
+  t.Record(a, absl::Milliseconds(5), start);
+  EXPECT_EQ(t.Count("a"), 0u);
+  // Ended now: in it.
+  t.Record(a, absl::Milliseconds(5), clock.MonotonicNow());
+  EXPECT_EQ(t.Count("a"), 1u);
+  EXPECT_EQ(t.GlobalCount(), 1u);
+  EXPECT_NEAR(Ms(t.Ewma("a")), 5, 1e-6);
 }
 
 TEST(LatencyTrackerTest, WindowForgetsOldSamples) {

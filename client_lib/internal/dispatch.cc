@@ -206,7 +206,7 @@ bool ClientImpl::Dispatch(const std::shared_ptr<Batch>& b, int i, bool hedge,
       cands.push_back({.node = n->id(),
                        .inflight = static_cast<int>(c.inflight.load()),
                        .outstanding_bytes = c.outstanding_bytes.load(),
-                       .ewma_latency = latency_.Ewma(n->id())});
+                       .ewma_latency = latency_.Ewma(n->latency_handle())});
       index.push_back(r);
     } else if (probe < 0 &&
                !(options_.data_path == DataPath::kMount && n->mount_down()) &&

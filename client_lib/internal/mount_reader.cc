@@ -17,9 +17,14 @@ uint64_t RoundUp(uint64_t n, uint64_t a) { return (n + a - 1) / a * a; }
 
 }  // namespace
 
-absl::Status MountReader::Plan(const MountPiece& piece, std::string dir,
+absl::Status MountReader::Plan(const MountPiece& piece, absl::string_view dir,
                                MountPlan* plan) {
-  plan->path = MountPath{std::move(dir), piece.object};
+  if (dir.data() != plan->path.mount.data() ||
+      dir.size() != plan->path.mount.size()) {
+    plan->path.mount.assign(dir.data(), dir.size());
+  }
+  plan->path.object.assign(piece.object);
+  plan->sums.reset();
   plan->direct = o_direct_;
   uint64_t align = plan->direct ? kDirectIoAlignment : 1;
   if (piece.verify) {

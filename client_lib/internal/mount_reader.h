@@ -20,6 +20,7 @@
 #include "absl/container/flat_hash_map.h"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
 #include "absl/synchronization/mutex.h"
 #include "client_lib/fs.h"
 #include "storage_node/sidecar.h"
@@ -52,10 +53,12 @@ class MountReader {
   // `fs` outlives the reader.
   MountReader(ReadOnlyFs* fs, bool o_direct) : fs_(fs), o_direct_(o_direct) {}
 
-  // Plans the read of `piece` beneath the mount `dir` (kept in the plan).
-  // Loads the object's sidecar when verifying and not cached yet (a
-  // blocking read).
-  absl::Status Plan(const MountPiece& piece, std::string dir, MountPlan* plan);
+  // Plans the read of `piece` beneath the mount `dir` (copied into the
+  // plan; it may be plan->path.mount itself). Every field of `*plan` is
+  // set: a plan may be reused, its strings' memory too. Loads the object's
+  // sidecar when verifying and not cached yet (a blocking read).
+  absl::Status Plan(const MountPiece& piece, absl::string_view dir,
+                    MountPlan* plan);
   // Reads `plan`'s span into `buf` (at least plan.alloc bytes, aligned for
   // O_DIRECT). Blocks on a hung mount.
   absl::StatusOr<size_t> Read(const MountPlan& plan, char* buf);

@@ -84,6 +84,25 @@ TEST_F(MountReaderTest, PlanAlignsToBlocksWhenVerifyingOnly) {
   EXPECT_EQ(plan.lead, 5000u - kBlock);
 }
 
+// A plan is reused (a ring slot's recycled context): planning into it sets
+// every field again, the mount it already holds may be the `dir` given.
+TEST_F(MountReaderTest, AReusedPlanIsPlannedAfresh) {
+  MountReader r(&fs_, /*o_direct=*/false);
+  MountPlan plan;
+  ASSERT_THAT(r.Plan({object_, 5000, 100, true}, "/m", &plan), IsOk());
+  ASSERT_NE(plan.sums, nullptr);
+  EXPECT_EQ(plan.path.full(), "/m/d/obj");
+  ASSERT_THAT(r.Plan({object_, 7000, 10, false}, plan.path.mount, &plan),
+              IsOk());
+  EXPECT_EQ(plan.sums, nullptr);
+  EXPECT_EQ(plan.path.full(), "/m/d/obj");
+  EXPECT_EQ(plan.start, 7000u);
+  EXPECT_EQ(plan.span, 10u);
+  EXPECT_EQ(plan.lead, 0u);
+  ASSERT_THAT(r.Plan({object_, 5000, 100, false}, "/other", &plan), IsOk());
+  EXPECT_EQ(plan.path.mount, "/other");
+}
+
 TEST_F(MountReaderTest, CorruptBlockIsDataLossNamingTheBlock) {
   fs_.CorruptByte("/m/d/obj", 2 * kBlock + 3);
   MountReader r(&fs_, /*o_direct=*/false);

@@ -222,15 +222,19 @@ bool NodeRuntime::StartOnCaller(Task& t, ReadRing& ring, char* into,
   if (a->verify && !mount_reader_.HasSidecar(*a->object)) {
     return false;  // Plan would read it
   }
-  MountPlan plan;
-  if (!mount_reader_.Plan(PieceOf(a), mount_dir(), &plan).ok() ||
+  // Planned into the slot's recycled context: no allocation per read.
+  MountRead& m = *ring.NextContext<MountRead>();
+  MountPlan& plan = m.plan;
+  MountDirInto(&plan.path.mount);
+  if (!mount_reader_.Plan(PieceOf(a), plan.path.mount, &plan).ok() ||
       plan.alloc > kCallerReadMax) {
     return false;  // the ring thread reports the error
   }
   std::shared_ptr<RingFile> file = OpenRingFd(plan.path, plan.direct);
   if (file == nullptr) return false;       // the ring thread opens it
   if (!file->caller_safe()) return false;  // it could block this thread
-  const absl::Time t0 = client_->clock()->MonotonicNow();
+  // Dispatched by this very thread's pass, microseconds ago: its start.
+  const absl::Time t0 = a->dispatched;
   a->started_ns.store(std::max<int64_t>(1, absl::ToUnixNanos(t0)),
                       std::memory_order_release);
   counters_.mount_reads.fetch_add(1);
@@ -244,8 +248,10 @@ bool NodeRuntime::StartOnCaller(Task& t, ReadRing& ring, char* into,
             (!plan.direct ||
              reinterpret_cast<uintptr_t>(into) % kDirectIoAlignment == 0);
   if (*landed) counters_.in_place_reads.fetch_add(1);
-  StartMountRead(ring, std::move(t), std::move(plan), std::move(file), t0,
-                 *landed ? into : nullptr);
+  m.task = std::move(t);
+  m.t0 = t0;
+  ring.Start(std::move(file), plan.start, plan.direct ? plan.alloc : plan.span,
+             plan.alloc, plan.direct, nullptr, *landed ? into : nullptr);
   return true;
 }
 

@@ -222,7 +222,7 @@ void NodeRuntime::Finish(Attempt* a, AttemptSink* b,
     // A late answer after a stall or timeout still revives the node, but
     // its latency would inflate the node's p99 (and so its stall and hedge
     // delays) for a whole window: leave it out.
-    if (!abandoned) client_->latency().Record(latency_, latency);
+    if (!abandoned) client_->latency().Record(latency_, latency, now);
     client_->health().RecordSuccess(id_, latency);
     counters_.bytes.fetch_add(a->length);
   } else if (!absl::IsCancelled(r.status())) {

@@ -62,10 +62,17 @@ class WorkerBuffer {
 
 // What the engine attaches to a read on a ReadRing (which knows nothing of
 // it): the attempt's task, how to check the bytes, when it started.
+// Recycled: a slot's next read reuses it, its path strings' memory too.
 struct MountRead : ReadRing::Context {
+  MountRead() = default;
   MountRead(Task t, MountPlan p, absl::Time start)
       : task(std::move(t)), plan(std::move(p)), t0(start) {}
-  Task task;
+  bool Recycle() override {
+    task = Task{};  // the call's reference
+    plan.sums.reset();
+    return true;
+  }
+  Task task{};
   MountPlan plan;
   absl::Time t0;
 };
@@ -168,6 +175,8 @@ class NodeRuntime : public std::enable_shared_from_this<NodeRuntime> {
   ~NodeRuntime();
 
   const std::string& id() const { return id_; }
+  // This node's entry in the client's latency tracker.
+  lb::LatencyTracker::NodeHandle latency_handle() const { return latency_; }
   NodeCounters& counters() { return counters_; }
   // MonotonicNow (ns) when an attempt on this node last finished, with any
   // outcome: the node still answers. 0 = never.
@@ -208,6 +217,11 @@ class NodeRuntime : public std::enable_shared_from_this<NodeRuntime> {
   std::string mount_dir() {
     absl::MutexLock l(&mu_);
     return mount_dir_;
+  }
+  // mount_dir() into `*out`, reusing its memory.
+  void MountDirInto(std::string* out) {
+    absl::MutexLock l(&mu_);
+    out->assign(mount_dir_);
   }
   // rangefs-mountd reports this node's mount as not usable.
   // Never this host's own node: it is read from its export directory, not

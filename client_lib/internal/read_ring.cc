@@ -53,7 +53,7 @@ void ReadRing::Start(std::shared_ptr<RingFile> file, uint64_t offset,
     slot.cap = std::max(alloc, size_t{64} << 10);
     slot.buf = static_cast<char*>(aligned_alloc(kDirectIoAlignment, slot.cap));
   }
-  slot.context = std::move(context);
+  if (context != nullptr) slot.context = std::move(context);
   slot.file = std::move(file);
   slot.offset = offset;
   slot.direct = direct;

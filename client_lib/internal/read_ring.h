@@ -53,10 +53,13 @@ class RingFile {
 
 class ReadRing {
  public:
-  // What the ring's user attaches to a read (subclass it); the ring only
-  // keeps it until the read has been reaped.
+  // What the ring's user attaches to a read (subclass it). When the read
+  // has been reaped the ring calls Recycle: a context that lets go of what
+  // it holds (and returns true) stays with its slot, memory and all, for
+  // the next read there (NextContext); any other is destroyed.
   struct Context {
     virtual ~Context() = default;
+    virtual bool Recycle() { return false; }
   };
   struct Slot {
     std::unique_ptr<Context> context;
@@ -87,11 +90,17 @@ class ReadRing {
   size_t free_slots() const { return free_.size(); }
   bool wake_armed() const { return wake_armed_; }
   int inflight() const { return inflight_; }
+  // The context of the slot the next Start takes (precondition:
+  // free_slots() > 0): the one its last read left (recycled), or a new C.
+  // Fill it, then Start with a null context.
+  template <typename C>
+  C* NextContext();
   // Prepares the read of `want` bytes at `offset` of `file` into a free
   // slot's buffer (at least `alloc` bytes, aligned for O_DIRECT;
   // precondition: free_slots() > 0), or into `into` if not null (`want`
   // bytes that stay valid until the read is reaped; aligned for
-  // O_DIRECT); the kernel sees it at the next SubmitAndWait.
+  // O_DIRECT); the kernel sees it at the next SubmitAndWait. A null
+  // `context`: the slot keeps the one NextContext gave.
   void Start(std::shared_ptr<RingFile> file, uint64_t offset, size_t want,
              size_t alloc, bool direct, std::unique_ptr<Context> context,
              char* into = nullptr);
@@ -130,6 +139,18 @@ class ReadRing {
   std::vector<std::pair<int, int>> ended_;  // Reap's scratch
 };
 
+template <typename C>
+C* ReadRing::NextContext() {
+  Slot& s = slots_[free_.back()];
+  C* c = dynamic_cast<C*>(s.context.get());
+  if (c == nullptr) {
+    auto fresh = std::make_unique<C>();
+    c = fresh.get();
+    s.context = std::move(fresh);
+  }
+  return c;
+}
+
 template <typename F>
 void ReadRing::Reap(F&& done, size_t max) {
   TakeCompletions(max);
@@ -151,7 +172,7 @@ void ReadRing::Reap(F&& done, size_t max) {
     }
     done(s, res);
     // Released only now: `done` copied out of s.buf.
-    s.context.reset();
+    if (s.context != nullptr && !s.context->Recycle()) s.context.reset();
     s.file.reset();
     s.into = nullptr;
     --inflight_;

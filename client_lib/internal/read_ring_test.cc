@@ -127,6 +127,59 @@ TEST_F(ReadRingTest, ReapTakesAtMostMax) {
   }
 }
 
+// A context that recycles stays with its slot: the next read there gets it
+// back from NextContext (the same object, what it kept included); one
+// that does not is destroyed at the reap.
+TEST_F(ReadRingTest, RecycledContextsStayWithTheirSlots) {
+  struct Recycling : ReadRing::Context {
+    bool Recycle() override {
+      ++recycled;
+      return true;
+    }
+    int recycled = 0;
+    std::string kept;
+  };
+  std::string error;
+  std::unique_ptr<ReadRing> ring = ReadRing::Create(1, false, &error);
+  if (ring == nullptr) GTEST_SKIP() << "no io_uring here: " << error;
+  auto file = std::make_shared<RingFile>(open(path_.c_str(), O_RDONLY));
+  ASSERT_GE(file->fd(), 0);
+  auto read_one = [&](uint64_t offset) {
+    ring->Start(file, offset, 4096, 4096, false, nullptr);
+    const absl::Time deadline = absl::Now() + absl::Seconds(10);
+    std::string got;
+    while (ring->inflight() > 0 && absl::Now() < deadline) {
+      ring->SubmitAndWait(absl::Milliseconds(100));
+      ring->Reap([&](ReadRing::Slot& s, int res) {
+        EXPECT_EQ(res, 4096);
+        got.assign(s.buf, s.done);
+      });
+    }
+    EXPECT_EQ(ring->inflight(), 0);
+    return got;
+  };
+  Recycling* first = ring->NextContext<Recycling>();
+  first->kept = "memory worth keeping";
+  EXPECT_EQ(read_one(0), data_.substr(0, 4096));
+  EXPECT_EQ(first->recycled, 1);
+  Recycling* second = ring->NextContext<Recycling>();
+  EXPECT_EQ(second, first);
+  EXPECT_EQ(second->kept, "memory worth keeping");
+  EXPECT_EQ(read_one(8192), data_.substr(8192, 4096));
+  EXPECT_EQ(second->recycled, 2);
+  // A context of another kind replaces it; one that does not recycle goes.
+  bool released = false;
+  ring->Start(file, 0, 4096, 4096, false,
+              std::make_unique<TestContext>(7, &released));
+  const absl::Time deadline = absl::Now() + absl::Seconds(10);
+  while (ring->inflight() > 0 && absl::Now() < deadline) {
+    ring->SubmitAndWait(absl::Milliseconds(100));
+    ring->Reap([](ReadRing::Slot&, int) {});
+  }
+  EXPECT_TRUE(released);
+  EXPECT_NE(ring->NextContext<Recycling>(), nullptr);
+}
+
 TEST_F(ReadRingTest, WakeEndsAWait) {
   std::string error;
   std::unique_ptr<ReadRing> ring = ReadRing::Create(2, false, &error);
