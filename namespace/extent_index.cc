@@ -62,8 +62,36 @@ absl::Status SkipValue(absl::string_view bytes, int wire_type, size_t* pos) {
 }  // namespace
 
 size_t ExtentIndex::Find(uint64_t offset) const {
-  auto it = std::upper_bound(offsets_.begin(), offsets_.end(), offset);
-  if (it == offsets_.begin()) return offsets_.size();
+  const size_t n = offsets_.size();
+  if (n == 0 || offset < offsets_[0]) return n;
+  const uint64_t first = offsets_[0];
+  const uint64_t last = offsets_[n - 1];
+  if (offset >= last) return n - 1;
+  // Here n >= 2 and first <= offset < last. The guess g is in [0, n - 2].
+  const size_t g =
+      static_cast<size_t>(static_cast<unsigned __int128>(offset - first) *
+                          (n - 1) / (last - first));
+  // Bracket: offsets_[lo] <= offset < offsets_[hi], widening from g.
+  size_t lo;
+  size_t hi;
+  if (offsets_[g] <= offset) {
+    lo = g;
+    hi = g + 1;
+    for (size_t step = 1; offsets_[hi] <= offset; step *= 2) {
+      lo = hi;
+      hi = std::min(n - 1, hi + step);  // offsets_[n - 1] > offset
+    }
+  } else {
+    hi = g;
+    lo = g > 0 ? g - 1 : 0;
+    for (size_t step = 1; offsets_[lo] > offset; step *= 2) {
+      hi = lo;
+      lo = lo > step ? lo - step : 0;  // offsets_[0] <= offset
+    }
+  }
+  auto it =
+      std::upper_bound(offsets_.begin() + static_cast<ptrdiff_t>(lo),
+                       offsets_.begin() + static_cast<ptrdiff_t>(hi), offset);
   return static_cast<size_t>(it - offsets_.begin()) - 1;
 }
 
