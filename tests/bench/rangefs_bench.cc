@@ -25,11 +25,13 @@
 // The report's "metadata" line times listing and opening every file.
 // --verify_against compares every byte read with LOCAL_DIR/<path>.
 // Timing (like fio's --time_based --ramp_time): the workers run
-// --warmup_s + --duration_s; what completes in the warm-up is not counted.
-// The measured window runs from the end of the warm-up (or the first
-// request) to the completion of the last read, on CLOCK_MONOTONIC; bytes,
-// calls and CPU (getrusage: user + system of the whole process, the
-// client's own threads included) are taken over that same window.
+// --warmup_s + --duration_s; what completes in the warm-up is not counted,
+// and a call (a Read, a ReadV of lookups) that began in it counts by the
+// share of its time after it. The measured window runs from the end of the
+// warm-up (or the first request) to the completion of the last read, on
+// CLOCK_MONOTONIC; bytes, calls and CPU (getrusage: user + system of the
+// whole process, the client's own threads included) are taken over that
+// same window.
 // Prints GB/s, IOPS, latency p50/p99/p999 per call, client CPU s per GB,
 // retries/hedges and per-node bytes; --json prints the same as one object,
 // with per-node stalls/timeouts/moved attempts and "last_read_mono_ns" (the
@@ -42,6 +44,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -335,6 +338,26 @@ int main(int argc, char** argv) {
   std::atomic<bool> measuring{true};  // false during the warm-up
   std::atomic<int> workers_done{0};
   std::atomic<int64_t> last_read_ns{0};
+  // The measured window's start (MonotonicNs; 0 until the warm-up ends),
+  // and what was read in it. A call that began before the window counts
+  // the share of its bytes and reads that its time inside the window is of
+  // its whole time: a ReadV of 8192 lookups lasts ~80 ms, and counting it
+  // whole would credit the window with reads done in the warm-up (fio
+  // counts each I/O by its own completion).
+  std::atomic<int64_t> window_ns{0};
+  std::atomic<uint64_t> window_bytes{0}, window_milli_ops{0};
+  auto count_call = [&](int64_t begin_ns, int64_t end_ns, uint64_t n_bytes,
+                        uint64_t n_ops) {
+    const int64_t w = window_ns.load();
+    if (w == 0 || end_ns <= w) return;  // ended before the window
+    const double share = begin_ns >= w
+                             ? 1.0
+                             : static_cast<double>(end_ns - w) /
+                                   static_cast<double>(end_ns - begin_ns);
+    window_bytes += static_cast<uint64_t>(std::llround(n_bytes * share));
+    window_milli_ops +=
+        static_cast<uint64_t>(std::llround(n_ops * share * 1000));
+  };
   std::mutex samples_mu;
   Samples scan_lat, lookup_lat;
   std::vector<std::string> first_errors;
@@ -360,6 +383,7 @@ int main(int argc, char** argv) {
       uint64_t pos = 0;
       while (!stop.load()) {
         absl::Time t0 = absl::Now();
+        const int64_t begin_ns = MonotonicNs();
         const char* data = buf.data();
         absl::StatusOr<size_t> n;
         if (zero_copy) {
@@ -388,6 +412,7 @@ int main(int argc, char** argv) {
         pos += *n;
         bytes += *n;
         ++ops;
+        count_call(begin_ns, MonotonicNs(), *n, 1);
       }
     }
     std::lock_guard<std::mutex> l(samples_mu);
@@ -427,11 +452,14 @@ int main(int argc, char** argv) {
         offs[b] = off;
       }
       absl::Time t0 = absl::Now();
+      const int64_t begin_ns = MonotonicNs();
       auto results = client->ReadV(ranges, read_options);
       if (measuring.load(std::memory_order_relaxed)) {
         local.Add(absl::Now() - t0);
       }
-      AtLeast(last_read_ns, MonotonicNs());
+      const int64_t end_ns = MonotonicNs();
+      AtLeast(last_read_ns, end_ns);
+      uint64_t call_bytes = 0, call_ops = 0;
       for (int b = 0; b < batch; ++b) {
         if (!results[b].ok()) {
           record_error(results[b].status());
@@ -439,12 +467,15 @@ int main(int argc, char** argv) {
         }
         bytes += *results[b];
         ++ops;
+        call_bytes += *results[b];
+        ++call_ops;
         if (verifier.enabled() &&
             !verifier.Check(ranges[b].file->path(), offs[b], bufs[b].data(),
                             *results[b])) {
           ++mismatches;
         }
       }
+      count_call(begin_ns, end_ns, call_bytes, call_ops);
     }
     std::lock_guard<std::mutex> l(samples_mu);
     lookup_lat.us.insert(lookup_lat.us.end(), local.us.begin(), local.us.end());
@@ -457,7 +488,7 @@ int main(int argc, char** argv) {
   // The measured window's start: bytes, calls and CPU at that moment.
   Cpu cpu0 = CpuNow();
   int64_t t0_ns = MonotonicNs();
-  uint64_t bytes0 = 0, ops0 = 0;
+  if (measuring) window_ns = t0_ns;
   const absl::Time start = absl::Now();
   std::vector<std::thread> workers;
   for (int t = 0; t < threads; ++t) {
@@ -486,8 +517,7 @@ int main(int argc, char** argv) {
     if (!measuring.load() && now >= warm_end) {
       cpu0 = CpuNow();
       t0_ns = MonotonicNs();
-      bytes0 = bytes.load();
-      ops0 = ops.load();
+      window_ns = t0_ns;
       measuring = true;
     }
     if (now >= next_sample) {
@@ -511,8 +541,8 @@ int main(int argc, char** argv) {
   const Cpu cpu1 = CpuNow();
   const int64_t end_ns = std::max(last_read_ns.load(), t0_ns + 1);
   const double secs = (end_ns - t0_ns) / 1e9;
-  const uint64_t counted = bytes.load() - bytes0;
-  const uint64_t counted_ops = ops.load() - ops0;
+  const uint64_t counted = window_bytes.load();
+  const double counted_ops = window_milli_ops.load() / 1000.0;
   const double cpu_user = cpu1.user - cpu0.user;
   const double cpu_sys = cpu1.sys - cpu0.sys;
   const double cpu = cpu_user + cpu_sys;
