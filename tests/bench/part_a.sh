@@ -104,40 +104,54 @@ ours_get() {  # ours_get JSON mbps|iops|cpu
   esac
 }
 # measure SIDE KIND ARGS...: runs seq_fio/seq_ours/... and prints "VALUE CPU"
-# ("failed failed" when the run failed).
+# ("failed failed" when the run failed twice). A run that fails is run once
+# more, either side: its failure goes to OUT/retried.log (named in the
+# report) and its output to OUT/failed_*.json; only a second failure makes
+# the point "failed". (Run V15: one of fio's 5 s cached runs ended with a
+# job that "read nothing", and the whole row was lost.)
 measure() {
-  local side=$1 metric=$2 json="$WORK/m.json"
+  local side=$1 metric=$2 json="$WORK/m.json" try
   shift 2
-  if "$side" "$@" "$json"; then
-    case "$side" in
-      *_fio) echo "$(fio_get "$json" "$metric") $(fio_get "$json" cpu)" ;;
-      *_ours) echo "$(ours_get "$json" "$metric") $(ours_get "$json" cpu)" ;;
-      *) echo "$(jget "$json" mbps) $(jget "$json" cpu_s_per_gb)" ;;
-    esac
-    cp "$json" "$OUT/a_last_$side.json"
-  else
-    echo "failed failed"
-  fi
+  for try in 1 2; do
+    rm -f "$json"
+    if "$side" "$@" "$json"; then
+      case "$side" in
+        *_fio) echo "$(fio_get "$json" "$metric") $(fio_get "$json" cpu)" ;;
+        *_ours) echo "$(ours_get "$json" "$metric") $(ours_get "$json" cpu)" ;;
+        *) echo "$(jget "$json" mbps) $(jget "$json" cpu_s_per_gb)" ;;
+      esac
+      cp "$json" "$OUT/a_last_$side.json"
+      return
+    fi
+    local keep
+    keep="$OUT/failed_${side}_$(date +%s%N).json"
+    cp "$json" "$keep" 2>/dev/null || true
+    echo "$side $* failed (try $try of 2; output $keep)" >>"$OUT/retried.log"
+  done
+  echo "failed failed"
 }
-# The sweeps keep, of each configuration, its best pass: a point is only
-# ever slowed by what else the VM's disk and CPUs serve meanwhile (a 2 s
-# point read 54k where the same shape read 93k a minute later: run V14),
-# so the best pass is the closer look at what the configuration can do.
-# tally_point CFG VALUE (with `local -A best` in the caller): keeps CFG's
-# best value; a configuration that failed in any pass is out for good.
+# A configuration measured in several passes counts by the median of its
+# passes (2 passes: their mean): robust to one slow pass (a slow spell of
+# the VM's disk: a 2 s point read 54k where the same shape read 93k a
+# minute later, run V14) and to one lucky one (run V15 took each side's
+# best pass: one high point, 101k against 84k for the same shape, picked
+# it). tally_point CFG VALUE (with `local -A vals` in the caller): records
+# the pass; a configuration that failed in any pass is out for good.
 tally_point() {
-  if isnum "$2" && [ "${best[$1]-0}" != failed ]; then
-    best[$1]=$(python3 -c "print(max(${best[$1]-0}, $2))")
+  if isnum "$2" && [ "${vals[$1]-}" != failed ]; then
+    vals[$1]="${vals[$1]-} $2"
   else
-    best[$1]=failed
+    vals[$1]=failed
   fi
 }
-# best_cfg CFG...: the configuration with the highest tally (the first one
+# best_cfg CFG...: the configuration with the highest median (the first one
 # when all failed).
 best_cfg() {
   local c v pick="" pickv=0
   for c in "$@"; do
-    v=${best[$c]}
+    [ "${vals[$c]-failed}" = failed ] && continue
+    # shellcheck disable=SC2086
+    v=$(median ${vals[$c]})
     if isnum "$v" && python3 -c "import sys; sys.exit(0 if $v > $pickv else 1)"; then
       pick=$c; pickv=$v
     fi
@@ -146,12 +160,12 @@ best_cfg() {
 }
 # sweep SIDE METRIC TSV CFG... -- ARGS...: each configuration SWEEP_PASSES
 # times (default 1; short runs; later passes in reverse order), every
-# point into TSV; prints the configuration with the best pass (the first
+# point into TSV; prints the configuration with the best median (the first
 # one when there is only one: nothing to choose).
 sweep() {
   local side=$1 metric=$2 tsv=$3 cfgs=() c v cpu k i
   local passes=${SWEEP_PASSES:-1}
-  local -A best=()
+  local -A vals=()
   shift 3
   while [ "$1" != -- ]; do cfgs+=("$1"); shift; done
   shift
@@ -176,7 +190,7 @@ sweep() {
 sweep_pair() {
   local metric=$1 passes=$2 sa=$3 ta=$4 sb=$6 tb=$7 k i j n v cpu s t c
   local -a ca cb
-  local -A best=()
+  local -A vals=()
   read -ra ca <<<"$5"; read -ra cb <<<"$8"
   shift 8
   if [ "${#ca[@]}" = 1 ] && [ "${#cb[@]}" = 1 ]; then echo "${ca[0]} ${cb[0]}"; return; fi
@@ -314,7 +328,7 @@ if [ "$DROP_OK" = 1 ] && prime 1; then
       for e in $RAND_ENGINES; do fc+=("$e,$s,$((depth / s))"); done
       for e in $OUR_ENGINES; do oc+=("$s,$((depth / s)),$e"); done
     done
-    # Shapes within a few % of each other: RAND_SWEEP_PASSES (default 2)
+    # Shapes within a few % of each other: RAND_SWEEP_PASSES (default 3)
     # passes each, the two sides' points interleaved in time, so that one
     # noisy 2 s point or a slow spell does not pick the shape.
     read -r our_cfg fio_cfg <<<"$(sweep_pair iops "$RAND_SWEEP_PASSES" \
@@ -388,6 +402,9 @@ else
   ipa=failed; { echo "iperf3 loopback failed:"; cat "$WORK/ip-a.json"; } >>"$OUT/fio_errors.log"
 fi
 row "plain TCP stream ($sf_cfg) vs iperf3 -l 1M -P $sf_streams, loopback (scale)" "$(f0 "$(median "${RB[@]}")")" "$(f0 "$ipa")" "$(ratio "$(median "${RB[@]}")" "$ipa")" "(info)"
+if [ -s "$OUT/retried.log" ]; then
+  echo "part A: $(wc -l <"$OUT/retried.log") run(s) failed once and were run again (OUT/retried.log): $(cut -d' ' -f1 "$OUT/retried.log" | sort | uniq -c | awk '{printf "%s%s x%s", NR > 1 ? ", " : "", $2, $1}')" >>"$OUT/report.md"
+fi
 for c in "$OUT"/a_best_*.config; do
   [ -e "$c" ] && echo "part A best configurations, $(basename "$c" .config | sed 's/^a_best_//'): $(cat "$c")" >>"$OUT/report.md"
 done

@@ -89,8 +89,9 @@ trap cleanup EXIT
 #   numjobs RAND_SPLITS (iodepth = depth / numjobs), ours threads
 #   RAND_SPLITS x OUR_ENGINES (max_in_flight = depth / threads, held over
 #   ReadVs of 64 x that); each 4 KiB point RAND_SWEEP_PASSES times (default
-#   2), the two sides' points interleaved in time. Every sweep picks the
-#   configuration with the best pass.
+#   3), the two sides' points interleaved in time. Every sweep picks the
+#   configuration with the best median of its passes. A run that fails is
+#   run once more (OUT/retried.log, named in the report).
 # Sweep runs take SWEEP_RUNTIME s after SWEEP_RAMP s of warm-up; the
 # measured rounds RUNTIME s after RAMP s (fio --time_based --runtime
 # --ramp_time, rangefs-bench --duration_s --warmup_s). With the default
@@ -116,7 +117,7 @@ else
   OUR_THREADS=${OUR_THREADS:-1 2 4 8}; OUR_MAXIO=${OUR_MAXIO:-128k 1M 4M}; OUR_ENGINES=${OUR_ENGINES:-true false}
   OUR_PREFETCH=${OUR_PREFETCH:-true false}; OUR_ZERO_COPY=${OUR_ZERO_COPY:-false true}
   RAND_DEPTHS=${RAND_DEPTHS:-32 128}; RAND_SPLITS=${RAND_SPLITS:-1 2 4}; RAND_ENGINES=${RAND_ENGINES:-io_uring libaio}
-  RAND_SWEEP_PASSES=${RAND_SWEEP_PASSES:-2}
+  RAND_SWEEP_PASSES=${RAND_SWEEP_PASSES:-3}
   AGENT_STREAMS=${AGENT_STREAMS:-4 8 16}
   bash deploy/install-deps.sh
 fi
@@ -213,7 +214,7 @@ gen() {  # gen FILE SEED BYTES (openssl dies of SIGPIPE when head is done)
   { openssl enc -aes-128-ctr -nosalt -pass "pass:$2" -pbkdf2 </dev/zero 2>/dev/null || true; } | head -c "$3" >"$1"
 }
 
-rm -f "$OUT/fio_errors.log"
+rm -f "$OUT/fio_errors.log" "$OUT/retried.log" "$OUT"/failed_*.json
 echo "# commands of each run, in order" >"$OUT/commands.log"
 echo "# rangefs benchmark ($(date -u +%Y-%m-%dT%H:%MZ), $(nproc) cores, quick=$QUICK)" >"$OUT/report.md"
 echo >>"$OUT/report.md"
