@@ -83,6 +83,7 @@
 
 #include "absl/base/thread_annotations.h"
 #include "absl/container/flat_hash_map.h"
+#include "absl/container/inlined_vector.h"
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
 #include "client_lib/client.h"
@@ -197,12 +198,22 @@ class ClientImpl : public Client, public FileHost {
   void ReturnRing(ReadRing* ring);
   // Ends the reads a borrowed ring reports (any thread that holds it).
   static void ReapCallerRing(ReadRing& ring, size_t max = SIZE_MAX);
+  struct CallLoop;
+  // What Dispatch looked up for a call's loop (CallLoop::memo).
+  struct DispatchMemo {
+    absl::InlinedVector<std::pair<const std::string*, NodeRuntime*>, 16> nodes;
+    absl::InlinedVector<std::pair<NodeRuntime*, bool>, 8> admissible;
+  };
+  // A node never leaves nodes_: the pointer stays valid.
+  NodeRuntime* NodeOf(DispatchMemo& memo, const std::string& id);
+  bool AdmissibleOf(DispatchMemo& memo, NodeRuntime* n);
+  // Piece i of `b` to a replica; `memo`: the calling loop's.
   bool Dispatch(const std::shared_ptr<Batch>& b, int i, bool hedge,
-                lb::Picker& picker) ABSL_EXCLUSIVE_LOCKS_REQUIRED(b->mu);
+                lb::Picker& picker, DispatchMemo& memo)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(b->mu);
   void FailPiece(Batch& b, PieceState& p) ABSL_EXCLUSIVE_LOCKS_REQUIRED(b.mu);
 
   // One call (Execute), in steps; all but PlanCall with b->mu held.
-  struct CallLoop;
   // Maps the requests onto pieces (ns::MapRange) in `b`; a request that
   // cannot be read gets its error in `results`.
   void PlanCall(absl::Span<const Request> reqs, Batch& b,

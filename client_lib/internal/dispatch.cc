@@ -184,8 +184,26 @@ void ClientImpl::Flush(Batch& b) {
   out.clear();
 }
 
+NodeRuntime* ClientImpl::NodeOf(DispatchMemo& memo, const std::string& id) {
+  for (const auto& [name, n] : memo.nodes) {
+    if (name == &id) return n;
+  }
+  NodeRuntime* n = Node(id);
+  if (memo.nodes.size() < 64) memo.nodes.emplace_back(&id, n);
+  return n;
+}
+
+bool ClientImpl::AdmissibleOf(DispatchMemo& memo, NodeRuntime* n) {
+  for (const auto& [node, ok] : memo.admissible) {
+    if (node == n) return ok;
+  }
+  const bool ok = Admissible(n);
+  memo.admissible.emplace_back(n, ok);
+  return ok;
+}
+
 bool ClientImpl::Dispatch(const std::shared_ptr<Batch>& b, int i, bool hedge,
-                          lb::Picker& picker) {
+                          lb::Picker& picker, DispatchMemo& memo) {
   PieceState& p = b->pieces[i];
   const auto& replicas = *p.piece.replicas;
   // Candidates: admissible, not excluded. Probes and last resorts aside.
@@ -194,13 +212,13 @@ bool ClientImpl::Dispatch(const std::shared_ptr<Batch>& b, int i, bool hedge,
   absl::InlinedVector<NodeRuntime*, 4> node_of;  // by replica
   int probe = -1, last_resort = -1, local = -1;
   for (int r = 0; r < replicas.size(); ++r) {
-    NodeRuntime* n = Node(replicas[r].node_id());
+    NodeRuntime* n = NodeOf(memo, replicas[r].node_id());
     node_of.push_back(n);
     if (std::find(p.excluded.begin(), p.excluded.end(), n) !=
         p.excluded.end()) {
       continue;
     }
-    if (Admissible(n)) {
+    if (AdmissibleOf(memo, n)) {
       if (local < 0 && n->local()) local = static_cast<int>(cands.size());
       NodeCounters& c = n->counters();
       cands.push_back({.node = n->id(),

@@ -121,6 +121,10 @@ struct ClientImpl::CallLoop {
   absl::Time delays_at = absl::InfinitePast();
   // Per pass and node: Admissible (the health table's lock).
   std::vector<std::pair<NodeRuntime*, bool>> admissible;
+  // Dispatch's memo: the node of a replica's node id (by the string's
+  // address, in a layout the batch keeps alive), and, for one step of the
+  // loop (RunLoop clears it), whether each node is admissible.
+  DispatchMemo memo;
   // This pass of the timers: its time, the earliest timer, whether an
   // attempt is still queued, whether any is in flight.
   absl::Time now;
@@ -211,7 +215,7 @@ void ClientImpl::DispatchWaiting(CallLoop& c) {
     PieceState& p = b.pieces[i];
     if (p.done) continue;
     ++reads;
-    if (Dispatch(c.b, i, false, *c.picker)) {
+    if (Dispatch(c.b, i, false, *c.picker, c.memo)) {
       c.dispatched.push_back(i);
     } else {
       p.reasons.push_back("no replica");
@@ -238,7 +242,7 @@ void ClientImpl::RetryFailed(CallLoop& c) {
     if (absl::IsDataLoss(a->status)) p.data_loss++;
     if (p.active > 0) continue;  // a hedge is still running
     retries_.fetch_add(1);
-    if (!Dispatch(c.b, a->piece, false, *c.picker)) FailPiece(b, p);
+    if (!Dispatch(c.b, a->piece, false, *c.picker, c.memo)) FailPiece(b, p);
   }
 }
 
@@ -326,7 +330,7 @@ void ClientImpl::AbandonAttempt(CallLoop& c, int i, bool timed_out,
                  : std::string("marked unhealthy while reading")));
   if (p.active == 0) {
     retries_.fetch_add(1);
-    if (!Dispatch(c.b, i, false, *c.picker)) FailPiece(b, p);
+    if (!Dispatch(c.b, i, false, *c.picker, c.memo)) FailPiece(b, p);
   }
 }
 
@@ -343,7 +347,7 @@ void ClientImpl::MaybeHedge(CallLoop& c, int i, int64_t started_ns) {
   c.ids.clear();
   for (const v1::Replica& r : *p.piece.replicas) c.ids.push_back(r.node_id());
   if (lb::HedgingAllowed(latency_, c.ids) && budget_.TryAcquire()) {
-    if (Dispatch(c.b, i, true, *c.picker)) hedges_.fetch_add(1);
+    if (Dispatch(c.b, i, true, *c.picker, c.memo)) hedges_.fetch_add(1);
   }
 }
 
@@ -451,14 +455,17 @@ void ClientImpl::RunLoop(CallLoop& c) {
     // Pieces whose flight's leader gave up: read them ourselves.
     for (int i : b.released) c.waiting.push_back(i);
     b.released.clear();
-    DispatchWaiting(c);  // what the global cap allows
+    c.memo.admissible.clear();  // health read afresh each step
+    DispatchWaiting(c);         // what the global cap allows
     Flush(b);
-    RetryFailed(c);  // failed attempts: retry elsewhere
+    c.memo.admissible.clear();  // failures just recorded may have marked nodes
+    RetryFailed(c);             // failed attempts: retry elsewhere
     Flush(b);
     if (b.remaining == 0) break;
     // Timers: attempt timeouts, stalls, sick nodes, hedges.
     c.now = clock_->MonotonicNow();
     if (c.now >= b.deadline) break;
+    c.memo.admissible.clear();  // the timers may mark nodes
     MaybeRunTimers(c);
     Flush(b);  // moved pieces and hedges
     if (b.remaining == 0) break;
