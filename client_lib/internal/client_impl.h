@@ -199,14 +199,17 @@ class ClientImpl : public Client, public FileHost {
   // Ends the reads a borrowed ring reports (any thread that holds it).
   static void ReapCallerRing(ReadRing& ring, size_t max = SIZE_MAX);
   struct CallLoop;
+  // Admissible(n) per node, asked once while the memo lasts (its owner
+  // clears it).
+  using AdmissibleMemo = absl::InlinedVector<std::pair<NodeRuntime*, bool>, 8>;
+  bool AdmissibleIn(AdmissibleMemo& memo, NodeRuntime* n);
   // What Dispatch looked up for a call's loop (CallLoop::memo).
   struct DispatchMemo {
     absl::InlinedVector<std::pair<const std::string*, NodeRuntime*>, 16> nodes;
-    absl::InlinedVector<std::pair<NodeRuntime*, bool>, 8> admissible;
+    AdmissibleMemo admissible;  // for one step of the loop
   };
   // A node never leaves nodes_: the pointer stays valid.
   NodeRuntime* NodeOf(DispatchMemo& memo, const std::string& id);
-  bool AdmissibleOf(DispatchMemo& memo, NodeRuntime* n);
   // Piece i of `b` to a replica; `memo`: the calling loop's.
   bool Dispatch(const std::shared_ptr<Batch>& b, int i, bool hedge,
                 lb::Picker& picker, DispatchMemo& memo)
@@ -237,8 +240,6 @@ class ClientImpl : public Client, public FileHost {
   // queued): false if it was abandoned (timed out, stalled, or its node
   // went bad) and the piece moved.
   bool JudgeAttempt(CallLoop& c, int i, int64_t started_ns);
-  // Admissible(n), asked once per node and pass of the call's timers.
-  bool AdmissibleThisPass(CallLoop& c, NodeRuntime* n);
   void AbandonAttempt(CallLoop& c, int i, bool timed_out, bool stalled,
                       absl::Duration silent, bool started);
   // Sends piece i to a second replica once its hedge delay has passed.

@@ -193,12 +193,12 @@ NodeRuntime* ClientImpl::NodeOf(DispatchMemo& memo, const std::string& id) {
   return n;
 }
 
-bool ClientImpl::AdmissibleOf(DispatchMemo& memo, NodeRuntime* n) {
-  for (const auto& [node, ok] : memo.admissible) {
+bool ClientImpl::AdmissibleIn(AdmissibleMemo& memo, NodeRuntime* n) {
+  for (const auto& [node, ok] : memo) {
     if (node == n) return ok;
   }
   const bool ok = Admissible(n);
-  memo.admissible.emplace_back(n, ok);
+  memo.emplace_back(n, ok);
   return ok;
 }
 
@@ -218,7 +218,7 @@ bool ClientImpl::Dispatch(const std::shared_ptr<Batch>& b, int i, bool hedge,
         p.excluded.end()) {
       continue;
     }
-    if (AdmissibleOf(memo, n)) {
+    if (AdmissibleIn(memo.admissible, n)) {
       if (local < 0 && n->local()) local = static_cast<int>(cands.size());
       NodeCounters& c = n->counters();
       cands.push_back({.node = n->id(),

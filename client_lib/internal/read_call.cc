@@ -120,7 +120,7 @@ struct ClientImpl::CallLoop {
   std::vector<std::pair<NodeRuntime*, absl::Duration>> hedge_delays;
   absl::Time delays_at = absl::InfinitePast();
   // Per pass and node: Admissible (the health table's lock).
-  std::vector<std::pair<NodeRuntime*, bool>> admissible;
+  AdmissibleMemo admissible;
   // Dispatch's memo: the node of a replica's node id (by the string's
   // address, in a layout the batch keeps alive), and, for one step of the
   // loop (RunLoop clears it), whether each node is admissible.
@@ -246,15 +246,6 @@ void ClientImpl::RetryFailed(CallLoop& c) {
   }
 }
 
-bool ClientImpl::AdmissibleThisPass(CallLoop& c, NodeRuntime* n) {
-  for (const auto& [node, ok] : c.admissible) {
-    if (node == n) return ok;
-  }
-  const bool ok = Admissible(n);
-  c.admissible.emplace_back(n, ok);
-  return ok;
-}
-
 bool ClientImpl::JudgeAttempt(CallLoop& c, int i, int64_t started_ns) {
   Batch& b = *c.b;
   PieceState& p = b.pieces[i];
@@ -283,7 +274,7 @@ bool ClientImpl::JudgeAttempt(CallLoop& c, int i, int64_t started_ns) {
   // Its node went bad (here or in another call): move the piece now.
   bool sick = !timed_out && !stalled && !a->forced &&
               (started_ns == 0 || options_.stall_factor > 0) &&
-              !AdmissibleThisPass(c, a->node);
+              !AdmissibleIn(c.admissible, a->node);
   // Stalls and sickness only move a piece that has somewhere to go: an
   // untried replica, or its hedge in flight (then the stall still
   // marks the node, whose other attempts move). The last hope of a
