@@ -206,7 +206,7 @@ class ClientImpl : public Client, public FileHost {
   // What Dispatch looked up for a call's loop (CallLoop::memo).
   struct DispatchMemo {
     absl::InlinedVector<std::pair<const std::string*, NodeRuntime*>, 16> nodes;
-    AdmissibleMemo admissible;  // for one step of the loop
+    AdmissibleMemo admissible;
   };
   // A node never leaves nodes_: the pointer stays valid.
   NodeRuntime* NodeOf(DispatchMemo& memo, const std::string& id);

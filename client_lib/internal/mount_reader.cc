@@ -19,10 +19,7 @@ uint64_t RoundUp(uint64_t n, uint64_t a) { return (n + a - 1) / a * a; }
 
 absl::Status MountReader::Plan(const MountPiece& piece, absl::string_view dir,
                                MountPlan* plan) {
-  if (dir.data() != plan->path.mount.data() ||
-      dir.size() != plan->path.mount.size()) {
-    plan->path.mount.assign(dir.data(), dir.size());
-  }
+  plan->path.mount.assign(dir.data(), dir.size());  // safe when aliased
   plan->path.object.assign(piece.object);
   plan->sums.reset();
   plan->direct = o_direct_;

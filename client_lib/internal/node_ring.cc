@@ -165,7 +165,10 @@ bool NodeRuntime::RingStart(Task t) {
   }
   counters_.mount_reads.fetch_add(1);
   counters_.uring_reads.fetch_add(1);
-  MountPlan plan;
+  // Planned into the slot's recycled context (RingLoop took no more tasks
+  // than free slots).
+  MountRead& m = *ring_->NextContext<MountRead>();
+  MountPlan& plan = m.plan;
   std::optional<absl::Status> s =
       Blocking([&] { return mount_reader_.Plan(PieceOf(a), dir, &plan); });
   if (!s.has_value()) return false;
@@ -182,7 +185,7 @@ bool NodeRuntime::RingStart(Task t) {
     }
   }
   if (!file.ok()) return RingFailed(std::move(t), file.status(), t0, false);
-  StartMountRead(*ring_, std::move(t), std::move(plan), std::move(*file), t0);
+  StartMountRead(*ring_, m, std::move(t), std::move(*file), t0);
   return true;
 }
 
@@ -248,10 +251,8 @@ bool NodeRuntime::StartOnCaller(Task& t, ReadRing& ring, char* into,
             (!plan.direct ||
              reinterpret_cast<uintptr_t>(into) % kDirectIoAlignment == 0);
   if (*landed) counters_.in_place_reads.fetch_add(1);
-  m.task = std::move(t);
-  m.t0 = t0;
-  ring.Start(std::move(file), plan.start, plan.direct ? plan.alloc : plan.span,
-             plan.alloc, plan.direct, nullptr, *landed ? into : nullptr);
+  StartMountRead(ring, m, std::move(t), std::move(file), t0,
+                 *landed ? into : nullptr);
   return true;
 }
 

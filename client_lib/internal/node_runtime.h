@@ -64,9 +64,6 @@ class WorkerBuffer {
 // it): the attempt's task, how to check the bytes, when it started.
 // Recycled: a slot's next read reuses it, its path strings' memory too.
 struct MountRead : ReadRing::Context {
-  MountRead() = default;
-  MountRead(Task t, MountPlan p, absl::Time start)
-      : task(std::move(t)), plan(std::move(p)), t0(start) {}
   bool Recycle() override {
     task = Task{};  // the call's reference
     plan.sums.reset();
@@ -81,18 +78,17 @@ inline MountRead& MountReadOf(ReadRing::Slot& s) {
   return static_cast<MountRead&>(*s.context);
 }
 
-// Starts the read of `plan` for `t` on `ring` (precondition: a free slot).
-// `into`: the caller's buffer, for an in-place read (StartOnCaller).
-inline void StartMountRead(ReadRing& ring, Task t, MountPlan plan,
+// Starts the read planned in `m` (ring.NextContext<MountRead>(), its plan
+// filled in) for `t` on `ring`. `into`: the caller's buffer, for an
+// in-place read (StartOnCaller).
+inline void StartMountRead(ReadRing& ring, MountRead& m, Task t,
                            std::shared_ptr<RingFile> file, absl::Time t0,
                            char* into = nullptr) {
-  const uint64_t start = plan.start;
-  const size_t want = plan.direct ? plan.alloc : plan.span;
-  const size_t alloc = plan.alloc;
-  const bool direct = plan.direct;
-  ring.Start(std::move(file), start, want, alloc, direct,
-             std::make_unique<MountRead>(std::move(t), std::move(plan), t0),
-             into);
+  m.task = std::move(t);
+  m.t0 = t0;
+  const MountPlan& plan = m.plan;
+  ring.Start(std::move(file), plan.start, plan.direct ? plan.alloc : plan.span,
+             plan.alloc, plan.direct, nullptr, into);
 }
 
 // A node's queue of tasks: urgent ones (retries, hedges, moved pieces)

@@ -119,11 +119,10 @@ struct ClientImpl::CallLoop {
   std::vector<std::pair<NodeRuntime*, absl::Duration>> stall_delays;
   std::vector<std::pair<NodeRuntime*, absl::Duration>> hedge_delays;
   absl::Time delays_at = absl::InfinitePast();
-  // Per pass and node: Admissible (the health table's lock).
-  AdmissibleMemo admissible;
-  // Dispatch's memo: the node of a replica's node id (by the string's
-  // address, in a layout the batch keeps alive), and, for one step of the
-  // loop (RunLoop clears it), whether each node is admissible.
+  // Dispatch's and the timers' memo: the node of a replica's node id (by
+  // the string's address, in a layout the batch keeps alive), for the
+  // call; whether each node is admissible (the health table's lock), for
+  // one step of the loop or one pass of the timers (each clears it).
   DispatchMemo memo;
   // This pass of the timers: its time, the earliest timer, whether an
   // attempt is still queued, whether any is in flight.
@@ -274,7 +273,7 @@ bool ClientImpl::JudgeAttempt(CallLoop& c, int i, int64_t started_ns) {
   // Its node went bad (here or in another call): move the piece now.
   bool sick = !timed_out && !stalled && !a->forced &&
               (started_ns == 0 || options_.stall_factor > 0) &&
-              !AdmissibleIn(c.admissible, a->node);
+              !AdmissibleIn(c.memo.admissible, a->node);
   // Stalls and sickness only move a piece that has somewhere to go: an
   // untried replica, or its hedge in flight (then the stall still
   // marks the node, whose other attempts move). The last hope of a
@@ -376,7 +375,7 @@ void ClientImpl::RunTimers(CallLoop& c) {
     c.hedge_delays.clear();
     c.delays_at = c.now;
   }
-  c.admissible.clear();
+  c.memo.admissible.clear();
   size_t keep = 0;
   for (size_t k = 0; k < c.dispatched.size(); ++k) {
     const int i = c.dispatched[k];
@@ -456,7 +455,6 @@ void ClientImpl::RunLoop(CallLoop& c) {
     // Timers: attempt timeouts, stalls, sick nodes, hedges.
     c.now = clock_->MonotonicNow();
     if (c.now >= b.deadline) break;
-    c.memo.admissible.clear();  // the timers may mark nodes
     MaybeRunTimers(c);
     Flush(b);  // moved pieces and hedges
     if (b.remaining == 0) break;
