@@ -525,6 +525,48 @@ TEST_F(ClientMountTest, SmallReadsRunOnTheCallersRingAndLargeOnesDoNot) {
             FindNode(s2, "n2").caller_reads + 1);
 }
 
+TEST_F(ClientMountTest, CallersRingFollowsANodesNewMountPath) {
+  const std::string before = OneObjectFile(2, 64 << 10);
+  ClientOptions o = Options();
+  o.page_cache_reads = false;  // the rings' paths, not the page cache's
+  Client* client = OpenClient(o);
+  ASSERT_NE(client, nullptr);
+  auto f = client->OpenFile("/one");
+  ASSERT_THAT(f, IsOk());
+  std::string got(4096, '\0');
+  // The first read opens the object (the node's ring thread), the next
+  // ones run on the caller's ring, which keeps the node's mount path.
+  for (int i = 0; i < 3; ++i) {
+    ASSERT_THAT((*f)->Read(4096, absl::MakeSpan(got)), IsOk());
+    ASSERT_TRUE(got == before.substr(4096, got.size()));
+  }
+  ASSERT_GT(FindNode(client->Stats(), "n2").caller_reads, 0u);
+
+  // The node's record moves its mount to a directory where the object
+  // holds other bytes: the caller's ring must read there from now on.
+  char* real = realpath(root_.c_str(), nullptr);  // no "//" (TempDir's)
+  ASSERT_NE(real, nullptr);
+  const std::string moved = std::string(real) + "/n2-moved";
+  free(real);
+  ASSERT_EQ(mkdir(moved.c_str(), 0755), 0);
+  const std::string after = RandomBytes(before.size());
+  WriteFile(moved + "/one", after);
+  auto n2 = store_->GetNode("n2");
+  ASSERT_THAT(n2, IsOk());
+  n2->record.set_mount_path(moved);
+  ASSERT_THAT(store_->UpdateNode(n2->record, n2->mod_revision), IsOk());
+  ASSERT_TRUE(Eventually([&] {
+    return (*f)->Read(4096, absl::MakeSpan(got)).ok() &&
+           got == after.substr(4096, got.size());
+  })) << "reads stayed on the old mount path";
+  const uint64_t caller = FindNode(client->Stats(), "n2").caller_reads;
+  for (int i = 0; i < 3; ++i) {
+    ASSERT_THAT((*f)->Read(8192, absl::MakeSpan(got)), IsOk());
+    EXPECT_TRUE(got == after.substr(8192, got.size()));
+  }
+  EXPECT_GT(FindNode(client->Stats(), "n2").caller_reads, caller);
+}
+
 TEST_F(ClientMountTest, ReadThatWouldBlockLeavesTheCallersRing) {
   const std::string fifo = root_ + "/n0/hung";
   ASSERT_EQ(mkfifo(fifo.c_str(), 0644), 0);

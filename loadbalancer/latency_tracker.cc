@@ -2,6 +2,9 @@
 
 #include <algorithm>
 #include <cmath>
+#include <utility>
+
+#include "absl/container/inlined_vector.h"
 
 namespace rangefs {
 namespace lb {
@@ -164,26 +167,43 @@ void LatencyTracker::Record(NodeHandle node, absl::Duration latency) {
   Record(node, latency, clock_->MonotonicNow());
 }
 
+void LatencyTracker::AddToNode(NodeStats& n, int64_t epoch, int bucket,
+                               double seconds) const {
+  const double old = n.ewma_seconds.load(std::memory_order_relaxed);
+  n.ewma_seconds.store(
+      old < 0 ? seconds
+              : options_.ewma_alpha * seconds + (1 - options_.ewma_alpha) * old,
+      std::memory_order_relaxed);
+  n.window.Add(epoch, bucket, seconds);
+}
+
 void LatencyTracker::Record(NodeHandle node, absl::Duration latency,
                             absl::Time now) {
-  const double seconds = std::max(0.0, absl::ToDoubleSeconds(latency));
-  const int bucket = Bucket(seconds);
+  const Sample one{node, latency};
+  RecordAll({&one, 1}, now);
+}
+
+void LatencyTracker::RecordAll(absl::Span<const Sample> samples,
+                               absl::Time now) {
   const int64_t epoch = EpochAt(now);
-  {
-    NodeStats& n = *node.stats_;
+  absl::InlinedVector<std::pair<int, double>, 16> at;  // bucket, seconds
+  at.reserve(samples.size());
+  for (const Sample& x : samples) {
+    const double seconds = std::max(0.0, absl::ToDoubleSeconds(x.latency));
+    at.emplace_back(Bucket(seconds), seconds);
+  }
+  for (size_t i = 0; i < samples.size();) {
+    NodeStats& n = *samples[i].node.stats_;
     absl::MutexLock nl(&n.mu);
-    if (n.has_ewma) {
-      n.ewma_seconds = options_.ewma_alpha * seconds +
-                       (1 - options_.ewma_alpha) * n.ewma_seconds;
-    } else {
-      n.ewma_seconds = seconds;
-      n.has_ewma = true;
+    for (; i < samples.size() && samples[i].node.stats_ == &n; ++i) {
+      AddToNode(n, epoch, at[i].first, at[i].second);
     }
-    n.window.Add(epoch, bucket, seconds);
   }
   absl::MutexLock gl(&global_mu_);
-  global_window_.Add(epoch, bucket, seconds);
-  global_total_.Add(bucket, seconds);
+  for (const auto& [bucket, seconds] : at) {
+    global_window_.Add(epoch, bucket, seconds);
+    global_total_.Add(bucket, seconds);
+  }
 }
 
 absl::Duration LatencyTracker::Ewma(absl::string_view node) const {
@@ -194,9 +214,8 @@ absl::Duration LatencyTracker::Ewma(absl::string_view node) const {
 }
 
 absl::Duration LatencyTracker::Ewma(NodeHandle node) const {
-  NodeStats& n = *node.stats_;
-  absl::MutexLock nl(&n.mu);
-  return n.has_ewma ? absl::Seconds(n.ewma_seconds) : absl::ZeroDuration();
+  const double s = node.stats_->ewma_seconds.load(std::memory_order_relaxed);
+  return s < 0 ? absl::ZeroDuration() : absl::Seconds(s);
 }
 
 HistogramSnapshot LatencyTracker::NodeSnapshot(absl::string_view node) const {

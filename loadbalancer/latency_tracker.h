@@ -21,6 +21,7 @@
 #define RANGEFS_LOADBALANCER_LATENCY_TRACKER_H_
 
 #include <array>
+#include <atomic>
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -96,6 +97,14 @@ class LatencyTracker {
   // The same, for a request that ended at `now` (the tracker's clock's
   // MonotonicNow, read by the caller anyway): no clock read of its own.
   void Record(NodeHandle node, absl::Duration latency, absl::Time now);
+  // Records several requests that ended at `now`: Record(node, latency,
+  // now) for each, taking each node's lock once a run of samples of that
+  // node and the global lock once.
+  struct Sample {
+    NodeHandle node;
+    absl::Duration latency;
+  };
+  void RecordAll(absl::Span<const Sample> samples, absl::Time now);
 
   // Returns the node's EWMA latency; zero if the node has no samples.
   absl::Duration Ewma(absl::string_view node) const;
@@ -142,11 +151,15 @@ class LatencyTracker {
   struct NodeStats {
     explicit NodeStats(int slices) : window(slices) {}
     mutable absl::Mutex mu;
-    double ewma_seconds ABSL_GUARDED_BY(mu) = 0;
-    bool has_ewma ABSL_GUARDED_BY(mu) = false;
+    // Written under mu; read without it (Ewma: a hot path). Negative: no
+    // samples yet.
+    std::atomic<double> ewma_seconds{-1};
     Window window ABSL_GUARDED_BY(mu);
   };
 
+  // Adds one sample to a node's EWMA and window (n.mu held).
+  void AddToNode(NodeStats& n, int64_t epoch, int bucket, double seconds) const
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(n.mu);
   int64_t Epoch() const { return EpochAt(clock_->MonotonicNow()); }
   int64_t EpochAt(absl::Time now) const;
   static int Bucket(double seconds);

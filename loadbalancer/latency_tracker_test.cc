@@ -3,7 +3,9 @@
 #include <algorithm>
 #include <cmath>
 #include <random>
+#include <string>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include "base/testing/fake_clock.h"
@@ -131,6 +133,34 @@ TEST(LatencyTrackerTest, RecordAtATimeUsesThatTimesSlice) {
   EXPECT_EQ(t.Count("a"), 1u);
   EXPECT_EQ(t.GlobalCount(), 1u);
   EXPECT_NEAR(Ms(t.Ewma("a")), 5, 1e-6);
+}
+
+// RecordAll is Record for each sample: the same counts, EWMAs and
+// quantiles per node and overall, whether a node's samples come in one
+// run or several.
+TEST(LatencyTrackerTest, RecordAllIsRecordForEach) {
+  FakeClock clock;
+  LatencyTracker one(&clock), all(&clock);
+  const std::vector<std::pair<std::string, int>> samples = {
+      {"a", 3}, {"a", 9}, {"b", 1}, {"a", 27}, {"c", 200}, {"b", 5}, {"b", 5}};
+  std::vector<LatencyTracker::Sample> batch;
+  for (const auto& [node, ms] : samples) {
+    one.Record(one.Handle(node), absl::Milliseconds(ms), clock.MonotonicNow());
+    batch.push_back({all.Handle(node), absl::Milliseconds(ms)});
+  }
+  all.RecordAll({batch.data(), 3}, clock.MonotonicNow());
+  all.RecordAll(absl::MakeConstSpan(batch).subspan(3), clock.MonotonicNow());
+  all.RecordAll({}, clock.MonotonicNow());  // nothing
+  for (const std::string node : {"a", "b", "c"}) {
+    EXPECT_EQ(all.Count(node), one.Count(node)) << node;
+    EXPECT_EQ(all.Ewma(node), one.Ewma(node)) << node;
+    EXPECT_EQ(all.Quantile(node, 0.5), one.Quantile(node, 0.5)) << node;
+  }
+  EXPECT_EQ(all.Count("a"), 3u);
+  EXPECT_NEAR(Ms(all.Ewma("a")), 0.2 * 27 + 0.8 * (0.2 * 9 + 0.8 * 3), 1e-6);
+  EXPECT_EQ(all.GlobalCount(), samples.size());
+  EXPECT_EQ(all.GlobalQuantile(0.99), one.GlobalQuantile(0.99));
+  EXPECT_EQ(all.GlobalCumulativeSnapshot().count, samples.size());
 }
 
 TEST(LatencyTrackerTest, WindowForgetsOldSamples) {

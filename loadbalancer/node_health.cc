@@ -47,9 +47,14 @@ void NodeHealthTable::Revive(NodeState& s) {
 
 void NodeHealthTable::RecordSuccess(absl::string_view node,
                                     absl::Duration latency) {
+  RecordSuccesses(node, 1, latency);
+}
+
+void NodeHealthTable::RecordSuccesses(absl::string_view node, int64_t count,
+                                      absl::Duration latency) {
   absl::MutexLock l(&mu_);
   NodeState& s = Entry(node);
-  ++s.successes;
+  s.successes += count;
   s.consecutive_failures = 0;
   s.last_latency = latency;
   if (s.dead) {

@@ -81,6 +81,10 @@ class NodeHealthTable {
   // Records a completed request. Resets consecutive failures; revives a dead
   // node (a successful probe).
   void RecordSuccess(absl::string_view node, absl::Duration latency);
+  // `count` (>= 1) completed requests, the last with `last_latency`: as
+  // many RecordSuccess calls, under one lock.
+  void RecordSuccesses(absl::string_view node, int64_t count,
+                       absl::Duration last_latency);
   // Records a failed request. Pass only errors that reflect the node (e.g.
   // UNAVAILABLE, DEADLINE_EXCEEDED, INTERNAL, DATA_LOSS), not the caller's
   // own mistakes or cancellations. On a dead node this is a failed probe.

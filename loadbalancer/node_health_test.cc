@@ -91,6 +91,25 @@ TEST_F(NodeHealthTest, ProbeAfterBackoffThenSuccessRevives) {
   EXPECT_FALSE(table_.ShouldProbe("n1"));
 }
 
+TEST_F(NodeHealthTest, RecordSuccessesCountsThemAllAndRevives) {
+  table_.RecordFailure("n1", kUnavailable);
+  table_.RecordSuccesses("n1", 5, absl::Milliseconds(7));
+  NodeState s = table_.State("n1");
+  EXPECT_EQ(s.successes, 5);
+  EXPECT_EQ(s.consecutive_failures, 0);
+  EXPECT_EQ(s.last_latency, absl::Milliseconds(7));
+  for (int i = 0; i < 3; ++i) table_.RecordFailure("n1", kUnavailable);
+  ASSERT_FALSE(table_.Admissible("n1"));
+  clock_.Advance(absl::Seconds(1));
+  ASSERT_TRUE(table_.ShouldProbe("n1"));
+  table_.RecordSuccesses("n1", 2, absl::Milliseconds(1));  // the probe's
+  EXPECT_TRUE(table_.Admissible("n1"));
+  s = table_.State("n1");
+  EXPECT_FALSE(s.dead);
+  EXPECT_FALSE(s.probe_inflight);
+  EXPECT_EQ(s.successes, 7);
+}
+
 TEST_F(NodeHealthTest, FailedProbesDoubleBackoffUpToThirtySeconds) {
   for (int i = 0; i < 3; ++i) table_.RecordFailure("n1", kUnavailable);
   const absl::Duration want[] = {

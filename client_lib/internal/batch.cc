@@ -49,6 +49,18 @@ char* Batch::Land(Attempt* a) {
 bool Batch::Completed(Attempt* a, const absl::StatusOr<size_t>& r,
                       const char* out) {
   absl::MutexLock l(&mu);
+  return CompletedLocked(a, r, out);
+}
+
+void Batch::CompletedAll(absl::Span<const Success> done) {
+  absl::MutexLock l(&mu);
+  for (const Success& d : done) {
+    CompletedLocked(d.attempt, d.attempt->length, d.out);
+  }
+}
+
+bool Batch::CompletedLocked(Attempt* a, const absl::StatusOr<size_t>& r,
+                            const char* out) {
   PieceState& p = pieces[a->piece];
   a->finished = true;
   if (!a->abandoned) p.active--;

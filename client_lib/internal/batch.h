@@ -51,7 +51,7 @@ struct Batch final : AttemptSink {
   int remaining ABSL_GUARDED_BY(mu) = 0;
   std::vector<Attempt*> failed ABSL_GUARDED_BY(mu);
   std::vector<PieceState> pieces;  // fixed after planning; fields: see above
-  std::vector<std::unique_ptr<Attempt>> attempts ABSL_GUARDED_BY(mu);
+  AttemptList attempts ABSL_GUARDED_BY(mu);
   std::vector<std::shared_ptr<const ns::CachedLayout>> layouts;
   // The extents the pieces point into (ns::MappedRange::extents).
   std::vector<std::shared_ptr<const v1::FileLayout>> extents;
@@ -81,6 +81,9 @@ struct Batch final : AttemptSink {
   void Dropped(Attempt* a) override;
   bool Completed(Attempt* a, const absl::StatusOr<size_t>& r,
                  const char* out) override;
+  void CompletedAll(absl::Span<const Success> done) override;
+  bool CompletedLocked(Attempt* a, const absl::StatusOr<size_t>& r,
+                       const char* out) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu);
   void LandingFailed(Attempt* a) override;
   char* Land(Attempt* a) override;
   // `a`'s read is to land in its piece's buffer (the piece's only attempt,

@@ -7,6 +7,7 @@
 #include <cstring>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include "absl/status/status.h"
 #include "absl/time/clock.h"
@@ -28,13 +29,12 @@ class BatchTest : public ::testing::Test {
     b_.remaining = 1;
   }
   Attempt* NewAttempt(bool hedge) {
-    auto a = std::make_unique<Attempt>();
+    absl::MutexLock l(&b_.mu);
+    Attempt* a = b_.attempts.Add();
     a->piece = 0;
     a->length = dst_.size();
     a->hedge = hedge;
-    absl::MutexLock l(&b_.mu);
-    b_.attempts.push_back(std::move(a));
-    return b_.attempts.back().get();
+    return a;
   }
 
   std::string dst_ = std::string(8, '.');
@@ -54,6 +54,48 @@ TEST_F(BatchTest, FirstAnswerWinsThePiece) {
   EXPECT_EQ(b_.remaining, 0);
   EXPECT_EQ(b_.pieces[0].active, 0);
   EXPECT_TRUE(primary->finished && hedge->finished);
+}
+
+// CompletedAll is Completed for each, in order: the first answer wins the
+// piece (a hedge's win counted), the later one is not copied.
+TEST_F(BatchTest, CompletedAllIsCompletedForEachInOrder) {
+  Attempt* primary = NewAttempt(false);
+  Attempt* hedge = NewAttempt(true);
+  const AttemptSink::Success done[] = {{hedge, "hedgeABC"},
+                                       {primary, "primary!"}};
+  b_.CompletedAll(done);
+  EXPECT_EQ(dst_, "hedgeABC");
+  EXPECT_EQ(hedge_wins_.load(), 1u);
+  absl::MutexLock l(&b_.mu);
+  EXPECT_TRUE(b_.pieces[0].done);
+  EXPECT_EQ(b_.remaining, 0);
+  EXPECT_EQ(b_.pieces[0].active, 0);
+  EXPECT_TRUE(primary->finished && hedge->finished);
+  EXPECT_TRUE(primary->status.ok() && hedge->status.ok());
+}
+
+// The attempts of a call keep their addresses while more are added (the
+// I/O threads hold them), and ForEach visits each once, in order.
+TEST(AttemptListTest, AttemptsStayPutAndAreVisitedInOrder) {
+  AttemptList list;
+  std::vector<Attempt*> added;
+  for (int i = 0; i < 2000; ++i) {
+    Attempt* a = list.Add();
+    EXPECT_EQ(a->piece, 0);  // a fresh attempt
+    EXPECT_FALSE(a->finished);
+    a->piece = i;
+    added.push_back(a);
+  }
+  EXPECT_EQ(list.size(), added.size());
+  std::vector<Attempt*> seen;
+  list.ForEach([&](Attempt& a) { seen.push_back(&a); });
+  EXPECT_EQ(seen, added);
+  for (int i = 0; i < 2000; ++i) EXPECT_EQ(added[i]->piece, i);
+  AttemptList empty;
+  int visits = 0;
+  empty.ForEach([&](Attempt&) { ++visits; });
+  EXPECT_EQ(visits, 0);
+  EXPECT_EQ(empty.size(), 0u);
 }
 
 // While one attempt's bytes are being copied in (the piece claimed, the

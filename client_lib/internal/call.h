@@ -8,17 +8,21 @@
 #ifndef RANGEFS_CLIENT_LIB_INTERNAL_CALL_H_
 #define RANGEFS_CLIENT_LIB_INTERNAL_CALL_H_
 
+#include <algorithm>
 #include <atomic>
+#include <cstddef>
 #include <cstdint>
 #include <memory>
 #include <string>
 #include <vector>
 
 #include "absl/base/thread_annotations.h"
+#include "absl/container/inlined_vector.h"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
+#include "absl/types/span.h"
 #include "client_lib/internal/read_ring.h"
 #include "namespace/layout.h"
 #include "namespace/layout_cache.h"
@@ -60,6 +64,44 @@ struct Attempt {
   node::CallCanceller canceller;
 };
 
+// A call's attempts, in dispatch order. Allocated in chunks that double up
+// to kMaxChunk (a call of thousands of pieces allocates once a few hundred
+// attempts, not once an attempt); an attempt never moves.
+class AttemptList {
+ public:
+  // A new, default attempt, at the end.
+  Attempt* Add() {
+    if (used_ == cap_) {
+      cap_ = cap_ == 0 ? kFirstChunk : std::min(2 * cap_, kMaxChunk);
+      chunks_.push_back(std::make_unique<Attempt[]>(cap_));
+      used_ = 0;
+    }
+    ++size_;
+    return &chunks_.back()[used_++];
+  }
+  size_t size() const { return size_; }
+  // f(Attempt&) for each, in dispatch order.
+  template <typename F>
+  void ForEach(F&& f) {
+    size_t left = size_;
+    size_t cap = kFirstChunk;
+    for (const std::unique_ptr<Attempt[]>& chunk : chunks_) {
+      const size_t n = std::min(cap, left);
+      for (size_t k = 0; k < n; ++k) f(chunk[k]);
+      left -= n;
+      cap = std::min(2 * cap, kMaxChunk);
+    }
+  }
+
+ private:
+  static constexpr size_t kFirstChunk = 4;
+  static constexpr size_t kMaxChunk = 256;
+  std::vector<std::unique_ptr<Attempt[]>> chunks_;
+  size_t cap_ = 0;   // of the last chunk
+  size_t used_ = 0;  // of the last chunk
+  size_t size_ = 0;
+};
+
 struct PieceState {
   ns::Piece piece;
   int range = 0;
@@ -83,7 +125,8 @@ struct PieceState {
   int takers = 0;
   bool hedged = false;
   int active = 0;
-  std::vector<NodeRuntime*> excluded;  // failed or in flight
+  // Failed or in flight (inline: no allocation for the first two).
+  absl::InlinedVector<NodeRuntime*, 2> excluded;
   std::vector<std::string> reasons;
   int data_loss = 0;
   Attempt* last = nullptr;  // the primary/retry in flight
@@ -109,6 +152,17 @@ class AttemptSink {
   // hedge. Never blocks on I/O.
   virtual bool Completed(Attempt* a, const absl::StatusOr<size_t>& r,
                          const char* out) = 0;
+  // Attempts that ended with every byte: Completed(attempt, its length,
+  // out) for each, in order (an implementation may do it under one lock).
+  struct Success {
+    Attempt* attempt;
+    const char* out;
+  };
+  virtual void CompletedAll(absl::Span<const Success> done) {
+    for (const Success& d : done) {
+      Completed(d.attempt, d.attempt->length, d.out);
+    }
+  }
   // `a`'s in-place read (Attempt::landing) ended without its bytes, and
   // `a` goes on the usual way (to its node's ring thread): its piece is
   // open to every attempt again, and its buffer may hold anything.

@@ -89,11 +89,14 @@ void ClientImpl::ReturnRing(ReadRing* ring) {
 }
 
 void ClientImpl::ReapCallerRing(ReadRing& ring, size_t max) {
+  CallerSuccesses ok;
   ring.Reap(
-      [](ReadRing::Slot& s, int res) {
-        MountReadOf(s).task.attempt->node->CallerDone(s, res);
+      [&ok](ReadRing::Slot& s, int res) {
+        MountReadOf(s).task.attempt->node->CallerDone(s, res, ok);
       },
       max);
+  // Before the ring's next Start: their bytes may be in its buffers.
+  NodeRuntime::FinishAll(ok);
 }
 
 bool ClientImpl::ReadCachedOnCaller(Batch& b, Task& t) {
@@ -251,8 +254,7 @@ bool ClientImpl::Dispatch(const std::shared_ptr<Batch>& b, int i, bool hedge,
   }
   NodeRuntime* n = node_of[chosen];
   const bool urgent = !p.excluded.empty();  // not the piece's first attempt
-  b->attempts.push_back(std::make_unique<Attempt>());
-  Attempt* a = b->attempts.back().get();
+  Attempt* a = b->attempts.Add();
   a->piece = i;
   a->node = n;
   a->object = &replicas[chosen].object();

@@ -55,13 +55,13 @@ class FileImpl : public File {
       : client_(client),
         path_(l->path),
         pinned_(pinned),
-        layout_(std::move(l)) {}
+        layout_(std::move(l)),
+        size_(layout_->header.size()) {}
 
   const std::string& path() const override { return path_; }
-  uint64_t size() const override {
-    absl::MutexLock l(&mu_);
-    return layout_->header.size();
-  }
+  // Without the lock (jobs ask for it per read): a layout that changes the
+  // size is never adopted (SameBytes).
+  uint64_t size() const override { return size_; }
   uint64_t generation() const override {
     absl::MutexLock l(&mu_);
     return layout_->header.generation();
@@ -139,6 +139,7 @@ class FileImpl : public File {
   const bool pinned_;
   mutable absl::Mutex mu_;
   std::shared_ptr<const ns::CachedLayout> layout_ ABSL_GUARDED_BY(mu_);
+  const uint64_t size_;  // layout_'s, for its whole life
 };
 
 }  // namespace client_internal

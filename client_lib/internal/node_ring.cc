@@ -228,7 +228,7 @@ bool NodeRuntime::StartOnCaller(Task& t, ReadRing& ring, char* into,
   // Planned into the slot's recycled context: no allocation per read.
   MountRead& m = *ring.NextContext<MountRead>();
   MountPlan& plan = m.plan;
-  MountDirInto(&plan.path.mount);
+  MountDirInto(&plan.path.mount, &m.mount);
   if (!mount_reader_.Plan(PieceOf(a), plan.path.mount, &plan).ok() ||
       plan.alloc > kCallerReadMax) {
     return false;  // the ring thread reports the error
@@ -256,14 +256,19 @@ bool NodeRuntime::StartOnCaller(Task& t, ReadRing& ring, char* into,
   return true;
 }
 
-void NodeRuntime::CallerDone(ReadRing::Slot& s, int res) {
+void NodeRuntime::CallerDone(ReadRing::Slot& s, int res, CallerSuccesses& ok) {
   MountRead& m = MountReadOf(s);
   if (res >= 0) {
     Attempt* a = m.task.attempt;
     bool checksum_failure = false;
     absl::StatusOr<size_t> r = MountReader::Check(PieceOf(a), m.plan, s.data(),
                                                   s.done, &checksum_failure);
-    if (r.ok() || absl::IsDataLoss(r.status())) {
+    if (r.ok()) {
+      ok.push_back(CallerSuccess{
+          this, std::move(m.task.call), {a, s.data() + m.plan.lead}, m.t0});
+      return;
+    }
+    if (absl::IsDataLoss(r.status())) {
       Finish(a, m.task.call.get(), r, s.data() + m.plan.lead, checksum_failure,
              m.t0);
       return;
@@ -284,6 +289,54 @@ void NodeRuntime::CallerDone(ReadRing::Slot& s, int res) {
   m.task.attempt->started_ns.store(0, std::memory_order_release);
   m.task.urgent = true;
   Submit(absl::MakeSpan(&m.task, 1));
+}
+
+void NodeRuntime::FinishAll(CallerSuccesses& ok) {
+  if (ok.empty()) return;
+  ClientCore& core = *ok.front().node->client_;
+  const absl::Time now = core.clock()->MonotonicNow();
+  const int64_t now_ns = absl::ToUnixNanos(now);
+  // Node by node (a reap holds reads of a few nodes): the samples of each
+  // node in a run, for one lock a node.
+  absl::InlinedVector<lb::LatencyTracker::Sample, 16> samples;
+  absl::InlinedVector<NodeRuntime*, 8> seen;
+  for (const CallerSuccess& first : ok) {
+    NodeRuntime* n = first.node;
+    if (std::find(seen.begin(), seen.end(), n) != seen.end()) continue;
+    seen.push_back(n);
+    int64_t count = 0;
+    int64_t bytes = 0;
+    absl::Duration last = absl::ZeroDuration();
+    for (const CallerSuccess& x : ok) {
+      if (x.node != n) continue;
+      const Attempt* a = x.done.attempt;
+      ++count;
+      bytes += static_cast<int64_t>(a->length);
+      last = now - x.t0;
+      // Late answers after a stall or timeout: left out (see Finish).
+      if (!a->abandoned.load(std::memory_order_relaxed)) {
+        samples.push_back({n->latency_, last});
+      }
+    }
+    n->last_answer_ns_.store(now_ns, std::memory_order_relaxed);
+    n->counters_.inflight.fetch_sub(count);
+    n->counters_.outstanding_bytes.fetch_sub(bytes);
+    n->counters_.bytes.fetch_add(static_cast<uint64_t>(bytes));
+    core.health().RecordSuccesses(n->id_, count, last);
+  }
+  core.global_inflight().fetch_sub(static_cast<int>(ok.size()));
+  core.latency().RecordAll(samples, now);
+  // One CompletedAll a run of one call's attempts (a reap's reads are
+  // nearly always all of the calling thread's call).
+  absl::InlinedVector<AttemptSink::Success, 16> run;
+  for (size_t i = 0; i < ok.size();) {
+    AttemptSink* call = ok[i].call.get();
+    run.clear();
+    for (; i < ok.size() && ok[i].call.get() == call; ++i) {
+      run.push_back(ok[i].done);
+    }
+    call->CompletedAll(run);
+  }
 }
 
 bool NodeRuntime::RingFailed(Task t, const absl::Status& error, absl::Time t0,

@@ -23,6 +23,7 @@
 
 #include "absl/base/thread_annotations.h"
 #include "absl/container/flat_hash_map.h"
+#include "absl/container/inlined_vector.h"
 #include "absl/hash/hash.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/str_cat.h"
@@ -63,6 +64,13 @@ class WorkerBuffer {
 // What the engine attaches to a read on a ReadRing (which knows nothing of
 // it): the attempt's task, how to check the bytes, when it started.
 // Recycled: a slot's next read reuses it, its path strings' memory too.
+// Which node's mount directory a string holds, and which version of it
+// (NodeRuntime::MountDirInto).
+struct MountDirCopy {
+  const NodeRuntime* node = nullptr;
+  uint64_t gen = 0;
+};
+
 struct MountRead : ReadRing::Context {
   bool Recycle() override {
     task = Task{};  // the call's reference
@@ -71,12 +79,25 @@ struct MountRead : ReadRing::Context {
   }
   Task task{};
   MountPlan plan;
+  // What plan.path.mount holds, for a read on a calling thread's ring.
+  MountDirCopy mount;
   absl::Time t0;
 };
 
 inline MountRead& MountReadOf(ReadRing::Slot& s) {
   return static_cast<MountRead&>(*s.context);
 }
+
+// A read on a calling thread's ring that ended with every byte, finished
+// with the others of its reap (NodeRuntime::FinishAll). `done.out` stays
+// valid until the ring's next Start.
+struct CallerSuccess {
+  NodeRuntime* node;
+  std::shared_ptr<AttemptSink> call;
+  AttemptSink::Success done;
+  absl::Time t0;
+};
+using CallerSuccesses = absl::InlinedVector<CallerSuccess, 16>;
 
 // Starts the read planned in `m` (ring.NextContext<MountRead>(), its plan
 // filled in) for `t` on `ring`. `into`: the caller's buffer, for an
@@ -200,10 +221,14 @@ class NodeRuntime : public std::enable_shared_from_this<NodeRuntime> {
     addresses_.assign(r.addresses().begin(), r.addresses().end());
     mount_dir_ = r.mount_path().empty() ? absl::StrCat(mount_root, "/", id_)
                                         : r.mount_path();
+    mount_gen_.fetch_add(1, std::memory_order_release);
   }
   void SetDefaultMount(const std::string& mount_root) {
     absl::MutexLock l(&mu_);
-    if (mount_dir_.empty()) mount_dir_ = absl::StrCat(mount_root, "/", id_);
+    if (mount_dir_.empty()) {
+      mount_dir_ = absl::StrCat(mount_root, "/", id_);
+      mount_gen_.fetch_add(1, std::memory_order_release);
+    }
   }
   // Every agent address of the node's record (Client::Locate).
   std::vector<std::string> addresses() {
@@ -214,10 +239,17 @@ class NodeRuntime : public std::enable_shared_from_this<NodeRuntime> {
     absl::MutexLock l(&mu_);
     return mount_dir_;
   }
-  // mount_dir() into `*out`, reusing its memory.
-  void MountDirInto(std::string* out) {
+  // mount_dir() into `*out`, reusing its memory; `*copy` says whose and
+  // which `*out` holds: nothing to do (no lock) if it is still this node's.
+  void MountDirInto(std::string* out, MountDirCopy* copy) {
+    if (copy->node == this &&
+        copy->gen == mount_gen_.load(std::memory_order_acquire)) {
+      return;
+    }
     absl::MutexLock l(&mu_);
     out->assign(mount_dir_);
+    copy->node = this;
+    copy->gen = mount_gen_.load(std::memory_order_relaxed);
   }
   // rangefs-mountd reports this node's mount as not usable.
   // Never this host's own node: it is read from its export directory, not
@@ -241,8 +273,12 @@ class NodeRuntime : public std::enable_shared_from_this<NodeRuntime> {
   // aligned): then *landed is set, and the caller must claim the piece
   // for the attempt and not return before the read is reaped.
   bool StartOnCaller(Task& t, ReadRing& ring, char* into, bool* landed);
-  // A read started by StartOnCaller ended (ReadRing::Reap).
-  void CallerDone(ReadRing::Slot& s, int res);
+  // A read started by StartOnCaller ended (ReadRing::Reap). One with
+  // every byte goes to `ok`, for FinishAll once the reap is over.
+  void CallerDone(ReadRing::Slot& s, int res, CallerSuccesses& ok);
+  // Finish for each of `ok` (all of one client), with one clock read, one
+  // lock a node in the health and latency tables, and one lock a call.
+  static void FinishAll(CallerSuccesses& ok);
   // Whether ReadCached may serve `a`: a mount known good, on a local file
   // system, its file already open, its sidecar loaded when verifying.
   // Cheap, never blocks.
@@ -327,6 +363,7 @@ class NodeRuntime : public std::enable_shared_from_this<NodeRuntime> {
   absl::Mutex mu_;
   std::vector<std::string> addresses_ ABSL_GUARDED_BY(mu_);
   std::string mount_dir_ ABSL_GUARDED_BY(mu_);
+  std::atomic<uint64_t> mount_gen_{0};  // changed (under mu_) with it
   std::atomic<int64_t> last_answer_ns_{0};
   // When the attempts in flight went from none to some.
   std::atomic<int64_t> busy_since_ns_{0};

@@ -21,6 +21,7 @@
 #include "absl/base/thread_annotations.h"
 #include "absl/cleanup/cleanup.h"
 #include "absl/container/flat_hash_map.h"
+#include "absl/container/inlined_vector.h"
 #include "absl/hash/hash.h"
 #include "absl/random/random.h"
 #include "absl/strings/str_cat.h"
@@ -135,8 +136,30 @@ struct ClientImpl::CallLoop {
   size_t attempts_seen = 0;
 };
 
+namespace {
+
+// A call's files and the layouts it reads them with: each file's layout
+// is looked up once a call (two locks and a hash of its path), and all the
+// call's ranges of a file read the same layout.
+using LayoutMemo = absl::InlinedVector<
+    std::pair<FileImpl*, std::shared_ptr<const ns::CachedLayout>>, 4>;
+constexpr size_t kLayoutMemoMax = 16;
+
+absl::StatusOr<std::shared_ptr<const ns::CachedLayout>> CurrentIn(
+    LayoutMemo& memo, FileImpl* f) {
+  for (const auto& [file, layout] : memo) {
+    if (file == f) return layout;
+  }
+  absl::StatusOr<std::shared_ptr<const ns::CachedLayout>> l = f->Current();
+  if (l.ok() && memo.size() < kLayoutMemoMax) memo.emplace_back(f, *l);
+  return l;
+}
+
+}  // namespace
+
 void ClientImpl::PlanCall(absl::Span<const Request> reqs, Batch& b,
                           std::vector<absl::StatusOr<size_t>>& results) {
+  LayoutMemo layouts;
   b.pieces.reserve(reqs.size());  // a piece a range, mostly
   for (size_t i = 0; i < reqs.size(); ++i) {
     const Request& r = reqs[i];
@@ -146,7 +169,7 @@ void ClientImpl::PlanCall(absl::Span<const Request> reqs, Batch& b,
       continue;
     }
     absl::StatusOr<std::shared_ptr<const ns::CachedLayout>> l =
-        r.file->Current();
+        CurrentIn(layouts, r.file);
     if (!l.ok()) {
       results[i] = l.status();
       continue;
@@ -168,7 +191,7 @@ void ClientImpl::PlanCall(absl::Span<const Request> reqs, Batch& b,
     if (m->extents != nullptr) b.extents.push_back(std::move(m->extents));
     size_t total = 0;
     for (const ns::Piece& p : m->pieces) {
-      PieceState s;
+      PieceState& s = b.pieces.emplace_back();
       s.piece = p;
       s.range = static_cast<int>(i);
       s.dst = r.dst.data() + (p.offset - r.offset);
@@ -177,7 +200,6 @@ void ClientImpl::PlanCall(absl::Span<const Request> reqs, Batch& b,
       s.mod_revision = (*l)->mod_revision;
       s.file_id = layout.file_id();
       total += p.length;
-      b.pieces.push_back(std::move(s));
     }
     results[i] = total;
   }
@@ -480,9 +502,9 @@ void ClientImpl::CloseCall(Batch& b) {
   b.closed = true;
   b.closed_hint.store(true, std::memory_order_release);
   Flush(b);
-  for (auto& a : b.attempts) {
-    if (!a->finished) a->canceller.Cancel();
-  }
+  b.attempts.ForEach([](Attempt& a) {
+    if (!a.finished) a.canceller.Cancel();
+  });
   while (b.copiers > 0) b.cv.Wait(&b.mu);
   // In-place reads write into the caller's buffers until reaped, by this
   // thread (they are on its ring). Local disk reads: they end, if late.
