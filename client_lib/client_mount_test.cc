@@ -525,6 +525,50 @@ TEST_F(ClientMountTest, SmallReadsRunOnTheCallersRingAndLargeOnesDoNot) {
             FindNode(s2, "n2").caller_reads + 1);
 }
 
+// Reads that end on the caller's ring are accounted (finished a reap at a
+// time) as any other: each node's bytes, its latency samples (one a
+// successful attempt), nothing left in flight.
+TEST_F(ClientMountTest, CallerRingReadsAreAccountedLikeAnyOther) {
+  const std::string data = ExtentFile("/f", 1 << 20, {0, 1, 2});
+  ClientOptions o = Options();
+  o.page_cache_reads = false;  // the rings' paths, not the page cache's
+  o.hedging = false;           // one attempt a piece
+  o.io_uring_depth = 512;      // the whole ReadV fits on the caller's ring
+  Client* client = OpenClient(o);
+  ASSERT_NE(client, nullptr);
+  ExpectReadsBack(client, "/f", data, gen_);  // opens the objects
+  const ClientStats before = client->Stats();
+  auto f = client->OpenFile("/f");
+  ASSERT_THAT(f, IsOk());
+  constexpr int kRanges = 300;
+  std::vector<std::string> bufs(kRanges, std::string(4096, '\0'));
+  std::vector<ReadRange> ranges;
+  for (std::string& b : bufs) {
+    ranges.push_back({absl::Uniform<uint64_t>(gen_, 0, data.size() - b.size()),
+                      absl::MakeSpan(b)});
+  }
+  const auto results = (*f)->ReadV(ranges);
+  for (int i = 0; i < kRanges; ++i) {
+    ASSERT_THAT(results[i], IsOk());
+    ASSERT_TRUE(bufs[i] == data.substr(ranges[i].offset, 4096)) << i;
+  }
+  const ClientStats after = client->Stats();
+  EXPECT_GT(Sum(after, &NodeStats::caller_reads),
+            Sum(before, &NodeStats::caller_reads) + kRanges / 2);
+  EXPECT_EQ(Sum(after, &NodeStats::bytes) - Sum(before, &NodeStats::bytes),
+            uint64_t{kRanges} * 4096);
+  uint64_t samples = 0;
+  for (const NodeStats& n : after.nodes) {
+    EXPECT_EQ(n.inflight, 0) << n.node;
+    EXPECT_EQ(n.outstanding_bytes, 0) << n.node;
+    EXPECT_EQ(n.errors, 0u) << n.node;
+    EXPECT_TRUE(n.admissible) << n.node;
+    samples += n.latency.count;
+  }
+  // Every attempt succeeded, each with its latency sample.
+  EXPECT_EQ(samples, Sum(after, &NodeStats::requests));
+}
+
 TEST_F(ClientMountTest, CallersRingFollowsANodesNewMountPath) {
   const std::string before = OneObjectFile(2, 64 << 10);
   ClientOptions o = Options();

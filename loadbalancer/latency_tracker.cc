@@ -185,6 +185,7 @@ void LatencyTracker::Record(NodeHandle node, absl::Duration latency,
 
 void LatencyTracker::RecordAll(absl::Span<const Sample> samples,
                                absl::Time now) {
+  if (samples.empty()) return;
   const int64_t epoch = EpochAt(now);
   absl::InlinedVector<std::pair<int, double>, 16> at;  // bucket, seconds
   at.reserve(samples.size());

@@ -161,6 +161,18 @@ TEST(LatencyTrackerTest, RecordAllIsRecordForEach) {
   EXPECT_EQ(all.GlobalCount(), samples.size());
   EXPECT_EQ(all.GlobalQuantile(0.99), one.GlobalQuantile(0.99));
   EXPECT_EQ(all.GlobalCumulativeSnapshot().count, samples.size());
+  // One call, a node's samples apart ({a, b, a}): each lands on its node.
+  LatencyTracker mixed(&clock);
+  const LatencyTracker::NodeHandle a = mixed.Handle("a");
+  const LatencyTracker::NodeHandle b = mixed.Handle("b");
+  const LatencyTracker::Sample apart[] = {{a, absl::Milliseconds(10)},
+                                          {b, absl::Milliseconds(1)},
+                                          {a, absl::Milliseconds(20)}};
+  mixed.RecordAll(apart, clock.MonotonicNow());
+  EXPECT_EQ(mixed.Count("a"), 2u);
+  EXPECT_EQ(mixed.Count("b"), 1u);
+  EXPECT_NEAR(Ms(mixed.Ewma("a")), 0.2 * 20 + 0.8 * 10, 1e-6);
+  EXPECT_NEAR(Ms(mixed.Ewma("b")), 1, 1e-6);
 }
 
 TEST(LatencyTrackerTest, WindowForgetsOldSamples) {

@@ -51,12 +51,12 @@ void NodeHealthTable::RecordSuccess(absl::string_view node,
 }
 
 void NodeHealthTable::RecordSuccesses(absl::string_view node, int64_t count,
-                                      absl::Duration latency) {
+                                      absl::Duration last_latency) {
   absl::MutexLock l(&mu_);
   NodeState& s = Entry(node);
   s.successes += count;
   s.consecutive_failures = 0;
-  s.last_latency = latency;
+  s.last_latency = last_latency;
   if (s.dead) {
     Revive(s);
     probe_granted_.erase(s.node);

@@ -21,10 +21,9 @@ class BatchTest : public ::testing::Test {
  protected:
   void SetUp() override {
     b_.hedge_wins = &hedge_wins_;
-    PieceState p;
+    PieceState& p = b_.pieces.emplace_back();
     p.dst = dst_.data();
     p.active = 2;
-    b_.pieces.push_back(std::move(p));
     absl::MutexLock l(&b_.mu);
     b_.remaining = 1;
   }
@@ -72,6 +71,38 @@ TEST_F(BatchTest, CompletedAllIsCompletedForEachInOrder) {
   EXPECT_EQ(b_.pieces[0].active, 0);
   EXPECT_TRUE(primary->finished && hedge->finished);
   EXPECT_TRUE(primary->status.ok() && hedge->status.ok());
+}
+
+// A large piece's bytes are copied with the lock let go (Completed does
+// so above 16 KiB): the rest of a CompletedAll still runs under the lock,
+// and every piece of it ends.
+TEST_F(BatchTest, CompletedAllLetsGoOfTheLockForALargeCopy) {
+  std::string big(64 << 10, '.');
+  const std::string bytes(big.size(), 'b');
+  {
+    absl::MutexLock l(&b_.mu);
+    PieceState& p = b_.pieces.emplace_back();
+    p.dst = big.data();
+    p.active = 1;
+    b_.remaining = 2;
+  }
+  Attempt* small = NewAttempt(false);
+  Attempt* large;
+  {
+    absl::MutexLock l(&b_.mu);
+    large = b_.attempts.Add();
+    large->piece = 1;
+    large->length = big.size();
+  }
+  const AttemptSink::Success done[] = {{large, bytes.data()},
+                                       {small, "smallABC"}};
+  b_.CompletedAll(done);
+  EXPECT_TRUE(big == bytes);
+  EXPECT_EQ(dst_, "smallABC");
+  absl::MutexLock l(&b_.mu);
+  EXPECT_EQ(b_.remaining, 0);
+  EXPECT_EQ(b_.copiers, 0);
+  EXPECT_TRUE(b_.pieces[0].done && b_.pieces[1].done);
 }
 
 // The attempts of a call keep their addresses while more are added (the

@@ -153,7 +153,8 @@ class AttemptSink {
   virtual bool Completed(Attempt* a, const absl::StatusOr<size_t>& r,
                          const char* out) = 0;
   // Attempts that ended with every byte: Completed(attempt, its length,
-  // out) for each, in order (an implementation may do it under one lock).
+  // out) for each, in order (Batch takes its lock once for all, letting go
+  // of it only where Completed would: a large copy, a landing read).
   struct Success {
     Attempt* attempt;
     const char* out;

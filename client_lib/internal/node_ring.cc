@@ -291,7 +291,7 @@ void NodeRuntime::CallerDone(ReadRing::Slot& s, int res, CallerSuccesses& ok) {
   Submit(absl::MakeSpan(&m.task, 1));
 }
 
-void NodeRuntime::FinishAll(CallerSuccesses& ok) {
+void NodeRuntime::FinishAll(absl::Span<const CallerSuccess> ok) {
   if (ok.empty()) return;
   ClientCore& core = *ok.front().node->client_;
   const absl::Time now = core.clock()->MonotonicNow();

@@ -208,6 +208,8 @@ bool NodeRuntime::Execute(Attempt* a, AttemptSink* b, WorkerBuffer& buf) {
   return true;
 }
 
+// FinishAll (node_ring.cc) does the same for a reap's successes on a
+// caller's ring: keep the two in step.
 void NodeRuntime::Finish(Attempt* a, AttemptSink* b,
                          const absl::StatusOr<size_t>& r, const char* out,
                          bool checksum_failure, absl::Time t0) {

@@ -61,16 +61,16 @@ class WorkerBuffer {
   size_t size_ = 0;
 };
 
-// What the engine attaches to a read on a ReadRing (which knows nothing of
-// it): the attempt's task, how to check the bytes, when it started.
-// Recycled: a slot's next read reuses it, its path strings' memory too.
 // Which node's mount directory a string holds, and which version of it
-// (NodeRuntime::MountDirInto).
+// (NodeRuntime::MountDirInto; versions are unique in the process).
 struct MountDirCopy {
   const NodeRuntime* node = nullptr;
   uint64_t gen = 0;
 };
 
+// What the engine attaches to a read on a ReadRing (which knows nothing of
+// it): the attempt's task, how to check the bytes, when it started.
+// Recycled: a slot's next read reuses it, its path strings' memory too.
 struct MountRead : ReadRing::Context {
   bool Recycle() override {
     task = Task{};  // the call's reference
@@ -90,7 +90,7 @@ inline MountRead& MountReadOf(ReadRing::Slot& s) {
 
 // A read on a calling thread's ring that ended with every byte, finished
 // with the others of its reap (NodeRuntime::FinishAll). `done.out` stays
-// valid until the ring's next Start.
+// valid until the ring's next Start (ReadRing::Reap).
 struct CallerSuccess {
   NodeRuntime* node;
   std::shared_ptr<AttemptSink> call;
@@ -221,13 +221,13 @@ class NodeRuntime : public std::enable_shared_from_this<NodeRuntime> {
     addresses_.assign(r.addresses().begin(), r.addresses().end());
     mount_dir_ = r.mount_path().empty() ? absl::StrCat(mount_root, "/", id_)
                                         : r.mount_path();
-    mount_gen_.fetch_add(1, std::memory_order_release);
+    mount_gen_.store(NewMountGen(), std::memory_order_release);
   }
   void SetDefaultMount(const std::string& mount_root) {
     absl::MutexLock l(&mu_);
     if (mount_dir_.empty()) {
       mount_dir_ = absl::StrCat(mount_root, "/", id_);
-      mount_gen_.fetch_add(1, std::memory_order_release);
+      mount_gen_.store(NewMountGen(), std::memory_order_release);
     }
   }
   // Every agent address of the node's record (Client::Locate).
@@ -274,11 +274,15 @@ class NodeRuntime : public std::enable_shared_from_this<NodeRuntime> {
   // for the attempt and not return before the read is reaped.
   bool StartOnCaller(Task& t, ReadRing& ring, char* into, bool* landed);
   // A read started by StartOnCaller ended (ReadRing::Reap). One with
-  // every byte goes to `ok`, for FinishAll once the reap is over.
+  // every byte goes to `ok`, for FinishAll once the reap is over; any
+  // other is finished (or handed on) now.
   void CallerDone(ReadRing::Slot& s, int res, CallerSuccesses& ok);
-  // Finish for each of `ok` (all of one client), with one clock read, one
-  // lock a node in the health and latency tables, and one lock a call.
-  static void FinishAll(CallerSuccesses& ok);
+  // Finish's accounting and hand-over for each of `ok` (all of one
+  // client), with one clock read for all (each latency ends when the
+  // reap's checks do), one lock a node in the health and latency tables,
+  // and one CompletedAll a run of one call's reads. Keep in step with
+  // Finish.
+  static void FinishAll(absl::Span<const CallerSuccess> ok);
   // Whether ReadCached may serve `a`: a mount known good, on a local file
   // system, its file already open, its sidecar loaded when verifying.
   // Cheap, never blocks.
@@ -363,7 +367,14 @@ class NodeRuntime : public std::enable_shared_from_this<NodeRuntime> {
   absl::Mutex mu_;
   std::vector<std::string> addresses_ ABSL_GUARDED_BY(mu_);
   std::string mount_dir_ ABSL_GUARDED_BY(mu_);
-  std::atomic<uint64_t> mount_gen_{0};  // changed (under mu_) with it
+  // Its version, changed (under mu_) with it; 0: never set.
+  std::atomic<uint64_t> mount_gen_{0};
+  // A new version, unique in the process (a tag of one node never
+  // matches another's, even at a reused address).
+  static uint64_t NewMountGen() {
+    static std::atomic<uint64_t> last{0};
+    return last.fetch_add(1, std::memory_order_relaxed) + 1;
+  }
   std::atomic<int64_t> last_answer_ns_{0};
   // When the attempts in flight went from none to some.
   std::atomic<int64_t> busy_since_ns_{0};

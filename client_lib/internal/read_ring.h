@@ -109,7 +109,8 @@ class ReadRing {
   void SubmitAndWait(absl::Duration timeout);
   // For each read that ended (every byte wanted, end of file or an error):
   // done(slot, res) with res < 0 a -errno, then the slot is free again (its
-  // context and file released). Short reads are issued again for the rest.
+  // context and file released; its buffer keeps the bytes until the slot's
+  // next Start). Short reads are issued again for the rest.
   // At most `max` of them (the others stay in the kernel's queue for the
   // next Reap).
   template <typename F>
@@ -171,7 +172,8 @@ void ReadRing::Reap(F&& done, size_t max) {
       }
     }
     done(s, res);
-    // Released only now: `done` copied out of s.buf.
+    // Released only now: `done` may keep its context's references. The
+    // buffer keeps its bytes until the slot's next Start.
     if (s.context != nullptr && !s.context->Recycle()) s.context.reset();
     s.file.reset();
     s.into = nullptr;
