@@ -36,6 +36,17 @@ class BatchTest : public ::testing::Test {
     return a;
   }
 
+  // The hedge's "hedgeABC" came first and won the piece; both ended.
+  void ExpectTheHedgeWon(Attempt* primary, Attempt* hedge) {
+    EXPECT_EQ(dst_, "hedgeABC");
+    EXPECT_EQ(hedge_wins_.load(), 1u);
+    absl::MutexLock l(&b_.mu);
+    EXPECT_TRUE(b_.pieces[0].done);
+    EXPECT_EQ(b_.remaining, 0);
+    EXPECT_EQ(b_.pieces[0].active, 0);
+    EXPECT_TRUE(primary->finished && hedge->finished);
+  }
+
   std::string dst_ = std::string(8, '.');
   std::atomic<uint64_t> hedge_wins_{0};
   Batch b_;
@@ -46,13 +57,7 @@ TEST_F(BatchTest, FirstAnswerWinsThePiece) {
   Attempt* hedge = NewAttempt(true);
   EXPECT_TRUE(b_.Completed(hedge, size_t{8}, "hedgeABC"));
   EXPECT_FALSE(b_.Completed(primary, size_t{8}, "primary!"));
-  EXPECT_EQ(dst_, "hedgeABC");
-  EXPECT_EQ(hedge_wins_.load(), 1u);
-  absl::MutexLock l(&b_.mu);
-  EXPECT_TRUE(b_.pieces[0].done);
-  EXPECT_EQ(b_.remaining, 0);
-  EXPECT_EQ(b_.pieces[0].active, 0);
-  EXPECT_TRUE(primary->finished && hedge->finished);
+  ExpectTheHedgeWon(primary, hedge);
 }
 
 // CompletedAll is Completed for each, in order: the first answer wins the
@@ -63,13 +68,8 @@ TEST_F(BatchTest, CompletedAllIsCompletedForEachInOrder) {
   const AttemptSink::Success done[] = {{hedge, "hedgeABC"},
                                        {primary, "primary!"}};
   b_.CompletedAll(done);
-  EXPECT_EQ(dst_, "hedgeABC");
-  EXPECT_EQ(hedge_wins_.load(), 1u);
+  ExpectTheHedgeWon(primary, hedge);
   absl::MutexLock l(&b_.mu);
-  EXPECT_TRUE(b_.pieces[0].done);
-  EXPECT_EQ(b_.remaining, 0);
-  EXPECT_EQ(b_.pieces[0].active, 0);
-  EXPECT_TRUE(primary->finished && hedge->finished);
   EXPECT_TRUE(primary->status.ok() && hedge->status.ok());
 }
 
