@@ -59,12 +59,9 @@ bool NodeRuntime::ReadCached(Attempt* a, char* dst) {
   // memory says nothing of how fast the node's storage answers, and would
   // shrink its stall and hedge delays.
   const absl::Time now = client_->clock()->MonotonicNow();
-  last_answer_ns_.store(absl::ToUnixNanos(now), std::memory_order_relaxed);
-  counters_.inflight.fetch_sub(1);
-  counters_.outstanding_bytes.fetch_sub(static_cast<int64_t>(piece.length));
-  client_->global_inflight().fetch_sub(1);
-  client_->health().RecordSuccess(id_, now - t0);
-  counters_.bytes.fetch_add(piece.length);
+  const int64_t length = static_cast<int64_t>(piece.length);
+  CountEnded(1, length, absl::ToUnixNanos(now));
+  CountSucceeded(1, length, now - t0);
   counters_.mount_reads.fetch_add(1);
   counters_.cached_reads.fetch_add(1);
   return true;

@@ -228,7 +228,7 @@ bool NodeRuntime::StartOnCaller(Task& t, ReadRing& ring, char* into,
   // Planned into the slot's recycled context: no allocation per read.
   MountRead& m = *ring.NextContext<MountRead>();
   MountPlan& plan = m.plan;
-  MountDirInto(&plan.path.mount, &m.mount);
+  MountDirInto(&plan.path.mount, &m.mount_gen);
   if (!mount_reader_.Plan(PieceOf(a), plan.path.mount, &plan).ok() ||
       plan.alloc > kCallerReadMax) {
     return false;  // the ring thread reports the error
@@ -318,13 +318,9 @@ void NodeRuntime::FinishAll(absl::Span<const CallerSuccess> ok) {
         samples.push_back({n->latency_, last});
       }
     }
-    n->last_answer_ns_.store(now_ns, std::memory_order_relaxed);
-    n->counters_.inflight.fetch_sub(count);
-    n->counters_.outstanding_bytes.fetch_sub(bytes);
-    n->counters_.bytes.fetch_add(static_cast<uint64_t>(bytes));
-    core.health().RecordSuccesses(n->id_, count, last);
+    n->CountEnded(count, bytes, now_ns);
+    n->CountSucceeded(count, bytes, last);
   }
-  core.global_inflight().fetch_sub(static_cast<int>(ok.size()));
   core.latency().RecordAll(samples, now);
   // One CompletedAll a run of one call's attempts (a reap's reads are
   // nearly always all of the calling thread's call).

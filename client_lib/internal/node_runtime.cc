@@ -208,25 +208,36 @@ bool NodeRuntime::Execute(Attempt* a, AttemptSink* b, WorkerBuffer& buf) {
   return true;
 }
 
+void NodeRuntime::CountEnded(int64_t count, int64_t bytes, int64_t now_ns) {
+  last_answer_ns_.store(now_ns, std::memory_order_relaxed);
+  counters_.inflight.fetch_sub(count);
+  counters_.outstanding_bytes.fetch_sub(bytes);
+  client_->global_inflight().fetch_sub(static_cast<int>(count));
+}
+
+void NodeRuntime::CountSucceeded(int64_t count, int64_t bytes,
+                                 absl::Duration last_latency) {
+  client_->health().RecordSuccesses(id_, count, last_latency);
+  counters_.bytes.fetch_add(static_cast<uint64_t>(bytes));
+}
+
 // FinishAll (node_ring.cc) does the same for a reap's successes on a
-// caller's ring: keep the two in step.
+// caller's ring, through the same counting (CountEnded, CountSucceeded).
 void NodeRuntime::Finish(Attempt* a, AttemptSink* b,
                          const absl::StatusOr<size_t>& r, const char* out,
                          bool checksum_failure, absl::Time t0) {
   const absl::Time now = client_->clock()->MonotonicNow();
   const absl::Duration latency = now - t0;
-  last_answer_ns_.store(absl::ToUnixNanos(now), std::memory_order_relaxed);
-  counters_.inflight.fetch_sub(1);
-  counters_.outstanding_bytes.fetch_sub(static_cast<int64_t>(a->length));
-  client_->global_inflight().fetch_sub(1);
-  const bool abandoned = a->abandoned.load(std::memory_order_relaxed);
+  const int64_t length = static_cast<int64_t>(a->length);
+  CountEnded(1, length, absl::ToUnixNanos(now));
   if (r.ok()) {
     // A late answer after a stall or timeout still revives the node, but
     // its latency would inflate the node's p99 (and so its stall and hedge
     // delays) for a whole window: leave it out.
-    if (!abandoned) client_->latency().Record(latency_, latency, now);
-    client_->health().RecordSuccess(id_, latency);
-    counters_.bytes.fetch_add(a->length);
+    if (!a->abandoned.load(std::memory_order_relaxed)) {
+      client_->latency().Record(latency_, latency, now);
+    }
+    CountSucceeded(1, length, latency);
   } else if (!absl::IsCancelled(r.status())) {
     counters_.errors.fetch_add(1);
     if (checksum_failure) {

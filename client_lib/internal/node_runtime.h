@@ -61,13 +61,6 @@ class WorkerBuffer {
   size_t size_ = 0;
 };
 
-// Which node's mount directory a string holds, and which version of it
-// (NodeRuntime::MountDirInto; versions are unique in the process).
-struct MountDirCopy {
-  const NodeRuntime* node = nullptr;
-  uint64_t gen = 0;
-};
-
 // What the engine attaches to a read on a ReadRing (which knows nothing of
 // it): the attempt's task, how to check the bytes, when it started.
 // Recycled: a slot's next read reuses it, its path strings' memory too.
@@ -79,8 +72,9 @@ struct MountRead : ReadRing::Context {
   }
   Task task{};
   MountPlan plan;
-  // What plan.path.mount holds, for a read on a calling thread's ring.
-  MountDirCopy mount;
+  // The version of the mount directory plan.path.mount holds, for a read
+  // on a calling thread's ring (NodeRuntime::MountDirInto).
+  uint64_t mount_gen = 0;
   absl::Time t0;
 };
 
@@ -239,17 +233,14 @@ class NodeRuntime : public std::enable_shared_from_this<NodeRuntime> {
     absl::MutexLock l(&mu_);
     return mount_dir_;
   }
-  // mount_dir() into `*out`, reusing its memory; `*copy` says whose and
-  // which `*out` holds: nothing to do (no lock) if it is still this node's.
-  void MountDirInto(std::string* out, MountDirCopy* copy) {
-    if (copy->node == this &&
-        copy->gen == mount_gen_.load(std::memory_order_acquire)) {
-      return;
-    }
+  // mount_dir() into `*out`, reusing its memory; `*gen`: the version
+  // `*out` holds (versions are unique in the process): nothing to do, and
+  // no lock, if it is this node's current one.
+  void MountDirInto(std::string* out, uint64_t* gen) {
+    if (*gen == mount_gen_.load(std::memory_order_acquire)) return;
     absl::MutexLock l(&mu_);
     out->assign(mount_dir_);
-    copy->node = this;
-    copy->gen = mount_gen_.load(std::memory_order_relaxed);
+    *gen = mount_gen_.load(std::memory_order_relaxed);
   }
   // rangefs-mountd reports this node's mount as not usable.
   // Never this host's own node: it is read from its export directory, not
@@ -280,8 +271,7 @@ class NodeRuntime : public std::enable_shared_from_this<NodeRuntime> {
   // Finish's accounting and hand-over for each of `ok` (all of one
   // client), with one clock read for all (each latency ends when the
   // reap's checks do), one lock a node in the health and latency tables,
-  // and one CompletedAll a run of one call's reads. Keep in step with
-  // Finish.
+  // and one CompletedAll a run of one call's reads.
   static void FinishAll(absl::Span<const CallerSuccess> ok);
   // Whether ReadCached may serve `a`: a mount known good, on a local file
   // system, its file already open, its sidecar loaded when verifying.
@@ -318,6 +308,12 @@ class NodeRuntime : public std::enable_shared_from_this<NodeRuntime> {
   bool Execute(Attempt* a, AttemptSink* b, WorkerBuffer& buf);
   // Ends an attempt whose batch closed before it started.
   void CancelQueued(Attempt* a, AttemptSink* b);
+  // The counting of `count` ended attempts of this node (any outcome;
+  // `bytes`: their length) that ended at `now_ns`, and of `count` that
+  // succeeded (the last with `last_latency`). Finish and FinishAll.
+  void CountEnded(int64_t count, int64_t bytes, int64_t now_ns);
+  void CountSucceeded(int64_t count, int64_t bytes,
+                      absl::Duration last_latency);
   // Accounts an attempt's outcome and hands its bytes (`out`, valid until
   // this returns) to the batch.
   void Finish(Attempt* a, AttemptSink* b, const absl::StatusOr<size_t>& r,
@@ -367,10 +363,11 @@ class NodeRuntime : public std::enable_shared_from_this<NodeRuntime> {
   absl::Mutex mu_;
   std::vector<std::string> addresses_ ABSL_GUARDED_BY(mu_);
   std::string mount_dir_ ABSL_GUARDED_BY(mu_);
-  // Its version, changed (under mu_) with it; 0: never set.
+  // Its version, changed (under mu_) with it; 0: never set (then it is
+  // empty, as every node's that was never set).
   std::atomic<uint64_t> mount_gen_{0};
-  // A new version, unique in the process (a tag of one node never
-  // matches another's, even at a reused address).
+  // A new version, unique in the process: a copy of one node's directory
+  // never passes for another's.
   static uint64_t NewMountGen() {
     static std::atomic<uint64_t> last{0};
     return last.fetch_add(1, std::memory_order_relaxed) + 1;
