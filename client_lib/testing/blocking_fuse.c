@@ -26,7 +26,10 @@
 // EINTR once /proc shows SIGKILL pending for the reading thread.) A read
 // whose reading thread is gone (an asynchronous io_uring read of a process
 // that exited: no one waits for it, no interrupt comes) ends the same way,
-// within 50 ms, so that it does not hold one of this process's threads.
+// within 50 ms, so that it does not hold one of this process's threads;
+// and so does one released (the control file changed) after its reader
+// went: it is not served, and takes none of the reads a new count lets
+// through.
 //
 // With BLOCKING_FUSE_DELAY_MS=N in the environment, every data read (not
 // blocked) first sleeps N ms: a slow mount whose reads wait without using
@@ -54,7 +57,7 @@
 static const char* g_backing;
 static const char* g_control;
 static atomic_long g_served;  // data reads answered so far
-static long g_delay_us;        // BLOCKING_FUSE_DELAY_MS, in microseconds
+static long g_delay_us;       // BLOCKING_FUSE_DELAY_MS, in microseconds
 // The control file last seen holding a number, and g_served then.
 static pthread_mutex_t g_mu = PTHREAD_MUTEX_INITIALIZER;
 static ino_t g_ino;
@@ -172,6 +175,13 @@ static int Read(const char* path, char* buf, size_t size, off_t off,
       }
       usleep(5000);
     } while (Blocked());
+    // Released: serve it only if its reader is still there. The read of a
+    // process that exited meanwhile (a test's previous run) must not
+    // take one of the reads a new control file lets through.
+    if (Killed(reader)) {
+      fprintf(stderr, "killed read %s\n", path);
+      return -EINTR;
+    }
   }
   const char* base = strrchr(path, '/');
   if (g_delay_us > 0 && base[1] != '.') usleep((useconds_t)g_delay_us);
