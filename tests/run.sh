@@ -5,8 +5,18 @@
 # counting test cases (gtest cases, one per shell test). Exits non-zero if
 # anything failed or did not build. Extra arguments go to `bazel test`:
 # target patterns (e.g. tests/run.sh //namespace/...) and flags (e.g.
-# --symlink_prefix=/). Without a target pattern it runs //... and then the
-# fuzz corpus replay again under --config=asan.
+# --symlink_prefix=/). Without a target pattern it runs //..., then the
+# fuzz corpus replay again under --config=asan, then builds //... under
+# --config=tsa (clang's thread-safety analysis; a build, not a test run).
+#
+#   tests/run.sh --stress[=N] [--stress_runs=U,I] [targets...]
+# runs the same suite on a loaded machine: N busy loops (default: one per
+# core) and a disk writer beside it (tests/load.sh), every test run afresh
+# (--nocache_test_results) U times (default 5) if it is size "small" and I
+# times (default 2) otherwise, all runs in parallel as Bazel schedules them.
+# It ends with one line per target that failed at least once (runs failed,
+# test cases that failed) before the closing line. For engineers and for
+# checking that load cannot change a verdict; .ci/run does not use it.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 
@@ -16,8 +26,14 @@ bash deploy/install-deps.sh || { echo "install-deps failed"; echo "0 passed, 1 f
 # .cache/ is ignored by git and Bazel).
 flags=("--test_env=RANGEFS_PYTHON_VENV=$PWD/.cache/python-venv")
 targets=()
+stress=0
+stress_cpus=$(nproc)
+stress_runs=5,2
 for a in "$@"; do
   case "$a" in
+    --stress) stress=1 ;;
+    --stress=*) stress=1; stress_cpus="${a#--stress=}" ;;
+    --stress_runs=*) stress_runs="${a#--stress_runs=}" ;;
     -//*) targets+=("$a") ;;  # A negative target pattern.
     -*) flags+=("$a") ;;
     *) targets+=("$a") ;;
@@ -25,10 +41,32 @@ for a in "$@"; do
 done
 full=0
 [ "${#targets[@]}" -eq 0 ] && { targets=(//...); full=1; }
+if [ "$stress" -eq 1 ]; then
+  [[ "$stress_cpus" =~ ^[0-9]+$ ]] ||
+    { echo "run.sh: --stress=N takes a whole number of busy loops, got '$stress_cpus'" >&2; exit 2; }
+  [[ "$stress_runs" =~ ^[1-9][0-9]*,[1-9][0-9]*$ ]] ||
+    { echo "run.sh: --stress_runs=U,I takes two counts (small tests, others), got '$stress_runs'" >&2; exit 2; }
+  # Tests of size medium or large run I times, the rest U times (the last
+  # --runs_per_test that matches a test wins).
+  query=""
+  for t in "${targets[@]}"; do
+    case "$t" in
+      -*) query+=" - ${t#-}" ;;
+      *) query+="${query:+ + }$t" ;;
+    esac
+  done
+  big=$(bazel query --noshow_progress "tests($query) except attr(size, small, tests($query))" 2>/dev/null |
+        sed -E 's/[.+]/\\&/g; s/^(.*)$/^\1$/' | paste -sd, -)
+  flags+=("--nocache_test_results" "--runs_per_test=${stress_runs%,*}")
+  [ -n "$big" ] && flags+=("--runs_per_test=$big@${stress_runs#*,}")
+  bash tests/load.sh --cpus="$stress_cpus" &
+  load_pid=$!
+fi
 
 log=$(mktemp /tmp/rangefs-test-XXXXXX.log)
 asan_log=$(mktemp /tmp/rangefs-test-asan-XXXXXX.log)
-trap 'rm -f "$log" "$asan_log"' EXIT
+tsa_log=$(mktemp /tmp/rangefs-test-tsa-XXXXXX.log)
+trap 'rm -f "$log" "$asan_log" "$tsa_log"; [ -n "${load_pid:-}" ] && kill "$load_pid" 2>/dev/null' EXIT
 filter='^(INFO: (From|Analyzed|Found|Build|Elapsed|Invocation|Streaming)|Loading|Analyzing|\[[0-9,]+ / )'
 bazel test --noshow_progress "${flags[@]}" "${targets[@]}" 2>&1 | tee "$log" | grep -v -E "$filter"
 rc=${PIPESTATUS[0]}
@@ -45,32 +83,65 @@ if [ "$full" -eq 1 ]; then
   asan_testlogs=$(bazel info --config=asan bazel-testlogs 2>/dev/null)
 fi
 
-python3 - "$log" "$testlogs" "$rc" "$asan_log" "$asan_testlogs" "$asan_rc" <<'PY'
-import os, re, sys
+# Clang's thread-safety analysis over every package (--config=tsa, .bazelrc):
+# compiles only (no link, no test run), on full runs only.
+tsa_rc=0
+if [ "$full" -eq 1 ]; then
+  echo "tsa: bazel build --config=tsa //... (clang -Wthread-safety, compile only)"
+  bazel build --noshow_progress --config=tsa --output_groups=compilation_outputs //... \
+    >"$tsa_log" 2>&1
+  tsa_rc=$?
+  grep -E "error:|warning:" "$tsa_log" | head -40
+fi
+
+python3 - "$log" "$testlogs" "$rc" "$asan_log" "$asan_testlogs" "$asan_rc" "$tsa_log" "$tsa_rc" <<'PY'
+import glob, os, re, sys
 import xml.etree.ElementTree as ET
 runs = [(sys.argv[i], sys.argv[i + 1], int(sys.argv[i + 2])) for i in (1, 4)]
+tsa_log, tsa_rc = sys.argv[7], int(sys.argv[8])
 passed = failed = 0
-seen = 0
 bad = []
+flaky = []  # (target, runs failed, runs, failed test cases)
+
+
+def cases(xml):
+    """(passed, failed names) of one test.xml; None if unreadable."""
+    try:
+        root = ET.parse(xml).getroot()
+    except (ET.ParseError, OSError):
+        return None
+    p, f = 0, []
+    for tc in root.iter("testcase"):
+        if tc.find("failure") is not None or tc.find("error") is not None:
+            f.append(tc.get("name", "?"))
+        elif tc.get("status", "run") != "notrun":
+            p += 1
+    return p, f
+
+
 lines = [(l, t) for log, t, _ in runs for l in open(log, errors="replace")]
 for line, testlogs in lines:
     m = re.match(r"^(//\S+?)(\[asan\])?\s+(?:\(cached\)\s+)?(PASSED|FAILED|TIMEOUT|FLAKY|NO STATUS|FAILED TO BUILD|INCOMPLETE|REMOTE FAILURE|SKIPPED)\b", line)
     if not m:
         continue
-    seen += 1
     target, status = m.group(1), m.group(3)
-    xml = os.path.join(testlogs, target[2:].replace(":", "/"), "test.xml")
+    base = os.path.join(testlogs, target[2:].replace(":", "/"))
+    # One test.xml, or one per run (--runs_per_test) or shard.
+    xmls = [os.path.join(base, "test.xml")]
+    if not os.path.exists(xmls[0]):
+        xmls = sorted(glob.glob(os.path.join(base, "*_of_*", "test.xml")))
     target += m.group(2) or ""
     p = f = 0
-    if status in ("PASSED", "FAILED", "FLAKY") and os.path.exists(xml):
-        try:
-            for tc in ET.parse(xml).getroot().iter("testcase"):
-                if tc.find("failure") is not None or tc.find("error") is not None:
-                    f += 1
-                elif tc.get("status", "run") != "notrun":
-                    p += 1
-        except ET.ParseError:
-            pass
+    runs_failed, names = 0, set()
+    if status in ("PASSED", "FAILED", "FLAKY"):
+        for x in xmls:
+            c = cases(x)
+            if c is None:
+                continue
+            p += c[0]
+            f += len(c[1])
+            names.update(c[1])
+            runs_failed += 1 if c[1] else 0
     if status == "PASSED":
         p = max(p, 1) if f == 0 else p
         f = 0
@@ -78,14 +149,24 @@ for line, testlogs in lines:
         f = 1
     if f:
         bad.append(f"{target} {status}")
+        if len(xmls) > 1:
+            flaky.append((target, max(runs_failed, 1), len(xmls), sorted(names)))
     passed += p
     failed += f
 for log, _, rc in runs:
     if rc != 0 and failed == 0:
         failed = 1
         bad.append(f"bazel exited {rc} (build or analysis failure)")
+if tsa_rc != 0:
+    failed += 1
+    errs = [l.rstrip() for l in open(tsa_log, errors="replace") if "-Wthread-safety" in l]
+    bad.append(f"--config=tsa build exited {tsa_rc}: {len(errs)} thread-safety error(s)")
+    for e in errs[:20]:
+        print("TSA:", e)
 for b in bad:
     print("FAILED:", b)
+for target, k, n, names in flaky:
+    print(f"STRESS: {target} failed in {k} of {n} runs: {', '.join(names) or 'no test case named (timeout or crash)'}")
 print(f"{passed} passed, {failed} failed")
 sys.exit(1 if failed else 0)
 PY
