@@ -15,6 +15,7 @@
 #include "absl/random/random.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "absl/time/clock.h"
 #include "base/testing/status_matchers.h"
 #include "client_lib/testing/client_testing.h"
@@ -709,33 +710,51 @@ TEST_F(ClientTest, RetriesGoToTheFrontOfTheirNodesQueueInOrder) {
   std::string got(data.size(), '\0');
   absl::StatusOr<size_t> n;
   std::thread reader([&] { n = (*f)->Read(0, absl::MakeSpan(got)); });
-  ASSERT_TRUE(faulty_.WaitForBlocked(1, absl::Seconds(10)));
-  // Wait (bounded) until both retries are queued on n0: 8 + 2 requests.
-  const absl::Time limit = absl::Now() + absl::Seconds(10);
-  while (FindNode((*client)->Stats(), Node(0))->requests < 10 &&
-         absl::Now() < limit) {
+  ASSERT_TRUE(faulty_.WaitForBlocked(1, absl::Seconds(30)));
+  // n0's reads so far (its one worker is blocked in the last of them, e0).
+  auto seen_on_n0 = [&] {
+    std::vector<std::string> seen;
+    for (const std::string& p : order.order()) {
+      if (absl::StrContains(p, absl::StrCat("/", Node(0), "/"))) {
+        seen.push_back(p.substr(p.rfind('/') + 1));
+      }
+    }
+    return seen;
+  };
+  // Wait (bounded) until both retries are in n0's queue: every one of its
+  // 10 attempts read or queued. Not until its `requests` reach 10: an
+  // attempt is counted there when dispatched, and the calling thread hands
+  // it to its node a little later (Flush), which may be after e0 is
+  // released and the worker took e1..e7.
+  const absl::Time limit = absl::Now() + absl::Seconds(30);
+  int64_t queued = 0;
+  size_t seen = 0;
+  for (;;) {
+    queued = FindNode((*client)->Stats(), Node(0))->queued;
+    seen = seen_on_n0().size();
+    if (queued + static_cast<int64_t>(seen) >= 10 || absl::Now() > limit) {
+      break;
+    }
     absl::SleepFor(absl::Milliseconds(1));
   }
-  EXPECT_EQ(FindNode((*client)->Stats(), Node(0))->requests, 10u);
+  ASSERT_EQ(queued + static_cast<int64_t>(seen), 10)
+      << "n0: " << queued << " queued, " << seen << " read, after 30 s";
   faulty_.Release();
   reader.join();
   ASSERT_THAT(n, IsOk());
   EXPECT_TRUE(got == data);
-  std::vector<std::string> on_n0;
-  for (const std::string& p : order.order()) {
-    if (absl::StrContains(p, absl::StrCat("/", Node(0), "/"))) {
-      on_n0.push_back(p.substr(p.rfind('/') + 1));
-    }
-  }
+  const std::vector<std::string> on_n0 = seen_on_n0();
   ASSERT_EQ(on_n0.size(), 10u);
   // e0 was taken first (or, if n0's worker had not started yet, the
   // retries were): the retries must come before e1..e7 either way.
   const size_t e8 = std::find(on_n0.begin(), on_n0.end(), "e8") - on_n0.begin();
   const size_t e9 = std::find(on_n0.begin(), on_n0.end(), "e9") - on_n0.begin();
   const size_t e1 = std::find(on_n0.begin(), on_n0.end(), "e1") - on_n0.begin();
-  EXPECT_LT(e8, e1) << "a retry waited behind first attempts";
-  EXPECT_LT(e9, e1) << "a retry waited behind first attempts";
-  EXPECT_LT(e8, e9) << "late pieces were taken last in, first out";
+  const std::string read_order = absl::StrJoin(on_n0, " ");
+  EXPECT_LT(e8, e1) << "a retry waited behind first attempts: " << read_order;
+  EXPECT_LT(e9, e1) << "a retry waited behind first attempts: " << read_order;
+  EXPECT_LT(e8, e9) << "late pieces were taken last in, first out: "
+                    << read_order;
 }
 
 TEST_F(ClientTest, HedgeBudgetHolds) {
