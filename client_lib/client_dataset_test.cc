@@ -139,10 +139,10 @@ class ClientDatasetTest : public ::testing::Test {
   bool paused_ = false;
 };
 
-// Polls `done` up to 10 s.
+// Polls `done` up to 30 s (generous: the machine may be loaded).
 template <typename F>
 bool Eventually(F done) {
-  const absl::Time end = absl::Now() + absl::Seconds(10);
+  const absl::Time end = absl::Now() + absl::Seconds(30);
   while (!done()) {
     if (absl::Now() > end) return false;
     absl::SleepFor(absl::Milliseconds(5));

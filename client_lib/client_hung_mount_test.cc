@@ -537,13 +537,16 @@ TEST_F(HungMountTest, ReleasedMountIsReadmittedAndReadAgain) {
       return NodeStats{};
     };
     // Reads go on while n1 hangs, until the client has marked it dead.
-    const absl::Time give_up = absl::Now() + absl::Seconds(20);
+    const absl::Time give_up = absl::Now() + absl::Seconds(30);
     while (n1().admissible && absl::Now() < give_up) read_once();
     ASSERT_FALSE(n1().admissible);
     EXPECT_EQ(n1().bytes, 0u);
-    // The mount comes back: n1 is admitted again and read.
+    // The mount comes back: n1 is admitted again and read (its own bound:
+    // a slow first phase on a loaded machine must not eat into it).
     Release();
-    while ((!n1().admissible || n1().bytes == 0) && absl::Now() < give_up) {
+    const absl::Time give_up_again = absl::Now() + absl::Seconds(30);
+    while ((!n1().admissible || n1().bytes == 0) &&
+           absl::Now() < give_up_again) {
       read_once();
     }
     EXPECT_TRUE(n1().admissible);
@@ -552,7 +555,8 @@ TEST_F(HungMountTest, ReleasedMountIsReadmittedAndReadAgain) {
     const absl::Time t0 = absl::Now();
     files.clear();
     client->reset();
-    EXPECT_LT(absl::Now() - t0, absl::Seconds(1));
+    // teardown_timeout is 500 ms: bounded, with room for a loaded machine.
+    EXPECT_LT(absl::Now() - t0, absl::Seconds(5));
   }
 }
 

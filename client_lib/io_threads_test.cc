@@ -14,7 +14,7 @@ namespace {
 
 // Polls `done` up to `timeout`.
 template <typename F>
-bool Eventually(F done, absl::Duration timeout = absl::Seconds(10)) {
+bool Eventually(F done, absl::Duration timeout = absl::Seconds(30)) {
   const absl::Time end = absl::Now() + timeout;
   while (!done()) {
     if (absl::Now() > end) return false;

@@ -130,7 +130,7 @@ TEST_F(LocateTest, DrainedReplicaGoesLast) {
   CreateFile("/h", {{0, 1}});
   ASSERT_THAT(store_->SetNodeState("n0", v1::DRAINING), IsOk());
   // The client learns the node state through its watch.
-  const absl::Time end = absl::Now() + absl::Seconds(10);
+  const absl::Time end = absl::Now() + absl::Seconds(30);
   std::vector<std::string> order;
   while (absl::Now() < end) {
     auto where = client_->Locate("/h", 0, 1000);

@@ -49,6 +49,9 @@ struct NodeStats {
   bool mount_reported_down = false;  // rangefs-mountd: mount not healthy
   bool local = false;    // this host's node (ClientOptions::local_node)
   int64_t inflight = 0;  // now
+  // Of `inflight`: attempts waiting in the node's queue for one of its
+  // threads (not yet started), now.
+  int64_t queued = 0;
   int64_t outstanding_bytes = 0;
   bool admissible = true;  // the NodeHealthTable's verdict now
   // Windowed latency histogram of this node's successful attempts.

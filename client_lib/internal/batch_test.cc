@@ -240,7 +240,7 @@ TEST_F(BatchTest, AnswerFirstCancelsALandingAgentReadAndWaitsForIt) {
   ASSERT_EQ(dst, dst_.data());
   EXPECT_EQ(b_.Land(hedge), nullptr);  // one holder at a time
   std::thread reader([&] {
-    const absl::Time end = absl::Now() + absl::Seconds(10);
+    const absl::Time end = absl::Now() + absl::Seconds(30);
     while (!primary->canceller.cancelled() && absl::Now() < end) {
       absl::SleepFor(absl::Milliseconds(1));
     }

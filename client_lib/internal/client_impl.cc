@@ -448,6 +448,7 @@ ClientStats ClientImpl::Stats() {
     if (ns.local) s.local_bytes += ns.bytes;
     ns.mount_reported_down = n->mount_down();
     ns.inflight = c.inflight.load();
+    ns.queued = c.queued.load();
     ns.outstanding_bytes = c.outstanding_bytes.load();
     ns.admissible = Admissible(n.get());
     ns.latency = ToLatencyHistogram(latency_.NodeSnapshot(id));

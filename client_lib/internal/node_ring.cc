@@ -91,6 +91,7 @@ void NodeRuntime::RingLoop() {
       absl::MutexLock l(&qmu_);
       while (!ring_queue_.empty() && take.size() < ring.free_slots()) {
         take.push_back(ring_queue_.Pop());
+        counters_.queued.fetch_sub(1);
       }
       if (take.empty() && ring.inflight() == 0 && stop_) break;
       block = take.empty();

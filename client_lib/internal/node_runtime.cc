@@ -23,6 +23,7 @@ void NodeRuntime::Submit(absl::Span<Task> tasks) {
       started_ = true;
       use_ring_ = client_->RingWanted() && StartRingLocked();
     }
+    counters_.queued.fetch_add(static_cast<int64_t>(tasks.size()));
     for (Task& t : tasks) {
       if (!use_ring_) {
         SubmitPoolLocked(std::move(t));
@@ -86,6 +87,7 @@ void NodeRuntime::WorkerLoop() {
           this));
       if (queue_.empty()) return;  // stopping
       t = queue_.Pop();
+      counters_.queued.fetch_sub(1);
     }
     if (!Execute(t.attempt, t.call.get(), buf)) return;  // torn down
   }

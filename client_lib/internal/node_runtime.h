@@ -130,6 +130,9 @@ struct NodeCounters {
       stalls{0}, moved{0}, checksum_failures{0}, mount_reads{0}, agent_reads{0},
       uring_reads{0}, caller_reads{0}, in_place_reads{0}, cached_reads{0};
   std::atomic<int64_t> inflight{0}, outstanding_bytes{0};
+  // Of `inflight`: attempts in the node's queue (handed to it by Submit),
+  // not yet taken by one of its threads.
+  std::atomic<int64_t> queued{0};
 };
 
 constexpr size_t kMaxRingFds = 1024;

@@ -66,7 +66,7 @@ TEST_F(ReadRingTest, ReadsComeBackWithTheirContexts) {
   EXPECT_EQ(ring->inflight(), 3);
   EXPECT_EQ(ring->free_slots(), 1u);
   std::map<int, std::string> got;
-  const absl::Time deadline = absl::Now() + absl::Seconds(10);
+  const absl::Time deadline = absl::Now() + absl::Seconds(30);
   while (ring->inflight() > 0 && absl::Now() < deadline) {
     ring->SubmitAndWait(absl::Milliseconds(100));
     ring->Reap([&](ReadRing::Slot& s, int res) {
@@ -105,7 +105,7 @@ TEST_F(ReadRingTest, ReapTakesAtMostMax) {
     seen[static_cast<TestContext&>(*s.context).id]++;
     ++this_reap;
   };
-  const absl::Time deadline = absl::Now() + absl::Seconds(10);
+  const absl::Time deadline = absl::Now() + absl::Seconds(30);
   // Submits, then waits until the kernel has ended all four.
   ring->SubmitAndWait(absl::ZeroDuration());
   while (absl::Now() < deadline && ring->inflight() == 4 && seen.empty()) {
@@ -146,7 +146,7 @@ TEST_F(ReadRingTest, RecycledContextsStayWithTheirSlots) {
   ASSERT_GE(file->fd(), 0);
   auto read_one = [&](uint64_t offset) {
     ring->Start(file, offset, 4096, 4096, false, nullptr);
-    const absl::Time deadline = absl::Now() + absl::Seconds(10);
+    const absl::Time deadline = absl::Now() + absl::Seconds(30);
     std::string got;
     while (ring->inflight() > 0 && absl::Now() < deadline) {
       ring->SubmitAndWait(absl::Milliseconds(100));
@@ -171,7 +171,7 @@ TEST_F(ReadRingTest, RecycledContextsStayWithTheirSlots) {
   bool released = false;
   ring->Start(file, 0, 4096, 4096, false,
               std::make_unique<TestContext>(7, &released));
-  const absl::Time deadline = absl::Now() + absl::Seconds(10);
+  const absl::Time deadline = absl::Now() + absl::Seconds(30);
   while (ring->inflight() > 0 && absl::Now() < deadline) {
     ring->SubmitAndWait(absl::Milliseconds(100));
     ring->Reap([](ReadRing::Slot&, int) {});
