@@ -527,8 +527,12 @@ TEST(EtcdClientTest, FailsOverWhenLeaderIsKilled) {
   for (int i = 0; i < 3; ++i) {
     if (i != *leader) absl::StrAppend(&endpoints, ",", etcd->endpoint(i));
   }
-  auto c =
-      OpenClient({.endpoints = endpoints, .call_timeout = absl::Seconds(2)});
+  // The Range right after the kill needs a new leader: its attempts (2 s
+  // each, on the survivors) cover an election (idle ~1.2 s) even on a
+  // loaded machine.
+  auto c = OpenClient({.endpoints = endpoints,
+                       .call_timeout = absl::Seconds(2),
+                       .max_attempts = 10});
   ASSERT_NE(c, nullptr);
   ASSERT_THAT(c->Put("/f/x", "before"), IsOk());
   ASSERT_THAT(etcd->KillMember(*leader), IsOk());
