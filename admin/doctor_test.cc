@@ -11,6 +11,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
+#include "absl/time/time.h"
 #include "base/testing/status_matchers.h"
 #include "client_lib/mountd/mount_status.h"
 #include "gmock/gmock.h"
@@ -33,6 +34,7 @@ using ::rangefs::testing::MakeTempDir;
 using ::rangefs::testing::RunfilePath;
 using ::rangefs::testing::Subprocess;
 using ::testing::HasSubstr;
+using ::testing::StartsWith;
 
 // The row whose check is `check`; fails the test if there is none.
 std::vector<std::string> Row(const Table& t, const std::string& check) {
@@ -208,14 +210,28 @@ TEST(DoctorTest, ShowsHungMountsWithTheirDuration) {
        "--mountinfo=" + *dir + "/mountinfo", "--sysfs-root=" + *dir + "/sys",
        "--mount-status=" + status_file});
   ASSERT_THAT(args.status(), IsOk());
+  // The doctor reads the clock somewhere in [before, after]; however long
+  // that takes on a loaded machine, the duration it shows lies in between.
+  const absl::Time before = absl::Now();
   auto t = RunDoctor(ctx, *args);
+  const absl::Time after = absl::Now();
   ASSERT_THAT(t.status(), IsOk());
   SCOPED_TRACE(FormatHuman(*t));
 
   EXPECT_EQ(Row(*t, "mountd")[1], "OK");  // read from --mount-status
   auto hung = Row(*t, "hung sn-1");
   EXPECT_EQ(hung[1], "FAIL");
-  EXPECT_THAT(hung[2], HasSubstr(root + "/sn-1 hung for 1m3"));  // 1m35s+
+  const std::string prefix = root + "/sn-1 hung for ";
+  ASSERT_THAT(hung[2], StartsWith(prefix));
+  const std::string shown = hung[2].substr(
+      prefix.size(), hung[2].find(' ', prefix.size()) - prefix.size());
+  absl::Duration hung_for;
+  ASSERT_TRUE(absl::ParseDuration(shown, &hung_for)) << shown;
+  EXPECT_EQ(hung_for, absl::Trunc(hung_for, absl::Seconds(1))) << shown;
+  const absl::Time since_ms = absl::FromUnixMillis(absl::ToUnixMillis(since));
+  EXPECT_GE(hung_for, absl::Trunc(before - since_ms, absl::Seconds(1)))
+      << shown;
+  EXPECT_LE(hung_for, after - since_ms) << shown;  // 1m35s and a little
   EXPECT_THAT(hung[2], HasSubstr(absl::FormatTime("(since %Y-%m-%d %H:%M:%S",
                                                   since, absl::UTCTimeZone())));
   EXPECT_THAT(hung[2], HasSubstr("did not return within 5s"));

@@ -1,5 +1,6 @@
 #include "base/thread_priority.h"
 
+#include <algorithm>
 #include <thread>
 
 #include "gmock/gmock.h"
@@ -26,6 +27,8 @@ TEST(ThreadPriorityTest, LowersOnlyTheCallingThreadAndItsChildren) {
 }
 
 TEST(ThreadPriorityTest, NeverRaisesPriority) {
+  // A test runner started with nice > 15 (e.g. beside a build) starts there.
+  const int before = ThreadNice();
   int after = -100;
   absl::Status s;
   std::thread t([&] {
@@ -35,7 +38,7 @@ TEST(ThreadPriorityTest, NeverRaisesPriority) {
   });
   t.join();
   EXPECT_TRUE(s.ok()) << s;
-  EXPECT_EQ(after, 15);
+  EXPECT_EQ(after, std::max(before, 15));
 }
 
 TEST(ThreadPriorityTest, RefusesValuesOutsideTheBackgroundRange) {

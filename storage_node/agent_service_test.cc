@@ -154,8 +154,10 @@ class AgentServiceTest : public ::testing::Test {
     close(fd);
   }
 
+  // Polls `cond`; the bound only ends a wait that would never end, so it
+  // holds on a loaded machine.
   bool WaitFor(const std::function<bool()>& cond,
-               absl::Duration timeout = absl::Seconds(10)) {
+               absl::Duration timeout = absl::Seconds(60)) {
     const absl::Time deadline = absl::Now() + timeout;
     while (absl::Now() < deadline) {
       if (cond()) return true;

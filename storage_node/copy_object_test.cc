@@ -146,9 +146,9 @@ TEST_F(CopyObjectTest, CopiesBytesAndSidecar) {
     EXPECT_EQ(r->size(), size);
     EXPECT_TRUE(Slurp(dst->dir + "/" + path) == data);
     auto want = src->client->ChecksumObject(path, false,
-                                            absl::Now() + absl::Seconds(5));
+                                            absl::Now() + absl::Seconds(60));
     auto got = dst->client->ChecksumObject(path, false,
-                                           absl::Now() + absl::Seconds(5));
+                                           absl::Now() + absl::Seconds(60));
     ASSERT_THAT(got, IsOk());
     EXPECT_EQ(got->block_size(), 4096u);  // the source's block size
     EXPECT_EQ(got->SerializeAsString(), want->SerializeAsString());
@@ -165,11 +165,11 @@ TEST_F(CopyObjectTest, OtherSourcePathAndOverwrite) {
   req.set_path("b/y");
   req.set_source_path("a/x");
   req.set_source_address(src->address);
-  EXPECT_THAT(dst->client->CopyObject(req, absl::Now() + absl::Seconds(10)),
+  EXPECT_THAT(dst->client->CopyObject(req, absl::Now() + absl::Seconds(60)),
               StatusIs(absl::StatusCode::kAlreadyExists));
   EXPECT_EQ(Slurp(dst->dir + "/b/y"), "old");
   req.set_overwrite(true);
-  ASSERT_THAT(dst->client->CopyObject(req, absl::Now() + absl::Seconds(10)),
+  ASSERT_THAT(dst->client->CopyObject(req, absl::Now() + absl::Seconds(60)),
               IsOk());
   EXPECT_EQ(Slurp(dst->dir + "/b/y"), "new bytes");
 }
@@ -242,7 +242,7 @@ TEST_F(CopyObjectTest, WriteRulesApply) {
   CopyObjectRequest req;
   req.set_path("o");
   req.set_source_address("not an address");
-  EXPECT_THAT(dst->client->CopyObject(req, absl::Now() + absl::Seconds(5)),
+  EXPECT_THAT(dst->client->CopyObject(req, absl::Now() + absl::Seconds(60)),
               StatusIs(absl::StatusCode::kInvalidArgument));
 }
 
@@ -250,7 +250,7 @@ TEST_F(CopyObjectTest, ListObjectsStreamsObjectsOnly) {
   auto a = Start("a");
   Put(*a, "x/1", "one");
   Put(*a, "y", "three");
-  auto list = a->client->ListObjects(absl::Now() + absl::Seconds(10));
+  auto list = a->client->ListObjects(absl::Now() + absl::Seconds(60));
   ASSERT_THAT(list, IsOk());
   std::map<std::string, uint64_t> got;
   for (const ObjectInfo& o : *list) {

@@ -76,7 +76,7 @@ class NodeClientTest : public ::testing::Test {
           pos += n;
           return n;
         },
-        {.deadline = absl::Now() + absl::Seconds(10), .chunk_bytes = 777});
+        {.deadline = absl::Now() + absl::Seconds(60), .chunk_bytes = 777});
   }
   testing::ScopedTempDir tmp_;  // Removed when the fixture is destroyed.
   std::string dir_;
@@ -103,7 +103,7 @@ TEST_F(NodeClientTest, WriteThenReadByteExact) {
       EXPECT_EQ(buf.substr(0, want), data.substr(off, want));
     }
   }
-  auto st = client_->StatObject("a/b/obj", absl::Now() + absl::Seconds(5));
+  auto st = client_->StatObject("a/b/obj", absl::Now() + absl::Seconds(60));
   ASSERT_THAT(st, IsOk());
   EXPECT_EQ(st->size(), data.size());
   EXPECT_TRUE(st->has_checksums());
@@ -186,7 +186,10 @@ TEST_F(NodeClientTest, DeadlineOnAHeldRead) {
   EXPECT_THAT(client_->ReadRange("slow", 0, absl::MakeSpan(buf),
                                  {.deadline = start + absl::Milliseconds(200)}),
               StatusIs(absl::StatusCode::kDeadlineExceeded));
-  EXPECT_LT(absl::Now() - start, absl::Seconds(5));
+  // The agent holds the read until Release: only the 200 ms deadline ends
+  // it (idle: at once; the bound leaves room for a loaded machine).
+  const absl::Duration took = absl::Now() - start;
+  EXPECT_LT(took, absl::Seconds(10)) << absl::FormatDuration(took);
   Release();
 }
 

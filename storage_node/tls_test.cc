@@ -96,7 +96,7 @@ class TlsTest : public ::testing::Test {
     std::string got(data_.size(), '\0');
     absl::StatusOr<size_t> n =
         (*nc)->ReadRange(kObject, 0, absl::MakeSpan(&got[0], got.size()),
-                         {.deadline = absl::Now() + absl::Seconds(10)});
+                         {.deadline = absl::Now() + absl::Seconds(30)});
     if (!n.ok()) return n.status();
     if (*n != data_.size() || got != data_) {
       return absl::DataLossError(absl::StrCat("read ", *n, " bytes, differ"));
@@ -225,7 +225,7 @@ TEST_F(TlsTest, RangefsNodeBinaryServesMtlsFromFlags) {
                 "--tls_client_ca=" + File("good", "ca.crt")},
        .log_path = *dir_ + "/node-mtls.log"});
   ASSERT_THAT(p, IsOk());
-  ASSERT_THAT((*p)->WaitForLog("serving on 127.0.0.1:", absl::Seconds(20)),
+  ASSERT_THAT((*p)->WaitForLog("serving on 127.0.0.1:", absl::Seconds(60)),
               IsOk());
   const std::string log = (*p)->Log();
   const std::string marker = "serving on 127.0.0.1:";

@@ -97,7 +97,10 @@ admin() {
     $(admin_tls_flags) "$@"
 }
 
-# wait_for DESCRIPTION SECONDS CMD...: polls CMD every 0.1 s.
+# wait_for DESCRIPTION SECONDS CMD...: polls CMD every 0.1 s, SECONDS*10
+# times (longer when CMD is slow). The bounds only end a wait that would
+# never end: they leave room for a loaded machine (tests start clusters
+# beside builds and other tests).
 wait_for() {
   local what=$1 secs=$2; shift 2
   local i
@@ -253,7 +256,7 @@ cmd_up() {
       --auto-compaction-mode=revision --auto-compaction-retention=100000
   done
   save_state
-  wait_for "etcd" 30 admin node list
+  wait_for "etcd" 120 admin node list
   log "etcd up at $ETCD_ENDPOINTS"
   # nodes: addresses first (agent certificates name them)
   local addrs=() agents=()
@@ -295,9 +298,9 @@ cmd_up() {
       ${NODE_FLAGS[@]+"${NODE_FLAGS[@]}"}
   done
   for i in $(seq 1 "$NODES"); do
-    wait_for "node n$i serving" 30 grep -q "serving on" "$DIR/logs/node-n$i.log"
+    wait_for "node n$i serving" 120 grep -q "serving on" "$DIR/logs/node-n$i.log"
   done
-  wait_for "live records of $NODES nodes" 30 all_live
+  wait_for "live records of $NODES nodes" 120 all_live
   local ksec=()
   if [ "$TLS" = 1 ]; then
     ksec=(--agent_ca="$TLS_DIR/ca.crt" --agent_cert="$TLS_DIR/rangefs-keeper.crt"
@@ -308,7 +311,7 @@ cmd_up() {
       "$([ "$HOSTS" = netns ] && echo "rfs${TAG}-c" || echo -)" \
       "$BIN/rangefs-keeper" --etcd_endpoints="$ETCD_ENDPOINTS" --cluster="$CLUSTER" \
       --id=local-keeper ${ksec[@]+"${ksec[@]}"}
-    wait_for "rangefs-keeper active" 30 grep -q "is active" "$DIR/logs/keeper.log"
+    wait_for "rangefs-keeper active" 120 grep -q "is active" "$DIR/logs/keeper.log"
   else
     log "no $BIN/rangefs-keeper: running without a keeper"
   fi

@@ -26,9 +26,8 @@ run_mode() {
   local writer=() reader=()
   if [ "$security" = --tls ]; then
     [ -s "$AGENT_TLS_DIR/ca.crt" ] || fail "$hosts: no AGENT_TLS_DIR from up: $env"
-    local i
-    for ((i = 0; i < 100; i++)); do  # the line follows "serving on" closely
-      grep -q "(mTLS)" "$DIR/logs/node-n1.log" && break
+    local give_up=$((SECONDS + 60))  # the line follows "serving on" closely
+    until grep -q "(mTLS)" "$DIR/logs/node-n1.log" || [ "$SECONDS" -ge "$give_up" ]; do
       sleep 0.1
     done
     grep -q "(mTLS)" "$DIR/logs/node-n1.log" || fail "$hosts: agent n1 is not serving mTLS"

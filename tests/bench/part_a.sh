@@ -376,7 +376,7 @@ agent_sendfile() {  # agent_sendfile DIRECT STREAMS,MODE RUNTIME RAMP JSON
   "$BIN/sendfile_stream" fetch 127.0.0.1 "$port" "$streams" "$4" "$3" >"$5" 2>"$5.err"
 }
 for p in "$SF_PORT" "$((SF_PORT + 2))"; do
-  for _ in $(seq 1 100); do (exec 3<>"/dev/tcp/127.0.0.1/$p") 2>/dev/null && break; sleep 0.05; done
+  for _ in $(seq 1 1200); do (exec 3<>"/dev/tcp/127.0.0.1/$p") 2>/dev/null && break; sleep 0.05; done
 done
 sf_cfgs=()
 for s in $AGENT_STREAMS; do sf_cfgs+=("$s,sendfile" "$s,pread"); done
@@ -392,8 +392,8 @@ row "agent path over loopback: client CPU s/GB vs the plain stream's receiver" \
 # many streams, for scale.
 IP_PORT=$((SF_PORT + 1))
 iperf3 -s -B 127.0.0.1 -p "$IP_PORT" -D -I "$WORK/iperf-a.pid" --logfile "$WORK/iperf-a.log"
-for _ in $(seq 1 100); do [ -s "$WORK/iperf-a.pid" ] && break; sleep 0.05; done
-sleep 0.2
+# -D returns before the server listens: wait for the socket (up to 60 s).
+for _ in $(seq 1 1200); do ss -ltnH "sport = :$IP_PORT" | grep -q . && break; sleep 0.05; done
 sf_streams=${sf_cfg%%,*}
 echo "iperf3 -c 127.0.0.1 -l 1M -P $sf_streams -O $RAMP -t $RUNTIME -J" >>"$OUT/commands.log"
 if iperf3 -c 127.0.0.1 -p "$IP_PORT" -l 1M -P "$sf_streams" -O "$RAMP" -t "$RUNTIME" -J >"$WORK/ip-a.json" 2>&1; then

@@ -139,7 +139,7 @@ k_kill_n2() {
   kill -KILL "$(pgrep -f "rangefs-node --node_id=n2 --export_root=$KC/exports/n2( |\$)" | head -n 1)"
   KKILL=$(date +%s.%N)
   local i
-  for i in $(seq 1 200); do  # the live record expires within the 2 s lease
+  for i in $(seq 1 1200); do  # the live record expires within the 2 s lease (idle)
     "${KADMIN[@]}" --json status 2>/dev/null | python3 -c "
 import json, sys
 rows = json.load(sys.stdin)

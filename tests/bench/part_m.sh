@@ -58,7 +58,7 @@ NULLMNT="$WORK/nullmnt"
 mkdir -p "$NULLMNT"
 "$BIN/null_fuse" "$NULLMNT" "$FILES" "$FILE_MB" >"$WORK/null_fuse.log" 2>&1 &
 NULL_PID=$!
-for _ in $(seq 100); do grep -q " $NULLMNT fuse.null " /proc/mounts && break; sleep 0.1; done
+for _ in $(seq 600); do grep -q " $NULLMNT fuse.null " /proc/mounts && break; sleep 0.1; done
 # The same kernel readahead as rangefs-mount sets for itself.
 echo 16384 >"/sys/class/bdi/$(mountpoint -d "$NULLMNT")/read_ahead_kb"
 m_cleanup() {

@@ -279,7 +279,8 @@ done
 HF="$WORK/fuse-n2"; mkdir -p "$HF"; FUSE_MOUNTS+=("$HF")
 touch "$WORK/block"
 setsid "$BIN/blocking_fuse" "$CH/exports/n2" "$WORK/block" "$HF" -f >"$WORK/fuse-n2.log" 2>&1 </dev/null &
-for _ in $(seq 1 100); do [ -n "$(ls -A "$HF" 2>/dev/null)" ] && break; sleep 0.05; done
+# Readiness polls here are bounded at 60 s: room for a loaded machine.
+for _ in $(seq 1 1200); do [ -n "$(ls -A "$HF" 2>/dev/null)" ] && break; sleep 0.05; done
 # hung_scan MODE JSON: one cold scan; MODE hung|healthy picks n2's mount.
 # Writes the bench's JSON and, in JSON.exit, the exit's CLOCK_MONOTONIC ns.
 hung_scan() {
@@ -359,7 +360,12 @@ inc() { ip netns exec "$NS_C" "$@"; }
 for i in 1 2 3 4; do
   ip netns exec "rfs${TAG}-$i" iperf3 -s -p "520$i" -D --logfile "$WORK/iperf$i.log" -I "$WORK/iperf$i.pid"
 done
-sleep 0.5
+for i in 1 2 3 4; do  # -D returns before the server listens
+  for _ in $(seq 1 1200); do
+    ip netns exec "rfs${TAG}-$i" ss -ltnH "sport = :520$i" | grep -q . && break
+    sleep 0.05
+  done
+done
 for i in 1 2 3 4; do
   inc iperf3 -c "10.250.${TAG}.$((10 + i))" -p "520$i" -R -l 1M -O 1 -t "$((DUR / 2 + 1))" -J >"$WORK/ip$i.json" &
 done
@@ -382,7 +388,7 @@ for i in 1 2 3 4; do
   echo $! >"$WORK/iperf-sf$i.pid"  # stopped with the iperf3 servers
 done
 for i in 1 2 3 4; do
-  for _ in $(seq 1 100); do inc bash -c "exec 3<>/dev/tcp/10.250.${TAG}.$((10 + i))/521$i" 2>/dev/null && break; sleep 0.05; done
+  for _ in $(seq 1 1200); do inc bash -c "exec 3<>/dev/tcp/10.250.${TAG}.$((10 + i))/521$i" 2>/dev/null && break; sleep 0.05; done
 done
 sf_jobs=()
 for i in 1 2 3 4; do

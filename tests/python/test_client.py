@@ -144,7 +144,7 @@ def test_stat_ls_and_revisions(cluster, client, files):
     cluster.put_bytes(b"new", "/rev/f", "--overwrite")
     assert client.open("/rev/f", revision=rev).readall() == b"old contents"
     # read_ranges keeps its Files open: a replaced one is reopened.
-    wait_until(lambda: client.read_ranges([("/rev/f", 0, 100)]) == [b"new"], 10,
+    wait_until(lambda: client.read_ranges([("/rev/f", 0, 100)]) == [b"new"], 60,
                "read_ranges to see the new /rev/f")
     assert client.open("/rev/f").readall() == b"new"
 
@@ -182,7 +182,9 @@ def test_dead_etcd_is_connection_error(cluster):
         rangefs.Client(etcd=f"127.0.0.1:{port}", cluster=cluster.name)
     assert isinstance(e.value, rangefs.Unavailable)
     assert f"127.0.0.1:{port}" in str(e.value)
-    assert time.monotonic() - start < 30
+    # Refused at once (idle: milliseconds): 30 s only tells a hang.
+    took = time.monotonic() - start
+    assert took < 30, f"took {took:.1f} s"
 
 
 def test_stats_count_the_bytes(cluster, files):
@@ -196,15 +198,16 @@ def test_stats_count_the_bytes(cluster, files):
 
 
 def test_threads_read_in_parallel(cluster, files):
-    """Each mount read waits 25 ms (a FUSE layer) without using CPU: with
+    """Each mount read waits 100 ms (a FUSE layer) without using CPU: with
     the GIL released, 4 threads finish 4x the reads of 1 in about the same
-    time."""
-    slow = SlowMount(cluster, delay_ms=25)
+    time. (The wait dwarfs a read's CPU time even on a loaded machine, so
+    the ratio measures overlap, not CPU; with the GIL held it stays ~1.)"""
+    slow = SlowMount(cluster, delay_ms=100)
     try:
         c = cluster.client(mount_root=slow.mount_root, data_path="mount",
                            hedging=False, io_uring=False)
         path, data = files[(1 << 20) + 1]
-        reads = 12
+        reads = 6
 
         def worker(seed, errors):
             try:

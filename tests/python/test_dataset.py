@@ -86,7 +86,7 @@ def test_dataset_serves_while_etcd_is_stopped(cluster):
     try:
         for pid in pids:
             os.kill(pid, signal.SIGSTOP)
-        wait_until(lambda: all(process_state(p) == "T" for p in pids), 10,
+        wait_until(lambda: all(process_state(p) == "T" for p in pids), 60,
                    "etcd stopped")
         start = time.monotonic()
         assert [f.path for f in ds.ls("/ds2")] == sorted(files)
@@ -96,8 +96,10 @@ def test_dataset_serves_while_etcd_is_stopped(cluster):
                 assert f.read() == data
         got = ds.read_ranges([(p, 100, 200) for p in files])
         assert got == [d[100:300] for d in files.values()]
-        # From memory and the nodes: far from any etcd timeout, no request.
-        assert time.monotonic() - start < 5
+        # From memory and the nodes: no request (below), and far from the
+        # 5 s etcd call timeout (idle: a fraction of a second).
+        took = time.monotonic() - start
+        assert took < 5, f"took {took:.1f} s with etcd stopped"
         assert client.stats()["etcd_requests"] == requests
         # etcd really was stopped all along.
         assert all(process_state(pid) == "T" for pid in pids)

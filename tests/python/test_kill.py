@@ -60,6 +60,6 @@ def test_node_killed_mid_read_is_no_error(pair):
     assert not any(t.is_alive() for t in threads)
     # n1 is now judged dead: the client reads n2 first, n1 only as a last resort.
     wait_until(lambda: [r.healthy for r in client.locate("/big", 0, 1)[0].replicas]
-               == [True, False], 30, "n1 listed last, not healthy")
+               == [True, False], 60, "n1 listed last, not healthy")
     assert [r.node for r in client.locate("/big", 0, 1)[0].replicas] == ["n2", "n1"]
     assert client.stats()["nodes"]["n2"]["bytes"] > 0
