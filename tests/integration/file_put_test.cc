@@ -232,8 +232,10 @@ TEST_F(FilePutTest, AgentKilledMidwayIsReplacedElsewhere) {
   StartAgents(3);
   const std::string local = MakeFile("k", uint64_t{1} << 30);
   absl::StatusOr<admin::Table> put = absl::InternalError("not run");
+  std::atomic<bool> put_returned{false};
   std::thread putter([&] {
     put = Run({"file", "put", local, "/k", "--stripe-unit=1M", "--replicas=2"});
+    put_returned.store(true);
   });
   // Kill agent n2 once data flows to it.
   auto nc = node::NodeClient::Connect(cluster_->agent(2).address);
@@ -246,7 +248,12 @@ TEST_F(FilePutTest, AgentKilledMidwayIsReplacedElsewhere) {
     if (!flowing) absl::SleepFor(absl::Milliseconds(5));
   }
   EXPECT_TRUE(flowing);
+  // ~680 MiB of the put go to n2: it is far from done when 8 MiB have
+  // arrived (a failure here names the cause rather than a missing
+  // "re-placed").
+  const bool ended_before_kill = put_returned.load();
   ASSERT_THAT(cluster_->agent(2).process->Kill(), IsOk());
+  EXPECT_FALSE(ended_before_kill) << "the put ended before n2 was killed";
   putter.join();
   ASSERT_THAT(put, IsOk());
   EXPECT_THAT(put->message, HasSubstr("re-placed "));

@@ -200,9 +200,20 @@ TEST_F(FuseMountFaultTest, EtcdDownServesCachedMetadataNewLookupsFailFast) {
   EXPECT_EQ(e, ENOENT);
   EXPECT_LT(took, kNoEtcdWait) << "ENOENT after " << took;
   RecordProperty("enoent_us", absl::StrCat(absl::ToInt64Microseconds(took)));
-  // etcd back: changes flow again.
+  // etcd back: changes flow again. If the pause outlasted the agents'
+  // 2 s leases (likely on a loaded machine), etcd expires them on resuming
+  // and the agents register again: until then placement finds too few
+  // live nodes and refuses the put before writing anything. Retried until
+  // both are back, which the later tests need too.
   ASSERT_THAT(cluster_->etcd()->ResumeMember(0), IsOk());
-  ASSERT_THAT(testing::PutFile(ctx_, src_ + "/etcd", "/f/after"), IsOk());
+  absl::Status put;
+  const absl::Time put_deadline = absl::Now() + testing::kMountWait;
+  do {
+    put = testing::PutFile(ctx_, src_ + "/etcd", "/f/after");
+    if (!absl::IsFailedPrecondition(put)) break;
+    absl::SleepFor(absl::Milliseconds(50));  // polls the agents' return
+  } while (absl::Now() < put_deadline);
+  ASSERT_THAT(put, IsOk());
   const absl::Time deadline = absl::Now() + testing::kMountWait;
   while (access(M("/f/after").c_str(), F_OK) != 0 && absl::Now() < deadline) {
     absl::SleepFor(absl::Milliseconds(5));
