@@ -117,7 +117,7 @@ class AgentSecurityTest : public ::testing::Test {
         [want](bool found, const ns::LiveEntry& e) {
           return found && e.record.transport_security() == want;
         },
-        absl::Seconds(20));
+        absl::Seconds(60));
   }
 
   static AgentCluster* cluster_;
@@ -125,9 +125,11 @@ class AgentSecurityTest : public ::testing::Test {
 
 AgentCluster* AgentSecurityTest::cluster_ = nullptr;
 
-// Short: a refused handshake costs the whole deadline of a write.
+// Short: a refused handshake costs the whole deadline of a write (and a
+// deadline hit under load reads as refused too: see Refused()). Later():
+// calls that must succeed, generous for a loaded machine.
 absl::Time Soon() { return absl::Now() + absl::Seconds(1); }
-absl::Time Later() { return absl::Now() + absl::Seconds(20); }
+absl::Time Later() { return absl::Now() + absl::Seconds(60); }
 
 absl::Status Put(node::NodeClient& c, const std::string& path,
                  const std::string& data, bool overwrite, absl::Time deadline) {
@@ -175,7 +177,7 @@ TEST_F(AgentSecurityTest, MtlsAgentLetsOnlyWritersChangeTheExport) {
   ASSERT_THAT(a, IsOk());
   const std::string addr = (*a)->address;
   ASSERT_TRUE(WaitSecurity("sec", v1::LiveRecord::MTLS));
-  EXPECT_THAT((*a)->process->WaitForLog("(mTLS)", absl::Seconds(20)), IsOk());
+  EXPECT_THAT((*a)->process->WaitForLog("(mTLS)", absl::Seconds(60)), IsOk());
 
   auto writer = node::NodeClient::Connect(addr, Client("good", "writer"));
   auto reader = node::NodeClient::Connect(addr, Client("good", "reader"));
@@ -318,7 +320,7 @@ TEST_F(AgentSecurityTest, InsecureAgentStartsWarnsAndIsFlagged) {
                               /*wait=*/true, /*listen_host=*/"0.0.0.0");
   ASSERT_THAT(a, IsOk());
   EXPECT_THAT((*a)->process->Log(), HasSubstr("serving on 0.0.0.0:"));
-  ASSERT_THAT((*a)->process->WaitForLog("runs INSECURE", absl::Seconds(20)),
+  ASSERT_THAT((*a)->process->WaitForLog("runs INSECURE", absl::Seconds(60)),
               IsOk());
   EXPECT_THAT((*a)->process->Log(),
               HasSubstr("anyone who can reach it can read, write"));
@@ -341,7 +343,7 @@ TEST_F(AgentSecurityTest, InsecureAgentStartsWarnsAndIsFlagged) {
 
   // The repeating warning does not hold up a clean stop.
   ASSERT_THAT((*a)->process->Signal(SIGTERM), IsOk());
-  auto st = (*a)->process->Wait(absl::Seconds(20));
+  auto st = (*a)->process->Wait(absl::Seconds(60));
   ASSERT_THAT(st, IsOk());
   EXPECT_TRUE(WIFEXITED(*st) && WEXITSTATUS(*st) == 0) << *st;
 }

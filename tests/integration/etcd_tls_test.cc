@@ -34,7 +34,7 @@ using ::testing::Not;
 int RunToExit(const std::vector<std::string>& argv, const std::string& log) {
   auto p = Subprocess::Start({.argv = argv, .log_path = log});
   if (!p.ok()) return -1;
-  auto st = (*p)->Wait(absl::Seconds(30));
+  auto st = (*p)->Wait(absl::Seconds(120));
   if (!st.ok() || !WIFEXITED(*st)) return -1;
   return WEXITSTATUS(*st);
 }

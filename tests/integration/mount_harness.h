@@ -27,23 +27,29 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_replace.h"
 #include "absl/time/clock.h"
-#include "base/status_macros.h"
-#include "client_lib/mountd/mountinfo.h"
 #include "admin/args.h"
 #include "admin/commands.h"
+#include "base/status_macros.h"
+#include "client_lib/mountd/mountinfo.h"
 #include "tests/testing/subprocess.h"
 
 namespace rangefs {
 namespace testing {
+
+// Bound on waits for something that takes a second or two at most idle (a
+// daemon starting or exiting, a shell command on a small file): generous
+// enough for a loaded 2-core machine; a broken feature still fails, later.
+inline constexpr absl::Duration kMountWait = absl::Seconds(60);
 
 struct ShResult {
   int code = -1;       // exit status; 124 = timed out
   std::string output;  // stdout and stderr
 };
 
-// Runs `cmd` with bash, killed after `timeout`.
+// Runs `cmd` with bash, killed after `timeout` (a safety net against a
+// hang, far above what any command here takes idle).
 inline ShResult Sh(const std::string& cmd,
-                   absl::Duration timeout = absl::Seconds(30)) {
+                   absl::Duration timeout = absl::Seconds(120)) {
   const std::string quoted = absl::StrReplaceAll(cmd, {{"'", "'\\''"}});
   const std::string full =
       absl::StrCat("timeout -s KILL ", absl::ToInt64Seconds(timeout),
@@ -103,7 +109,7 @@ class MountProcess {
                                         .log_path = absl::StrCat(
                                             mountpoint, ".", ++n, ".log")}));
     RANGEFS_RETURN_IF_ERROR(
-        m->process_->WaitForLog("rangefs-mount: serving", absl::Seconds(20)));
+        m->process_->WaitForLog("rangefs-mount: serving", kMountWait));
     if (!IsRangefsMounted(mountpoint)) {
       return absl::InternalError(
           absl::StrCat(mountpoint, " not in mountinfo after start"));
@@ -114,7 +120,7 @@ class MountProcess {
   // Always leaves nothing behind: lazy unmount, then SIGKILL.
   ~MountProcess() {
     if (IsRangefsMounted(mountpoint_)) {
-      Sh(absl::StrCat("fusermount3 -u -z ", Q(mountpoint_)), absl::Seconds(10));
+      Sh(absl::StrCat("fusermount3 -u -z ", Q(mountpoint_)), kMountWait);
     }
     process_.reset();
   }
@@ -129,7 +135,7 @@ class MountProcess {
     return WaitExit();
   }
   // Waits for the process to exit 0 with the mount gone.
-  absl::Status WaitExit(absl::Duration timeout = absl::Seconds(15)) {
+  absl::Status WaitExit(absl::Duration timeout = kMountWait) {
     RANGEFS_ASSIGN_OR_RETURN(int status, process_->Wait(timeout));
     if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
       return absl::InternalError(

@@ -6,6 +6,7 @@
 
 #include <string>
 
+#include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "base/testing/status_matchers.h"
@@ -30,6 +31,11 @@ class NodeRegistrationTest : public ::testing::Test {
   std::unique_ptr<AgentCluster> cluster_;
 };
 
+// Bound on waits for something that takes a few seconds at most idle (an
+// agent starting, a lease expiring): generous enough for a loaded 2-core
+// machine; a broken feature still fails, only later.
+constexpr absl::Duration kWait = absl::Seconds(60);
+
 bool Present(bool found, const ns::LiveEntry&) { return found; }
 bool Absent(bool found, const ns::LiveEntry&) { return !found; }
 
@@ -37,7 +43,7 @@ TEST_F(NodeRegistrationTest, LiveRecordAppearsWithSaneFields) {
   auto a = cluster_->AddAgent("n1");
   ASSERT_THAT(a, IsOk());
   ns::LiveEntry e;
-  ASSERT_TRUE(cluster_->WaitLive("n1", Present, absl::Seconds(5), &e));
+  ASSERT_TRUE(cluster_->WaitLive("n1", Present, kWait, &e));
   EXPECT_EQ(e.record.health(), v1::LiveRecord::HEALTHY)
       << e.record.health_reason();
   EXPECT_NE(e.lease, 0);
@@ -54,14 +60,14 @@ TEST_F(NodeRegistrationTest, LiveRecordAppearsWithSaneFields) {
       [first](bool found, const ns::LiveEntry& x) {
         return found && x.record.updated_unix_ms() > first;
       },
-      absl::Seconds(5)));
+      kWait));
 }
 
 TEST_F(NodeRegistrationTest, UnregisteredNodeExitsNonZero) {
   auto a = cluster_->AddAgent("ghost", /*add_record=*/false, v1::ACTIVE, {},
                               /*wait=*/false);
   ASSERT_THAT(a, IsOk());
-  auto st = (*a)->process->Wait(absl::Seconds(20));
+  auto st = (*a)->process->Wait(kWait);
   ASSERT_THAT(st, IsOk());
   ASSERT_TRUE(WIFEXITED(*st));
   EXPECT_NE(WEXITSTATUS(*st), 0);
@@ -74,7 +80,7 @@ TEST_F(NodeRegistrationTest, DisabledNodeIsRefused) {
   auto a = cluster_->AddAgent("off", /*add_record=*/true, v1::DISABLED, {},
                               /*wait=*/false);
   ASSERT_THAT(a, IsOk());
-  auto st = (*a)->process->Wait(absl::Seconds(20));
+  auto st = (*a)->process->Wait(kWait);
   ASSERT_THAT(st, IsOk());
   ASSERT_TRUE(WIFEXITED(*st));
   EXPECT_NE(WEXITSTATUS(*st), 0);
@@ -85,22 +91,33 @@ TEST_F(NodeRegistrationTest, DisabledNodeIsRefused) {
 TEST_F(NodeRegistrationTest, RecordDisappearsWithinTtlAfterSigkill) {
   auto a = cluster_->AddAgent("k1");
   ASSERT_THAT(a, IsOk());
-  ASSERT_TRUE(cluster_->WaitLive("k1", Present, absl::Seconds(5)));
+  ns::LiveEntry e;
+  ASSERT_TRUE(cluster_->WaitLive("k1", Present, kWait, &e));
   ASSERT_THAT((*a)->process->Kill(), IsOk());
   const absl::Time killed = absl::Now();
-  // TTL 2 s + 1 s.
-  ASSERT_TRUE(cluster_->WaitLive("k1", Absent, absl::Seconds(3)));
-  EXPECT_LE(absl::Now() - killed, absl::Seconds(3));
+  // Nobody renews the lease now: what is left of it is at most the agent's
+  // TTL (2 s), so the record goes within the TTL. (Asked of etcd rather
+  // than timed: on a loaded machine etcd's expiry itself may lag.)
+  auto left = cluster_->etcd_client()->LeaseTimeToLive(e.lease);
+  if (left.ok()) {
+    EXPECT_LE(*left, 2) << "lease " << e.lease << " has " << *left << " s left";
+  } else {
+    EXPECT_TRUE(absl::IsNotFound(left.status())) << left.status();
+  }
+  ASSERT_TRUE(cluster_->WaitLive("k1", Absent, kWait))
+      << "still live " << absl::Now() - killed << " after SIGKILL";
+  RecordProperty("gone_after_ms",
+                 absl::StrCat(absl::ToInt64Milliseconds(absl::Now() - killed)));
 }
 
 TEST_F(NodeRegistrationTest, ReRegistersAfterPausePastTtl) {
   auto a = cluster_->AddAgent("p1");
   ASSERT_THAT(a, IsOk());
   ns::LiveEntry before;
-  ASSERT_TRUE(cluster_->WaitLive("p1", Present, absl::Seconds(5), &before));
+  ASSERT_TRUE(cluster_->WaitLive("p1", Present, kWait, &before));
   ASSERT_THAT((*a)->process->Signal(SIGSTOP), IsOk());
   // The lease expires while the agent is stopped.
-  EXPECT_TRUE(cluster_->WaitLive("p1", Absent, absl::Seconds(6)));
+  EXPECT_TRUE(cluster_->WaitLive("p1", Absent, kWait));
   ASSERT_THAT((*a)->process->Signal(SIGCONT), IsOk());
   ns::LiveEntry after;
   ASSERT_TRUE(cluster_->WaitLive(
@@ -108,7 +125,7 @@ TEST_F(NodeRegistrationTest, ReRegistersAfterPausePastTtl) {
       [&](bool found, const ns::LiveEntry& e) {
         return found && e.lease != before.lease;
       },
-      absl::Seconds(10), &after));
+      kWait, &after));
   EXPECT_EQ(after.record.health(), v1::LiveRecord::HEALTHY);
   EXPECT_THAT((*a)->process->Log(), HasSubstr("re-registered"));
 }
@@ -117,7 +134,7 @@ TEST_F(NodeRegistrationTest, ReRegistersAfterEtcdRestart) {
   auto a = cluster_->AddAgent("r1");
   ASSERT_THAT(a, IsOk());
   ns::LiveEntry before;
-  ASSERT_TRUE(cluster_->WaitLive("r1", Present, absl::Seconds(5), &before));
+  ASSERT_TRUE(cluster_->WaitLive("r1", Present, kWait, &before));
   ASSERT_THAT(cluster_->etcd()->KillMember(0), IsOk());
   // Down past the TTL: etcd expires the lease when it comes back.
   absl::SleepFor(absl::Seconds(3));  // An outage of fixed length, not a sync.
@@ -127,16 +144,16 @@ TEST_F(NodeRegistrationTest, ReRegistersAfterEtcdRestart) {
       [&](bool found, const ns::LiveEntry& e) {
         return found && e.lease != before.lease;
       },
-      absl::Seconds(15)));
+      kWait));
   EXPECT_TRUE((*a)->process->Running());
 }
 
 TEST_F(NodeRegistrationTest, DrainsOnSigterm) {
   auto a = cluster_->AddAgent("d1");
   ASSERT_THAT(a, IsOk());
-  ASSERT_TRUE(cluster_->WaitLive("d1", Present, absl::Seconds(5)));
+  ASSERT_TRUE(cluster_->WaitLive("d1", Present, kWait));
   ASSERT_THAT((*a)->process->Signal(SIGTERM), IsOk());
-  auto st = (*a)->process->Wait(absl::Seconds(15));
+  auto st = (*a)->process->Wait(kWait);
   ASSERT_THAT(st, IsOk());
   ASSERT_TRUE(WIFEXITED(*st));
   EXPECT_EQ(WEXITSTATUS(*st), 0);
