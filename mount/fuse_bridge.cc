@@ -359,18 +359,16 @@ std::string EscapeOpt(absl::string_view v) {
 
 }  // namespace
 
-FuseMount::FuseMount(MountFs* fs, MountCounters* counters,
-                     std::string mountpoint, FuseMountOptions options)
-    : fs_(fs),
-      counters_(counters),
+FuseMount::FuseMount(MountCounters* counters, std::string mountpoint,
+                     FuseMountOptions options)
+    : counters_(counters),
       mountpoint_(std::move(mountpoint)),
       options_(std::move(options)) {}
 
 absl::StatusOr<std::unique_ptr<FuseMount>> FuseMount::Mount(
     MountFs* fs, MountCounters* counters, const std::string& mountpoint,
     const FuseMountOptions& options) {
-  std::unique_ptr<FuseMount> m(
-      new FuseMount(fs, counters, mountpoint, options));
+  std::unique_ptr<FuseMount> m(new FuseMount(counters, mountpoint, options));
   std::vector<std::string> opts = {
       "ro", "default_permissions", "subtype=rangefs",
       absl::StrCat("fsname=", EscapeOpt(options.fsname)),

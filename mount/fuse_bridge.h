@@ -81,12 +81,11 @@ class FuseMount {
   const std::string& bdi() const { return bdi_; }
 
  private:
-  FuseMount(MountFs* fs, MountCounters* counters, std::string mountpoint,
+  FuseMount(MountCounters* counters, std::string mountpoint,
             FuseMountOptions options);
   void NotifierLoop();
   void SetReadahead();
 
-  MountFs* const fs_;
   MountCounters* const counters_;
   const std::string mountpoint_;
   const FuseMountOptions options_;

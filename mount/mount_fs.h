@@ -177,6 +177,7 @@ class MountFs {
   // Serves the read on this thread (Reader or File::Read) and calls done.
   void ReadNow(Handle& h, uint64_t offset, size_t size, bool sequential,
                const ReadDone& done);
+  // Through h's Reader; the caller holds h.reader_mu.
   absl::Status ReadSequential(Handle& h, uint64_t offset, size_t size,
                               const ReadDone& done);
   // Checks, counts and answers one read's outcome; `h` is not used after

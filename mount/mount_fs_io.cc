@@ -139,6 +139,7 @@ absl::Status MountFs::CheckCurrent(Handle& h) {
 
 absl::Status MountFs::ReadSequential(Handle& h, uint64_t offset, size_t size,
                                      const ReadDone& done) {
+  h.reader_mu.AssertHeld();  // ReadNow's TryLock; tells the analysis too
   Reader& r = *h.reader;
   if (r.position() != offset) RANGEFS_RETURN_IF_ERROR(r.Seek(offset));
   RANGEFS_ASSIGN_OR_RETURN(absl::Span<const char> v, r.Next(size));

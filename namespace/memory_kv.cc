@@ -90,7 +90,7 @@ KvRange MemoryKv::RangeLocked(absl::string_view key,
                               int64_t revision) const {
   KvRange out;
   out.revision = revision_;
-  auto emit = [&](const std::string& k) {
+  auto emit = [&](const std::string& k) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
     const Version* v = At(k, revision);
     if (v == nullptr) return true;
     if (limit > 0 && static_cast<int64_t>(out.kvs.size()) == limit) {

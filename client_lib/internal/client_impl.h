@@ -216,7 +216,9 @@ class ClientImpl : public Client, public FileHost {
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(b->mu);
   void FailPiece(Batch& b, PieceState& p) ABSL_EXCLUSIVE_LOCKS_REQUIRED(b.mu);
 
-  // One call (Execute), in steps; all but PlanCall with b->mu held.
+  // One call (Execute), in steps; all but PlanCall with b->mu held (the
+  // CallLoop steps assert it: CallLoop is defined in read_call.cc, out of
+  // the analysis' reach here).
   // Maps the requests onto pieces (ns::MapRange) in `b`; a request that
   // cannot be read gets its error in `results`.
   void PlanCall(absl::Span<const Request> reqs, Batch& b,
@@ -250,10 +252,11 @@ class ClientImpl : public Client, public FileHost {
   // How long the loop may sleep now.
   absl::Duration WaitFor(const CallLoop& c) const;
   // Sleeps up to `wait` on the caller's ring or the batch's condvar.
-  void Wait(Batch& b, absl::Duration wait);
+  void Wait(Batch& b, absl::Duration wait) ABSL_EXCLUSIVE_LOCKS_REQUIRED(b.mu);
   // Closes the batch: no copy starts after this; waits for started ones.
-  void CloseCall(Batch& b);
-  void CollectResults(Batch& b, std::vector<absl::StatusOr<size_t>>& results);
+  void CloseCall(Batch& b) ABSL_EXCLUSIVE_LOCKS_REQUIRED(b.mu);
+  void CollectResults(Batch& b, std::vector<absl::StatusOr<size_t>>& results)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(b.mu);
 
   // What the nodes' threads use; the members below up to global_inflight_
   // refer into it.

@@ -220,6 +220,7 @@ absl::Duration ClientImpl::HedgeDelayOf(
 
 bool ClientImpl::OwnCapFull(const CallLoop& c) const {
   const Batch& b = *c.b;
+  b.mu.AssertHeld();  // the loop runs under the batch lock (Execute)
   // Neither done nor waiting here: in flight (or following a flight).
   return c.max_in_flight > 0 &&
          b.remaining - static_cast<int>(c.waiting.size()) >= c.max_in_flight;
@@ -227,6 +228,9 @@ bool ClientImpl::OwnCapFull(const CallLoop& c) const {
 
 void ClientImpl::DispatchWaiting(CallLoop& c) {
   Batch& b = *c.b;
+  // The loop runs under the batch lock (Execute); Dispatch names it c.b.
+  b.mu.AssertHeld();
+  c.b->mu.AssertHeld();
   uint64_t reads = 0;  // for the hedge budget, counted once at the end
   while (!c.waiting.empty() &&
          global_inflight_.load() < options_.max_inflight_global &&
@@ -248,6 +252,9 @@ void ClientImpl::DispatchWaiting(CallLoop& c) {
 
 void ClientImpl::RetryFailed(CallLoop& c) {
   Batch& b = *c.b;
+  // The loop runs under the batch lock (Execute); Dispatch names it c.b.
+  b.mu.AssertHeld();
+  c.b->mu.AssertHeld();
   std::vector<Attempt*> failed;
   failed.swap(b.failed);
   for (Attempt* a : failed) {
@@ -269,6 +276,7 @@ void ClientImpl::RetryFailed(CallLoop& c) {
 
 bool ClientImpl::JudgeAttempt(CallLoop& c, int i, int64_t started_ns) {
   Batch& b = *c.b;
+  b.mu.AssertHeld();  // the loop runs under the batch lock (Execute)
   PieceState& p = b.pieces[i];
   Attempt* a = p.last;
   const absl::Time now = c.now;
@@ -316,6 +324,9 @@ void ClientImpl::AbandonAttempt(CallLoop& c, int i, bool timed_out,
                                 bool stalled, absl::Duration silent,
                                 bool started) {
   Batch& b = *c.b;
+  // The loop runs under the batch lock (Execute); Dispatch names it c.b.
+  b.mu.AssertHeld();
+  c.b->mu.AssertHeld();
   PieceState& p = b.pieces[i];
   Attempt* a = p.last;
   a->abandoned = true;
@@ -347,6 +358,7 @@ void ClientImpl::AbandonAttempt(CallLoop& c, int i, bool timed_out,
 }
 
 void ClientImpl::MaybeHedge(CallLoop& c, int i, int64_t started_ns) {
+  c.b->mu.AssertHeld();  // the loop runs under the batch lock (Execute)
   PieceState& p = c.b->pieces[i];
   if (!options_.hedging || p.hedged || started_ns == 0) return;
   const absl::Time hedge_at = absl::FromUnixNanos(started_ns) +
@@ -374,6 +386,7 @@ absl::Duration ClientImpl::TimersGap() const {
 
 void ClientImpl::MaybeRunTimers(CallLoop& c) {
   Batch& b = *c.b;
+  b.mu.AssertHeld();  // the loop runs under the batch lock (Execute)
   const absl::Duration gap = TimersGap();
   if (c.now >= c.wake || c.now >= c.timers_at + gap) {
     RunTimers(c);
@@ -390,6 +403,7 @@ void ClientImpl::MaybeRunTimers(CallLoop& c) {
 
 void ClientImpl::RunTimers(CallLoop& c) {
   Batch& b = *c.b;
+  b.mu.AssertHeld();  // the loop runs under the batch lock (Execute)
   c.wake = b.deadline;
   c.unstarted = c.running = false;
   if (c.now >= c.delays_at + kDelayCacheTtl) {
@@ -463,6 +477,7 @@ void ClientImpl::Wait(Batch& b, absl::Duration wait) {
 
 void ClientImpl::RunLoop(CallLoop& c) {
   Batch& b = *c.b;
+  b.mu.AssertHeld();  // the loop runs under the batch lock (Execute)
   while (b.remaining > 0 && !b.cancelled) {
     // Pieces whose flight's leader gave up: read them ourselves.
     for (int i : b.released) c.waiting.push_back(i);
