@@ -169,6 +169,40 @@ TEST_F(CommandsTest, FileCommandsAndDumpRestore) {
               StatusIs(absl::StatusCode::kNotFound));
 }
 
+TEST_F(CommandsTest, FileDirectoryClashesAreRefusedAndFsckFindsOldOnes) {
+  ASSERT_THAT(Run({"node", "add", "n1", "--address=h:1", "--export=/e"}),
+              IsOk());
+  std::string empty =
+      TempFile("empty.json", R"({"size": "0", "state": "READY"})");
+  ASSERT_THAT(Run({"file", "create", "/d/pq/part-0", "--layout=" + empty}),
+              IsOk());
+  ASSERT_THAT(Run({"file", "create", "/d/data.csv", "--layout=" + empty}),
+              IsOk());
+  auto dir = Run({"file", "create", "/d/pq", "--layout=" + empty});
+  EXPECT_THAT(dir, StatusIs(absl::StatusCode::kFailedPrecondition,
+                            HasSubstr("/d/pq is a directory")));
+  EXPECT_EQ(ExitCode(dir.status()), 4);
+  EXPECT_THAT(
+      Run({"file", "create", "/d/data.csv/inner.gz", "--layout=" + empty}),
+      StatusIs(absl::StatusCode::kFailedPrecondition,
+               HasSubstr("/d/data.csv is a file")));
+  EXPECT_THAT(Run({"file", "mv", "/d/data.csv", "/d/pq"}),
+              StatusIs(absl::StatusCode::kFailedPrecondition,
+                       HasSubstr("/d/pq is a directory")));
+  EXPECT_THAT(Run({"fsck", "/d"}), IsOk());
+  // A clash written straight into etcd (an older version, by hand).
+  auto good = store_->GetFile("/d/data.csv");
+  ASSERT_THAT(good, IsOk());
+  PutKey(store_->keys().File("/d/data.csv/inner.gz"),
+         good->layout.SerializeAsString());
+  auto fsck = Run({"fsck", "/d"});
+  EXPECT_THAT(fsck, StatusIs(absl::StatusCode::kFailedPrecondition,
+                             HasSubstr("file /d/data.csv is also a directory: "
+                                       "1 file(s) below it "
+                                       "(/d/data.csv/inner.gz)")));
+  EXPECT_EQ(ExitCode(fsck.status()), 4);
+}
+
 TEST_F(CommandsTest, StatusShowsTheKeeper) {
   auto st = Run({"status"});
   ASSERT_THAT(st, IsOk());

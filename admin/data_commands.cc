@@ -28,6 +28,7 @@
 #include "base/errno_status.h"
 #include "base/status_macros.h"
 #include "namespace/layout.h"
+#include "namespace/tree_clash.h"
 #include "storage_node/node_client.h"
 #include "storage_node/sidecar.h"
 
@@ -210,11 +211,13 @@ absl::StatusOr<FsckReport> CheckFiles(Context& ctx, const std::string& dir,
   };
   std::vector<Check> checks;
   FsckReport report;
+  ns::TreeClashFinder clashes;
   ns::ListFilesOptions o{.dir = dir, .page_size = 1000};
   while (true) {
     RANGEFS_ASSIGN_OR_RETURN(ns::ListFilesResult r, ctx.store->ListFiles(o));
     for (const ns::FileEntry& f : r.files) {
       ++report.files;
+      clashes.Add(f.path);
       if (!f.invalid.empty()) {
         report.findings.push_back({f.path, "-", "-", f.invalid});
         continue;
@@ -243,6 +246,9 @@ absl::StatusOr<FsckReport> CheckFiles(Context& ctx, const std::string& dir,
     if (r.next_page_token.empty()) break;
     o.page_token = r.next_page_token;
     o.revision = r.revision;
+  }
+  for (const ns::TreeClash& c : clashes.Clashes()) {
+    report.findings.push_back({c.file, "-", "-", ns::DescribeTreeClash(c)});
   }
   RANGEFS_ASSIGN_OR_RETURN(std::vector<ns::NodeEntry> nodes,
                            ctx.store->ListNodes());

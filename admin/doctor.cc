@@ -26,6 +26,7 @@
 #include "mount/mount_status.h"
 #include "namespace/layout.h"
 #include "namespace/store.h"
+#include "namespace/tree_clash.h"
 
 namespace rangefs {
 namespace admin {
@@ -593,6 +594,48 @@ void CheckRdma(const DoctorOptions& o, Report& r) {
 
 }  // namespace
 
+// Files whose path is also a directory (written by hand or by versions
+// that did not refuse them): one FAIL row each, at most kMaxRows.
+void CheckNamespaceTree(Context& ctx, Report& r) {
+  constexpr size_t kMaxRows = 5;
+  ns::TreeClashFinder finder;
+  size_t files = 0;
+  ns::ListFilesOptions o{.dir = "/", .page_size = 10000, .keys_only = true};
+  while (true) {
+    absl::StatusOr<ns::ListFilesResult> page = ctx.store->ListFiles(o);
+    if (!page.ok()) {
+      r.Add("namespace", kFail,
+            absl::StrCat("cannot list files: ", page.status().message()),
+            "fix etcd access first (see the etcd rows)");
+      return;
+    }
+    for (const ns::FileEntry& f : page->files) finder.Add(f.path);
+    files += page->files.size();
+    if (page->next_page_token.empty()) break;
+    o.page_token = page->next_page_token;
+    o.revision = page->revision;
+  }
+  const std::vector<ns::TreeClash> clashes = finder.Clashes();
+  if (clashes.empty()) {
+    r.Add("namespace", kOk,
+          absl::StrCat(files,
+                       " file(s); no path is both a file and a "
+                       "directory"));
+    return;
+  }
+  for (size_t i = 0; i < clashes.size() && i < kMaxRows; ++i) {
+    r.Add("namespace", kFail, ns::DescribeTreeClash(clashes[i]),
+          absl::StrCat("rangefs-admin file mv ", clashes[i].file, " ",
+                       clashes[i].file, ".file"));
+  }
+  if (clashes.size() > kMaxRows) {
+    r.Add("namespace", kFail,
+          absl::StrCat(clashes.size() - kMaxRows,
+                       " more file(s) that are also directories"),
+          "rangefs-admin fsck lists them all");
+  }
+}
+
 absl::StatusOr<Table> RunDoctorWith(Context& ctx, const DoctorOptions& o) {
   Report r;
   CheckEtcd(o, r);
@@ -607,6 +650,7 @@ absl::StatusOr<Table> RunDoctorWith(Context& ctx, const DoctorOptions& o) {
           absl::StrCat("cannot read node records: ", listed.status().message()),
           "fix etcd access first (see the etcd rows)");
   }
+  CheckNamespaceTree(ctx, r);
   if (o.check_mounts) {
     CheckMounts(o, nodes, r);
     CheckFuseMounts(o, ctx.cluster, r);

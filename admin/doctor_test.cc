@@ -178,6 +178,39 @@ TEST(DoctorTest, ReportsABrokenSetup) {
   testing::RemoveTree(*dir);
 }
 
+TEST(DoctorTest, ReportsAPathThatIsAFileAndADirectory) {
+  auto etcd = EtcdCluster::Start({.members = 1});
+  ASSERT_THAT(etcd.status(), IsOk());
+  auto client = etcd::EtcdClient::Open({.endpoints = (*etcd)->endpoints()});
+  ASSERT_THAT(client.status(), IsOk());
+  auto kv = ns::NewEtcdKv(client->get());
+  auto store = ns::NewKvStore(kv.get(), {.cluster = "doc"});
+  v1::FileLayout empty;
+  empty.set_state(v1::READY);
+  ASSERT_THAT(store->CreateFile("/d/pq/part-0", empty), IsOk());
+  Context ctx;
+  ctx.store = store.get();
+  ctx.cluster = "doc";
+  auto args =
+      Args::Parse({"doctor", "--etcd=" + (*etcd)->endpoints(), "--mounts=no"});
+  ASSERT_THAT(args.status(), IsOk());
+  auto t = RunDoctor(ctx, *args);
+  ASSERT_THAT(t.status(), IsOk());
+  EXPECT_EQ(Row(*t, "namespace")[1], "OK") << FormatHuman(*t);
+  // The store refuses the clash; an older version or a hand wrote it.
+  etcdserverpb::TxnRequest txn;
+  auto* put = txn.add_success()->mutable_request_put();
+  put->set_key(store->keys().File("/d/pq"));
+  put->set_value(empty.SerializeAsString());
+  ASSERT_THAT(kv->Txn(txn), IsOk());
+  t = RunDoctor(ctx, *args);
+  ASSERT_THAT(t.status(), IsOk());
+  auto row = Row(*t, "namespace");
+  EXPECT_EQ(row[1], "FAIL") << FormatHuman(*t);
+  EXPECT_THAT(row[2], HasSubstr("file /d/pq is also a directory"));
+  EXPECT_THAT(row[3], HasSubstr("rangefs-admin file mv /d/pq"));
+}
+
 TEST(DoctorTest, ShowsHungMountsWithTheirDuration) {
   auto dir = MakeTempDir("doctor-hung-");
   ASSERT_THAT(dir.status(), IsOk());

@@ -61,9 +61,45 @@ bool ExistsInFailure(const TxnResponse& r, int index) {
          r.responses(index).response_range().kvs_size() > 0;
 }
 
+// On failure, read one key of [prefix, its end) to explain why.
+void AddFailureGetOneUnder(TxnRequest* txn, const std::string& prefix) {
+  auto* r = txn->add_failure()->mutable_request_range();
+  r->set_key(prefix);
+  r->set_range_end(PrefixRangeEnd(prefix));
+  r->set_limit(1);
+  r->set_keys_only(true);
+}
+
 int64_t ModInFailure(const TxnResponse& r, int index) {
   if (!ExistsInFailure(r, index)) return 0;
   return r.responses(index).response_range().kvs(0).mod_revision();
+}
+
+// The directories above `path`, outermost first ("/a/b/c": "/a", "/a/b").
+std::vector<std::string> Ancestors(absl::string_view path) {
+  std::vector<std::string> out;
+  for (size_t i = path.find('/', 1); i != absl::string_view::npos;
+       i = path.find('/', i + 1)) {
+    out.emplace_back(path.substr(0, i));
+  }
+  return out;
+}
+
+// Files can be created at most this many components deep: each ancestor is
+// one compare in the creating transaction (etcd allows 128; the nodes'
+// compares take what is left, the rest of them checked by a read).
+constexpr size_t kMaxCreateDepth = 64;
+constexpr int kMaxCompares = 128;
+
+absl::Status CheckCreateDepth(absl::string_view path) {
+  const size_t depth = Ancestors(path).size() + 1;
+  if (depth > kMaxCreateDepth) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("path ", path, " is ", depth,
+                     " components deep (files are created at most ",
+                     kMaxCreateDepth, " deep)"));
+  }
+  return absl::OkStatus();
 }
 
 class KvStore : public NamespaceStore {
@@ -227,6 +263,7 @@ class KvStore : public NamespaceStore {
   absl::StatusOr<FileEntry> CreateFile(absl::string_view path,
                                        v1::FileLayout layout) override {
     RANGEFS_RETURN_IF_ERROR(ValidatePath(path));
+    RANGEFS_RETURN_IF_ERROR(CheckCreateDepth(path));
     std::vector<std::string> nodes = ReferencedNodes(layout);
     RANGEFS_ASSIGN_OR_RETURN(NodeKnownFn known, KnownNodes(nodes));
     RANGEFS_RETURN_IF_ERROR(ValidateLayout(layout, known));
@@ -256,10 +293,13 @@ class KvStore : public NamespaceStore {
       layout.set_file_id(id);
       AddCompare(&txn, counter, Compare::MOD, Compare::EQUAL, counter_mod);
       AddPut(&txn, counter, absl::StrCat(std::max(next, id + 1)));
-      AddNodeCompares(&txn, nodes);
+      AddTreeCompares(&txn, path);
+      const int compared = AddNodeCompares(&txn, nodes);
       AddPut(&txn, key, layout.SerializeAsString());
       AddFailureGet(&txn, key);
-      for (const std::string& n : nodes) AddFailureGet(&txn, keys_.Node(n));
+      for (int i = 0; i < compared; ++i)
+        AddFailureGet(&txn, keys_.Node(nodes[i]));
+      AddTreeFailureGets(&txn, path);
       RANGEFS_ASSIGN_OR_RETURN(TxnResponse r, kv_->Txn(txn));
       if (r.succeeded()) {
         FileEntry e;
@@ -273,8 +313,10 @@ class KvStore : public NamespaceStore {
         return absl::AlreadyExistsError(
             absl::StrCat("file ", path, " already exists"));
       }
-      for (size_t i = 0; i < nodes.size(); ++i) {
-        if (!ExistsInFailure(r, static_cast<int>(i) + 1)) {
+      RANGEFS_RETURN_IF_ERROR(
+          TreeClash(r, 1 + compared, absl::StrCat("create ", path), path));
+      for (int i = 0; i < compared; ++i) {
+        if (!ExistsInFailure(r, i + 1)) {
           return absl::FailedPreconditionError(
               absl::StrCat("file ", path, ": node \"", nodes[i],
                            "\" was removed while creating the file"));
@@ -373,6 +415,7 @@ class KvStore : public NamespaceStore {
                           int64_t expected_mod_revision) override {
     RANGEFS_RETURN_IF_ERROR(ValidatePath(from));
     RANGEFS_RETURN_IF_ERROR(ValidatePath(to));
+    RANGEFS_RETURN_IF_ERROR(CheckCreateDepth(to));
     if (from == to) {
       return absl::InvalidArgumentError(
           absl::StrCat("rename ", from, ": source and target are the same"));
@@ -388,12 +431,14 @@ class KvStore : public NamespaceStore {
     TxnRequest txn;
     AddCompare(&txn, from_key, Compare::MOD, Compare::EQUAL, cur.mod_revision);
     AddCompare(&txn, to_key, Compare::VERSION, Compare::EQUAL, 0);
+    AddTreeCompares(&txn, to, from);
     AddDelete(&txn, from_key);
     v1::FileLayout layout = cur.layout;
     layout.set_modified_unix_ms(absl::ToUnixMillis(clock_->Now()));
     AddPut(&txn, to_key, layout.SerializeAsString());
     AddFailureGet(&txn, from_key);
     AddFailureGet(&txn, to_key);
+    AddTreeFailureGets(&txn, to, from);
     RANGEFS_ASSIGN_OR_RETURN(TxnResponse r, kv_->Txn(txn));
     if (r.succeeded()) return absl::OkStatus();
     if (ExistsInFailure(r, 1)) {
@@ -403,6 +448,8 @@ class KvStore : public NamespaceStore {
     if (!ExistsInFailure(r, 0)) {
       return absl::NotFoundError(absl::StrCat("file ", from, " not found"));
     }
+    RANGEFS_RETURN_IF_ERROR(
+        TreeClash(r, 2, absl::StrCat("rename ", from, " -> ", to), to, from));
     return Conflict(absl::StrCat("file ", from), ModInFailure(r, 0),
                     cur.mod_revision);
   }
@@ -569,12 +616,72 @@ class KvStore : public NamespaceStore {
     });
   }
 
-  void AddNodeCompares(TxnRequest* txn, const std::vector<std::string>& ids) {
-    int n = 0;
-    for (const std::string& id : ids) {
-      if (++n > kMaxNodeCompares) break;
-      AddCompare(txn, keys_.Node(id), Compare::VERSION, Compare::GREATER, 0);
+  // The namespace is a tree: a file is never a directory. Compares that
+  // `path` may become a file: no ancestor of it is a file (skipping
+  // `leaving`, deleted by the same transaction), and no file lies below it.
+  void AddTreeCompares(TxnRequest* txn, absl::string_view path,
+                       absl::string_view leaving = "") {
+    for (const std::string& a : Ancestors(path)) {
+      if (a == leaving) continue;
+      AddCompare(txn, keys_.File(a), Compare::VERSION, Compare::EQUAL, 0);
     }
+    const std::string below = keys_.FileDirPrefix(path);
+    Compare* c = txn->add_compare();
+    c->set_key(below);
+    c->set_range_end(PrefixRangeEnd(below));
+    c->set_target(Compare::CREATE);
+    c->set_result(Compare::EQUAL);
+    c->set_create_revision(0);  // etcd: true iff the range holds no key
+  }
+
+  // The failure-branch reads that name the clash AddTreeCompares found:
+  // each ancestor, then one key below `path`.
+  void AddTreeFailureGets(TxnRequest* txn, absl::string_view path,
+                          absl::string_view leaving = "") {
+    for (const std::string& a : Ancestors(path)) {
+      if (a != leaving) AddFailureGet(txn, keys_.File(a));
+    }
+    AddFailureGetOneUnder(txn, keys_.FileDirPrefix(path));
+  }
+
+  // FAILED_PRECONDITION naming the clash that AddTreeFailureGets' reads,
+  // starting at failure response `first`, show; OK if they show none.
+  absl::Status TreeClash(const TxnResponse& r, int first,
+                         absl::string_view what, absl::string_view path,
+                         absl::string_view leaving = "") {
+    int i = first;
+    for (const std::string& a : Ancestors(path)) {
+      if (a == leaving) continue;
+      if (ExistsInFailure(r, i++)) {
+        return absl::FailedPreconditionError(absl::StrCat(
+            what, ": ", a, " is a file, so ", path,
+            " cannot be a file below it (a path is a file or a directory, "
+            "never both)"));
+      }
+    }
+    if (ExistsInFailure(r, i)) {
+      std::string child;
+      const std::string& key = r.responses(i).response_range().kvs(0).key();
+      if (!keys_.ParseFile(key, &child)) child = key;
+      return absl::FailedPreconditionError(absl::StrCat(
+          what, ": ", path, " is a directory (it holds ", child,
+          "), so it cannot be a file (a path is a file or a directory, "
+          "never both)"));
+    }
+    return absl::OkStatus();
+  }
+
+  // Compares that the first of `ids` still exist, as many as the
+  // transaction has room for; returns how many.
+  int AddNodeCompares(TxnRequest* txn, const std::vector<std::string>& ids) {
+    const int budget =
+        std::min(kMaxNodeCompares, kMaxCompares - txn->compare_size());
+    const int n = std::min(budget, static_cast<int>(ids.size()));
+    for (int i = 0; i < n; ++i) {
+      AddCompare(txn, keys_.Node(ids[i]), Compare::VERSION, Compare::GREATER,
+                 0);
+    }
+    return n;
   }
 
   KvBackend* const kv_;

@@ -121,23 +121,27 @@ absl::StatusOr<KvRange> MemoryKv::Range(absl::string_view key,
   return RangeLocked(key, range_end, limit, revision);
 }
 
-bool MemoryKv::CompareLocked(const etcdserverpb::Compare& c) const {
-  const Version* v = At(c.key(), 0);
+namespace {
+
+// etcd's compare of one key's state (all zero for a missing key).
+bool CompareKey(const etcdserverpb::Compare& c, bool exists, int64_t version,
+                int64_t create_revision, int64_t mod_revision,
+                const std::string& value) {
   int cmp = 0;
   auto three_way = [](auto a, auto b) { return a < b ? -1 : (a > b ? 1 : 0); };
   switch (c.target()) {
     case etcdserverpb::Compare::VERSION:
-      cmp = three_way(v ? v->version : 0, c.version());
+      cmp = three_way(version, c.version());
       break;
     case etcdserverpb::Compare::CREATE:
-      cmp = three_way(v ? v->create_revision : 0, c.create_revision());
+      cmp = three_way(create_revision, c.create_revision());
       break;
     case etcdserverpb::Compare::MOD:
-      cmp = three_way(v ? v->mod_revision : 0, c.mod_revision());
+      cmp = three_way(mod_revision, c.mod_revision());
       break;
     case etcdserverpb::Compare::VALUE:
-      if (v == nullptr) return false;  // etcd: a missing key fails.
-      cmp = three_way(v->value, c.value());
+      if (!exists) return false;  // etcd: a missing key fails.
+      cmp = three_way(value, c.value());
       break;
     default:
       return false;
@@ -156,6 +160,28 @@ bool MemoryKv::CompareLocked(const etcdserverpb::Compare& c) const {
   }
 }
 
+}  // namespace
+
+bool MemoryKv::CompareLocked(const etcdserverpb::Compare& c) const {
+  if (c.range_end().empty()) {
+    const Version* v = At(c.key(), 0);
+    if (v == nullptr) return CompareKey(c, false, 0, 0, 0, "");
+    return CompareKey(c, true, v->version, v->create_revision, v->mod_revision,
+                      v->value);
+  }
+  // etcd: every key in [key, range_end) must pass; an empty range compares
+  // as one missing key.
+  const KvRange r = RangeLocked(c.key(), c.range_end(), 0, 0);
+  if (r.kvs.empty()) return CompareKey(c, false, 0, 0, 0, "");
+  for (const KvEntry& e : r.kvs) {
+    if (!CompareKey(c, true, e.version, e.create_revision, e.mod_revision,
+                    e.value)) {
+      return false;
+    }
+  }
+  return true;
+}
+
 absl::StatusOr<etcdserverpb::TxnResponse> MemoryKv::Txn(
     const etcdserverpb::TxnRequest& request) {
   etcdserverpb::TxnResponse resp;
@@ -172,9 +198,6 @@ absl::StatusOr<etcdserverpb::TxnResponse> MemoryKv::Txn(
     }
     bool ok = true;
     for (const auto& c : request.compare()) {
-      if (!c.range_end().empty()) {
-        return absl::UnimplementedError("memory kv: compare with range_end");
-      }
       ok = ok && CompareLocked(c);
     }
     resp.set_succeeded(ok);

@@ -47,6 +47,88 @@ class StoreTestSuite : public ::testing::Test {
     }
     return l;
   }
+  // A path is a file or a directory, never both: creates and renames that
+  // would make one both are refused, naming the path they clash with.
+  void ExpectFileDirectoryClashesRefused() {
+    AddNodes(1);
+    ASSERT_THAT(store_->CreateFile("/data/data.csv", OneExtent(1, {"n1"})),
+                IsOk());
+    ASSERT_THAT(
+        store_->CreateFile("/data/pq/part-0.parquet", OneExtent(1, {"n1"})),
+        IsOk());
+    // Below a file.
+    EXPECT_THAT(
+        store_->CreateFile("/data/data.csv/inner.gz", OneExtent(1, {"n1"})),
+        StatusIs(absl::StatusCode::kFailedPrecondition,
+                 ::testing::HasSubstr("/data/data.csv is a file")));
+    EXPECT_THAT(store_->CreateFile("/data/data.csv/x/y", OneExtent(1, {"n1"})),
+                StatusIs(absl::StatusCode::kFailedPrecondition,
+                         ::testing::HasSubstr("/data/data.csv is a file")));
+    // On a directory.
+    EXPECT_THAT(store_->CreateFile("/data/pq", OneExtent(1, {"n1"})),
+                StatusIs(absl::StatusCode::kFailedPrecondition,
+                         ::testing::AllOf(
+                             ::testing::HasSubstr("/data/pq is a directory"),
+                             ::testing::HasSubstr("/data/pq/part-0.parquet"))));
+    EXPECT_THAT(store_->CreateFile("/data", OneExtent(1, {"n1"})),
+                StatusIs(absl::StatusCode::kFailedPrecondition));
+    // Names that only share a prefix do not clash.
+    EXPECT_THAT(store_->CreateFile("/data/pq2", OneExtent(1, {"n1"})), IsOk());
+    EXPECT_THAT(store_->CreateFile("/data/data.csv2/a", OneExtent(1, {"n1"})),
+                IsOk());
+    // Renames obey the same rule.
+    ASSERT_THAT(store_->CreateFile("/x", OneExtent(1, {"n1"})), IsOk());
+    EXPECT_THAT(store_->RenameFile("/x", "/data/pq", 0),
+                StatusIs(absl::StatusCode::kFailedPrecondition,
+                         ::testing::HasSubstr("/data/pq is a directory")));
+    EXPECT_THAT(store_->RenameFile("/x", "/data/data.csv/x", 0),
+                StatusIs(absl::StatusCode::kFailedPrecondition,
+                         ::testing::HasSubstr("/data/data.csv is a file")));
+    // A file may move below its own old path: it leaves it in the move.
+    EXPECT_THAT(store_->RenameFile("/x", "/x/y", 0), IsOk());
+    EXPECT_THAT(store_->GetFile("/x/y"), IsOk());
+    // Nothing refused was written.
+    EXPECT_THAT(store_->GetFile("/data/pq"),
+                StatusIs(absl::StatusCode::kNotFound));
+    EXPECT_THAT(store_->GetFile("/data/data.csv/inner.gz"),
+                StatusIs(absl::StatusCode::kNotFound));
+    // Too deep to check in one transaction: refused up front.
+    std::string deep;
+    for (int i = 0; i < 65; ++i) deep += "/d";
+    EXPECT_THAT(store_->CreateFile(deep, OneExtent(1, {"n1"})),
+                StatusIs(absl::StatusCode::kInvalidArgument,
+                         ::testing::HasSubstr("65 components deep")));
+  }
+
+  // Writers racing to create /race<i>/b and /race<i>/b/c, released
+  // together: never both win.
+  void ExpectRacingClashWritersNeverBothWin(int rounds) {
+    AddNodes(1);
+    for (int round = 0; round < rounds; ++round) {
+      const std::string dir = "/race" + std::to_string(round);
+      const std::vector<std::string> paths = {dir + "/b", dir + "/b/c",
+                                              dir + "/b", dir + "/b/c/d"};
+      std::vector<absl::Status> got(paths.size());
+      std::atomic<int> waiting{static_cast<int>(paths.size())};
+      std::vector<std::thread> threads;
+      for (size_t i = 0; i < paths.size(); ++i) {
+        threads.emplace_back([&, i] {
+          waiting.fetch_sub(1);
+          while (waiting.load() > 0) std::this_thread::yield();
+          got[i] = store_->CreateFile(paths[i], OneExtent(1, {"n1"})).status();
+        });
+      }
+      for (auto& t : threads) t.join();
+      auto listed = store_->ListFiles({.dir = dir});
+      ASSERT_THAT(listed, IsOk());
+      ASSERT_EQ(listed->files.size(), 1u)
+          << "round " << round << ": a path became a file and a directory";
+      int won = 0;
+      for (const absl::Status& s : got) won += s.ok() ? 1 : 0;
+      EXPECT_EQ(won, 1) << "round " << round;
+    }
+  }
+
   std::unique_ptr<NamespaceStore> store_;
 };
 
@@ -257,6 +339,14 @@ class StoreTestSuite : public ::testing::Test {
     EXPECT_EQ(r->layout.generation(), 2u);                                     \
     EXPECT_EQ(r->layout.file_id(), f->layout.file_id());                       \
     EXPECT_EQ(store_->GetFile("/g")->layout.size(), 20u);                      \
+  }                                                                            \
+                                                                               \
+  TEST_F(Fixture, FileDirectoryClashesAreRefused) {                            \
+    ExpectFileDirectoryClashesRefused();                                       \
+  }                                                                            \
+                                                                               \
+  TEST_F(Fixture, RacingClashWritersNeverBothWin) {                            \
+    ExpectRacingClashWritersNeverBothWin(10);                                  \
   }                                                                            \
                                                                                \
   TEST_F(Fixture, LiveRecords) {                                               \
