@@ -21,6 +21,7 @@
 #include "namespace/memory_kv.h"
 #include "namespace/store.h"
 #include "tests/testing/etcd_cluster.h"
+#include "tests/testing/etcd_namespace.h"
 #include "tests/testing/subprocess.h"
 
 namespace rangefs {
@@ -32,6 +33,7 @@ using ::rangefs::StatusIs;
 using ::rangefs::testing::EtcdCluster;
 using ::rangefs::testing::MakeTempDir;
 using ::rangefs::testing::RunfilePath;
+using ::rangefs::testing::StartEtcdNamespace;
 using ::rangefs::testing::Subprocess;
 using ::testing::HasSubstr;
 using ::testing::StartsWith;
@@ -179,20 +181,16 @@ TEST(DoctorTest, ReportsABrokenSetup) {
 }
 
 TEST(DoctorTest, ReportsAPathThatIsAFileAndADirectory) {
-  auto etcd = EtcdCluster::Start({.members = 1});
-  ASSERT_THAT(etcd.status(), IsOk());
-  auto client = etcd::EtcdClient::Open({.endpoints = (*etcd)->endpoints()});
-  ASSERT_THAT(client.status(), IsOk());
-  auto kv = ns::NewEtcdKv(client->get());
-  auto store = ns::NewKvStore(kv.get(), {.cluster = "doc"});
+  auto n = StartEtcdNamespace({.cluster = "doc"});
+  ASSERT_THAT(n.status(), IsOk());
   v1::FileLayout empty;
   empty.set_state(v1::READY);
-  ASSERT_THAT(store->CreateFile("/d/pq/part-0", empty), IsOk());
+  ASSERT_THAT(n->store->CreateFile("/d/pq/part-0", empty), IsOk());
   Context ctx;
-  ctx.store = store.get();
+  ctx.store = n->store.get();
   ctx.cluster = "doc";
   auto args =
-      Args::Parse({"doctor", "--etcd=" + (*etcd)->endpoints(), "--mounts=no"});
+      Args::Parse({"doctor", "--etcd=" + n->etcd->endpoints(), "--mounts=no"});
   ASSERT_THAT(args.status(), IsOk());
   auto t = RunDoctor(ctx, *args);
   ASSERT_THAT(t.status(), IsOk());
@@ -200,9 +198,9 @@ TEST(DoctorTest, ReportsAPathThatIsAFileAndADirectory) {
   // The store refuses the clash; an older version or a hand wrote it.
   etcdserverpb::TxnRequest txn;
   auto* put = txn.add_success()->mutable_request_put();
-  put->set_key(store->keys().File("/d/pq"));
+  put->set_key(n->store->keys().File("/d/pq"));
   put->set_value(empty.SerializeAsString());
-  ASSERT_THAT(kv->Txn(txn), IsOk());
+  ASSERT_THAT(n->kv->Txn(txn), IsOk());
   t = RunDoctor(ctx, *args);
   ASSERT_THAT(t.status(), IsOk());
   auto row = Row(*t, "namespace");

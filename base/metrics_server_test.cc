@@ -43,44 +43,10 @@ TEST(MetricsServerTest, ServesTheTextOnMetricsAndRootOnly) {
   EXPECT_EQ(renders.load(), 2);
 }
 
-// HttpGet, but each socket call may wait `timeout` (HttpGet's 5 s is too
-// close to the server's 2 s for a loaded machine when the answer must wait
-// for a stuck scraper).
-absl::StatusOr<std::string> SlowGet(int port, const std::string& path,
-                                    int timeout_s) {
-  const int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  if (fd < 0) return absl::InternalError("socket");
-  timeval tv{timeout_s, 0};
-  setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
-  setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_port = htons(static_cast<uint16_t>(port));
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  const std::string req = absl::StrCat("GET ", path, " HTTP/1.0\r\n\r\n");
-  std::string resp;
-  if (connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof(a)) != 0 ||
-      send(fd, req.data(), req.size(), MSG_NOSIGNAL) !=
-          static_cast<ssize_t>(req.size())) {
-    close(fd);
-    return absl::UnavailableError("connect/send");
-  }
-  char buf[4096];
-  ssize_t n;
-  while ((n = recv(fd, buf, sizeof(buf), 0)) > 0) {
-    resp.append(buf, static_cast<size_t>(n));
-  }
-  close(fd);
-  if (n < 0) {
-    return absl::DeadlineExceededError(
-        absl::StrCat("no answer within ", timeout_s, " s: '", resp, "'"));
-  }
-  return resp;
-}
-
 // A client that connects and sends nothing holds the one serving thread for
 // at most its 2 s I/O timeout; the next scrape is answered after it. (One
-// held forever would leave the next unanswered past SlowGet's 60 s.)
+// held forever would leave the next unanswered past the GET's 60 s: HttpGet's
+// default 5 s is too close to the server's 2 s on a loaded machine.)
 TEST(MetricsServerTest, AStuckScraperDoesNotBlockTheNext) {
   auto server = MetricsServer::Start(0, [] { return std::string("m 1\n"); });
   ASSERT_THAT(server, IsOk());
@@ -90,7 +56,7 @@ TEST(MetricsServerTest, AStuckScraperDoesNotBlockTheNext) {
   a.sin_port = htons(static_cast<uint16_t>((*server)->port()));
   a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
   ASSERT_EQ(connect(stuck, reinterpret_cast<sockaddr*>(&a), sizeof(a)), 0);
-  auto r = SlowGet((*server)->port(), "/metrics", /*timeout_s=*/60);
+  auto r = testing::HttpGet((*server)->port(), "/metrics", absl::Seconds(60));
   close(stuck);
   ASSERT_THAT(r, IsOk());
   EXPECT_THAT(*r, HasSubstr("\r\n\r\nm 1\n"));

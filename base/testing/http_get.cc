@@ -12,11 +12,12 @@
 namespace rangefs {
 namespace testing {
 
-absl::StatusOr<std::string> HttpGet(int port, const std::string& path) {
+absl::StatusOr<std::string> HttpGet(int port, const std::string& path,
+                                    absl::Duration timeout) {
   const std::string where = absl::StrCat("GET 127.0.0.1:", port, path);
   const int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
   if (fd < 0) return ErrnoStatus(errno, where);
-  timeval tv{5, 0};
+  timeval tv{static_cast<time_t>(absl::ToInt64Seconds(timeout)), 0};
   setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
   setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
   sockaddr_in a{};

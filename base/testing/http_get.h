@@ -11,14 +11,16 @@
 #include <string>
 
 #include "absl/status/statusor.h"
+#include "absl/time/time.h"
 
 namespace rangefs {
 namespace testing {
 
 // Sends "GET `path` HTTP/1.0" to 127.0.0.1:`port` and reads until the
-// server closes (each socket call bounded by 5 s). UNAVAILABLE if it cannot
-// connect or the exchange fails.
-absl::StatusOr<std::string> HttpGet(int port, const std::string& path);
+// server closes (each socket call bounded by `timeout`, whole seconds).
+// UNAVAILABLE if it cannot connect or the exchange fails.
+absl::StatusOr<std::string> HttpGet(int port, const std::string& path,
+                                    absl::Duration timeout = absl::Seconds(5));
 
 }  // namespace testing
 }  // namespace rangefs
