@@ -3,6 +3,8 @@
 # must complete and print every row of its ratio table with numbers.
 set -uo pipefail
 RF="$TEST_SRCDIR/$TEST_WORKSPACE"
+# Namespaces, veths and mounts die with the test, even when it is killed.
+source "$RF/tests/testing/private_namespaces.sh"
 BIN="$TEST_TMPDIR/bin"
 mkdir -p "$BIN"
 cp "$RF/storage_node/rangefs-node" "$RF/admin/rangefs-admin" \

@@ -67,7 +67,9 @@ for a in "$@"; do
   esac
 done
 mkdir -p "$OUT"
-WORK=$(mktemp -d /tmp/rangefs-bench-XXXXXX)
+# Under bazel test: in $TEST_TMPDIR, so that a run killed on a timeout
+# (its cleanup trap cut short) leaves no copy of its data in /tmp.
+WORK=$(mktemp -d "${TEST_TMPDIR:-/tmp}/rangefs-bench-XXXXXX")
 CLUSTERS=()
 FUSE_MOUNTS=()
 cleanup() {

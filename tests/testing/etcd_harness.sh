@@ -6,7 +6,7 @@
 #   etcd_kill 1                  # SIGKILL member 1 (0-based)
 #   etcd_restart 1               # same data dir; waits until healthy
 #   etcd_leader                  # prints the leader's index
-#   etcd_stop_all                # also runs on EXIT/INT/TERM via a trap
+#   etcd_stop_all                # also runs on EXIT (and INT/TERM exit) via traps
 #
 # Exports ETCD_ENDPOINTS ("127.0.0.1:P,...") and ETCD_DIR.
 
@@ -66,7 +66,11 @@ etcd_start() {
   _ETCD_INITIAL=$(IFS=,; echo "${parts[*]}")
   ETCD_ENDPOINTS=$(IFS=,; echo "${eps[*]}")
   export ETCD_ENDPOINTS
-  trap etcd_stop_all EXIT INT TERM
+  # On SIGTERM (Bazel's timeout) or SIGINT: exit, which runs the EXIT trap.
+  # (A trap that only stopped etcd let the script go on without it.)
+  trap etcd_stop_all EXIT
+  trap 'exit 143' TERM
+  trap 'exit 130' INT
   for ((i = 0; i < n; i++)); do _etcd_start_member "$i" new; done
   for ((i = 0; i < n; i++)); do etcd_wait_healthy "$i" || return 1; done
 }

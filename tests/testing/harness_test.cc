@@ -1,7 +1,9 @@
 // Tests of the test harnesses themselves, against the real things: Debian's
 // etcd and a real child process.
 #include <signal.h>
+#include <stdlib.h>
 #include <sys/wait.h>
+#include <unistd.h>
 
 #include <fstream>
 #include <string>
@@ -155,6 +157,53 @@ TEST_F(SubprocessTest, ReportsEarlyExitWithLog) {
   EXPECT_THAT((*missing)->Log(), HasSubstr("cannot exec /nonexistent/binary"));
   EXPECT_THAT(Subprocess::Start({.argv = {}, .log_path = "x"}),
               StatusIs(absl::StatusCode::kInvalidArgument));
+}
+
+// Bazel signals the test's process group on a timeout: a child must be in
+// it (a FUSE server in a group of its own outlived a test stuck in a request
+// to it, and Bazel waited for that test forever).
+TEST_F(SubprocessTest, ChildIsInTheTestsProcessGroup) {
+  auto p = StartServer();
+  ASSERT_THAT(p, IsOk());
+  EXPECT_EQ(getpgid((*p)->pid()), getpgrp());
+}
+
+// Run only by DiesWithAKilledTest, in a copy of this binary: starts a
+// ready_server child on $RANGEFS_HELPER_PORT and waits to be killed.
+TEST(SubprocessHelper, DISABLED_StartServerAndWait) {
+  const char* port = getenv("RANGEFS_HELPER_PORT");
+  ASSERT_NE(port, nullptr);
+  auto p = Subprocess::Start(
+      {.argv = {RunfilePath("tests/testing/ready_server"), port},
+       .log_path = absl::StrCat(getenv("RANGEFS_HELPER_DIR"), "/child.log")});
+  ASSERT_THAT(p, IsOk());
+  ASSERT_THAT((*p)->WaitForLog("ready on", absl::Seconds(30)), IsOk());
+  printf("helper: child ready\n");
+  fflush(stdout);
+  pause();  // Until SIGKILL.
+}
+
+// A test process killed with SIGKILL (no destructor runs) takes its child
+// with it.
+TEST_F(SubprocessTest, DiesWithAKilledTest) {
+  auto helper = Subprocess::Start(
+      {.argv = {"/proc/self/exe", "--gtest_also_run_disabled_tests",
+                "--gtest_filter=SubprocessHelper.DISABLED_StartServerAndWait"},
+       .env = {absl::StrCat("RANGEFS_HELPER_PORT=", port_),
+               "RANGEFS_HELPER_DIR=" + dir_},
+       .log_path = dir_ + "/helper.log"});
+  ASSERT_THAT(helper, IsOk());
+  ASSERT_THAT((*helper)->WaitForLog("helper: child ready", absl::Seconds(30)),
+              IsOk());
+  ASSERT_TRUE(TcpPortOpen(port_));
+  ASSERT_THAT((*helper)->Kill(), IsOk());
+  // Bounded poll: the child's listener closes when the kernel kills it.
+  const absl::Time deadline = absl::Now() + absl::Seconds(30);
+  while (TcpPortOpen(port_) && absl::Now() < deadline) {
+    absl::SleepFor(absl::Milliseconds(10));
+  }
+  EXPECT_FALSE(TcpPortOpen(port_))
+      << "the child of a SIGKILLed test still listens 30 s later";
 }
 
 }  // namespace

@@ -80,7 +80,8 @@ absl::StatusOr<std::unique_ptr<Subprocess>> Subprocess::Start(
   if (pid == 0) {
     prctl(PR_SET_PDEATHSIG, SIGKILL);
     if (getppid() != parent) _exit(126);  // Parent died before prctl.
-    setpgid(0, 0);
+    // No setpgid: the child stays in the test's process group (see the
+    // header), where Bazel's timeout signals reach it.
     dup2(log_fd, STDOUT_FILENO);
     dup2(log_fd, STDERR_FILENO);
     int devnull = open("/dev/null", O_RDONLY);

@@ -12,8 +12,12 @@
 //
 // The child gets PR_SET_PDEATHSIG(SIGKILL), so it dies with the test process
 // even when the test is killed on timeout; the destructor SIGKILLs and reaps
-// it. stdout and stderr go to `log_path`. Thread-compatible; create it from a
-// thread that outlives the child (the PDEATHSIG is tied to that thread).
+// it. It stays in the test's process group, so the signals Bazel sends to
+// that group on a timeout (SIGTERM, then SIGKILL) reach it and its own
+// children too, even when the test cannot die (a thread stuck in a FUSE
+// request that this child, the FUSE server, would answer). stdout and stderr
+// go to `log_path`. Thread-compatible; create it from a thread that outlives
+// the child (the PDEATHSIG is tied to that thread).
 #ifndef RANGEFS_TESTS_TESTING_SUBPROCESS_H_
 #define RANGEFS_TESTS_TESTING_SUBPROCESS_H_
 
