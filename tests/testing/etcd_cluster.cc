@@ -192,20 +192,16 @@ absl::Status EtcdCluster::StartMember(int i, bool fresh) {
   std::string peer = absl::StrCat(scheme, "://127.0.0.1:", m.peer_port);
   SubprocessOptions o;
   o.argv = {
-      options_.etcd_binary,
-      "--name=" + m.name,
-      "--data-dir=" + m.data_dir,
-      "--listen-client-urls=" + client,
-      "--advertise-client-urls=" + client,
-      "--listen-peer-urls=" + peer,
-      "--initial-advertise-peer-urls=" + peer,
+      options_.etcd_binary, "--name=" + m.name, "--data-dir=" + m.data_dir,
+      "--listen-client-urls=" + client, "--advertise-client-urls=" + client,
+      "--listen-peer-urls=" + peer, "--initial-advertise-peer-urls=" + peer,
       "--initial-cluster=" + InitialCluster(),
       std::string("--initial-cluster-state=") + (fresh ? "new" : "existing"),
-      "--initial-cluster-token=rangefs-test",
-      "--logger=zap",
+      "--initial-cluster-token=rangefs-test", "--logger=zap",
       "--log-level=warn",
-      "--heartbeat-interval=50",
-      "--election-timeout=500"};
+      // A leader starved for 1.5 s (a loaded 2-core machine) keeps its
+      // term: 3-member tests see elections only where they kill or pause.
+      "--heartbeat-interval=100", "--election-timeout=1500"};
   if (tls()) {
     const std::string& d = options_.tls_dir;
     std::string cert = absl::StrCat(d, "/", m.name, ".crt");

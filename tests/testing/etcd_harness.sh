@@ -24,7 +24,7 @@ _etcd_start_member() {
     --initial-advertise-peer-urls "http://127.0.0.1:$pport" \
     --initial-cluster "$_ETCD_INITIAL" --initial-cluster-state "$state" \
     --initial-cluster-token rangefs-test --logger=zap --log-level=warn \
-    --heartbeat-interval=50 --election-timeout=500 \
+    --heartbeat-interval=100 --election-timeout=1500 \
     >>"$ETCD_DIR/m$i.log" 2>&1 &
   _ETCD_PID[$i]=$!
 }
