@@ -12,8 +12,10 @@
 #   tests/run.sh --stress[=N] [--stress_runs=U,I] [targets...]
 # runs the same suite on a loaded machine: N busy loops (default: one per
 # core) and a disk writer beside it (tests/load.sh), every test run afresh
-# (--nocache_test_results) U times (default 5) if it is size "small" and I
-# times (default 2) otherwise, all runs in parallel as Bazel schedules them.
+# (--nocache_test_results) I times (default 2) if it starts real processes
+# (the harness's Subprocess: etcd, agents, mounts), is a shell or Python
+# test or is large, and U times (default 5) otherwise, all runs in parallel
+# as Bazel schedules them.
 # It ends with one line per target that failed at least once (runs failed,
 # test cases that failed) before the closing line. For engineers and for
 # checking that load cannot change a verdict; .ci/run does not use it.
@@ -46,8 +48,9 @@ if [ "$stress" -eq 1 ]; then
     { echo "run.sh: --stress=N takes a whole number of busy loops, got '$stress_cpus'" >&2; exit 2; }
   [[ "$stress_runs" =~ ^[1-9][0-9]*,[1-9][0-9]*$ ]] ||
     { echo "run.sh: --stress_runs=U,I takes two counts (small tests, others), got '$stress_runs'" >&2; exit 2; }
-  # Tests of size medium or large run I times, the rest U times (the last
-  # --runs_per_test that matches a test wins).
+  # Tests that start real processes (etcd, agents, mounts: the harness's
+  # Subprocess), shell and Python tests and large ones run I times, the
+  # rest U times (the last --runs_per_test that matches a test wins).
   query=""
   for t in "${targets[@]}"; do
     case "$t" in
@@ -55,12 +58,15 @@ if [ "$stress" -eq 1 ]; then
       *) query+="${query:+ + }$t" ;;
     esac
   done
-  big=$(bazel query --noshow_progress "tests($query) except attr(size, small, tests($query))" 2>/dev/null |
-        sed -E 's/[.+]/\\&/g; s/^(.*)$/^\1$/' | paste -sd, -)
+  big=$(bazel query --noshow_progress "tests($query) intersect (
+          rdeps($query, //tests/testing:subprocess) +
+          kind('sh_test|py_test', $query) + attr(size, large, tests($query)))" \
+          2>/dev/null | sed -E 's/[.+]/\\&/g; s/^(.*)$/^\1$/' | paste -sd, -)
   flags+=("--nocache_test_results" "--runs_per_test=${stress_runs%,*}")
   [ -n "$big" ] && flags+=("--runs_per_test=$big@${stress_runs#*,}")
   bash tests/load.sh --cpus="$stress_cpus" &
   load_pid=$!
+  disown "$load_pid"  # no "Terminated" line when it is stopped
 fi
 
 log=$(mktemp /tmp/rangefs-test-XXXXXX.log)
@@ -68,6 +74,7 @@ asan_log=$(mktemp /tmp/rangefs-test-asan-XXXXXX.log)
 tsa_log=$(mktemp /tmp/rangefs-test-tsa-XXXXXX.log)
 trap 'rm -f "$log" "$asan_log" "$tsa_log"; [ -n "${load_pid:-}" ] && kill "$load_pid" 2>/dev/null' EXIT
 filter='^(INFO: (From|Analyzed|Found|Build|Elapsed|Invocation|Streaming)|Loading|Analyzing|\[[0-9,]+ / )'
+started=$(date +%s)
 bazel test --noshow_progress "${flags[@]}" "${targets[@]}" 2>&1 | tee "$log" | grep -v -E "$filter"
 rc=${PIPESTATUS[0]}
 testlogs=$(bazel info bazel-testlogs 2>/dev/null)
@@ -94,11 +101,12 @@ if [ "$full" -eq 1 ]; then
   grep -E "error:|warning:" "$tsa_log" | head -40
 fi
 
-python3 - "$log" "$testlogs" "$rc" "$asan_log" "$asan_testlogs" "$asan_rc" "$tsa_log" "$tsa_rc" <<'PY'
+python3 - "$log" "$testlogs" "$rc" "$asan_log" "$asan_testlogs" "$asan_rc" "$tsa_log" "$tsa_rc" "$started" <<'PY'
 import glob, os, re, sys
 import xml.etree.ElementTree as ET
 runs = [(sys.argv[i], sys.argv[i + 1], int(sys.argv[i + 2])) for i in (1, 4)]
 tsa_log, tsa_rc = sys.argv[7], int(sys.argv[8])
+started = int(sys.argv[9])
 passed = failed = 0
 bad = []
 flaky = []  # (target, runs failed, runs, failed test cases)
@@ -126,10 +134,13 @@ for line, testlogs in lines:
         continue
     target, status = m.group(1), m.group(3)
     base = os.path.join(testlogs, target[2:].replace(":", "/"))
-    # One test.xml, or one per run (--runs_per_test) or shard.
-    xmls = [os.path.join(base, "test.xml")]
-    if not os.path.exists(xmls[0]):
-        xmls = sorted(glob.glob(os.path.join(base, "*_of_*", "test.xml")))
+    # One test.xml per run (--runs_per_test) or shard, or one for all;
+    # files older than this run are left over from earlier ones (a result
+    # from the cache is then the only one there is).
+    xmls = sorted(glob.glob(os.path.join(base, "*_of_*", "test.xml")))
+    xmls.append(os.path.join(base, "test.xml"))
+    fresh = [x for x in xmls if os.path.exists(x) and os.path.getmtime(x) >= started]
+    xmls = fresh or [xmls[-1]]
     target += m.group(2) or ""
     p = f = 0
     runs_failed, names = 0, set()
