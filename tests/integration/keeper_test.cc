@@ -1156,7 +1156,11 @@ class TmpfsExport {
                       << strerror(errno);
       }
     }
-    if (setns(host_ns_, CLONE_NEWNS) != 0) {
+    // A thread this one started since the unshare (gRPC starts some on
+    // demand, more often on a loaded machine) shares its filesystem
+    // attributes, and setns(CLONE_NEWNS) refuses a thread that shares them
+    // (EINVAL): take a copy of its own first.
+    if (unshare(CLONE_FS) != 0 || setns(host_ns_, CLONE_NEWNS) != 0) {
       ADD_FAILURE() << "back to the host mount namespace: " << strerror(errno);
     }
     close(host_ns_);
