@@ -127,7 +127,9 @@ TEST_F(NodeRegistrationTest, ReRegistersAfterPausePastTtl) {
       },
       kWait, &after));
   EXPECT_EQ(after.record.health(), v1::LiveRecord::HEALTHY);
-  EXPECT_THAT((*a)->process->Log(), HasSubstr("re-registered"));
+  // The agent logs after its new record is in etcd: wait for the line.
+  EXPECT_THAT((*a)->process->WaitForLog("re-registered", kWait), IsOk())
+      << (*a)->process->Log();
 }
 
 TEST_F(NodeRegistrationTest, ReRegistersAfterEtcdRestart) {
