@@ -46,7 +46,7 @@ done
     dd if=/dev/zero of="$file" bs=1M count=64 conv=fsync status=none
     rm -f "$file"
   done
-) &
+) 2>/dev/null &  # no "Terminated" from this shell when dd is stopped
 pids+=($!)
 echo "load.sh: $cpus busy loop(s) and a disk writer running (pids ${pids[*]})" >&2
 wait
