@@ -16,6 +16,7 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
@@ -83,41 +84,44 @@ class AgentCluster {
     if (mkdir(a->export_dir.c_str(), 0755) != 0) {
       return absl::InternalError(absl::StrCat("mkdir ", a->export_dir));
     }
-    RANGEFS_ASSIGN_OR_RETURN(int port, PickUnusedPort());
-    a->address = absl::StrCat("127.0.0.1:", port);
-    if (add_record) {
-      v1::NodeRecord n;
-      n.set_id(id);
-      n.add_addresses(a->address);
-      n.set_export_path(a->export_dir);
-      n.set_admin_state(state);
-      RANGEFS_RETURN_IF_ERROR(store_->AddNode(n));
-    }
-    a->argv = {RunfilePath("storage_node/rangefs-node"),
-               "--node_id=" + id,
-               "--export_root=" + a->export_dir,
-               absl::StrCat("--listen=", listen_host, ":", port),
-               "--etcd_endpoints=" + etcd_->endpoints(),
-               "--cluster=it",
-               "--lease_ttl_s=2",
-               "--live_interval_s=0.2",
-               "--shutdown_grace_s=5"};
-    for (std::string& f : extra_flags) a->argv.push_back(std::move(f));
-    RANGEFS_RETURN_IF_ERROR(Launch(*a));
-    if (wait) {
-      RANGEFS_RETURN_IF_ERROR(a->process->WaitForLog(
-          absl::StrCat("rangefs-node ", id, " serving on"), absl::Seconds(20)));
+    // PickUnusedPort's port may be taken by another process before the
+    // agent binds it (an outgoing connection's ephemeral port, another
+    // test's server): then the agent exits, and it starts again on another.
+    for (int attempt = 1;; ++attempt) {
+      RANGEFS_ASSIGN_OR_RETURN(int port, PickUnusedPort());
+      a->address = absl::StrCat("127.0.0.1:", port);
+      if (add_record) RANGEFS_RETURN_IF_ERROR(PutNodeRecord(*a, state));
+      a->argv = {RunfilePath("storage_node/rangefs-node"),
+                 "--node_id=" + id,
+                 "--export_root=" + a->export_dir,
+                 absl::StrCat("--listen=", listen_host, ":", port),
+                 "--etcd_endpoints=" + etcd_->endpoints(),
+                 "--cluster=it",
+                 "--lease_ttl_s=2",
+                 "--live_interval_s=0.2",
+                 "--shutdown_grace_s=5"};
+      a->argv.insert(a->argv.end(), extra_flags.begin(), extra_flags.end());
+      RANGEFS_RETURN_IF_ERROR(Launch(*a));
+      if (!wait) break;
+      absl::Status s = WaitServing(*a);
+      if (s.ok()) break;
+      if (attempt == kPortTries || !PortTaken(*a)) return s;
     }
     agents_.push_back(std::move(a));
     return agents_.back().get();
   }
 
   // Starts the agent's process again (same flags, same export).
+  // If another process holds its port meanwhile, tries again while the port
+  // is taken, up to kPortTries starts, a second apart.
   absl::Status Restart(AgentProcess& a) {
-    a.process.reset();
-    RANGEFS_RETURN_IF_ERROR(Launch(a));
-    return a.process->WaitForLog(
-        absl::StrCat("rangefs-node ", a.id, " serving on"), absl::Seconds(20));
+    for (int attempt = 1;; ++attempt) {
+      a.process.reset();
+      RANGEFS_RETURN_IF_ERROR(Launch(a));
+      absl::Status s = WaitServing(a);
+      if (s.ok() || attempt == kPortTries || !PortTaken(a)) return s;
+      absl::SleepFor(absl::Seconds(1));  // a back-off, not a wait for an event
+    }
   }
 
   // The live record of `id`, or nullptr-equivalent (found=false).
@@ -152,6 +156,29 @@ class AgentCluster {
 
  private:
   AgentCluster() = default;
+  static constexpr int kPortTries = 5;
+
+  absl::Status WaitServing(AgentProcess& a) {
+    return a.process->WaitForLog(
+        absl::StrCat("rangefs-node ", a.id, " serving on"), absl::Seconds(60));
+  }
+  // The agent exited because its port was in use.
+  static bool PortTaken(AgentProcess& a) {
+    return absl::StrContains(a.process->Log(), "Address already in use");
+  }
+  // Adds the node record of `a`, or points the one there at a's address.
+  absl::Status PutNodeRecord(const AgentProcess& a, v1::AdminState state) {
+    v1::NodeRecord n;
+    n.set_id(a.id);
+    n.add_addresses(a.address);
+    n.set_export_path(a.export_dir);
+    n.set_admin_state(state);
+    absl::StatusOr<ns::NodeEntry> old = store_->GetNode(a.id);
+    if (absl::IsNotFound(old.status())) return store_->AddNode(n);
+    RANGEFS_RETURN_IF_ERROR(old.status());
+    return store_->UpdateNode(n, old->mod_revision);
+  }
+
   absl::Status Launch(AgentProcess& a) {
     static int launches = 0;
     RANGEFS_ASSIGN_OR_RETURN(
