@@ -10,11 +10,11 @@
 //
 // Layout changes: a File opened without a revision re-checks the namespace
 // on each call (a cache hit, no etcd round trip). If the entry now has a
-// different generation, the new layout is adopted silently when the bytes
-// cannot differ (same file_id and size, and no extent CRC that both know
-// differs: replicas moved or were added); otherwise (file replaced,
-// resized, deleted) the call returns ABORTED: reopen. A File opened at a
-// revision never changes.
+// different generation, the new layout is adopted silently when it holds
+// the same bytes (namespace/content_id.h: same file_id, size and content
+// generation, no differing CRC: replicas moved, added or dropped by the
+// keeper); otherwise (file overwritten, deleted) the call returns ABORTED:
+// reopen. A File opened at a revision never changes.
 #ifndef RANGEFS_CLIENT_LIB_FILE_H_
 #define RANGEFS_CLIENT_LIB_FILE_H_
 
@@ -27,6 +27,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/types/span.h"
+#include "client_lib/file_info.h"
 #include "client_lib/options.h"
 
 namespace rangefs {
@@ -84,6 +85,9 @@ class File {
   virtual const std::string& path() const = 0;
   virtual uint64_t size() const = 0;
   virtual uint64_t generation() const = 0;
+  // The layout this handle reads through now (it follows same-bytes
+  // changes): its file id, size, generations and etcd mod revision.
+  virtual FileInfo info() const = 0;
 
   // Reads up to dst.size() bytes at `offset`, blocking; returns the count
   // (short only at end of file; 0 at offset == size()). Codes:

@@ -14,6 +14,9 @@ struct FileInfo {
   uint64_t size = 0;
   uint64_t file_id = 0;
   uint64_t generation = 0;
+  // The generation these bytes were written at: only a create or an
+  // overwrite changes it (namespace/content_id.h).
+  uint64_t content_generation = 0;
   bool ready = false;  // state READY (IMPORTING files cannot be opened)
   int64_t mod_revision = 0;
   // Non-empty: the file's etcd record is invalid (why, naming the key); the

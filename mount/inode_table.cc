@@ -67,7 +67,7 @@ bool InodeTable::SwapCacheTag(uint64_t ino, CacheTag tag) {
   absl::MutexLock l(&mu_);
   auto it = by_ino_.find(ino);
   if (it == by_ino_.end()) return false;
-  const bool same = it->second.cache == tag && !(tag == CacheTag());
+  const bool same = ns::SameBytes(it->second.cache, tag);
   it->second.cache = tag;
   return same;
 }

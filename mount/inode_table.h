@@ -22,21 +22,16 @@
 #include "absl/container/flat_hash_map.h"
 #include "absl/strings/string_view.h"
 #include "absl/synchronization/mutex.h"
+#include "namespace/content_id.h"
 
 namespace rangefs {
 namespace mount {
 
 inline constexpr uint64_t kRootInode = 1;
 
-// What the kernel's page cache of a file inode holds: bytes of this
-// (file_id, content_generation). Zero = nothing known.
-struct CacheTag {
-  uint64_t file_id = 0;
-  uint64_t content_generation = 0;
-  bool operator==(const CacheTag& o) const {
-    return file_id == o.file_id && content_generation == o.content_generation;
-  }
-};
+// What the kernel's page cache of a file inode holds: these bytes
+// (namespace/content_id.h). Default = nothing known.
+using CacheTag = ns::ContentId;
 
 struct InodeRef {
   std::string path;
@@ -57,7 +52,8 @@ class InodeTable {
   // The current inode of `path` (either kind), or 0.
   uint64_t Find(absl::string_view path) const;
   // Records that the kernel will cache `tag`'s bytes for `ino`; returns true
-  // if that is what it cached before (the open may keep the page cache).
+  // if it cached the same bytes before (ns::SameBytes: the open may keep
+  // the page cache).
   bool SwapCacheTag(uint64_t ino, CacheTag tag);
   size_t size() const;
 

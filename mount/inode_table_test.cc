@@ -52,12 +52,16 @@ TEST(InodeTableTest, KindChangeGetsANewNumber) {
 TEST(InodeTableTest, CacheTagDecidesKeepCache) {
   InodeTable t;
   const uint64_t a = t.Acquire("/a", false);
-  EXPECT_FALSE(t.SwapCacheTag(a, {5, 1}));  // nothing cached yet
-  EXPECT_TRUE(t.SwapCacheTag(a, {5, 1}));
-  EXPECT_FALSE(t.SwapCacheTag(a, {5, 3}));  // new content
-  EXPECT_TRUE(t.SwapCacheTag(a, {5, 3}));
-  EXPECT_FALSE(t.SwapCacheTag(a, {6, 3}));  // another file
-  EXPECT_FALSE(t.SwapCacheTag(12345, {6, 3}));
+  // (file_id, size, content generation, crc digest unknown, ready)
+  const CacheTag v1{5, 100, 1, 0, true};
+  const CacheTag v3{5, 100, 3, 0, true};
+  const CacheTag other{6, 100, 3, 0, true};
+  EXPECT_FALSE(t.SwapCacheTag(a, v1));  // nothing cached yet
+  EXPECT_TRUE(t.SwapCacheTag(a, v1));
+  EXPECT_FALSE(t.SwapCacheTag(a, v3));  // new content
+  EXPECT_TRUE(t.SwapCacheTag(a, v3));
+  EXPECT_FALSE(t.SwapCacheTag(a, other));  // another file
+  EXPECT_FALSE(t.SwapCacheTag(12345, other));
 }
 
 }  // namespace

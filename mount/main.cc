@@ -144,10 +144,6 @@ absl::Status Serve(const MountOptions& o, int* ready_fd) {
   lo.max_staleness = o.max_staleness;
   RANGEFS_ASSIGN_OR_RETURN(std::unique_ptr<ns::LayoutCache> cache,
                            ns::LayoutCache::Open(kv.get(), lo));
-  if (o.preload && o.revision == 0) {
-    RANGEFS_ASSIGN_OR_RETURN(size_t n, cache->Preload(o.dir));
-    RANGEFS_LOG(INFO) << "preloaded " << n << " layouts under " << o.dir;
-  }
 
   // Index changes reach the MountFs once it exists (and not after).
   absl::Mutex router_mu;
@@ -156,15 +152,16 @@ absl::Status Serve(const MountOptions& o, int* ready_fd) {
   io.cluster = o.cluster;
   io.dir = o.dir;
   io.revision = o.revision;
-  RANGEFS_ASSIGN_OR_RETURN(
-      std::unique_ptr<NamespaceIndex> index,
-      NamespaceIndex::Open(kv.get(), io,
-                           [&](absl::Span<const IndexChange> changes) {
-                             absl::MutexLock l(&router_mu);
-                             if (router_target != nullptr) {
-                               router_target->OnIndexChanges(changes);
-                             }
-                           }));
+  RANGEFS_ASSIGN_OR_RETURN(std::unique_ptr<NamespaceIndex> index,
+                           NamespaceIndex::Open(
+                               kv.get(), cache.get(), io,
+                               [&](absl::Span<const IndexChange> changes) {
+                                 absl::MutexLock l(&router_mu);
+                                 if (router_target != nullptr) {
+                                   router_target->OnIndexChanges(changes);
+                                 }
+                               },
+                               /*keep_listed=*/o.preload));
 
   ClientOptions co;
   co.cluster = o.cluster;

@@ -114,10 +114,6 @@ struct stat MountFs::DirAttr(uint64_t ino) const {
   return st;
 }
 
-CacheTag MountFs::TagOf(const FileMeta& meta) const {
-  return CacheTag{meta.file_id, meta.content_generation};
-}
-
 absl::StatusOr<MountEntry> MountFs::Lookup(uint64_t parent,
                                            absl::string_view name) {
   counters_->lookups.fetch_add(1, std::memory_order_relaxed);

@@ -70,7 +70,8 @@ struct MountFsOptions {
   ReaderOptions reader;
   ReadOptions read;
   // How long an open waits for the index to catch up with the layout the
-  // library opened (the two follow etcd through separate watches).
+  // library opened (both follow the layout cache's watch; a cold lookup
+  // can be a little ahead of it).
   absl::Duration index_catch_up = absl::Seconds(1);
   // Reads of at most this many bytes that are not part of a sequential
   // stream go through the ReadBatcher (0 = never).
@@ -164,15 +165,16 @@ class MountFs {
   static std::string Join(absl::string_view parent, absl::string_view name);
   struct stat FileAttr(uint64_t ino, const FileMeta& meta) const;
   struct stat DirAttr(uint64_t ino) const;
-  CacheTag TagOf(const FileMeta& meta) const;
-  // Opens the library File for `path` and checks it against the index.
+  // Opens the library File for `path`: one lookup in the layout cache; the
+  // handle's tag is the bytes it found.
   absl::Status OpenFile(Handle& h);
   // Pinned mounts: the subtree at options_.revision as a Dataset
   // (Client::OpenDataset), read at the first open, so that opens need no
   // etcd and survive its compaction and outages. Null while it could not
   // be read (then tried again at most every 10 s; opens read etcd).
   const Dataset* PinnedDataset();
-  // OK if `h`'s content is still what the namespace holds (else ABORTED).
+  // OK if `h`'s bytes are still what the namespace holds (ns::SameBytes;
+  // else ABORTED).
   absl::Status CheckCurrent(Handle& h);
   // Serves the read on this thread (Reader or File::Read) and calls done.
   void ReadNow(Handle& h, uint64_t offset, size_t size, bool sequential,

@@ -25,7 +25,8 @@ struct MountFs::Handle {
   std::string path;  // relative
   uint64_t ino = 0;
   std::unique_ptr<File> file;
-  CacheTag tag;
+  CacheTag tag;                 // the bytes it reads
+  int64_t opened_revision = 0;  // etcd mod revision of the layout opened
   std::atomic<uint64_t> checked_epoch{0};
   std::atomic<int> inflight{0};
   std::atomic<uint64_t> last_end{0};

@@ -57,31 +57,26 @@ absl::Status MountFs::OpenFile(Handle& h) {
       RANGEFS_ASSIGN_OR_RETURN(h.file,
                                client_->OpenFile(nspath, options_.revision));
     }
-    h.tag = TagOf(e.meta);
+    h.tag = e.meta.content;
     return absl::OkStatus();
   }
-  // The library and the index follow etcd through separate watches: open,
-  // then make sure both describe the same bytes.
-  for (int attempt = 0; attempt < 3; ++attempt) {
-    RANGEFS_ASSIGN_OR_RETURN(FileInfo info, client_->Stat(nspath));
-    RANGEFS_ASSIGN_OR_RETURN(std::unique_ptr<File> f,
-                             client_->OpenFile(nspath));
-    if (f->generation() != info.generation) continue;  // raced a change
-    (void)index_->WaitForRevision(info.mod_revision, options_.index_catch_up);
-    const uint64_t epoch = index_->epoch();
-    IndexEntry e = index_->Find(h.path);
-    const FileMeta& m = e.meta;
-    if (e.kind == EntryKind::kFile && m.file_id == info.file_id &&
-        m.content_generation <= info.generation &&
-        info.generation <= m.generation) {
-      h.file = std::move(f);
-      h.tag = TagOf(m);
-      h.checked_epoch.store(epoch);
-      return absl::OkStatus();
-    }
+  // One source of truth: the layout cache, whose watch also feeds the
+  // index. The handle reads through the layout the open found and follows
+  // its same-bytes changes (the library's rule, namespace/content_id.h).
+  RANGEFS_ASSIGN_OR_RETURN(h.file, client_->OpenFile(nspath));
+  const FileInfo info = h.file->info();
+  h.tag = ns::ContentId{info.file_id, info.size, info.content_generation,
+                        /*crc_digest=*/0, info.ready};
+  h.opened_revision = info.mod_revision;
+  // Reads compare the tag with the index (CheckCurrent): let it catch up
+  // with what the open saw (one stream of events, so this is at most the
+  // batch in flight; a cold lookup may be ahead of the watch).
+  (void)index_->WaitForRevision(info.mod_revision, options_.index_catch_up);
+  IndexEntry e = index_->Find(h.path);
+  if (e.kind == EntryKind::kFile && ns::SameBytes(e.meta.content, h.tag)) {
+    h.tag = e.meta.content;  // the same, with the extents' CRC digest
   }
-  return absl::UnavailableError(
-      absl::StrCat(nspath, " is changing in the namespace; retry the open"));
+  return absl::OkStatus();
 }
 
 absl::StatusOr<OpenResult> MountFs::Open(uint64_t ino, int flags) {
@@ -127,7 +122,10 @@ absl::Status MountFs::CheckCurrent(Handle& h) {
     return absl::OkStatus();
   }
   IndexEntry e = index_->Find(h.path);
-  if (e.kind == EntryKind::kFile && TagOf(e.meta) == h.tag) {
+  if ((e.kind == EntryKind::kFile && ns::SameBytes(h.tag, e.meta.content)) ||
+      index_->revision() < h.opened_revision) {
+    // The same bytes; or the index is still behind the open (the File
+    // checks the layout cache itself on each read).
     h.checked_epoch.store(epoch, std::memory_order_release);
     return absl::OkStatus();
   }

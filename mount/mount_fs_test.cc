@@ -93,10 +93,11 @@ class MountFsTest : public ::testing::Test {
     cache_ = *std::move(cache);
     NamespaceIndexOptions io;
     io.revision = revision;
-    auto index =
-        NamespaceIndex::Open(&kv_, io, [this](absl::Span<const IndexChange> c) {
-          if (fs_ != nullptr) fs_->OnIndexChanges(c);
-        });
+    auto index = NamespaceIndex::Open(&kv_, cache_.get(), io,
+                                      [this](absl::Span<const IndexChange> c) {
+                                        if (fs_ != nullptr)
+                                          fs_->OnIndexChanges(c);
+                                      });
     ASSERT_THAT(index, IsOk());
     index_ = *std::move(index);
     ClientOptions co;

@@ -1,5 +1,6 @@
 #include "mount/namespace_index.h"
 
+#include <algorithm>
 #include <utility>
 
 #include "absl/strings/match.h"
@@ -14,32 +15,6 @@ namespace mount {
 
 namespace {
 
-// FNV-1a over the extents' (offset, length, crc32c); 0 = unknown.
-uint64_t ContentDigest(const v1::FileLayout& l) {
-  if (l.size() == 0) return 1;
-  if (l.has_striped() || l.extents_size() == 0) return 0;
-  uint64_t h = 1469598103934665603ull;
-  auto mix = [&h](uint64_t v) {
-    for (int i = 0; i < 8; ++i) {
-      h ^= (v >> (8 * i)) & 0xff;
-      h *= 1099511628211ull;
-    }
-  };
-  for (const v1::Extent& e : l.extents()) {
-    if (!e.has_crc32c()) return 0;
-    mix(e.offset());
-    mix(e.length());
-    mix(e.crc32c());
-  }
-  return h == 0 ? 1 : h;
-}
-
-bool SameContent(const FileMeta& a, const FileMeta& b) {
-  return a.invalid.empty() && b.invalid.empty() && a.file_id == b.file_id &&
-         a.size == b.size && a.content_digest != 0 &&
-         a.content_digest == b.content_digest;
-}
-
 // "/a/b/c" -> "/a/b"; "/a" -> "/".
 absl::string_view Parent(absl::string_view path) {
   const size_t slash = path.rfind('/');
@@ -52,40 +27,48 @@ std::string ChildPrefix(absl::string_view dir) {
 
 }  // namespace
 
-NamespaceIndex::NamespaceIndex(ns::KvBackend* kv,
+NamespaceIndex::NamespaceIndex(ns::KvBackend* kv, ns::LayoutCache* cache,
                                const NamespaceIndexOptions& options,
                                IndexListener listener)
     : kv_(kv),
+      cache_(cache),
       options_(options),
       listener_(std::move(listener)),
       keys_(options.cluster),
       prefix_(keys_.FileDirPrefix(options.dir)) {}
 
 absl::StatusOr<std::unique_ptr<NamespaceIndex>> NamespaceIndex::Open(
-    ns::KvBackend* kv, const NamespaceIndexOptions& options,
-    IndexListener listener) {
+    ns::KvBackend* kv, ns::LayoutCache* cache,
+    const NamespaceIndexOptions& options, IndexListener listener,
+    bool keep_listed) {
   RANGEFS_RETURN_IF_ERROR(ns::ValidateDir(options.dir));
   if (options.revision < 0 || options.page_size <= 0) {
     return absl::InvalidArgumentError(
         absl::StrCat("namespace index: revision ", options.revision,
                      " and page_size ", options.page_size, " must be >= 0"));
   }
+  if (options.revision == 0 && cache == nullptr) {
+    return absl::InvalidArgumentError(
+        "namespace index: a live index needs the layout cache's watch");
+  }
   std::unique_ptr<NamespaceIndex> index(
-      new NamespaceIndex(kv, options, std::move(listener)));
-  FileMap files;
-  RANGEFS_ASSIGN_OR_RETURN(int64_t revision,
-                           index->ListAll(options.revision, &files));
-  {
+      new NamespaceIndex(kv, cache, options, std::move(listener)));
+  if (options.revision > 0) {
+    FileMap files;
+    RANGEFS_RETURN_IF_ERROR(index->ListPinned(&files));
     absl::MutexLock l(&index->mu_);
     for (const auto& [path, meta] : files) index->total_bytes_ += meta.size;
     index->files_ = std::move(files);
-    index->revision_ = revision;
+    index->revision_ = options.revision;
+    index->loading_ = false;
+    return index;
   }
-  if (options.revision == 0) {
-    RANGEFS_RETURN_IF_ERROR(index->StartWatch(revision + 1));
-    index->maintenance_ =
-        std::thread([i = index.get()] { i->MaintenanceLoop(); });
-  }
+  // Subscribe first: every event after the list's revision arrives.
+  index->subscription_ = cache->Subscribe(
+      [i = index.get()](const ns::KvWatchUpdate& u) { i->OnWatch(u); });
+  RANGEFS_RETURN_IF_ERROR(index->Relist(keep_listed, /*notify=*/false));
+  index->maintenance_ =
+      std::thread([i = index.get()] { i->MaintenanceLoop(); });
   return index;
 }
 
@@ -95,8 +78,7 @@ NamespaceIndex::~NamespaceIndex() {
     stop_ = true;
   }
   if (maintenance_.joinable()) maintenance_.join();
-  absl::MutexLock w(&watch_mu_);
-  watch_.reset();
+  subscription_.reset();  // waits for a callback in progress
 }
 
 std::string NamespaceIndex::NamespacePath(absl::string_view path) const {
@@ -132,48 +114,41 @@ bool NamespaceIndex::Decode(const ns::KvEntry& kv, std::string* path,
   meta->size = l->size();
   meta->file_id = l->file_id();
   meta->generation = l->generation();
-  meta->content_generation = l->generation();
+  meta->content = ns::ContentIdOf(*l);
   meta->created_unix_ms = l->created_unix_ms();
   meta->modified_unix_ms = l->modified_unix_ms();
-  meta->content_digest = ContentDigest(*l);
   return true;
 }
 
-absl::StatusOr<int64_t> NamespaceIndex::ListAll(int64_t revision,
-                                                FileMap* out) {
+void NamespaceIndex::AddPage(const std::vector<ns::KvEntry>& page,
+                             FileMap* out) {
+  uint64_t skipped = 0;
+  for (const ns::KvEntry& kv : page) {
+    std::string path;
+    FileMeta meta;
+    bool hidden;
+    if (Decode(kv, &path, &meta, &hidden)) {
+      (*out)[path] = std::move(meta);
+    } else if (!hidden) {
+      ++skipped;
+    }
+  }
+  absl::MutexLock l(&mu_);
+  skipped_keys_ += skipped;
+}
+
+absl::Status NamespaceIndex::ListPinned(FileMap* out) {
   const std::string end = ns::PrefixRangeEnd(prefix_);
   std::string start = prefix_;
-  uint64_t skipped = 0;
   while (true) {
     RANGEFS_ASSIGN_OR_RETURN(
-        ns::KvRange r, kv_->Range(start, end, options_.page_size, revision));
-    if (revision == 0) revision = r.revision;
-    for (const ns::KvEntry& kv : r.kvs) {
-      std::string path;
-      FileMeta meta;
-      bool hidden;
-      if (Decode(kv, &path, &meta, &hidden)) {
-        (*out)[path] = std::move(meta);
-      } else if (!hidden) {
-        ++skipped;
-      }
-    }
+        ns::KvRange r,
+        kv_->Range(start, end, options_.page_size, options_.revision));
+    AddPage(r.kvs, out);
     if (!r.more || r.kvs.empty()) break;
     start = r.kvs.back().key;
     start.push_back('\0');
   }
-  absl::MutexLock l(&mu_);
-  skipped_keys_ += skipped;
-  return revision;
-}
-
-absl::Status NamespaceIndex::StartWatch(int64_t start_revision) {
-  RANGEFS_ASSIGN_OR_RETURN(
-      std::unique_ptr<ns::KvWatch> w,
-      kv_->Watch(prefix_, ns::PrefixRangeEnd(prefix_), start_revision,
-                 [this](const ns::KvWatchUpdate& u) { OnWatch(u); }));
-  absl::MutexLock l(&watch_mu_);
-  watch_ = std::move(w);
   return absl::OkStatus();
 }
 
@@ -200,8 +175,8 @@ void NamespaceIndex::ApplyLocked(const std::string& path, const FileMeta* meta,
   if (old != files_.end()) {
     if (old->second.mod_revision >= meta->mod_revision) return;
     FileMeta next = *meta;
-    const bool same = SameContent(old->second, next);
-    if (same) next.content_generation = old->second.content_generation;
+    const bool same = old->second.invalid.empty() && next.invalid.empty() &&
+                      ns::SameBytes(old->second.content, next.content);
     total_bytes_ = total_bytes_ - old->second.size + next.size;
     old->second = std::move(next);
     changes->push_back({path, same ? IndexChange::Kind::kFileChanged
@@ -222,31 +197,46 @@ void NamespaceIndex::OnWatch(const ns::KvWatchUpdate& update) {
   {
     absl::MutexLock l(&mu_);
     if (update.compacted) {
+      // Events were lost: re-list (the maintenance thread); until then
+      // batches wait in pending_.
       compacted_ = true;
+      loading_ = true;
       return;
     }
-    watch_events_ += update.events.size();
-    for (const ns::KvEvent& e : update.events) {
-      std::string path;
-      FileMeta meta;
-      bool hidden = false;
-      if (e.deleted) {
-        if (!absl::StartsWith(e.kv.key, prefix_)) continue;
-        path = absl::StrCat("/",
-                            absl::string_view(e.kv.key).substr(prefix_.size()));
-        ApplyLocked(path, nullptr, &changes);
-      } else if (Decode(e.kv, &path, &meta, &hidden)) {
-        ApplyLocked(path, &meta, &changes);
-      } else if (hidden) {
-        ApplyLocked(path, nullptr, &changes);  // e.g. back to IMPORTING
-      } else {
-        ++skipped_keys_;
-      }
+    if (loading_) {
+      pending_.push_back(update);
+      return;
     }
-    if (update.revision > revision_) revision_ = update.revision;
-    epoch_.fetch_add(1, std::memory_order_release);
+    ApplyUpdateLocked(update, &changes);
   }
   Notify(changes);
+}
+
+void NamespaceIndex::ApplyUpdateLocked(const ns::KvWatchUpdate& update,
+                                       std::vector<IndexChange>* changes) {
+  for (const ns::KvEvent& e : update.events) {
+    if (e.kv.mod_revision <= listed_revision_ ||
+        !absl::StartsWith(e.kv.key, prefix_)) {
+      continue;  // in the list already, or outside the mount's dir
+    }
+    ++watch_events_;
+    std::string path;
+    FileMeta meta;
+    bool hidden = false;
+    if (e.deleted) {
+      path =
+          absl::StrCat("/", absl::string_view(e.kv.key).substr(prefix_.size()));
+      ApplyLocked(path, nullptr, changes);
+    } else if (Decode(e.kv, &path, &meta, &hidden)) {
+      ApplyLocked(path, &meta, changes);
+    } else if (hidden) {
+      ApplyLocked(path, nullptr, changes);  // e.g. back to IMPORTING
+    } else {
+      ++skipped_keys_;
+    }
+  }
+  if (update.revision > revision_) revision_ = update.revision;
+  epoch_.fetch_add(1, std::memory_order_release);
 }
 
 void NamespaceIndex::Notify(const std::vector<IndexChange>& changes) {
@@ -264,7 +254,7 @@ void NamespaceIndex::MaintenanceLoop() {
       if (stop_) return;
       if (!compacted_) continue;
     }
-    absl::Status s = Relist();
+    absl::Status s = Relist(/*keep=*/false, /*notify=*/true);
     if (!s.ok()) {
       RANGEFS_LOG(WARNING) << "namespace index: re-list after compaction "
                               "failed (retrying in 1 s): "
@@ -276,9 +266,17 @@ void NamespaceIndex::MaintenanceLoop() {
   }
 }
 
-absl::Status NamespaceIndex::Relist() {
+absl::Status NamespaceIndex::Relist(bool keep, bool notify) {
+  {
+    // Batches that came before the list's read are in the list.
+    absl::MutexLock l(&mu_);
+    pending_.clear();
+  }
   FileMap fresh;
-  RANGEFS_ASSIGN_OR_RETURN(int64_t revision, ListAll(0, &fresh));
+  RANGEFS_ASSIGN_OR_RETURN(
+      int64_t revision, cache_->Scan(options_.dir, keep,
+                                     [&](const std::vector<ns::KvEntry>& page,
+                                         int64_t) { AddPage(page, &fresh); }));
   std::vector<IndexChange> changes;
   {
     absl::MutexLock l(&mu_);
@@ -288,22 +286,19 @@ absl::Status NamespaceIndex::Relist() {
     }
     for (const std::string& path : gone) ApplyLocked(path, nullptr, &changes);
     for (const auto& [path, meta] : fresh) ApplyLocked(path, &meta, &changes);
-    revision_ = revision;
+    revision_ = std::max(revision_, revision);
+    listed_revision_ = revision;
+    std::vector<ns::KvWatchUpdate> pending;
+    pending.swap(pending_);
+    for (const ns::KvWatchUpdate& u : pending) ApplyUpdateLocked(u, &changes);
+    loading_ = false;
+    if (relisted_once_) ++relists_;
+    relisted_once_ = true;
     compacted_ = false;
-    ++relists_;
     epoch_.fetch_add(1, std::memory_order_release);
   }
-  {
-    absl::MutexLock w(&watch_mu_);
-    watch_.reset();
-  }
-  absl::Status s = StartWatch(revision + 1);
-  if (!s.ok()) {
-    absl::MutexLock l(&mu_);
-    compacted_ = true;  // try again
-  }
-  Notify(changes);
-  return s;
+  if (notify) Notify(changes);
+  return absl::OkStatus();
 }
 
 IndexEntry NamespaceIndex::Find(absl::string_view path) {
@@ -359,6 +354,11 @@ absl::StatusOr<std::vector<DirEntry>> NamespaceIndex::List(
   return out;
 }
 
+int64_t NamespaceIndex::revision() const {
+  absl::ReaderMutexLock l(&mu_);
+  return revision_;
+}
+
 absl::Status NamespaceIndex::WaitForRevision(int64_t revision,
                                              absl::Duration timeout) {
   absl::MutexLock l(&mu_);
@@ -385,8 +385,7 @@ NamespaceIndexStats NamespaceIndex::stats() {
     s.skipped_keys = skipped_keys_;
   }
   s.pinned = options_.revision > 0;
-  absl::MutexLock w(&watch_mu_);
-  s.watch_connected = watch_ != nullptr && watch_->connected();
+  s.watch_connected = cache_ != nullptr && cache_->stats().watch_connected;
   return s;
 }
 

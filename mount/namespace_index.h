@@ -2,23 +2,27 @@
 //
 // The directory tree rangefs-mount serves: every READY file under one
 // namespace directory, with the metadata lookup/getattr/readdir need, kept
-// in memory and fresh by one etcd prefix watch (no etcd round trip per
-// call). Directories are implied by paths, as in the namespace.
+// in memory and fresh by the process's one namespace watch, the layout
+// cache's (no etcd round trip per call, and the tree and the layouts the
+// reads use never disagree for long: they follow one stream of events).
+// Directories are implied by paths, as in the namespace.
 //
 //   NamespaceIndexOptions o;
 //   o.cluster = "prod";
 //   o.dir = "/crawl";  // the mount's root
-//   RANGEFS_ASSIGN_OR_RETURN(auto index, NamespaceIndex::Open(kv, o,
+//   RANGEFS_ASSIGN_OR_RETURN(auto index, NamespaceIndex::Open(kv, cache, o,
 //       [](absl::Span<const IndexChange> changes) { /* invalidate */ }));
 //   IndexEntry e = index->Find("/2024/seg-1");  // relative to o.dir
 //
 // Paths given to and returned by the index are relative to `dir`: "/" is
 // the mount's root, "/a/b" is namespace path <dir>/a/b.
 //
-// - Open lists the subtree (paged, at one revision) and watches it from the
-//   next revision; a watch that loses etcd resumes without losing events,
-//   and meanwhile the last known tree is served. On compaction the index
-//   re-lists and reports the difference as changes.
+// - Open subscribes to the layout cache's watch, then lists the subtree
+//   through the cache (LayoutCache::Scan: paged, at one revision, the same
+//   pages the cache keeps with `preload`) and applies every later event; a
+//   watch that loses etcd resumes without losing events, and meanwhile the
+//   last known tree is served. On compaction the index re-lists and
+//   reports the difference as changes.
 // - With `revision` > 0 the index is the subtree as of that etcd revision
 //   and never changes (no watch); OUT_OF_RANGE if it is compacted.
 // - IMPORTING files are not shown (they appear when they become READY). A
@@ -26,10 +30,10 @@
 //   set (size 0). A key whose path is not a valid namespace path is
 //   skipped (logged). If a path is both a file and a directory prefix
 //   ("/a" and "/a/b"), the directory wins.
-// - Content tags: a file's `content_generation` is the first generation of
-//   the current run of layouts with provably the same bytes (same file_id
-//   and size, and every extent's CRC32C known and equal); any other change
-//   starts a new run. Open handles compare it to decide ESTALE.
+// - A file's `content` (namespace/content_id.h) says which bytes it
+//   holds; a change that keeps them (the keeper moved a copy) is
+//   kFileChanged, any other kFileReplaced. Open handles compare it with
+//   ns::SameBytes to decide ESTALE.
 // Thread-safe. Owns one maintenance thread (re-lists after compaction).
 #ifndef RANGEFS_MOUNT_NAMESPACE_INDEX_H_
 #define RANGEFS_MOUNT_NAMESPACE_INDEX_H_
@@ -50,8 +54,10 @@
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
 #include "absl/types/span.h"
+#include "namespace/content_id.h"
 #include "namespace/keys.h"
 #include "namespace/kv.h"
+#include "namespace/layout_cache.h"
 
 namespace rangefs {
 namespace mount {
@@ -60,13 +66,10 @@ struct FileMeta {
   uint64_t size = 0;
   uint64_t file_id = 0;
   uint64_t generation = 0;
-  uint64_t content_generation = 0;  // see "Content tags" above
+  ns::ContentId content;  // which bytes (see above)
   int64_t mod_revision = 0;
   int64_t created_unix_ms = 0;
   int64_t modified_unix_ms = 0;
-  // Digest of the extents' (offset, length, crc32c); 0 = unknown (striped
-  // layout or an extent without CRC).
-  uint64_t content_digest = 0;
   // Non-empty: the record failed the gate (why, naming the etcd key).
   std::string invalid;
 };
@@ -87,7 +90,7 @@ struct DirEntry {
 struct IndexChange {
   enum class Kind {
     kFileAdded,
-    kFileChanged,   // new layout, same bytes (content_generation unchanged)
+    kFileChanged,   // new layout, same bytes (ns::SameBytes)
     kFileReplaced,  // new layout, bytes may differ
     kFileRemoved,
     kDirAdded,
@@ -122,12 +125,16 @@ struct NamespaceIndexStats {
 
 class NamespaceIndex {
  public:
-  // Lists `options.dir` and (unless pinned) starts watching it. `kv` is not
-  // owned and must outlive the index. INVALID_ARGUMENT (bad dir or
-  // revision), UNAVAILABLE (etcd), OUT_OF_RANGE (revision compacted).
+  // Lists `options.dir` and (unless pinned) follows `cache`'s watch.
+  // `kv` and `cache` are not owned and must outlive the index; `cache` may
+  // be null for a pinned index. With `keep_listed`, the listed layouts are
+  // kept in `cache` (the mount's `preload`). INVALID_ARGUMENT (bad dir or
+  // revision, no cache), UNAVAILABLE (etcd), OUT_OF_RANGE (revision
+  // compacted).
   static absl::StatusOr<std::unique_ptr<NamespaceIndex>> Open(
-      ns::KvBackend* kv, const NamespaceIndexOptions& options,
-      IndexListener listener = nullptr);
+      ns::KvBackend* kv, ns::LayoutCache* cache,
+      const NamespaceIndexOptions& options, IndexListener listener = nullptr,
+      bool keep_listed = false);
   ~NamespaceIndex();
   NamespaceIndex(const NamespaceIndex&) = delete;
   NamespaceIndex& operator=(const NamespaceIndex&) = delete;
@@ -143,6 +150,8 @@ class NamespaceIndex {
   // Incremented after every applied batch of changes: a cheap "did
   // anything change since" check.
   uint64_t epoch() const { return epoch_.load(std::memory_order_acquire); }
+  // Changes up to this etcd revision are applied.
+  int64_t revision() const;
   // Blocks until changes up to `revision` are applied. DEADLINE_EXCEEDED
   // after `timeout`.
   absl::Status WaitForRevision(int64_t revision, absl::Duration timeout);
@@ -150,16 +159,24 @@ class NamespaceIndex {
   NamespaceIndexStats stats();
 
  private:
-  NamespaceIndex(ns::KvBackend* kv, const NamespaceIndexOptions& options,
-                 IndexListener listener);
+  NamespaceIndex(ns::KvBackend* kv, ns::LayoutCache* cache,
+                 const NamespaceIndexOptions& options, IndexListener listener);
   using FileMap = absl::btree_map<std::string, FileMeta>;
 
-  // Reads the whole subtree at `revision` (0 = latest) into `out`.
-  absl::StatusOr<int64_t> ListAll(int64_t revision, FileMap* out);
-  absl::Status StartWatch(int64_t start_revision);
+  // Reads the pinned subtree at options_.revision into `out`.
+  absl::Status ListPinned(FileMap* out);
+  // Adds one page of etcd entries to `out`.
+  void AddPage(const std::vector<ns::KvEntry>& page, FileMap* out);
   void OnWatch(const ns::KvWatchUpdate& update);
+  // Applies a watch batch: events not newer than revision_ are skipped.
+  void ApplyUpdateLocked(const ns::KvWatchUpdate& update,
+                         std::vector<IndexChange>* changes)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void MaintenanceLoop();
-  absl::Status Relist();
+  // (Re)reads the subtree through the cache and applies the difference
+  // and the events that arrived meanwhile; `keep` keeps the pages in the
+  // cache. `notify`: report the changes to the listener.
+  absl::Status Relist(bool keep, bool notify);
   // Decodes one etcd entry into (relative path, meta); false = skip (not
   // a valid path, or not READY: `*hidden` tells which).
   bool Decode(const ns::KvEntry& kv, std::string* path, FileMeta* meta,
@@ -173,6 +190,7 @@ class NamespaceIndex {
   void Notify(const std::vector<IndexChange>& changes);
 
   ns::KvBackend* const kv_;
+  ns::LayoutCache* const cache_;
   const NamespaceIndexOptions options_;
   const IndexListener listener_;
   const ns::Keys keys_;
@@ -182,16 +200,23 @@ class NamespaceIndex {
   FileMap files_ ABSL_GUARDED_BY(mu_);
   uint64_t total_bytes_ ABSL_GUARDED_BY(mu_) = 0;
   int64_t revision_ ABSL_GUARDED_BY(mu_) = 0;
+  // The revision of the last list: events at or below it are in it (a
+  // batch's own revision may run ahead of its events while etcd catches a
+  // watch up, so events are filtered by this, not by revision_).
+  int64_t listed_revision_ ABSL_GUARDED_BY(mu_) = 0;
   bool compacted_ ABSL_GUARDED_BY(mu_) = false;
+  // While (re)listing: watch batches wait here, applied after the list.
+  bool loading_ ABSL_GUARDED_BY(mu_) = true;
+  std::vector<ns::KvWatchUpdate> pending_ ABSL_GUARDED_BY(mu_);
   bool stop_ ABSL_GUARDED_BY(mu_) = false;
   uint64_t watch_events_ ABSL_GUARDED_BY(mu_) = 0;
   uint64_t relists_ ABSL_GUARDED_BY(mu_) = 0;
+  bool relisted_once_ ABSL_GUARDED_BY(mu_) = false;  // the first is Open's
   uint64_t skipped_keys_ ABSL_GUARDED_BY(mu_) = 0;
   std::atomic<uint64_t> epoch_{0};
 
-  // Replaced only by the maintenance thread (and Open before it starts).
-  absl::Mutex watch_mu_;
-  std::unique_ptr<ns::KvWatch> watch_ ABSL_GUARDED_BY(watch_mu_);
+  // The cache's watch, shared (null for a pinned index).
+  std::unique_ptr<ns::LayoutCache::Subscription> subscription_;
   std::thread maintenance_;
 };
 

@@ -1,5 +1,6 @@
-// NamespaceIndex over MemoryKv (watch callbacks run synchronously on the
-// writing thread, so every change is applied when the write returns).
+// NamespaceIndex over MemoryKv, fed by a LayoutCache's watch (watch
+// callbacks run synchronously on the writing thread, so every change is
+// applied when the write returns).
 #include "mount/namespace_index.h"
 
 #include <memory>
@@ -12,6 +13,7 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "namespace/keys.h"
+#include "namespace/layout_cache.h"
 #include "namespace/memory_kv.h"
 #include "namespace/store.h"
 
@@ -35,6 +37,9 @@ class NamespaceIndexTest : public ::testing::Test {
       r.set_export_path("/export");
       ASSERT_THAT(store_->AddNode(r), IsOk());
     }
+    auto cache = ns::LayoutCache::Open(&kv_, {});
+    ASSERT_THAT(cache, IsOk());
+    cache_ = *std::move(cache);
   }
 
   // One extent on n0 with `crc` (or none), or a 2-column striped layout.
@@ -69,8 +74,8 @@ class NamespaceIndexTest : public ::testing::Test {
   }
 
   std::unique_ptr<NamespaceIndex> Open(NamespaceIndexOptions o = {}) {
-    auto index =
-        NamespaceIndex::Open(&kv_, o, [this](absl::Span<const IndexChange> c) {
+    auto index = NamespaceIndex::Open(
+        &kv_, cache_.get(), o, [this](absl::Span<const IndexChange> c) {
           changes_.insert(changes_.end(), c.begin(), c.end());
         });
     EXPECT_THAT(index, IsOk());
@@ -96,6 +101,7 @@ class NamespaceIndexTest : public ::testing::Test {
 
   ns::MemoryKv kv_;
   std::unique_ptr<ns::NamespaceStore> store_;
+  std::unique_ptr<ns::LayoutCache> cache_;
   std::vector<IndexChange> changes_;
 };
 
@@ -112,7 +118,8 @@ TEST_F(NamespaceIndexTest, DirectoriesAreImpliedByPaths) {
   EXPECT_EQ(d.kind, EntryKind::kFile);
   EXPECT_EQ(d.meta.size, 123u);
   EXPECT_EQ(d.meta.generation, 1u);
-  EXPECT_EQ(d.meta.content_generation, 1u);
+  EXPECT_EQ(d.meta.content.content_generation, 1u);
+  EXPECT_EQ(d.meta.content.file_id, d.meta.file_id);
   EXPECT_EQ(index->Find("/a/x").kind, EntryKind::kNone);
   EXPECT_EQ(index->Find("/a/b/c/d").kind, EntryKind::kNone);
   EXPECT_THAT(Names(*index, "/"), ElementsAre(Pair("a", EntryKind::kDir),
@@ -172,12 +179,12 @@ TEST_F(NamespaceIndexTest, WatchReportsAddsAndRemovesWithTheirDirectories) {
   EXPECT_EQ(index->Find("/keep").kind, EntryKind::kNone);
 }
 
-TEST_F(NamespaceIndexTest, ContentGenerationFollowsProvablySameBytes) {
+TEST_F(NamespaceIndexTest, ALayoutChangeKeepsTheBytesAnOverwriteDoesNot) {
   ASSERT_THAT(store_->CreateFile("/f", Layout(100, true, 7)), IsOk());
   ASSERT_THAT(store_->CreateFile("/s", Layout(100, false, 0, true)), IsOk());
   auto index = Open();
   ASSERT_NE(index, nullptr);
-  // Same size and extent CRCs: replicas moved, bytes the same.
+  // Replicas moved (the keeper's ReplaceLayout): the same bytes.
   auto f = store_->GetFile("/f");
   ASSERT_THAT(f, IsOk());
   v1::FileLayout moved = Layout(100, true, 7);
@@ -185,25 +192,49 @@ TEST_F(NamespaceIndexTest, ContentGenerationFollowsProvablySameBytes) {
   ASSERT_THAT(store_->ReplaceLayout("/f", moved, f->mod_revision), IsOk());
   IndexEntry e = index->Find("/f");
   EXPECT_EQ(e.meta.generation, 2u);
-  EXPECT_EQ(e.meta.content_generation, 1u);
+  EXPECT_EQ(e.meta.content.content_generation, 1u);
   EXPECT_THAT(TakeChanges(), ElementsAre(Pair("/f", Kind::kFileChanged)));
-  // A different CRC: new content.
+  // A different CRC: new content, whatever the writer said.
   f = store_->GetFile("/f");
   ASSERT_THAT(
       store_->ReplaceLayout("/f", Layout(100, true, 8), f->mod_revision),
       IsOk());
-  e = index->Find("/f");
-  EXPECT_EQ(e.meta.generation, 3u);
-  EXPECT_EQ(e.meta.content_generation, 3u);
   EXPECT_THAT(TakeChanges(), ElementsAre(Pair("/f", Kind::kFileReplaced)));
-  // Striped layouts carry no CRCs: any new generation may be new bytes.
+  // Striped layouts carry no CRCs: a column moved to another node is the
+  // same bytes (it used to end every open handle with ESTALE) ...
   auto s = store_->GetFile("/s");
   ASSERT_THAT(s, IsOk());
+  v1::FileLayout column_moved = Layout(100, false, 0, true);
+  column_moved.mutable_striped()
+      ->mutable_targets(0)
+      ->mutable_replicas(0)
+      ->set_node_id("n1");
+  ASSERT_THAT(store_->ReplaceLayout("/s", column_moved, s->mod_revision),
+              IsOk());
+  EXPECT_EQ(index->Find("/s").meta.content.content_generation, 1u);
+  EXPECT_THAT(TakeChanges(), ElementsAre(Pair("/s", Kind::kFileChanged)));
+  // ... and an overwrite of the same size is new bytes.
+  s = store_->GetFile("/s");
+  ASSERT_THAT(s, IsOk());
   ASSERT_THAT(
-      store_->ReplaceLayout("/s", Layout(100, false, 0, true), s->mod_revision),
+      store_->OverwriteFile("/s", Layout(100, false, 0, true), s->mod_revision),
       IsOk());
-  EXPECT_EQ(index->Find("/s").meta.content_generation, 2u);
+  EXPECT_EQ(index->Find("/s").meta.content.content_generation, 3u);
   EXPECT_THAT(TakeChanges(), ElementsAre(Pair("/s", Kind::kFileReplaced)));
+}
+
+TEST_F(NamespaceIndexTest, SharesTheLayoutCachesWatch) {
+  Create("/a");
+  auto index = Open();
+  ASSERT_NE(index, nullptr);
+  auto second = Open();
+  ASSERT_NE(second, nullptr);
+  // Two indexes and the cache: one watch of the namespace in the process.
+  EXPECT_EQ(kv_.open_watches(), 1);
+  EXPECT_EQ(cache_->open_watches(), 1);
+  Create("/b");
+  EXPECT_EQ(index->Find("/b").kind, EntryKind::kFile);
+  EXPECT_EQ(second->Find("/b").kind, EntryKind::kFile);
 }
 
 TEST_F(NamespaceIndexTest, ImportingFilesAppearWhenReady) {
@@ -282,7 +313,7 @@ TEST_F(NamespaceIndexTest, PinnedRevisionNeverChanges) {
   EXPECT_EQ(index->Find("/newer").kind, EntryKind::kNone);
   EXPECT_TRUE(index->stats().pinned);
   ASSERT_THAT(kv_.Compact(kv_.revision()), IsOk());
-  EXPECT_THAT(NamespaceIndex::Open(&kv_, o),
+  EXPECT_THAT(NamespaceIndex::Open(&kv_, nullptr, o),
               StatusIs(absl::StatusCode::kOutOfRange));
 }
 
@@ -312,7 +343,7 @@ TEST_F(NamespaceIndexTest, ServesTheLastTreeWhileEtcdIsDown) {
   kv_.SetAvailable(false);
   EXPECT_EQ(index->Find("/a/f").kind, EntryKind::kFile);
   EXPECT_THAT(Names(*index, "/a"), ElementsAre(Pair("f", EntryKind::kFile)));
-  EXPECT_THAT(NamespaceIndex::Open(&kv_, {}),
+  EXPECT_THAT(NamespaceIndex::Open(&kv_, cache_.get(), {}),
               StatusIs(absl::StatusCode::kUnavailable));
   kv_.SetAvailable(true);
 }
@@ -332,11 +363,14 @@ TEST_F(NamespaceIndexTest, WaitForRevision) {
 TEST_F(NamespaceIndexTest, RejectsBadOptions) {
   NamespaceIndexOptions o;
   o.dir = "relative";
-  EXPECT_THAT(NamespaceIndex::Open(&kv_, o),
+  EXPECT_THAT(NamespaceIndex::Open(&kv_, cache_.get(), o),
               StatusIs(absl::StatusCode::kInvalidArgument));
   o.dir = "/";
   o.revision = -1;
-  EXPECT_THAT(NamespaceIndex::Open(&kv_, o),
+  EXPECT_THAT(NamespaceIndex::Open(&kv_, cache_.get(), o),
+              StatusIs(absl::StatusCode::kInvalidArgument));
+  o.revision = 0;  // a live index follows the cache's watch
+  EXPECT_THAT(NamespaceIndex::Open(&kv_, nullptr, o),
               StatusIs(absl::StatusCode::kInvalidArgument));
 }
 

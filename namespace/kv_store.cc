@@ -271,6 +271,7 @@ class KvStore : public NamespaceStore {
     const std::string counter = keys_.NextFileId();
     const int64_t now = absl::ToUnixMillis(clock_->Now());
     layout.set_generation(1);
+    layout.set_content_generation(1);
     layout.set_created_unix_ms(now);
     layout.set_modified_unix_ms(now);
     const uint64_t requested_id = layout.file_id();
@@ -358,6 +359,24 @@ class KvStore : public NamespaceStore {
                                             v1::FileLayout layout,
                                             int64_t expected_mod_revision,
                                             const TxnGuard& guard) override {
+    return Replace(path, std::move(layout), expected_mod_revision, guard,
+                   /*new_content=*/false);
+  }
+
+  absl::StatusOr<FileEntry> OverwriteFile(
+      absl::string_view path, v1::FileLayout layout,
+      int64_t expected_mod_revision) override {
+    return Replace(path, std::move(layout), expected_mod_revision, {},
+                   /*new_content=*/true);
+  }
+
+  // ReplaceLayoutIf and OverwriteFile: `new_content` says whether the
+  // layout holds new bytes (content_generation = the new generation) or
+  // the same bytes as before (content_generation kept).
+  absl::StatusOr<FileEntry> Replace(absl::string_view path,
+                                    v1::FileLayout layout,
+                                    int64_t expected_mod_revision,
+                                    const TxnGuard& guard, bool new_content) {
     if (guard.compares.size() > kMaxGuardCompares) {
       return absl::InvalidArgumentError(
           absl::StrCat("replace layout of ", path, ": ", guard.compares.size(),
@@ -375,6 +394,8 @@ class KvStore : public NamespaceStore {
     }
     layout.set_file_id(cur.layout.file_id());
     layout.set_generation(cur.layout.generation() + 1);
+    layout.set_content_generation(
+        new_content ? layout.generation() : cur.layout.content_generation());
     layout.set_created_unix_ms(cur.layout.created_unix_ms());
     layout.set_modified_unix_ms(absl::ToUnixMillis(clock_->Now()));
     TxnRequest txn;

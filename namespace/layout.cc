@@ -246,6 +246,12 @@ absl::Status ValidateLayout(const v1::FileLayout& layout,
     return absl::InvalidArgumentError(absl::StrCat(
         "layout state ", layout.state(), " is not importing or ready"));
   }
+  if (layout.content_generation() > layout.generation() &&
+      layout.generation() != 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("layout content_generation ", layout.content_generation(),
+                     " is above its generation ", layout.generation()));
+  }
   if (layout.checksum() == v1::CRC32C_SIDECAR &&
       layout.checksum_block_size() == 0) {
     return absl::InvalidArgumentError(

@@ -72,6 +72,36 @@ absl::Status LayoutCache::StartWatch(int64_t start_revision) {
 }
 
 void LayoutCache::OnWatch(const KvWatchUpdate& update) {
+  ApplyWatch(update);
+  // A compaction reaches subscribers once the cache watches again
+  // (Relist), so that their own re-read is not behind the new watch.
+  if (!update.compacted) Publish(update);
+}
+
+void LayoutCache::Publish(const KvWatchUpdate& update) {
+  absl::MutexLock l(&subs_mu_);
+  for (const auto& [id, callback] : subs_) callback(update);
+}
+
+std::unique_ptr<LayoutCache::Subscription> LayoutCache::Subscribe(
+    KvWatchCallback callback) {
+  absl::MutexLock l(&subs_mu_);
+  const uint64_t id = next_sub_++;
+  subs_[id] = std::move(callback);
+  return std::unique_ptr<Subscription>(new Subscription(this, id));
+}
+
+LayoutCache::Subscription::~Subscription() {
+  absl::MutexLock l(&cache_->subs_mu_);
+  cache_->subs_.erase(id_);
+}
+
+int LayoutCache::open_watches() {
+  absl::MutexLock w(&watch_mu_);
+  return watch_ != nullptr ? 1 : 0;
+}
+
+void LayoutCache::ApplyWatch(const KvWatchUpdate& update) {
   if (update.compacted) {
     absl::MutexLock l(&mu_);
     compacted_ = true;
@@ -231,7 +261,14 @@ absl::Status LayoutCache::Relist() {
     compacted_ = false;
     ++stats_.relists;
   }
-  return StartWatch(revision + 1);
+  RANGEFS_RETURN_IF_ERROR(StartWatch(revision + 1));
+  // Subscribers: events up to `revision` may be lost; every later one
+  // comes through the new watch.
+  KvWatchUpdate lost;
+  lost.compacted = true;
+  lost.compact_revision = revision;
+  Publish(lost);
+  return absl::OkStatus();
 }
 
 absl::StatusOr<std::shared_ptr<const CachedLayout>> LayoutCache::Lookup(
@@ -350,7 +387,7 @@ absl::StatusOr<std::shared_ptr<const CachedLayout>> LayoutCache::LookupAt(
   return c;
 }
 
-absl::Status LayoutCache::ForEachPage(
+absl::StatusOr<int64_t> LayoutCache::ForEachPage(
     absl::string_view dir,
     const std::function<void(std::vector<KvEntry>&, int64_t)>& on_page) {
   RANGEFS_RETURN_IF_ERROR(ValidateDir(dir));
@@ -371,7 +408,27 @@ absl::Status LayoutCache::ForEachPage(
     start = std::move(last);
     start.push_back('\0');
   }
-  return absl::OkStatus();
+  return revision;
+}
+
+absl::StatusOr<int64_t> LayoutCache::Scan(
+    absl::string_view dir, bool keep,
+    const std::function<void(const std::vector<KvEntry>&, int64_t)>& on_page) {
+  std::vector<Listed> page;
+  return ForEachPage(dir, [&](std::vector<KvEntry>& kvs, int64_t revision) {
+    on_page(kvs, revision);
+    if (keep) {
+      page.clear();
+      for (KvEntry& kv : kvs) {
+        Listed e;
+        if (!keys_.ParseFile(kv.key, &e.path)) continue;
+        e.bytes = std::make_shared<const std::string>(std::move(kv.value));
+        e.mod_revision = kv.mod_revision;
+        page.push_back(std::move(e));
+      }
+      KeepPage(page, revision);
+    }
+  });
 }
 
 void LayoutCache::KeepPage(std::vector<Listed>& page, int64_t revision) {
@@ -406,32 +463,33 @@ absl::StatusOr<std::vector<FileEntry>> LayoutCache::List(
     absl::string_view dir) {
   std::vector<FileEntry> out;
   std::vector<Listed> keep;
-  RANGEFS_RETURN_IF_ERROR(ForEachPage(dir, [&](std::vector<KvEntry>& kvs,
-                                               int64_t revision) {
-    keep.clear();
-    for (KvEntry& kv : kvs) {
-      FileEntry e;
-      if (!keys_.ParseFile(kv.key, &e.path)) continue;
-      e.mod_revision = kv.mod_revision;
-      e.create_revision = kv.create_revision;
-      absl::StatusOr<v1::FileLayout> layout =
-          ValidatePath(e.path).ok()
-              ? ParseLayout(kv)
-              : absl::DataLossError(absl::StrCat("invalid record at etcd key ",
-                                                 absl::CEscape(kv.key),
-                                                 ": not a valid path"));
-      if (layout.ok()) {
-        e.layout = std::move(*layout);
-        keep.push_back(
-            {e.path, std::make_shared<const std::string>(std::move(kv.value)),
-             kv.mod_revision});
-      } else {
-        e.invalid = std::string(layout.status().message());
-      }
-      out.push_back(std::move(e));
-    }
-    KeepPage(keep, revision);
-  }));
+  RANGEFS_RETURN_IF_ERROR(
+      ForEachPage(dir, [&](std::vector<KvEntry>& kvs, int64_t revision) {
+        keep.clear();
+        for (KvEntry& kv : kvs) {
+          FileEntry e;
+          if (!keys_.ParseFile(kv.key, &e.path)) continue;
+          e.mod_revision = kv.mod_revision;
+          e.create_revision = kv.create_revision;
+          absl::StatusOr<v1::FileLayout> layout =
+              ValidatePath(e.path).ok()
+                  ? ParseLayout(kv)
+                  : absl::DataLossError(absl::StrCat(
+                        "invalid record at etcd key ", absl::CEscape(kv.key),
+                        ": not a valid path"));
+          if (layout.ok()) {
+            e.layout = std::move(*layout);
+            keep.push_back(
+                {e.path,
+                 std::make_shared<const std::string>(std::move(kv.value)),
+                 kv.mod_revision});
+          } else {
+            e.invalid = std::string(layout.status().message());
+          }
+          out.push_back(std::move(e));
+        }
+        KeepPage(keep, revision);
+      }).status());
   return out;
 }
 
@@ -450,7 +508,7 @@ absl::StatusOr<size_t> LayoutCache::Preload(absl::string_view dir) {
         }
         loaded += page.size();
         KeepPage(page, revision);
-      }));
+      }).status());
   return loaded;
 }
 

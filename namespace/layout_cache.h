@@ -15,6 +15,9 @@
 // - While etcd is unreachable, cached layouts are still served for up to
 //   `max_staleness` (counted in stats().stale_serves); after that, and for
 //   any cold lookup, UNAVAILABLE.
+// - Subscribe shares this watch with the rest of the process (the mount's
+//   tree, datasets): one namespace watch per process, every record read
+//   once; Scan gives a subscriber its initial load in the same pages.
 // - LookupAt(path, revision) pins the namespace at an etcd revision:
 //   the exact layout of that moment, or OUT_OF_RANGE once compacted.
 // - List(dir) lists a directory in paged reads at one revision and keeps
@@ -118,6 +121,44 @@ class LayoutCache {
   // Loads every file under `dir` into the cache (paged, one revision).
   // Returns the number of files loaded.
   absl::StatusOr<size_t> Preload(absl::string_view dir);
+  // Pages through every file record under `dir` at one revision (the
+  // first page's), passing each page to `on_page` and then, with `keep`,
+  // keeping it as Preload does. Returns the revision read at (also when
+  // `dir` is empty). The one paged load a subscriber (subscribe first)
+  // builds its own view from. INVALID_ARGUMENT (bad dir), UNAVAILABLE.
+  absl::StatusOr<int64_t> Scan(
+      absl::string_view dir, bool keep,
+      const std::function<void(const std::vector<KvEntry>&, int64_t)>& on_page);
+
+  // A subscription to the cache's namespace watch (see Subscribe); the
+  // callback is not called once this is destroyed, and destroying it waits
+  // for a call in progress.
+  class Subscription {
+   public:
+    ~Subscription();
+    Subscription(const Subscription&) = delete;
+    Subscription& operator=(const Subscription&) = delete;
+
+   private:
+    friend class LayoutCache;
+    Subscription(LayoutCache* cache, uint64_t id) : cache_(cache), id_(id) {}
+    LayoutCache* const cache_;
+    const uint64_t id_;
+  };
+  // Shares the process's one namespace watch: `callback` gets every watch
+  // batch (every file record of the cluster) that arrives from now on,
+  // after the cache applied it, in revision order, on the watch thread; a
+  // batch with `compacted` set means events up to `compact_revision` were
+  // lost (sent once the cache re-read and watches again from the next
+  // revision): a subscriber re-reads what it keeps, and may see events it
+  // already has again (skip what is not newer). The callback
+  // must not subscribe, unsubscribe or destroy the cache. The subscription
+  // must not outlive the cache.
+  std::unique_ptr<Subscription> Subscribe(KvWatchCallback callback);
+  // Watches of the namespace this cache holds open: 1 (0 while
+  // re-watching after a compaction).
+  int open_watches();
+
   // Blocks until the watch has applied every change up to `revision`.
   // DEADLINE_EXCEEDED after `timeout`.
   absl::Status WaitForRevision(int64_t revision, absl::Duration timeout);
@@ -138,6 +179,8 @@ class LayoutCache {
   LayoutCache(KvBackend* kv, const LayoutCacheOptions& options);
   absl::Status StartWatch(int64_t start_revision);
   void OnWatch(const KvWatchUpdate& update);
+  // Applies a watch batch to the entries held.
+  void ApplyWatch(const KvWatchUpdate& update) ABSL_LOCKS_EXCLUDED(mu_);
   void MaintenanceLoop();
   absl::Status Relist();
   absl::StatusOr<std::shared_ptr<const CachedLayout>> Load(
@@ -163,9 +206,12 @@ class LayoutCache {
   void KeepPage(std::vector<Listed>& page, int64_t revision)
       ABSL_LOCKS_EXCLUDED(mu_);
   // Pages through `dir` at one revision; `on_page` sees each page's entries.
-  absl::Status ForEachPage(
+  // Returns the revision read at.
+  absl::StatusOr<int64_t> ForEachPage(
       absl::string_view dir,
       const std::function<void(std::vector<KvEntry>&, int64_t)>& on_page);
+  // Calls the subscribers with `update`.
+  void Publish(const KvWatchUpdate& update) ABSL_LOCKS_EXCLUDED(subs_mu_);
 
   KvBackend* const kv_;
   const LayoutCacheOptions options_;
@@ -193,6 +239,12 @@ class LayoutCache {
   // Pinned lookups: immutable history, cached by (revision, path).
   absl::flat_hash_map<std::string, std::shared_ptr<const CachedLayout>> pinned_
       ABSL_GUARDED_BY(mu_);
+
+  // Subscribers of the watch (Subscribe), called under subs_mu_.
+  absl::Mutex subs_mu_;
+  absl::flat_hash_map<uint64_t, KvWatchCallback> subs_
+      ABSL_GUARDED_BY(subs_mu_);
+  uint64_t next_sub_ ABSL_GUARDED_BY(subs_mu_) = 1;
 
   // Owned by the maintenance thread after Open (and by Open before it).
   std::unique_ptr<KvWatch> watch_;

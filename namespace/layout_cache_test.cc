@@ -254,6 +254,56 @@ TEST_F(LayoutCacheTest, CompactionCancelTriggersRelist) {
   EXPECT_EQ((*cache_->Lookup("/a"))->header.size(), 7u);
 }
 
+TEST_F(LayoutCacheTest, SubscribersShareTheWatchAndHearOfLostEventsLast) {
+  ASSERT_THAT(store_->CreateFile("/d/a", Layout(10)), IsOk());
+  std::vector<std::string> events;
+  absl::Mutex mu;
+  int64_t lost_at = 0;
+  auto sub = cache_->Subscribe([&](const KvWatchUpdate& u) {
+    absl::MutexLock l(&mu);
+    if (u.compacted) {
+      lost_at = u.compact_revision;
+      return;
+    }
+    for (const KvEvent& e : u.events) events.push_back(e.kv.key);
+  });
+  EXPECT_EQ(kv_.open_watches(), 1);  // the cache's; no second watch
+  ASSERT_THAT(store_->CreateFile("/d/b", Layout(5)), IsOk());
+  {
+    absl::MutexLock l(&mu);
+    EXPECT_THAT(events, ::testing::ElementsAre(Keys("c").File("/d/b")));
+  }
+  // Scan: one paged read, every record, at one revision.
+  std::vector<std::string> scanned;
+  auto rev = cache_->Scan("/d", /*keep=*/true,
+                          [&](const std::vector<KvEntry>& page, int64_t) {
+                            for (const KvEntry& e : page) {
+                              scanned.push_back(e.key);
+                            }
+                          });
+  ASSERT_THAT(rev, IsOk());
+  EXPECT_EQ(*rev, kv_.revision());
+  EXPECT_EQ(scanned.size(), 2u);
+  EXPECT_EQ(cache_->stats().listed, 2u);
+  // A compaction reaches the subscriber once the cache watches again.
+  kv_.CancelWatchesCompacted();
+  ASSERT_TRUE(Eventually([&] {
+    absl::MutexLock l(&mu);
+    return lost_at > 0;
+  }));
+  EXPECT_EQ(cache_->open_watches(), 1);
+  EXPECT_EQ(kv_.open_watches(), 1);
+  ASSERT_THAT(store_->CreateFile("/d/c", Layout(5)), IsOk());
+  {
+    absl::MutexLock l(&mu);
+    EXPECT_EQ(events.back(), Keys("c").File("/d/c"));
+  }
+  sub.reset();
+  ASSERT_THAT(store_->CreateFile("/d/e", Layout(5)), IsOk());
+  absl::MutexLock l(&mu);
+  EXPECT_EQ(events.back(), Keys("c").File("/d/c"));
+}
+
 TEST_F(LayoutCacheTest, PinnedLookupsAreExactThenOutOfRange) {
   auto a = store_->CreateFile("/a", Layout(10));
   ASSERT_THAT(a, IsOk());

@@ -114,6 +114,18 @@ TEST(LayoutTest, AcceptsValidLayouts) {
   EXPECT_THAT(ValidateLayout(empty), IsOk());
 }
 
+TEST(LayoutTest, ContentGenerationIsNotAboveTheGeneration) {
+  v1::FileLayout l = ThreeExtents();
+  l.set_generation(4);
+  l.set_content_generation(4);
+  EXPECT_THAT(ValidateLayout(l), IsOk());
+  l.set_content_generation(5);
+  EXPECT_THAT(ValidateLayout(l),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr("content_generation 5 is above its "
+                                 "generation 4")));
+}
+
 TEST(LayoutTest, Gap) {
   v1::FileLayout l = ThreeExtents();
   l.mutable_extents(1)->set_offset(110);

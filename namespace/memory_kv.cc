@@ -53,6 +53,13 @@ bool MemoryKv::available() {
   return available_;
 }
 
+int MemoryKv::open_watches() {
+  absl::MutexLock l(&mu_);
+  int n = 0;
+  for (const auto& w : watchers_) n += w->stopped.load() ? 0 : 1;
+  return n;
+}
+
 int64_t MemoryKv::revision() {
   absl::MutexLock l(&mu_);
   return revision_;

@@ -45,6 +45,8 @@ class MemoryKv : public KvBackend {
   // compaction: each gets one update with compacted = true.
   void CancelWatchesCompacted();
   int64_t revision();
+  // Watches registered and not cancelled or destroyed.
+  int open_watches();
 
  private:
   struct Version {

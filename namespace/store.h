@@ -129,7 +129,8 @@ class NamespaceStore {
   virtual absl::StatusOr<FileEntry> GetFile(absl::string_view path,
                                             int64_t revision = 0) = 0;
   // Replaces the layout if the file's mod_revision equals `expected`;
-  // keeps file_id and created time, bumps generation.
+  // keeps file_id, created time and content_generation (the same bytes,
+  // placed differently: copies added, moved or dropped), bumps generation.
   virtual absl::StatusOr<FileEntry> ReplaceLayout(
       absl::string_view path, v1::FileLayout layout,
       int64_t expected_mod_revision) = 0;
@@ -141,6 +142,12 @@ class NamespaceStore {
   virtual absl::StatusOr<FileEntry> ReplaceLayoutIf(
       absl::string_view path, v1::FileLayout layout,
       int64_t expected_mod_revision, const TxnGuard& guard) = 0;
+  // ReplaceLayout for new bytes at `path` (file put --overwrite): the same
+  // checks, and content_generation becomes the new generation, so readers
+  // holding the old layout see a change of content (namespace/content_id.h).
+  virtual absl::StatusOr<FileEntry> OverwriteFile(
+      absl::string_view path, v1::FileLayout layout,
+      int64_t expected_mod_revision) = 0;
   // Moves `from` to `to` atomically. `expected_mod_revision` 0 = any.
   virtual absl::Status RenameFile(absl::string_view from, absl::string_view to,
                                   int64_t expected_mod_revision) = 0;

@@ -49,6 +49,32 @@ class StoreTestSuite : public ::testing::Test {
   }
   // A path is a file or a directory, never both: creates and renames that
   // would make one both are refused, naming the path they clash with.
+  // Create and overwrite set content_generation; layout changes and
+  // renames keep it (namespace/content_id.h).
+  void ExpectContentGenerationMovesOnlyWithNewBytes() {
+    AddNodes();
+    auto a = store_->CreateFile("/c/a", OneExtent(100, {"n1"}));
+    ASSERT_THAT(a, IsOk());
+    EXPECT_EQ(a->layout.content_generation(), 1u);
+    auto moved =
+        store_->ReplaceLayout("/c/a", OneExtent(100, {"n2"}), a->mod_revision);
+    ASSERT_THAT(moved, IsOk());
+    EXPECT_EQ(moved->layout.generation(), 2u);
+    EXPECT_EQ(moved->layout.content_generation(), 1u);
+    auto fresh = store_->OverwriteFile("/c/a", OneExtent(100, {"n3"}),
+                                       moved->mod_revision);
+    ASSERT_THAT(fresh, IsOk());
+    EXPECT_EQ(fresh->layout.generation(), 3u);
+    EXPECT_EQ(fresh->layout.content_generation(), 3u);
+    EXPECT_EQ(fresh->layout.file_id(), a->layout.file_id());
+    EXPECT_EQ(store_->GetFile("/c/a")->layout.content_generation(), 3u);
+    EXPECT_THAT(store_->OverwriteFile("/c/a", OneExtent(1, {"n1"}),
+                                      moved->mod_revision),
+                StatusIs(absl::StatusCode::kAborted));
+    ASSERT_THAT(store_->RenameFile("/c/a", "/c/b", 0), IsOk());
+    EXPECT_EQ(store_->GetFile("/c/b")->layout.content_generation(), 3u);
+  }
+
   void ExpectFileDirectoryClashesRefused() {
     AddNodes(1);
     ASSERT_THAT(store_->CreateFile("/data/data.csv", OneExtent(1, {"n1"})),
@@ -339,6 +365,10 @@ class StoreTestSuite : public ::testing::Test {
     EXPECT_EQ(r->layout.generation(), 2u);                                     \
     EXPECT_EQ(r->layout.file_id(), f->layout.file_id());                       \
     EXPECT_EQ(store_->GetFile("/g")->layout.size(), 20u);                      \
+  }                                                                            \
+                                                                               \
+  TEST_F(Fixture, ContentGenerationMovesOnlyWithNewBytes) {                    \
+    ExpectContentGenerationMovesOnlyWithNewBytes();                            \
   }                                                                            \
                                                                                \
   TEST_F(Fixture, FileDirectoryClashesAreRefused) {                            \

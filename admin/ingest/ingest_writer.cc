@@ -507,7 +507,7 @@ absl::StatusOr<IngestResult> IngestFile(ns::NamespaceStore& store,
   const v1::FileLayout layout =
       BuildLayout(placement, size, options.stripe_unit, tasks);
   absl::StatusOr<ns::FileEntry> committed =
-      existing_rev != 0 ? store.ReplaceLayout(path, layout, existing_rev)
+      existing_rev != 0 ? store.OverwriteFile(path, layout, existing_rev)
                         : store.CreateFile(path, layout);
   if (!committed.ok()) {
     error = absl::Status(committed.status().code(),

@@ -348,6 +348,7 @@ FileInfo ToInfo(const std::string& path, const v1::FileLayout& l,
                   .size = l.size(),
                   .file_id = l.file_id(),
                   .generation = l.generation(),
+                  .content_generation = l.content_generation(),
                   .ready = l.state() == v1::READY,
                   .mod_revision = mod_revision};
 }

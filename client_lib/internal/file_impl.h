@@ -1,7 +1,8 @@
 // File: internal/file_impl.h
 //
 // FileImpl: an open File (file.h) and its layout-change rule (Current:
-// adopt a new layout when the bytes cannot differ, else ABORTED). It knows
+// adopt a new layout that holds the same bytes, namespace/content_id.h,
+// else ABORTED). It knows
 // its client only through FileHost.
 #ifndef RANGEFS_CLIENT_LIB_INTERNAL_FILE_IMPL_H_
 #define RANGEFS_CLIENT_LIB_INTERNAL_FILE_IMPL_H_
@@ -18,6 +19,7 @@
 #include "absl/types/span.h"
 #include "client_lib/file.h"
 #include "client_lib/options.h"
+#include "namespace/content_id.h"
 #include "namespace/layout_cache.h"
 
 namespace rangefs {
@@ -66,6 +68,17 @@ class FileImpl : public File {
     absl::MutexLock l(&mu_);
     return layout_->header.generation();
   }
+  FileInfo info() const override {
+    absl::MutexLock l(&mu_);
+    const v1::FileLayout& h = layout_->header;
+    return FileInfo{.path = path_,
+                    .size = h.size(),
+                    .file_id = h.file_id(),
+                    .generation = h.generation(),
+                    .content_generation = h.content_generation(),
+                    .ready = h.state() == v1::READY,
+                    .mod_revision = layout_->mod_revision};
+  }
   FileHost* client() const { return client_; }
 
   absl::StatusOr<size_t> Read(uint64_t offset, absl::Span<char> dst,
@@ -104,12 +117,13 @@ class FileImpl : public File {
     if (a.generation() == b.generation() && a.file_id() == b.file_id()) {
       return cur;
     }
-    if (!SameBytes(ns::FullLayout(*cur), ns::FullLayout(**now))) {
+    const ns::ContentId was = ns::ContentIdOf(ns::FullLayout(*cur));
+    const ns::ContentId is = ns::ContentIdOf(ns::FullLayout(**now));
+    if (!ns::SameBytes(was, is)) {
       client_->CountAbort();
       return absl::AbortedError(absl::StrCat(
-          path_, " changed since it was opened (file_id ", a.file_id(), "->",
-          b.file_id(), ", size ", a.size(), "->", b.size(), ", generation ",
-          a.generation(), "->", b.generation(), "); reopen"));
+          path_, " changed since it was opened (", ns::DescribeContent(was),
+          " -> ", ns::DescribeContent(is), "); reopen"));
     }
     client_->CountRefresh();
     absl::MutexLock l(&mu_);
@@ -118,22 +132,6 @@ class FileImpl : public File {
   }
 
  private:
-  static bool SameBytes(const v1::FileLayout& a, const v1::FileLayout& b) {
-    if (a.file_id() != b.file_id() || a.size() != b.size()) return false;
-    if (b.state() != v1::READY) return false;
-    if (a.extents_size() == b.extents_size()) {
-      for (int i = 0; i < a.extents_size(); ++i) {
-        const v1::Extent& x = a.extents(i);
-        const v1::Extent& y = b.extents(i);
-        if (x.offset() == y.offset() && x.length() == y.length() &&
-            x.has_crc32c() && y.has_crc32c() && x.crc32c() != y.crc32c()) {
-          return false;
-        }
-      }
-    }
-    return true;
-  }
-
   FileHost* const client_;
   const std::string path_;
   const bool pinned_;
