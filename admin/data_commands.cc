@@ -23,10 +23,10 @@
 #include "absl/strings/str_split.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/clock.h"
-#include "admin/ingest/agents.h"
-#include "admin/ingest/ingest_writer.h"
 #include "base/errno_status.h"
 #include "base/status_macros.h"
+#include "ingest/agents.h"
+#include "ingest/ingest_writer.h"
 #include "namespace/layout.h"
 #include "namespace/tree_clash.h"
 #include "storage_node/node_client.h"
@@ -54,7 +54,7 @@ absl::StatusOr<Table> RunFilePut(Context& ctx, Args& a) {
   const std::string local = a.positional()[0];
   const std::string path = a.positional()[1];
   RANGEFS_RETURN_IF_ERROR(ns::ValidatePath(path));
-  IngestOptions o;
+  ingest::IngestOptions o;
   RANGEFS_ASSIGN_OR_RETURN(o.stripe_unit,
                            ParseBytes(a.Get("stripe-unit", "1M")));
   RANGEFS_ASSIGN_OR_RETURN(int64_t replicas, a.GetInt("replicas", 2));
@@ -67,8 +67,8 @@ absl::StatusOr<Table> RunFilePut(Context& ctx, Args& a) {
   o.overwrite = a.GetBool("overwrite");
   o.agent_tls = ctx.agent_tls;
   o.progress = ctx.progress;
-  RANGEFS_ASSIGN_OR_RETURN(IngestResult r,
-                           IngestFile(*ctx.store, local, path, o));
+  RANGEFS_ASSIGN_OR_RETURN(ingest::IngestResult r,
+                           ingest::IngestFile(*ctx.store, local, path, o));
   Table t;
   t.columns = {"path", "size", "width", "replicas", "stripe unit", "file id"};
   t.AddRow({path, HumanBytes(r.size), absl::StrCat(r.striped ? r.width : 0),
@@ -120,10 +120,10 @@ absl::StatusOr<Table> RunFileRegister(Context& ctx, Args& a) {
   }
   RANGEFS_ASSIGN_OR_RETURN(std::vector<ns::NodeEntry> nodes,
                            ctx.store->ListNodes());
-  Agents agents(std::move(nodes), ctx.agent_tls);
+  ingest::Agents agents(std::move(nodes), ctx.agent_tls);
   std::vector<absl::StatusOr<node::StatObjectResponse>> stats(
       replicas.size(), absl::InternalError("not asked"));
-  ParallelFor(replicas.size(), 8, [&](size_t i) {
+  ingest::ParallelFor(replicas.size(), 8, [&](size_t i) {
     absl::StatusOr<node::StatObjectResponse> r;
     absl::Status s = agents.Call(replicas[i].first, [&](NodeClient& c) {
       r = c.StatObject(replicas[i].second, absl::Now() + kSmallCallTimeout);
@@ -234,7 +234,7 @@ absl::StatusOr<FsckReport> CheckFiles(Context& ctx, const std::string& dir,
         const uint64_t w = l.striped().targets_size();
         for (uint64_t t = 0; t < w; ++t) {
           const uint64_t col =
-              ColumnBytes(l.size(), l.striped().stripe_unit(), w, t);
+              ingest::ColumnBytes(l.size(), l.striped().stripe_unit(), w, t);
           for (const v1::Replica& rep : l.striped().targets(t).replicas()) {
             checks.push_back({f.path, rep.node_id(), rep.object(),
                               rep.object_offset() + col, sidecar});
@@ -253,9 +253,9 @@ absl::StatusOr<FsckReport> CheckFiles(Context& ctx, const std::string& dir,
   RANGEFS_ASSIGN_OR_RETURN(std::vector<ns::NodeEntry> nodes,
                            ctx.store->ListNodes());
   RANGEFS_RETURN_IF_ERROR(AddInvalidRecords(ctx, nodes, report));
-  Agents agents(std::move(nodes), ctx.agent_tls);
+  ingest::Agents agents(std::move(nodes), ctx.agent_tls);
   std::vector<std::string> problems(checks.size());
-  ParallelFor(checks.size(), parallel, [&](size_t i) {
+  ingest::ParallelFor(checks.size(), parallel, [&](size_t i) {
     const Check& c = checks[i];
     std::string& problem = problems[i];
     absl::Status s = agents.Call(c.node, [&](NodeClient& nc) -> absl::Status {

@@ -31,7 +31,7 @@ namespace admin {
 // parallel, then commits the layout with one CreateFile (or, with
 // --overwrite, ReplaceLayout) only after every replica acknowledged. A
 // write whose node fails mid-put is re-placed on another eligible node
-// (admin/ingest/ingest_writer.h; the output names each re-placement and
+// (ingest/ingest_writer.h; the output names each re-placement and
 // any failed attempt left to rangefs-keeper's orphan collector). On any
 // other failure nothing becomes visible and the objects written are deleted
 // (objects on unreachable nodes are named in the error). Files smaller

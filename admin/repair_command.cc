@@ -8,9 +8,9 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
-#include "admin/repair/planner.h"
-#include "admin/repair/rebalance.h"
 #include "base/status_macros.h"
+#include "repair/planner.h"
+#include "repair/rebalance.h"
 
 namespace rangefs {
 namespace admin {

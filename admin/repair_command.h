@@ -1,7 +1,7 @@
 // File: repair_command.h
 //
 // `rangefs-admin repair --dry-run [--rebalance-tolerance=0.10]`: prints the
-// moves rangefs-keeper would make now (the same planner, admin/repair/):
+// moves rangefs-keeper would make now (the same planner, repair/):
 // replicas on dead (no live record) or draining nodes, corrupt replicas in
 // the scrub reports, and, when nothing needs repair and no node is missing,
 // rebalancing. Changes nothing. A node without a live record counts as dead

@@ -10,9 +10,9 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/mutex.h"
-#include "admin/ingest/agents.h"
 #include "base/logging.h"
 #include "base/status_macros.h"
+#include "ingest/agents.h"
 #include "namespace/layout.h"
 #include "proto/layout.pb.h"
 #include "storage_node/node_client.h"
@@ -167,7 +167,7 @@ class Keeper::Round {
   Keeper* const k_;
   const Listing l_;
   const std::function<bool()> may_act_;
-  admin::Agents agents_;
+  ingest::Agents agents_;
   // parallel_copies copies at once; a move's layout steps run outside
   // them, so the next copy starts while the last one's CASes run.
   Slots copy_slots_;
@@ -436,7 +436,7 @@ std::vector<bool> Keeper::Round::RunMoves(const std::vector<Move>& moves,
   std::atomic<int> done{0}, failed{0}, abandoned{0};
   std::atomic<uint64_t> bytes{0};
   std::mutex progress_mu;
-  admin::ParallelFor(units.size(), 2 * threads, [&](size_t u) {
+  ingest::ParallelFor(units.size(), 2 * threads, [&](size_t u) {
     if (!MayAct()) return;
     const std::vector<size_t>& unit = units[u];
     Outcome o;

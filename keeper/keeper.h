@@ -39,12 +39,12 @@
 #include "absl/random/random.h"
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
-#include "admin/repair/planner.h"
-#include "admin/repair/rebalance.h"
 #include "base/clock.h"
 #include "keeper/leader_guard.h"
 #include "namespace/etcd/etcd_client.h"
 #include "namespace/store.h"
+#include "repair/planner.h"
+#include "repair/rebalance.h"
 #include "storage_node/tls_client.h"
 
 namespace rangefs {

@@ -18,6 +18,7 @@
 #include "base/status_macros.h"
 #include "grpcpp/support/method_handler.h"
 #include "storage_node/grpc_status.h"
+#include "storage_node/object_reader.h"
 #include "storage_node/object_writer.h"
 #include "storage_node/read_chunk_codec.h"
 #include "storage_node/scrubber.h"
@@ -29,17 +30,15 @@ namespace {
 // Adds 1 to `counter` for the guard's lifetime.
 class CountGuard {
  public:
-  explicit CountGuard(std::atomic<int64_t>* counter)
-      : counter_(counter), value_(counter->fetch_add(1) + 1) {}
+  explicit CountGuard(std::atomic<int64_t>* counter) : counter_(counter) {
+    counter_->fetch_add(1);
+  }
   CountGuard(const CountGuard&) = delete;
   CountGuard& operator=(const CountGuard&) = delete;
   ~CountGuard() { counter_->fetch_sub(1); }
-  // The counter's value just after this guard incremented it.
-  int64_t value() const { return value_; }
 
  private:
   std::atomic<int64_t>* counter_;
-  const int64_t value_;
 };
 
 // OK if object `path` does not exist in `root`; ALREADY_EXISTS if it does.
@@ -186,40 +185,21 @@ grpc::Status AgentService::ReadRangeRaw(grpc::ServerContext* context,
     return ToGrpcStatus(absl::InvalidArgumentError(
         "ReadRange: missing or unparsable ReadRangeRequest"));
   }
-  const ReadRangeRequest* request = &req;
-  CountGuard inflight(&inflight_reads_);
-  // The guard counts this call; past the cap it is refused at once.
-  const int64_t now_inflight = inflight.value();
-  if (now_inflight > options_.max_concurrent_reads) {
-    reads_rejected_.fetch_add(1);
-    return ToGrpcStatus(
-        BusyStatus(now_inflight, options_.max_concurrent_reads));
-  }
-  if (options_.read_started_hook) options_.read_started_hook(request->path());
+  // Counted like the data port's reads; past the cap refused at once.
+  if (absl::Status slot = BeginRead(); !slot.ok()) return ToGrpcStatus(slot);
+  if (options_.read_started_hook) options_.read_started_hook(req.path());
   const absl::Time start = clock_->MonotonicNow();
-  absl::Status s = DoReadRange(context, *request, stream);
-  read_latency_.Record(clock_->MonotonicNow() - start);
-  if (s.ok()) reads_.fetch_add(1);
+  absl::Status s = DoReadRange(context, req, stream);
+  EndRead(s.ok(), clock_->MonotonicNow() - start);
   return ToGrpcStatus(s);
 }
 
 absl::Status AgentService::DoReadRange(grpc::ServerContext* context,
                                        const ReadRangeRequest& request,
                                        RawReadStream* stream) {
-  const std::string& path = request.path();
-  RANGEFS_ASSIGN_OR_RETURN(ScopedFd fd, root_->OpenForRead(path));
-  struct stat st;
-  if (fstat(fd.get(), &st) != 0) {
-    return ErrnoStatus(errno, absl::StrCat("fstat object ", path));
-  }
-  const uint64_t size = static_cast<uint64_t>(st.st_size);
-  if (request.offset() > size) {
-    return absl::OutOfRangeError(
-        absl::StrCat("read of ", path, " at offset ", request.offset(),
-                     " past its end (size ", size, ")"));
-  }
-  const uint64_t end =
-      request.offset() + std::min(request.length(), size - request.offset());
+  RANGEFS_ASSIGN_OR_RETURN(
+      ObjectReader r, ObjectReader::Open(*root_, request.path(),
+                                         request.offset(), request.length()));
   const size_t chunk_size = std::max<size_t>(options_.chunk_size, 1);
 
   // Each chunk's data is a fresh slice (`p` points into it) that gRPC
@@ -231,19 +211,19 @@ absl::Status AgentService::DoReadRange(grpc::ServerContext* context,
     if (options_.chunk_hook) options_.chunk_hook(off, absl::MakeSpan(p, n));
     if (context->IsCancelled() ||
         !stream->Write(EncodeReadRangeChunk(off, data, crc))) {
-      return CancelledStatus("read", path);
+      return CancelledStatus("read", r.path());
     }
     bytes_read_.fetch_add(n);
     return absl::OkStatus();
   };
 
   if (!request.verify()) {
-    for (uint64_t off = request.offset(); off < end;) {
+    for (uint64_t off = r.begin(); off < r.end();) {
       const size_t n =
-          static_cast<size_t>(std::min<uint64_t>(chunk_size, end - off));
+          static_cast<size_t>(std::min<uint64_t>(chunk_size, r.end() - off));
       char* p;
       grpc::Slice data = NewWritableSlice(n, &p);
-      RANGEFS_RETURN_IF_ERROR(PreadFull(fd.get(), p, n, off, path));
+      RANGEFS_RETURN_IF_ERROR(r.Pread(p, n, off));
       RANGEFS_RETURN_IF_ERROR(send(off, data, p));
       off += n;
     }
@@ -252,35 +232,15 @@ absl::Status AgentService::DoReadRange(grpc::ServerContext* context,
 
   // verify=true: read whole checksum blocks, check them, then send the
   // requested part.
-  absl::StatusOr<ScopedFd> sfd = root_->OpenSidecarForRead(path);
-  if (absl::IsNotFound(sfd.status())) {
-    return absl::FailedPreconditionError(absl::StrCat(
-        "object ", path, " has no checksums; cannot read with verify"));
-  }
-  RANGEFS_RETURN_IF_ERROR(sfd.status());
-  RANGEFS_ASSIGN_OR_RETURN(Checksums c, ReadSidecar(sfd->get(), path));
-  if (c.object_size != size) {
-    return absl::DataLossError(absl::StrCat("object ", path, " is ", size,
-                                            " bytes, its sidecar says ",
-                                            c.object_size));
-  }
-  std::string block;
-  for (uint64_t b = request.offset() / c.block_size;
-       b < c.block_crc32c.size() && b * c.block_size < end; ++b) {
+  RANGEFS_ASSIGN_OR_RETURN(Checksums c, r.LoadChecksumsForVerify());
+  std::string buf;
+  for (uint64_t b = r.begin() / c.block_size;
+       b < c.block_crc32c.size() && b * c.block_size < r.end(); ++b) {
+    RANGEFS_ASSIGN_OR_RETURN(absl::string_view block,
+                             r.ReadVerifiedBlock(c, b, &buf));
     const uint64_t bstart = b * c.block_size;
-    const size_t blen =
-        static_cast<size_t>(std::min<uint64_t>(c.block_size, size - bstart));
-    block.resize(blen);
-    RANGEFS_RETURN_IF_ERROR(PreadFull(fd.get(), &block[0], blen, bstart, path));
-    const uint32_t crc = Crc32c(block);
-    if (crc != c.block_crc32c[b]) {
-      return absl::DataLossError(
-          absl::StrCat("object ", path, " block ", b, " (bytes ", bstart, "..",
-                       bstart + blen, ") has crc32c ", absl::Hex(crc),
-                       ", its sidecar says ", absl::Hex(c.block_crc32c[b])));
-    }
-    uint64_t off = std::max(request.offset(), bstart);
-    const uint64_t stop = std::min(end, bstart + blen);
+    uint64_t off = std::max(r.begin(), bstart);
+    const uint64_t stop = std::min(r.end(), bstart + block.size());
     while (off < stop) {
       const size_t n =
           static_cast<size_t>(std::min<uint64_t>(chunk_size, stop - off));

@@ -3,7 +3,8 @@
 // The NodeAgent gRPC service (proto/node_agent.proto) over one export
 // directory: ingest writes (temp file + per-block CRC-32C + fsync + sidecar +
 // atomic rename), copies from peer agents (object_copier.h), range reads
-// with per-chunk checksums and optional verification against the sidecar,
+// with per-chunk checksums and optional verification against the sidecar
+// (the object side shared with the data port: object_reader.h),
 // stat/checksum queries, on-demand scrub and counters.
 //
 //   auto root = ExportRoot::Open(dir);
@@ -102,11 +103,11 @@ class AgentService final : public NodeAgent::Service {
   // The same numbers as the GetStats RPC, in-process.
   GetStatsResponse Stats() const;
 
-  // Read accounting shared with other read transports (data_port.h), so
-  // that GetStats and the live record count every read. BeginRead counts
-  // one read in flight; past max_concurrent_reads it counts a rejection,
-  // leaves nothing in flight and returns RESOURCE_EXHAUSTED (same message
-  // as ReadRange). Each OK BeginRead must be paired with one EndRead.
+  // Read accounting of both read transports (ReadRange here and
+  // data_port.h), so that GetStats and the live record count every read.
+  // BeginRead counts one read in flight; past max_concurrent_reads it
+  // counts a rejection, leaves nothing in flight and returns
+  // RESOURCE_EXHAUSTED. Each OK BeginRead must be paired with one EndRead.
   absl::Status BeginRead();
   void EndRead(bool ok, absl::Duration latency);
   void AddBytesRead(uint64_t n) { bytes_read_.fetch_add(n); }

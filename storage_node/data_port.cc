@@ -8,7 +8,6 @@
 #include <signal.h>
 #include <sys/sendfile.h>
 #include <sys/socket.h>
-#include <sys/stat.h>
 #include <sys/uio.h>
 #include <unistd.h>
 
@@ -24,6 +23,7 @@
 #include "base/status_macros.h"
 #include "base/thread_priority.h"
 #include "storage_node/data_port_wire.h"
+#include "storage_node/object_reader.h"
 #include "storage_node/same_host.h"
 #include "storage_node/sidecar.h"
 
@@ -374,34 +374,18 @@ bool DataPortServer::ServeRequest(Conn* conn, std::string* buf) {
   };
 
   [&] {
-    absl::StatusOr<ScopedFd> file = root_->OpenForRead(path);
-    if (!file.ok()) return fail(file.status());
-    struct stat st;
-    if (fstat(file->get(), &st) != 0) {
-      return fail(ErrnoStatus(errno, absl::StrCat("fstat object ", path)));
-    }
-    const uint64_t size = static_cast<uint64_t>(st.st_size);
-    if (offset > size) {
-      return fail(absl::OutOfRangeError(
-          absl::StrCat("read of ", path, " at offset ", offset,
-                       " past its end (size ", size, ")")));
-    }
-    const uint64_t end = offset + std::min(length, size - offset);
+    absl::StatusOr<ObjectReader> reader =
+        ObjectReader::Open(*root_, path, offset, length);
+    if (!reader.ok()) return fail(reader.status());
+    const ObjectReader& r = *reader;
+    const uint64_t size = r.size();
+    const uint64_t end = r.end();
     std::optional<Checksums> sums;
     if (end > offset || verify) {
-      absl::StatusOr<ScopedFd> sfd = root_->OpenSidecarForRead(path);
       absl::StatusOr<Checksums> c =
-          sfd.ok() ? ReadSidecar(sfd->get(), path) : sfd.status();
-      if (c.ok() && c->object_size != size) {
-        c = absl::DataLossError(absl::StrCat("object ", path, " is ", size,
-                                             " bytes, its sidecar says ",
-                                             c->object_size));
-      }
+          verify ? r.LoadChecksumsForVerify() : r.LoadChecksums();
       if (c.ok()) {
         sums = *std::move(c);
-      } else if (verify && absl::IsNotFound(c.status())) {
-        return fail(absl::FailedPreconditionError(absl::StrCat(
-            "object ", path, " has no checksums; cannot read with verify")));
       } else if (verify) {
         return fail(c.status());
       }
@@ -415,12 +399,12 @@ bool DataPortServer::ServeRequest(Conn* conn, std::string* buf) {
     }
     replied = true;
     const bool use_sendfile = !so.chunk_hook && conn->use_sendfile;
-    const int file_fd = file->get();
+    const int file_fd = r.fd();
     // pread [off, off + n) into buf, apply the test hook, send.
     auto copy_frame = [&](uint64_t off, size_t n,
                           std::optional<uint32_t> crc) -> bool {
       buf->resize(std::max(buf->size(), n));
-      absl::Status s = PreadFull(file_fd, &(*buf)[0], n, off, path);
+      absl::Status s = r.Pread(&(*buf)[0], n, off);
       if (!s.ok()) {
         fail(s);
         return false;
@@ -463,18 +447,12 @@ bool DataPortServer::ServeRequest(Conn* conn, std::string* buf) {
             return;
           }
         } else if (verify) {
-          const size_t blen = static_cast<size_t>(bend - bstart);
-          buf->resize(std::max(buf->size(), blen));
-          absl::Status s = PreadFull(file_fd, &(*buf)[0], blen, bstart, path);
-          if (!s.ok()) return fail(s);
-          const uint32_t crc = Crc32cExtend(0, buf->data(), blen);
-          if (crc != stored) {
-            return fail(absl::DataLossError(
-                absl::StrCat("object ", path, " block ", b, " (bytes ", bstart,
-                             "..", bend, ") has crc32c ", absl::Hex(crc),
-                             ", its sidecar says ", absl::Hex(stored))));
-          }
-          const char* p = buf->data() + (off - bstart);
+          // A part of a block: checked here against the sidecar, sent
+          // with a CRC of the part.
+          absl::StatusOr<absl::string_view> block =
+              r.ReadVerifiedBlock(*sums, b, buf);
+          if (!block.ok()) return fail(block.status());
+          const char* p = block->data() + (off - bstart);
           if (so.chunk_hook) {
             so.chunk_hook(off, absl::MakeSpan(&(*buf)[off - bstart], n));
           }

@@ -16,6 +16,10 @@
 // limited each node to 2 reads at a time, served in arrival order
 // (data_port_client.h).
 //
+// The object side of a read (confined open, range bounds, sidecar, block
+// checks) is object_reader.h, as for gRPC ReadRange; this file only frames
+// and sends.
+//
 // Protocol, version 1. All integers little-endian (data_port_wire.h).
 //
 //   Request (client -> server):

@@ -5,9 +5,10 @@
 #
 # Folders, bottom to top:
 #   base < proto < namespace < loadbalancer < storage_node < client_lib
-#        < admin < keeper < tests, deploy
+#        < ingest < repair < mount < python < admin < keeper < tests, deploy
 # Rules, for every .h/.cc under base/ proto/ namespace/ loadbalancer/
-# storage_node/ client_lib/ keeper/ in ROOT:
+# storage_node/ client_lib/ ingest/ repair/ mount/ python/ admin/ keeper/
+# in ROOT:
 #   1. A file includes (#include "x/...") only headers of its own folder or
 #      of folders below it. Test code (*_test.cc, *_test_suite.h, *_bench.cc, */testing/*,
 #      */bench/*) may also include tests/testing/ (the real-etcd and
@@ -34,9 +35,13 @@ rank() {
     loadbalancer) echo 3 ;;
     storage_node) echo 4 ;;
     client_lib) echo 5 ;;
-    admin) echo 6 ;;
-    keeper) echo 7 ;;
-    tests | deploy) echo 8 ;;
+    ingest) echo 6 ;;
+    repair) echo 7 ;;
+    mount) echo 8 ;;
+    python) echo 9 ;;
+    admin) echo 10 ;;
+    keeper) echo 11 ;;
+    tests | deploy) echo 12 ;;
     *) echo -1 ;;  # not ours: absl/, grpcpp/, gtest/, google/, ...
   esac
 }
@@ -109,7 +114,8 @@ while IFS= read -r f; do
   f="${f#./}"
   nfiles=$((nfiles + 1))
   check_layers "$f"
-done < <(find -L base proto namespace loadbalancer storage_node client_lib keeper \
+done < <(find -L base proto namespace loadbalancer storage_node client_lib \
+           ingest repair mount python admin keeper \
            \( -name '*.h' -o -name '*.cc' \) -type f 2>/dev/null | sort)
 check_public_headers
 

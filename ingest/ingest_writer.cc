@@ -1,4 +1,4 @@
-#include "admin/ingest/ingest_writer.h"
+#include "ingest/ingest_writer.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -17,16 +17,16 @@
 #include "absl/strings/str_join.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/clock.h"
-#include "admin/ingest/agents.h"
-#include "admin/ingest/replacement.h"
 #include "base/errno_status.h"
 #include "base/status_macros.h"
+#include "ingest/agents.h"
+#include "ingest/replacement.h"
 #include "loadbalancer/placement.h"
 #include "namespace/layout.h"
 #include "storage_node/sidecar.h"
 
 namespace rangefs {
-namespace admin {
+namespace ingest {
 namespace {
 
 using node::NodeClient;
@@ -529,5 +529,5 @@ absl::StatusOr<IngestResult> IngestFile(ns::NamespaceStore& store,
   return result;
 }
 
-}  // namespace admin
+}  // namespace ingest
 }  // namespace rangefs

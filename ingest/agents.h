@@ -9,8 +9,8 @@
 //   absl::Status s = agents.Call("n1", [&](node::NodeClient& c) {
 //     return c.DeleteObject("f/abc/e0", absl::Now() + absl::Seconds(30));
 //   });
-#ifndef RANGEFS_ADMIN_INGEST_AGENTS_H_
-#define RANGEFS_ADMIN_INGEST_AGENTS_H_
+#ifndef RANGEFS_INGEST_AGENTS_H_
+#define RANGEFS_INGEST_AGENTS_H_
 
 #include <cstddef>
 #include <cstdint>
@@ -28,7 +28,7 @@
 #include "storage_node/node_client.h"
 
 namespace rangefs {
-namespace admin {
+namespace ingest {
 
 // Runs fn(i) for i in [0, n) on at most `threads` threads (at least one);
 // joins them before returning.
@@ -62,7 +62,7 @@ class Agents {
       ABSL_GUARDED_BY(mu_);
 };
 
-}  // namespace admin
+}  // namespace ingest
 }  // namespace rangefs
 
-#endif  // RANGEFS_ADMIN_INGEST_AGENTS_H_
+#endif  // RANGEFS_INGEST_AGENTS_H_

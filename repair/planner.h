@@ -30,8 +30,8 @@
 //
 //   std::map<std::string, NodeView> nodes = ClassifyNodes(...);
 //   Plan plan = PlanMoves(files, nodes, bitgen);
-#ifndef RANGEFS_ADMIN_REPAIR_PLANNER_H_
-#define RANGEFS_ADMIN_REPAIR_PLANNER_H_
+#ifndef RANGEFS_REPAIR_PLANNER_H_
+#define RANGEFS_REPAIR_PLANNER_H_
 
 #include <cstdint>
 #include <map>
@@ -179,4 +179,4 @@ bool References(const v1::FileLayout& layout, const std::string& node_id,
 }  // namespace keeper
 }  // namespace rangefs
 
-#endif  // RANGEFS_ADMIN_REPAIR_PLANNER_H_
+#endif  // RANGEFS_REPAIR_PLANNER_H_

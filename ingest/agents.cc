@@ -1,4 +1,4 @@
-#include "admin/ingest/agents.h"
+#include "ingest/agents.h"
 
 #include <algorithm>
 #include <atomic>
@@ -9,7 +9,7 @@
 #include "base/status_macros.h"
 
 namespace rangefs {
-namespace admin {
+namespace ingest {
 
 void ParallelFor(size_t n, int threads, const std::function<void(size_t)>& fn) {
   std::atomic<size_t> next{0};
@@ -76,5 +76,5 @@ absl::StatusOr<node::NodeClient*> Agents::Client(const std::string& address) {
   return raw;
 }
 
-}  // namespace admin
+}  // namespace ingest
 }  // namespace rangefs

@@ -1,4 +1,4 @@
-#include "admin/repair/planner.h"
+#include "repair/planner.h"
 
 #include <algorithm>
 #include <set>

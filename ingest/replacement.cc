@@ -1,11 +1,11 @@
-#include "admin/ingest/replacement.h"
+#include "ingest/replacement.h"
 
 #include <vector>
 
 #include "absl/strings/str_cat.h"
 
 namespace rangefs {
-namespace admin {
+namespace ingest {
 
 absl::StatusOr<lb::NodeId> PickReplacement(
     absl::Span<const lb::PlacementNode> candidates,
@@ -50,5 +50,5 @@ bool NodeFailure(const absl::Status& s) {
   }
 }
 
-}  // namespace admin
+}  // namespace ingest
 }  // namespace rangefs

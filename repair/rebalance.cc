@@ -1,4 +1,4 @@
-#include "admin/repair/rebalance.h"
+#include "repair/rebalance.h"
 
 #include <set>
 #include <utility>

@@ -11,15 +11,15 @@
 // they do not use or in the source's zone.
 //
 //   std::vector<Move> moves = PlanRebalance(files, nodes, {.tolerance = 0.1});
-#ifndef RANGEFS_ADMIN_REPAIR_REBALANCE_H_
-#define RANGEFS_ADMIN_REPAIR_REBALANCE_H_
+#ifndef RANGEFS_REPAIR_REBALANCE_H_
+#define RANGEFS_REPAIR_REBALANCE_H_
 
 #include <map>
 #include <string>
 #include <vector>
 
-#include "admin/repair/planner.h"
 #include "namespace/store.h"
+#include "repair/planner.h"
 
 namespace rangefs {
 namespace keeper {
@@ -47,4 +47,4 @@ std::vector<Move> PlanRebalance(const std::vector<ns::FileEntry>& files,
 }  // namespace keeper
 }  // namespace rangefs
 
-#endif  // RANGEFS_ADMIN_REPAIR_REBALANCE_H_
+#endif  // RANGEFS_REPAIR_REBALANCE_H_

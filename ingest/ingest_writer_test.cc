@@ -1,7 +1,7 @@
 // Unit tests of IngestFile's checks before any agent is called (over the
 // MemoryKv fake). Writing through real agents is covered by
 // tests/integration/file_put_test.cc.
-#include "admin/ingest/ingest_writer.h"
+#include "ingest/ingest_writer.h"
 
 #include <fstream>
 #include <memory>
@@ -14,7 +14,7 @@
 #include "namespace/memory_kv.h"
 
 namespace rangefs {
-namespace admin {
+namespace ingest {
 namespace {
 
 using ::testing::HasSubstr;
@@ -79,5 +79,5 @@ TEST_F(IngestWriterTest, ExistingPathNeedsOverwrite) {
 }
 
 }  // namespace
-}  // namespace admin
+}  // namespace ingest
 }  // namespace rangefs

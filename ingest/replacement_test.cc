@@ -1,4 +1,4 @@
-#include "admin/ingest/replacement.h"
+#include "ingest/replacement.h"
 
 #include <vector>
 
@@ -7,7 +7,7 @@
 #include "gtest/gtest.h"
 
 namespace rangefs {
-namespace admin {
+namespace ingest {
 namespace {
 
 lb::PlacementNode Node(const std::string& id, const std::string& zone,
@@ -69,5 +69,5 @@ TEST(NodeFailureTest, NodeErrorsOnly) {
 }
 
 }  // namespace
-}  // namespace admin
+}  // namespace ingest
 }  // namespace rangefs

@@ -14,8 +14,8 @@
 //
 //   absl::StatusOr<lb::NodeId> n = PickReplacement(
 //       candidates, {"n1", "n2"}, {"z0"}, planned, bitgen);
-#ifndef RANGEFS_ADMIN_INGEST_REPLACEMENT_H_
-#define RANGEFS_ADMIN_INGEST_REPLACEMENT_H_
+#ifndef RANGEFS_INGEST_REPLACEMENT_H_
+#define RANGEFS_INGEST_REPLACEMENT_H_
 
 #include <cstdint>
 #include <map>
@@ -29,7 +29,7 @@
 #include "loadbalancer/placement.h"
 
 namespace rangefs {
-namespace admin {
+namespace ingest {
 
 // The node to write one replica to instead. FAILED_PRECONDITION when no
 // node is eligible.
@@ -46,7 +46,7 @@ absl::StatusOr<lb::NodeId> PickReplacement(
 // file failed; CANCELLED, INVALID_ARGUMENT, ALREADY_EXISTS, ... are not).
 bool NodeFailure(const absl::Status& s);
 
-}  // namespace admin
+}  // namespace ingest
 }  // namespace rangefs
 
-#endif  // RANGEFS_ADMIN_INGEST_REPLACEMENT_H_
+#endif  // RANGEFS_INGEST_REPLACEMENT_H_

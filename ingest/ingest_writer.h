@@ -20,8 +20,8 @@
 //   o.replicas = 2;
 //   absl::StatusOr<IngestResult> r = IngestFile(store, "/data/seg0",
 //   "/crawl/seg0", o);
-#ifndef RANGEFS_ADMIN_INGEST_INGEST_WRITER_H_
-#define RANGEFS_ADMIN_INGEST_INGEST_WRITER_H_
+#ifndef RANGEFS_INGEST_INGEST_WRITER_H_
+#define RANGEFS_INGEST_INGEST_WRITER_H_
 
 #include <cstddef>
 #include <cstdint>
@@ -34,7 +34,7 @@
 #include "storage_node/node_client.h"
 
 namespace rangefs {
-namespace admin {
+namespace ingest {
 
 struct IngestOptions {
   uint64_t stripe_unit = uint64_t{1} << 20;  // in (0, 4 GiB]
@@ -76,7 +76,7 @@ absl::StatusOr<IngestResult> IngestFile(ns::NamespaceStore& store,
                                         const std::string& path,
                                         const IngestOptions& options);
 
-}  // namespace admin
+}  // namespace ingest
 }  // namespace rangefs
 
-#endif  // RANGEFS_ADMIN_INGEST_INGEST_WRITER_H_
+#endif  // RANGEFS_INGEST_INGEST_WRITER_H_
