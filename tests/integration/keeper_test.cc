@@ -3,9 +3,13 @@
 // re-replicated, a drained node is emptied and removed, and of two keepers
 // only the elected one acts until it dies; a target that fills up is backed
 // off, and a keeper killed between a move's two layout steps is finished
-// by the next one. Small files, seconds-long timeouts (dead_after 2 s,
-// lease 2 s; 10 s in the election test). Every wait polls for its
-// condition (kWait); no fixed sleep stands in for one.
+// by the next one. Where the keeper moves data (a node killed for good, a
+// drain, a corrupt replica, a rebalance, a keeper killed mid-move), two
+// rangefs-mount FUSE mounts (default options and -o direct_io) are read
+// too, through handles opened before the keeper acts. Small files,
+// seconds-long timeouts (dead_after 2 s, lease 2 s; 10 s in the election
+// test). Every wait polls for its condition (kWait); no fixed sleep stands
+// in for one.
 #include "keeper/keeper.h"
 
 #include <dirent.h>
@@ -50,6 +54,7 @@
 #include "nlohmann/json.hpp"
 #include "storage_node/export_root.h"
 #include "storage_node/node_client.h"
+#include "tests/integration/mount_harness.h"
 #include "tests/testing/agent_cluster.h"
 
 namespace rangefs {
@@ -108,7 +113,11 @@ class KeeperTest : public ::testing::Test {
 
   void TearDown() override {
     StopReader();
+    mounts_.clear();
     RecordProperty("scans", absl::StrCat(scans_.load()));
+    RecordProperty("fuse_scans",
+                   absl::StrCat(fuse_scans_.load(), " + ",
+                                fuse_direct_scans_.load(), " direct_io"));
     RecordProperty("bytes_verified", absl::StrCat(bytes_verified_.load()));
     if (HasFailure()) {
       for (const auto& [id, k] : keepers_) {
@@ -207,7 +216,80 @@ class KeeperTest : public ::testing::Test {
   // A job scanning every file through the client library, again and again,
   // comparing every byte with the source. Files stay open across scans, so
   // layout changes must be adopted silently.
-  void StartReader() {
+  // With `fuse`, also two rangefs-mount mounts of the namespace (default
+  // options, and -o direct_io) and a reader on each (FuseReader); `verify`
+  // is the mounts' verify option, as the library reader's below.
+  void StartReader(bool fuse = false, const std::string& verify = "off") {
+    if (fuse) {
+      for (const bool direct : {false, true}) {
+        std::vector<std::string> flags = {"-o", "verify=" + verify};
+        if (direct) flags.insert(flags.end(), {"-o", "direct_io"});
+        auto m = testing::MountProcess::Start(
+            cluster_->etcd()->endpoints(),
+            absl::StrCat(cluster_->dir(), direct ? "/mnt-direct" : "/mnt"),
+            flags);
+        ASSERT_THAT(m, IsOk());
+        fuse_readers_.emplace_back(
+            [this, dir = (*m)->mountpoint(), direct, files = files_] {
+              FuseReader(dir, direct, files);
+            });
+        mounts_.push_back(*std::move(m));
+      }
+    }
+    StartLibraryReader();
+  }
+
+  // Opens every file through the mount at `dir` once, then reads each
+  // whole through its handle again and again, comparing every byte. Without
+  // direct_io the file's page cache is dropped before each read
+  // (POSIX_FADV_DONTNEED), so that every read reaches rangefs-mount.
+  void FuseReader(const std::string& dir, bool direct,
+                  const std::map<std::string, std::string>& files) {
+    std::map<std::string, int> fds;
+    for (const auto& [path, data] : files) {
+      const int fd = open((dir + path).c_str(), O_RDONLY | O_CLOEXEC);
+      if (fd < 0) {
+        read_errors_.fetch_add(1);
+        ADD_FAILURE() << "open " << dir << path << ": " << strerror(errno);
+        for (auto& [p, f] : fds) close(f);
+        return;
+      }
+      fds[path] = fd;
+    }
+    std::string buf;
+    while (!stop_reader_.load()) {
+      for (const auto& [path, data] : files) {
+        const int fd = fds[path];
+        if (!direct) (void)posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED);
+        buf.assign(data.size(), '\0');
+        size_t got = 0;
+        int error = 0;
+        while (got < buf.size()) {
+          const ssize_t n =
+              pread(fd, &buf[got], buf.size() - got, static_cast<off_t>(got));
+          if (n <= 0) {
+            error = n < 0 ? errno : -1;
+            break;
+          }
+          got += static_cast<size_t>(n);
+        }
+        if (error != 0 || buf != data) {
+          read_errors_.fetch_add(1);
+          ADD_FAILURE() << "read of " << dir << path << " through a handle "
+                        << "opened before: "
+                        << (error > 0   ? strerror(error)
+                            : error < 0 ? "short read"
+                                        : "wrong bytes");
+        } else {
+          bytes_verified_.fetch_add(data.size());
+        }
+      }
+      (direct ? fuse_direct_scans_ : fuse_scans_).fetch_add(1);
+    }
+    for (auto& [p, f] : fds) close(f);
+  }
+
+  void StartLibraryReader() {
     // The reader's own copy: the test may change files_ meanwhile.
     reader_ = std::thread([this, files = files_] {
       ClientOptions o;
@@ -252,11 +334,22 @@ class KeeperTest : public ::testing::Test {
   void StopReader() {
     stop_reader_.store(true);
     if (reader_.joinable()) reader_.join();
+    for (std::thread& t : fuse_readers_) t.join();
+    fuse_readers_.clear();
   }
-  // Waits for `n` more full scans of the reader.
+  // Waits for `n` more full scans of every reader.
   bool WaitScans(int n, absl::Duration timeout) {
+    const bool fuse = !fuse_readers_.empty();
     const int64_t want = scans_.load() + n;
-    return Poll([&] { return scans_.load() >= want; }, timeout);
+    const int64_t want_fuse = fuse_scans_.load() + n;
+    const int64_t want_direct = fuse_direct_scans_.load() + n;
+    return Poll(
+        [&] {
+          return scans_.load() >= want &&
+                 (!fuse || (fuse_scans_.load() >= want_fuse &&
+                            fuse_direct_scans_.load() >= want_direct));
+        },
+        timeout);
   }
 
   static bool Poll(const std::function<bool()>& cond, absl::Duration timeout) {
@@ -381,7 +474,7 @@ class KeeperTest : public ::testing::Test {
                            "--rebalance_tolerance=0"}),
               nullptr);
     ASSERT_TRUE(Poll([&] { return Leader() == "ka"; }, kWait));
-    StartReader();
+    StartReader(/*fuse=*/true);
     ASSERT_TRUE(WaitScans(1, kWait));
     ASSERT_THAT(Run({"node", "drain", "n1"}), IsOk());
     auto st = keepers_["ka"]->Wait(kWait);
@@ -471,8 +564,11 @@ class KeeperTest : public ::testing::Test {
   std::map<std::string, std::unique_ptr<Subprocess>> keepers_;
   std::map<std::string, std::string> metrics_files_;  // by keeper id
   std::thread reader_;
+  std::vector<std::unique_ptr<testing::MountProcess>> mounts_;
+  std::vector<std::thread> fuse_readers_;
   std::atomic<bool> stop_reader_{false};
   std::atomic<int64_t> read_errors_{0}, bytes_verified_{0}, scans_{0};
+  std::atomic<int64_t> fuse_scans_{0}, fuse_direct_scans_{0};
 };
 
 TEST_F(KeeperTest, NodeKilledForGoodIsReReplicatedWithoutReadErrors) {
@@ -485,7 +581,7 @@ TEST_F(KeeperTest, NodeKilledForGoodIsReReplicatedWithoutReadErrors) {
                          "--progress_interval_s=0"}),
             nullptr);
   ASSERT_TRUE(Poll([&] { return Leader() == "ka"; }, kWait));
-  StartReader();
+  StartReader(/*fuse=*/true);
   ASSERT_TRUE(WaitScans(2, kWait));
   // The keeper rebalances the initial placement first (default
   // tolerance): a slot mid-move has 3 replicas. Idle that is over before
@@ -582,7 +678,7 @@ TEST_F(KeeperTest, NodeKilledForGoodIsReReplicatedWithoutReadErrors) {
 
 TEST_F(KeeperTest, DrainUnderReadsEmptiesTheNodeThenRemoveSucceeds) {
   ASSERT_NE(StartKeeper("ka", /*grace_s=*/1), nullptr);
-  StartReader();
+  StartReader(/*fuse=*/true);
   ASSERT_TRUE(WaitScans(2, kWait));
   ASSERT_FALSE(Objects(2).empty());
   // Refused while the node holds replicas.
@@ -722,7 +818,7 @@ TEST_F(KeeperTest, CorruptReplicaIsRepairedInPlace) {
   const std::string object =
       cluster_->agent(Index(r.node_id())).export_dir + "/" + r.object();
   ASSERT_EQ(Slurp(object), files_["/f0"]);
-  StartReader();
+  StartReader(/*fuse=*/true, /*verify=*/"full");
   FlipByte(object, 1000);
   ASSERT_NE(Slurp(object), files_["/f0"]);
   // The node's scrub reports it, the keeper copies a good replica over it.
@@ -916,7 +1012,7 @@ TEST_F(KeeperTest, TwoEmptyNodesAddedAreFilledToWithinTenPercent) {
     files_[path] = std::move(data);
   }
   ASSERT_NE(StartKeeper("ka"), nullptr);
-  StartReader();
+  StartReader(/*fuse=*/true);
   for (int i = kNodes; i < kNodes + 2; ++i) {
     auto a = cluster_->AddAgent(absl::StrCat("n", i), true, v1::ACTIVE,
                                 {"--scrub_interval_s=1"});
