@@ -17,6 +17,7 @@
 #include "admin/doctor.h"
 #include "base/config.h"
 #include "namespace/etcd/etcd_client.h"
+#include "namespace/etcd/etcd_settings.h"
 #include "namespace/etcd_kv.h"
 #include "namespace/store.h"
 
@@ -46,7 +47,7 @@ int main(int argc, char** argv) {
   const rangefs::admin::Args& args = parsed->global;
   rangefs::admin::Args& command_args = parsed->command;
   json = args.GetBool("json");
-  rangefs::etcd::EtcdClientOptions eo;
+  rangefs::etcd::EtcdSettings es;
   // Precedence: flags, then environment, then the config file, then
   // built-in defaults.
   rangefs::Config config;
@@ -65,18 +66,18 @@ int main(int argc, char** argv) {
     if (config.Has(key)) return config.GetString(key);
     return def;
   };
-  eo.endpoints =
+  es.endpoints =
       setting("etcd", "RANGEFS_ETCD", "etcd_endpoints", "127.0.0.1:2379");
   std::string cluster =
       setting("cluster", "RANGEFS_CLUSTER", "cluster", "default");
-  eo.ca_file = setting("ca", nullptr, "etcd_ca", "");
-  eo.cert_file = setting("cert", nullptr, "etcd_cert", "");
-  eo.key_file = setting("key", nullptr, "etcd_key", "");
-  eo.username = setting("user", nullptr, "etcd_user", "");
-  eo.password = args.Get("password");
-  if (eo.password.empty() && config.Has("etcd_password_file")) {
+  es.ca_file = setting("ca", nullptr, "etcd_ca", "");
+  es.cert_file = setting("cert", nullptr, "etcd_cert", "");
+  es.key_file = setting("key", nullptr, "etcd_key", "");
+  es.username = setting("user", nullptr, "etcd_user", "");
+  es.password = args.Get("password");
+  if (es.password.empty() && config.Has("etcd_password_file")) {
     std::ifstream pw(config.GetString("etcd_password_file"));
-    std::getline(pw, eo.password);
+    std::getline(pw, es.password);
   }
   if (args.Has("timeout")) {
     double secs;
@@ -84,14 +85,14 @@ int main(int argc, char** argv) {
       return Fail(absl::InvalidArgumentError("--timeout must be seconds > 0"),
                   json);
     }
-    eo.call_timeout = absl::Seconds(secs);
+    es.call_timeout = absl::Seconds(secs);
   } else if (config.Has("etcd_timeout")) {
     auto d = config.GetDuration("etcd_timeout");
     if (!d.ok()) return Fail(d.status(), json);
-    eo.call_timeout = *d;
+    es.call_timeout = *d;
   }
 
-  auto client = rangefs::etcd::EtcdClient::Open(eo);
+  auto client = rangefs::etcd::OpenEtcdClient(es);
   if (!client.ok()) return Fail(client.status(), json);
   auto kv = rangefs::ns::NewEtcdKv(client->get());
   auto store = rangefs::ns::NewKvStore(kv.get(), {.cluster = cluster});

@@ -13,6 +13,7 @@
 #include "base/logging.h"
 #include "base/status_macros.h"
 #include "ingest/agents.h"
+#include "namespace/kv.h"
 #include "namespace/layout.h"
 #include "proto/layout.pb.h"
 #include "storage_node/node_client.h"
@@ -63,6 +64,22 @@ void LogAbandoned(const std::string& what, const absl::Status& s) {
                     << (absl::IsNotFound(s) ? std::string("file gone")
                                             : std::string(s.message()))
                     << "; abandoned";
+}
+
+// Every key under `prefix`, read page by page at one revision.
+absl::StatusOr<std::vector<ns::KvEntry>> ListPrefix(ns::KvBackend& kv,
+                                                    absl::string_view prefix) {
+  std::vector<ns::KvEntry> all;
+  auto keep = [&all](std::vector<ns::KvEntry>& page, int64_t) {
+    for (ns::KvEntry& e : page) all.push_back(std::move(e));
+    return absl::OkStatus();
+  };
+  RANGEFS_RETURN_IF_ERROR(ns::ForEachRangePage(kv, prefix,
+                                               ns::PrefixRangeEnd(prefix),
+                                               /*revision=*/0,
+                                               /*page_size=*/0, keep)
+                              .status());
+  return all;
 }
 
 }  // namespace
@@ -265,14 +282,14 @@ absl::StatusOr<Keeper::Listing> Keeper::List(bool absent_is_dead,
 // as corrupt, like the agents' scrub reports: repaired in place.
 void Keeper::AddSuspects(Listing* l) {
   const ns::Keys& keys = store_->keys();
-  absl::StatusOr<etcd::RangeResult> all =
-      etcd_->RangeAll(keys.KeeperSuspectPrefix());
+  absl::StatusOr<std::vector<ns::KvEntry>> all =
+      ListPrefix(*store_->kv(), keys.KeeperSuspectPrefix());
   if (!all.ok()) {
     RANGEFS_LOG(WARNING) << "keeper: listing fsck's suspect replicas: "
                          << all.status();
     return;
   }
-  for (const etcd::KeyValue& kv : all->kvs) {
+  for (const ns::KvEntry& kv : *all) {
     std::string node, object;
     if (!keys.ParseKeeperSuspect(kv.key, &node, &object)) continue;
     l->suspects[{node, object}] = kv.key;
@@ -874,14 +891,14 @@ absl::Status Keeper::Round::PutTrash(const std::string& node,
 
 void Keeper::Round::CollectTrash(RoundReport* report) {
   const ns::Keys& keys = k_->store_->keys();
-  absl::StatusOr<etcd::RangeResult> all =
-      k_->etcd_->RangeAll(keys.KeeperTrashPrefix());
+  absl::StatusOr<std::vector<ns::KvEntry>> all =
+      ListPrefix(*k_->store_->kv(), keys.KeeperTrashPrefix());
   if (!all.ok()) {
     RANGEFS_LOG(WARNING) << "keeper: listing the trash: " << all.status();
     return;
   }
   const absl::Time now = k_->clock_->Now();
-  for (const etcd::KeyValue& kv : all->kvs) {
+  for (const ns::KvEntry& kv : *all) {
     if (!MayAct()) return;
     std::string node, object;
     v1::TrashRecord t;

@@ -23,6 +23,7 @@
 #include "keeper/keeper.h"
 #include "keeper/metrics.h"
 #include "namespace/etcd/etcd_client.h"
+#include "namespace/etcd/etcd_settings.h"
 #include "namespace/etcd_kv.h"
 #include "namespace/store.h"
 #include "proto/layout.pb.h"
@@ -186,13 +187,14 @@ int main(int argc, char** argv) {
 
   std::string id = absl::GetFlag(FLAGS_id);
   if (id.empty()) id = DefaultId();
-  rangefs::etcd::EtcdClientOptions eo;
-  eo.endpoints = absl::GetFlag(FLAGS_etcd_endpoints);
-  eo.call_timeout = absl::Seconds(absl::GetFlag(FLAGS_etcd_timeout_s));
-  eo.ca_file = absl::GetFlag(FLAGS_etcd_ca);
-  eo.cert_file = absl::GetFlag(FLAGS_etcd_cert);
-  eo.key_file = absl::GetFlag(FLAGS_etcd_key);
-  auto etcd = rangefs::etcd::EtcdClient::Open(eo);
+  rangefs::etcd::EtcdSettings es;
+  es.endpoints = absl::GetFlag(FLAGS_etcd_endpoints);
+  es.call_timeout = absl::Seconds(absl::GetFlag(FLAGS_etcd_timeout_s));
+  es.ca_file = absl::GetFlag(FLAGS_etcd_ca);
+  es.cert_file = absl::GetFlag(FLAGS_etcd_cert);
+  es.key_file = absl::GetFlag(FLAGS_etcd_key);
+  absl::StatusOr<std::unique_ptr<rangefs::etcd::EtcdClient>> etcd =
+      rangefs::etcd::OpenEtcdClient(es);
   if (!etcd.ok()) {
     fprintf(stderr, "rangefs-keeper: %s\n", etcd.status().ToString().c_str());
     return 2;

@@ -1,20 +1,9 @@
 #include "keeper/metrics.h"
 
-#include "absl/strings/str_cat.h"
-#include "absl/strings/str_format.h"
+#include "base/prometheus_text.h"
 
 namespace rangefs {
 namespace keeper {
-namespace {
-
-void Metric(std::string* out, const char* name, const char* type,
-            const char* help, double value) {
-  absl::StrAppendFormat(out, "# HELP rangefs_keeper_%s %s\n", name, help);
-  absl::StrAppendFormat(out, "# TYPE rangefs_keeper_%s %s\n", name, type);
-  absl::StrAppendFormat(out, "rangefs_keeper_%s %.17g\n", name, value);
-}
-
-}  // namespace
 
 void KeeperMetrics::AddRound(const RoundReport& r) {
   ++rounds;
@@ -31,59 +20,55 @@ void KeeperMetrics::AddRound(const RoundReport& r) {
 }
 
 std::string KeeperPrometheusText(const KeeperMetrics& m) {
-  std::string out;
-  Metric(&out, "active", "gauge", "1 while this keeper holds the leader lease",
-         m.active ? 1 : 0);
-  Metric(&out, "rounds_total", "counter", "Rounds finished", m.rounds);
-  Metric(&out, "moves_done_total", "counter",
-         "Replica moves and repairs completed", m.moves_done);
-  Metric(&out, "moves_failed_total", "counter",
-         "Replica moves failed (retried next round)", m.moves_failed);
-  Metric(&out, "moves_abandoned_total", "counter",
-         "Replica moves abandoned (the layout changed)", m.moves_abandoned);
-  Metric(&out, "repairs_done_total", "counter",
-         "Corrupt replicas repaired in place", m.repairs_done);
-  Metric(&out, "copied_bytes_total", "counter", "Bytes copied by moves",
-         m.bytes_copied);
-  Metric(&out, "trash_deleted_total", "counter",
-         "Unreferenced objects deleted after the grace rule", m.trash_deleted);
-  Metric(&out, "orphans_found_total", "counter",
-         "Orphan objects found and trashed", m.orphans_found);
+  PrometheusText w("rangefs_keeper_");
+  w.Gauge("active", "1 while this keeper holds the leader lease",
+          m.active ? 1 : 0);
+  w.Counter("rounds_total", "Rounds finished", m.rounds);
+  w.Counter("moves_done_total", "Replica moves and repairs completed",
+            m.moves_done);
+  w.Counter("moves_failed_total", "Replica moves failed (retried next round)",
+            m.moves_failed);
+  w.Counter("moves_abandoned_total",
+            "Replica moves abandoned (the layout changed)", m.moves_abandoned);
+  w.Counter("repairs_done_total", "Corrupt replicas repaired in place",
+            m.repairs_done);
+  w.Counter("copied_bytes_total", "Bytes copied by moves", m.bytes_copied);
+  w.Counter("trash_deleted_total",
+            "Unreferenced objects deleted after the grace rule",
+            m.trash_deleted);
+  w.Counter("orphans_found_total", "Orphan objects found and trashed",
+            m.orphans_found);
   const RoundReport& r = m.round;
-  Metric(&out, "round_in_progress", "gauge",
-         "1 while a round's moves run (the round gauges are its progress)",
-         m.in_round ? 1 : 0);
-  Metric(&out, "round_revision", "gauge", "etcd revision of the round",
-         static_cast<double>(r.revision));
-  Metric(&out, "files", "gauge", "Files in the round's listing", r.files);
-  Metric(&out, "dead_nodes", "gauge", "Dead nodes", r.dead_nodes);
-  Metric(&out, "draining_nodes", "gauge", "Draining nodes", r.draining_nodes);
-  Metric(&out, "missing_nodes", "gauge",
-         "Nodes without a live record, not yet dead", r.missing_nodes);
-  Metric(&out, "round_moves_planned", "gauge",
-         "Replica moves the round planned (under-replicated or misplaced "
-         "slots)",
-         r.moves_planned);
-  Metric(&out, "round_moves_done", "gauge", "Of them done", r.moves_done);
-  Metric(&out, "round_moves_failed", "gauge", "Of them failed", r.moves_failed);
-  Metric(&out, "round_bytes_planned", "gauge", "Bytes the round plans to copy",
-         static_cast<double>(r.bytes_planned));
-  Metric(&out, "round_bytes_copied", "gauge", "Of them copied",
-         static_cast<double>(r.bytes_copied));
-  Metric(&out, "under_replicated_files", "gauge",
-         "Files with a replica to re-create (dead, draining or corrupt)",
-         r.under_replicated_files);
-  Metric(&out, "under_replicated_bytes", "gauge",
-         "Bytes of the slots with a replica to re-create",
-         static_cast<double>(r.under_replicated_bytes));
-  Metric(&out, "stuck_slots", "gauge", "Slots with no good source or no target",
-         r.stuck);
-  Metric(&out, "trash_pending", "gauge", "Objects awaiting deletion",
-         r.trash_pending);
-  Metric(&out, "round_eta_seconds", "gauge",
-         "Estimated seconds until the round's copies are done (-1: unknown)",
-         m.eta_s);
-  return out;
+  w.Gauge("round_in_progress",
+          "1 while a round's moves run (the round gauges are its progress)",
+          m.in_round ? 1 : 0);
+  w.Gauge("round_revision", "etcd revision of the round", r.revision);
+  w.Gauge("files", "Files in the round's listing", r.files);
+  w.Gauge("dead_nodes", "Dead nodes", r.dead_nodes);
+  w.Gauge("draining_nodes", "Draining nodes", r.draining_nodes);
+  w.Gauge("missing_nodes", "Nodes without a live record, not yet dead",
+          r.missing_nodes);
+  w.Gauge("round_moves_planned",
+          "Replica moves the round planned (under-replicated or misplaced "
+          "slots)",
+          r.moves_planned);
+  w.Gauge("round_moves_done", "Of them done", r.moves_done);
+  w.Gauge("round_moves_failed", "Of them failed", r.moves_failed);
+  w.Gauge("round_bytes_planned", "Bytes the round plans to copy",
+          r.bytes_planned);
+  w.Gauge("round_bytes_copied", "Of them copied", r.bytes_copied);
+  w.Gauge("under_replicated_files",
+          "Files with a replica to re-create (dead, draining or corrupt)",
+          r.under_replicated_files);
+  w.Gauge("under_replicated_bytes",
+          "Bytes of the slots with a replica to re-create",
+          r.under_replicated_bytes);
+  w.Gauge("stuck_slots", "Slots with no good source or no target", r.stuck);
+  w.Gauge("trash_pending", "Objects awaiting deletion", r.trash_pending);
+  w.Gauge("round_eta_seconds",
+          "Estimated seconds until the round's copies are done (-1: unknown)",
+          m.eta_s);
+  return w.Take();
 }
 
 double EtaSeconds(uint64_t bytes_left, uint64_t bytes_done,

@@ -17,7 +17,6 @@
 #include <unistd.h>
 
 #include <atomic>
-#include <fstream>
 #include <memory>
 #include <string>
 #include <vector>
@@ -38,6 +37,7 @@
 #include "mount/namespace_index.h"
 #include "mount/reporter.h"
 #include "namespace/etcd/etcd_client.h"
+#include "namespace/etcd/etcd_settings.h"
 #include "namespace/etcd_kv.h"
 #include "namespace/layout_cache.h"
 
@@ -116,25 +116,17 @@ void SignalParent(int* fd, const std::string& msg,
   }
 }
 
-absl::StatusOr<std::string> ReadPassword(const std::string& path) {
-  if (path.empty()) return std::string();
-  std::ifstream in(path);
-  if (!in) return absl::NotFoundError(absl::StrCat("cannot read ", path));
-  std::string line;
-  std::getline(in, line);
-  return line;
-}
-
 absl::Status Serve(const MountOptions& o, int* ready_fd) {
-  etcd::EtcdClientOptions eo;
-  eo.endpoints = o.etcd_endpoints;
-  eo.call_timeout = o.etcd_timeout;
+  RANGEFS_ASSIGN_OR_RETURN(
+      etcd::EtcdClientOptions eo,
+      etcd::MakeEtcdClientOptions({.endpoints = o.etcd_endpoints,
+                                   .ca_file = o.etcd_ca,
+                                   .cert_file = o.etcd_cert,
+                                   .key_file = o.etcd_key,
+                                   .username = o.etcd_user,
+                                   .password_file = o.etcd_password_file,
+                                   .call_timeout = o.etcd_timeout}));
   eo.max_attempts = 2;
-  eo.ca_file = o.etcd_ca;
-  eo.cert_file = o.etcd_cert;
-  eo.key_file = o.etcd_key;
-  eo.username = o.etcd_user;
-  RANGEFS_ASSIGN_OR_RETURN(eo.password, ReadPassword(o.etcd_password_file));
   RANGEFS_ASSIGN_OR_RETURN(std::unique_ptr<etcd::EtcdClient> etcd,
                            etcd::EtcdClient::Open(eo));
   std::unique_ptr<ns::KvBackend> kv = ns::NewEtcdKv(etcd.get());

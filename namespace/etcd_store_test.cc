@@ -1,11 +1,15 @@
 // NamespaceStore against a real etcd: the shared behaviour suite, plus what
 // only a real cluster shows (member loss mid-test, compaction, etcd down).
+#include <vector>
+
+#include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "base/testing/status_matchers.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "namespace/etcd/etcd_client.h"
 #include "namespace/etcd_kv.h"
+#include "namespace/kv.h"
 #include "namespace/store.h"
 #include "namespace/store_test_suite.h"
 #include "tests/testing/etcd_cluster.h"
@@ -61,6 +65,44 @@ TEST_F(EtcdStoreTest, RevisionPinningThenCompaction) {
               StatusIs(absl::StatusCode::kOutOfRange,
                        HasSubstr("no longer available")));
   EXPECT_EQ(store_->GetFile("/p")->layout.size(), 30u);
+}
+
+// ForEachRangePage (kv.h) over a real etcd: pages at one revision, the
+// keys of later writes and other prefixes left out.
+TEST_F(EtcdStoreTest, ForEachRangePagePagesAtOneRevision) {
+  int64_t rev = 0;
+  for (int i = 0; i < 25; ++i) {
+    auto r = client_->Put(absl::StrCat("/p/k", 100 + i), absl::StrCat("v", i));
+    ASSERT_THAT(r, IsOk());
+    rev = *r;
+  }
+  ASSERT_THAT(client_->Put("/q/outside", "x"), IsOk());
+  for (int i = 25; i < 30; ++i) {
+    ASSERT_THAT(client_->Put(absl::StrCat("/p/k", 100 + i), "later"), IsOk());
+  }
+  std::vector<KvEntry> all;
+  std::vector<int64_t> revisions;
+  auto keep = [&](std::vector<KvEntry>& page, int64_t at) {
+    revisions.push_back(at);
+    for (KvEntry& e : page) all.push_back(std::move(e));
+    return absl::OkStatus();
+  };
+  auto at_rev =
+      ForEachRangePage(*kv_, "/p/", PrefixRangeEnd("/p/"), rev, 7, keep);
+  ASSERT_THAT(at_rev, IsOk());
+  EXPECT_EQ(*at_rev, rev);
+  EXPECT_THAT(revisions, ::testing::ElementsAre(rev, rev, rev, rev));
+  ASSERT_EQ(all.size(), 25u);
+  for (int i = 0; i < 25; ++i) {
+    EXPECT_EQ(all[i].key, absl::StrCat("/p/k", 100 + i));
+    EXPECT_EQ(all[i].value, absl::StrCat("v", i));
+  }
+  all.clear();
+  auto latest =
+      ForEachRangePage(*kv_, "/p/", PrefixRangeEnd("/p/"), 0, 7, keep);
+  ASSERT_THAT(latest, IsOk());
+  EXPECT_EQ(all.size(), 30u);
+  EXPECT_GT(*latest, rev);
 }
 
 TEST_F(EtcdStoreTest, DeadEtcdGivesClearErrorNotHang) {

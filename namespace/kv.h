@@ -14,8 +14,10 @@
 #include <string>
 #include <vector>
 
+#include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
+#include "namespace/etcd/key_range.h"
 #include "proto/etcd/rpc.pb.h"
 
 namespace rangefs {
@@ -62,8 +64,9 @@ class KvWatch {
   virtual bool connected() const = 0;
 };
 
-// Returns the etcd range end that covers every key starting with `prefix`.
-std::string PrefixRangeEnd(absl::string_view prefix);
+// Returns the etcd range end that covers every key starting with `prefix`
+// (namespace/etcd/key_range.h, the one implementation in the tree).
+using etcd::PrefixRangeEnd;
 
 // Keys per Range for the next page of a big paged listing, given the page
 // just read (0 keys: the first page): about 4 MiB of values per page,
@@ -93,6 +96,25 @@ class KvBackend {
       absl::string_view key, absl::string_view range_end,
       int64_t start_revision, KvWatchCallback callback) = 0;
 };
+
+// Receives one page of a paged read (ForEachRangePage): its keys, in key
+// order, and the revision every page is read at. It may move the values out
+// of `page`. A non-OK status stops the walk and is returned as is.
+using KvPageCallback =
+    std::function<absl::Status(std::vector<KvEntry>& page, int64_t revision)>;
+
+// Reads [begin, end) page by page at one revision and passes each non-empty
+// page to `on_page`, in key order. `revision` 0 reads the latest: the first
+// page's revision then pins the rest, so the pages together are one
+// consistent snapshot. `page_size` keys per Range (1..10,000), or 0: sized
+// by NextPageSize. Returns the revision read at (also when the range is
+// empty). Errors: INVALID_ARGUMENT for a bad page_size; the backend's
+// errors (OUT_OF_RANGE for a compacted or future revision) and those of
+// `on_page`, as they are. This is the one paging loop over etcd in the tree.
+absl::StatusOr<int64_t> ForEachRangePage(KvBackend& kv, absl::string_view begin,
+                                         absl::string_view end,
+                                         int64_t revision, int64_t page_size,
+                                         const KvPageCallback& on_page);
 
 }  // namespace ns
 }  // namespace rangefs

@@ -66,9 +66,7 @@ absl::StatusOr<SubtreeSnapshot> LoadSubtree(KvBackend& kv, const Keys& keys,
                                             int64_t revision,
                                             int64_t page_size) {
   RANGEFS_RETURN_IF_ERROR(ValidateDir(dir));
-  const bool adaptive = page_size == 0;
-  if (adaptive) page_size = NextPageSize({});
-  if (page_size < 1 || page_size > 10000) {
+  if (page_size < 0 || page_size > 10000) {
     return absl::InvalidArgumentError(
         absl::StrCat("page size ", page_size, " is not in 1..10000"));
   }
@@ -79,27 +77,10 @@ absl::StatusOr<SubtreeSnapshot> LoadSubtree(KvBackend& kv, const Keys& keys,
   SubtreeSnapshot s;
   s.dir = std::string(dir);
   const std::string prefix = keys.FileDirPrefix(dir);
-  const std::string end = PrefixRangeEnd(prefix);
-  std::string start = prefix;
-  int64_t at = revision;
-  int64_t limit = page_size;
-  while (true) {
-    absl::StatusOr<KvRange> r = kv.Range(start, end, limit, at);
-    if (!r.ok()) {
-      if (absl::IsOutOfRange(r.status())) {
-        return absl::OutOfRangeError(absl::StrCat(
-            "namespace ", dir, " as of revision ", at,
-            " is no longer available (compacted) or not yet written: ",
-            r.status().message()));
-      }
-      return r.status();
-    }
-    if (at == 0) at = r->revision;
-    if (r->kvs.empty()) break;
-    std::string last = r->kvs.back().key;
-    // Sized before the loop below takes the values.
-    if (adaptive && r->more) limit = NextPageSize(*r);
-    for (KvEntry& e : r->kvs) {
+  int64_t pinned = revision;  // named by a compaction error between pages
+  auto on_page = [&](std::vector<KvEntry>& page, int64_t at) {
+    pinned = at;
+    for (KvEntry& e : page) {
       std::string path;
       if (!keys.ParseFile(e.key, &path)) continue;
       s.files.push_back(ToSnapshotFile(std::move(path), e));
@@ -110,11 +91,20 @@ absl::StatusOr<SubtreeSnapshot> LoadSubtree(KvBackend& kv, const Keys& keys,
         ++s.invalid;
       }
     }
-    if (!r->more) break;
-    start = std::move(last);
-    start.push_back('\0');
+    return absl::OkStatus();
+  };
+  absl::StatusOr<int64_t> at = ForEachRangePage(
+      kv, prefix, PrefixRangeEnd(prefix), revision, page_size, on_page);
+  if (!at.ok()) {
+    if (absl::IsOutOfRange(at.status())) {
+      return absl::OutOfRangeError(absl::StrCat(
+          "namespace ", dir, " as of revision ", pinned,
+          " is no longer available (compacted) or not yet written: ",
+          at.status().message()));
+    }
+    return at.status();
   }
-  s.revision = at;
+  s.revision = *at;
   // etcd returns keys sorted; paths inherit the order (same prefix).
   s.files.shrink_to_fit();
   return s;

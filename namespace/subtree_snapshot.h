@@ -8,11 +8,10 @@
 //                            LoadSubtree(kv, keys, "/crawl", /*revision=*/0));
 //   const SnapshotFile* f = s.Find("/crawl/part-0001");
 //
-// Reads pages of `page_size` keys (0: NextPageSize, kv.h) with etcd Range
-// at one revision (the first page's when `revision` is 0), so the snapshot
-// is consistent. A
-// record that fails the gate is kept with `invalid` set (naming the key
-// and the rule) and hides no other file.
+// Reads pages of `page_size` keys (0: NextPageSize) at one revision (the
+// first page's when `revision` is 0) through ForEachRangePage (kv.h), so the
+// snapshot is consistent. A record that fails the gate is kept with `invalid`
+// set (naming the key and the rule) and hides no other file.
 #ifndef RANGEFS_NAMESPACE_SUBTREE_SNAPSHOT_H_
 #define RANGEFS_NAMESPACE_SUBTREE_SNAPSHOT_H_
 

@@ -16,6 +16,7 @@
 #include "base/config.h"
 #include "base/logging.h"
 #include "namespace/etcd/etcd_client.h"
+#include "namespace/etcd/etcd_settings.h"
 #include "namespace/etcd_kv.h"
 #include "namespace/store.h"
 #include "storage_node/agent.h"
@@ -263,13 +264,13 @@ int main(int argc, char** argv) {
   if (absl::GetFlag(FLAGS_etcd_endpoints).empty()) {
     RANGEFS_LOG(INFO) << "etcd registration not configured";
   } else {
-    rangefs::etcd::EtcdClientOptions eo;
-    eo.endpoints = absl::GetFlag(FLAGS_etcd_endpoints);
-    eo.call_timeout = absl::Seconds(absl::GetFlag(FLAGS_etcd_timeout_s));
-    eo.ca_file = absl::GetFlag(FLAGS_etcd_ca);
-    eo.cert_file = absl::GetFlag(FLAGS_etcd_cert);
-    eo.key_file = absl::GetFlag(FLAGS_etcd_key);
-    auto client = rangefs::etcd::EtcdClient::Open(eo);
+    rangefs::etcd::EtcdSettings es;
+    es.endpoints = absl::GetFlag(FLAGS_etcd_endpoints);
+    es.call_timeout = absl::Seconds(absl::GetFlag(FLAGS_etcd_timeout_s));
+    es.ca_file = absl::GetFlag(FLAGS_etcd_ca);
+    es.cert_file = absl::GetFlag(FLAGS_etcd_cert);
+    es.key_file = absl::GetFlag(FLAGS_etcd_key);
+    auto client = rangefs::etcd::OpenEtcdClient(es);
     if (!client.ok()) {
       RANGEFS_LOG(ERROR) << "rangefs-node " << options.node_id
                          << ": bad etcd options: " << client.status();

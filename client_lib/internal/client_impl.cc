@@ -31,6 +31,7 @@
 #include "loadbalancer/node_health.h"
 #include "loadbalancer/registry.h"
 #include "namespace/etcd/etcd_client.h"
+#include "namespace/etcd/etcd_settings.h"
 #include "namespace/etcd_kv.h"
 #include "namespace/keys.h"
 #include "namespace/layout.h"
@@ -145,14 +146,13 @@ absl::Status ClientImpl::Init() {
       return absl::InvalidArgumentError(
           "ClientOptions: etcd_endpoints is required");
     }
-    etcd::EtcdClientOptions eo;
-    eo.endpoints = o.etcd_endpoints;
-    eo.ca_file = o.etcd_ca_file;
-    eo.cert_file = o.etcd_cert_file;
-    eo.key_file = o.etcd_key_file;
-    eo.username = o.etcd_username;
-    eo.password = o.etcd_password;
-    RANGEFS_ASSIGN_OR_RETURN(etcd_, etcd::EtcdClient::Open(eo));
+    RANGEFS_ASSIGN_OR_RETURN(
+        etcd_, etcd::OpenEtcdClient({.endpoints = o.etcd_endpoints,
+                                     .ca_file = o.etcd_ca_file,
+                                     .cert_file = o.etcd_cert_file,
+                                     .key_file = o.etcd_key_file,
+                                     .username = o.etcd_username,
+                                     .password = o.etcd_password}));
     own_kv_ = ns::NewEtcdKv(etcd_.get());
     kv_ = own_kv_.get();
   }

@@ -13,7 +13,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-#include <fstream>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -21,7 +20,6 @@
 #include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
-#include "absl/strings/str_join.h"
 #include "absl/strings/str_replace.h"
 #include "absl/time/clock.h"
 #include "base/config.h"
@@ -29,6 +27,7 @@
 #include "client_lib/mountd/mount_manager.h"
 #include "client_lib/mountd/mounter.h"
 #include "namespace/etcd/etcd_client.h"
+#include "namespace/etcd/etcd_settings.h"
 #include "namespace/etcd_kv.h"
 #include "namespace/store.h"
 
@@ -90,30 +89,17 @@ int main(int argc, char** argv) {
     rangefs::SetMinLogLevel(level);
   }
 
-  rangefs::etcd::EtcdClientOptions eo;
-  eo.endpoints = absl::StrJoin(config.GetList("etcd_endpoints"), ",");
-  eo.ca_file = config.GetString("etcd_ca");
-  eo.cert_file = config.GetString("etcd_cert");
-  eo.key_file = config.GetString("etcd_key");
-  eo.username = config.GetString("etcd_user");
-  if (!config.GetString("etcd_password_file").empty()) {
-    std::ifstream in(config.GetString("etcd_password_file"));
-    if (!in) {
-      return Die("etcd_password_file",
-                 absl::NotFoundError(config.GetString("etcd_password_file")),
-                 2);
-    }
-    std::getline(in, eo.password);
-  }
-  auto etcd_timeout = config.GetDuration("etcd_timeout");
+  auto etcd_settings = rangefs::etcd::EtcdSettingsFromConfig(config);
+  if (!etcd_settings.ok()) return Die("config", etcd_settings.status(), 2);
+  auto eo = rangefs::etcd::MakeEtcdClientOptions(*etcd_settings);
+  if (!eo.ok()) return Die("etcd_password_file", eo.status(), 2);
   auto stat_timeout = config.GetDuration("mount_stat_timeout");
   auto interval = config.GetDuration("reconcile_interval");
   auto readahead = config.GetInt("readahead_kb");
-  for (const absl::Status& s : {etcd_timeout.status(), stat_timeout.status(),
-                                interval.status(), readahead.status()}) {
+  for (const absl::Status& s :
+       {stat_timeout.status(), interval.status(), readahead.status()}) {
     if (!s.ok()) return Die("config", s, 2);
   }
-  eo.call_timeout = *etcd_timeout;
 
   std::unique_ptr<rangefs::mountd::Mounter> mounter;
   const std::string type = config.GetString("mount_type");
@@ -135,7 +121,7 @@ int main(int argc, char** argv) {
   mo.reconcile_interval = *interval;
   mo.readahead_kb = *readahead;
 
-  auto client = rangefs::etcd::EtcdClient::Open(eo);
+  auto client = rangefs::etcd::EtcdClient::Open(*eo);
   if (!client.ok()) return Die("etcd", client.status(), 2);
   auto kv = rangefs::ns::NewEtcdKv(client->get());
   auto store = rangefs::ns::NewKvStore(
@@ -174,7 +160,7 @@ int main(int argc, char** argv) {
       rangefs::mountd::MountManager::Start(store.get(), mounter.get(), mo);
   if (!manager.ok()) return Die("start", manager.status(), 1);
   RANGEFS_LOG(INFO) << "rangefs-mountd: " << mounter->name() << " mounts of "
-                    << eo.endpoints << " under " << mo.mount_root;
+                    << eo->endpoints << " under " << mo.mount_root;
   if (once) {
     const absl::Time deadline = absl::Now() + mo.stat_timeout + mo.op_timeout;
     while ((*manager)->passes() < 2 && absl::Now() < deadline) {

@@ -20,6 +20,7 @@
 #include "absl/time/clock.h"
 #include "base/logging.h"
 #include "base/status_macros.h"
+#include "namespace/etcd/key_range.h"
 #include "proto/etcd/rpc.grpc.pb.h"
 
 namespace rangefs {
@@ -550,19 +551,6 @@ using internal::Printable;
 using internal::ReadPemFile;
 using internal::Retry;
 
-std::string PrefixEnd(absl::string_view prefix) {
-  std::string end(prefix);
-  while (!end.empty()) {
-    const unsigned char c = static_cast<unsigned char>(end.back());
-    if (c < 0xff) {
-      end.back() = static_cast<char>(c + 1);
-      return end;
-    }
-    end.pop_back();
-  }
-  return std::string(1, '\0');
-}
-
 namespace {
 
 // Moves the key and value out of `from` (a page of a big listing holds
@@ -583,7 +571,7 @@ void SetKeyRange(absl::string_view key, bool prefix,
   if (prefix) {
     // An empty prefix means every key: ["\0", "\0").
     req->set_key(key.empty() ? std::string(1, '\0') : std::string(key));
-    req->set_range_end(PrefixEnd(key));
+    req->set_range_end(PrefixRangeEnd(key));
   } else {
     req->set_key(std::string(key));
     req->set_range_end(range_end);
@@ -717,32 +705,6 @@ absl::StatusOr<RangeResult> EtcdClient::Range(absl::string_view key,
     MoveKv(resp.mutable_kvs(i), &result.kvs[i]);
   }
   return result;
-}
-
-absl::StatusOr<RangeResult> EtcdClient::RangeAll(absl::string_view prefix,
-                                                 int64_t revision,
-                                                 int64_t page_size) {
-  if (page_size < 1) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("etcd RangeAll: page_size must be >= 1, got ", page_size));
-  }
-  RangeOptions options;
-  options.range_end = PrefixEnd(prefix);
-  options.limit = page_size;
-  options.revision = revision;
-  std::string key = prefix.empty() ? std::string(1, '\0') : std::string(prefix);
-  RangeResult all;
-  while (true) {
-    RANGEFS_ASSIGN_OR_RETURN(RangeResult page, Range(key, options));
-    if (options.revision == 0) options.revision = page.revision;
-    all.revision = options.revision;
-    for (KeyValue& kv : page.kvs) all.kvs.push_back(std::move(kv));
-    if (!page.more || page.kvs.empty()) break;
-    key = all.kvs.back().key;
-    key.push_back('\0');
-  }
-  all.count = static_cast<int64_t>(all.kvs.size());
-  return all;
 }
 
 absl::StatusOr<int64_t> EtcdClient::Put(absl::string_view key,

@@ -8,7 +8,8 @@
 //   RANGEFS_ASSIGN_OR_RETURN(auto etcd, etcd::EtcdClient::Open(
 //       {.endpoints = "127.0.0.1:2379,127.0.0.1:22379"}));
 //   RANGEFS_ASSIGN_OR_RETURN(int64_t rev, etcd->Put("/rangefs/v1/x", "v"));
-//   RANGEFS_ASSIGN_OR_RETURN(auto all, etcd->RangeAll("/rangefs/v1/"));
+//   RANGEFS_ASSIGN_OR_RETURN(auto all,
+//                            etcd->Range("/rangefs/v1/", {.prefix = true}));
 //   auto watch = etcd->StartWatch(
 //       {.key = "/rangefs/v1/", .prefix = true, .start_revision = rev + 1},
 //       [](const etcd::WatchUpdate& u) { ... });
@@ -16,7 +17,7 @@
 // Endpoints and failover: the client keeps one gRPC channel per endpoint and
 // sends each call to the "current" endpoint; UNAVAILABLE or
 // DEADLINE_EXCEEDED moves the current endpoint to the next one. Idempotent
-// calls (Range, RangeAll, Status, LeaseTimeToLive, LeaseRevoke, the internal
+// calls (Range, Status, LeaseTimeToLive, LeaseRevoke, the internal
 // Authenticate) are retried up to `max_attempts` times with exponential
 // backoff. Put, Delete, Txn, Compact and LeaseGrant are retried only when the
 // request surely did not reach etcd (the connection could not be
@@ -75,7 +76,8 @@ struct KeyValue {
 
 struct RangeOptions {
   std::string range_end;  // Explicit [key, range_end).
-  bool prefix = false;    // range_end = PrefixEnd(key); wins over range_end.
+  bool prefix = false;    // range_end = PrefixRangeEnd(key) (key_range.h);
+                          // wins over range_end.
   int64_t limit = 0;      // 0: no limit.
   int64_t revision = 0;   // 0: latest.
   bool keys_only = false;
@@ -89,11 +91,6 @@ struct RangeResult {
   bool more = false;     // More keys beyond `limit`.
   int64_t count = 0;     // Keys in the whole range.
 };
-
-// Returns the smallest key greater than every key starting with `prefix`:
-// "a/" -> "a0", "a\xff" -> "b". For an empty or all-0xff prefix returns
-// "\0", which etcd reads as "to the end of the keyspace".
-std::string PrefixEnd(absl::string_view prefix);
 
 class Watch;
 class LeaseKeepAlive;
@@ -116,7 +113,8 @@ struct WatchUpdate {
 
 struct WatchOptions {
   std::string key;
-  bool prefix = false;    // range_end = PrefixEnd(key); wins over range_end.
+  bool prefix = false;    // range_end = PrefixRangeEnd(key) (key_range.h);
+                          // wins over range_end.
   std::string range_end;  // Explicit [key, range_end).
   // First revision to deliver; 0: changes after the current revision.
   int64_t start_revision = 0;
@@ -152,11 +150,6 @@ class EtcdClient {
   // compacted or future revision.
   absl::StatusOr<RangeResult> Range(absl::string_view key,
                                     const RangeOptions& options = {});
-  // All keys under prefix, paged (page_size per Range) at one consistent
-  // revision: `revision`, or the first page's revision when 0.
-  absl::StatusOr<RangeResult> RangeAll(absl::string_view prefix,
-                                       int64_t revision = 0,
-                                       int64_t page_size = 1000);
   // Returns the new store revision.
   absl::StatusOr<int64_t> Put(absl::string_view key, absl::string_view value,
                               int64_t lease = 0);

@@ -114,14 +114,6 @@ absl::StatusOr<int64_t> PutEventually(EtcdClient& c, const std::string& key,
   return r;
 }
 
-TEST(PrefixEndTest, Examples) {
-  EXPECT_EQ(PrefixEnd("a/"), "a0");
-  EXPECT_EQ(PrefixEnd("/rangefs/v1/"), "/rangefs/v10");
-  EXPECT_EQ(PrefixEnd("a\xff"), "b");
-  EXPECT_EQ(PrefixEnd("\xff\xff"), std::string(1, '\0'));
-  EXPECT_EQ(PrefixEnd(""), std::string(1, '\0'));
-}
-
 TEST(EtcdClientTest, OpenRejectsBadOptions) {
   EXPECT_THAT(EtcdClient::Open({.endpoints = " , "}),
               StatusIs(absl::StatusCode::kInvalidArgument));
@@ -210,39 +202,6 @@ TEST(EtcdClientTest, PutRangeDeleteAndRevisions) {
   EXPECT_EQ(status->version().substr(0, 2), "3.");
   EXPECT_THAT(c->Status(etcd->endpoint(0)), IsOk());
   EXPECT_THAT(c->Status("127.0.0.1:1"),
-              StatusIs(absl::StatusCode::kInvalidArgument));
-}
-
-TEST(EtcdClientTest, RangeAllPagesAtOneRevision) {
-  auto etcd = StartEtcd(1);
-  ASSERT_NE(etcd, nullptr);
-  auto c = OpenClient({.endpoints = etcd->endpoints()});
-  ASSERT_NE(c, nullptr);
-  int64_t rev = 0;
-  for (int i = 0; i < 25; ++i) {
-    auto r = c->Put(absl::StrCat("/p/k", 100 + i), absl::StrCat("v", i));
-    ASSERT_THAT(r, IsOk());
-    rev = *r;
-  }
-  ASSERT_THAT(c->Put("/q/outside", "x"), IsOk());
-  for (int i = 25; i < 30; ++i) {
-    ASSERT_THAT(c->Put(absl::StrCat("/p/k", 100 + i), "later"), IsOk());
-  }
-  auto at_rev = c->RangeAll("/p/", rev, 7);
-  ASSERT_THAT(at_rev, IsOk());
-  ASSERT_EQ(at_rev->kvs.size(), 25u);
-  EXPECT_EQ(at_rev->revision, rev);
-  EXPECT_EQ(at_rev->count, 25);
-  EXPECT_FALSE(at_rev->more);
-  for (int i = 0; i < 25; ++i) {
-    EXPECT_EQ(at_rev->kvs[i].key, absl::StrCat("/p/k", 100 + i));
-    EXPECT_EQ(at_rev->kvs[i].value, absl::StrCat("v", i));
-  }
-  auto latest = c->RangeAll("/p/", 0, 7);
-  ASSERT_THAT(latest, IsOk());
-  EXPECT_EQ(latest->kvs.size(), 30u);
-  EXPECT_GT(latest->revision, rev);
-  EXPECT_THAT(c->RangeAll("/p/", 0, 0),
               StatusIs(absl::StatusCode::kInvalidArgument));
 }
 

@@ -850,8 +850,8 @@ TEST_F(KeeperTest, CorruptReplicaIsRepairedInPlace) {
       << keepers_["ka"]->LogTail();
   ASSERT_TRUE(Poll(
       [&] {
-        auto r = cluster_->etcd_client()->RangeAll(
-            cluster_->store()->keys().KeeperSuspectPrefix());
+        auto r = cluster_->etcd_client()->Range(
+            cluster_->store()->keys().KeeperSuspectPrefix(), {.prefix = true});
         return r.ok() && r->kvs.empty();
       },
       kWait));
@@ -1733,7 +1733,7 @@ TEST_F(KeeperTest, AKeeperWithoutTheLeaderLeaseCannotWrite) {
     revisions[path] = f->mod_revision;
   }
   auto trash = [&] {
-    auto r = etcd->RangeAll(keys.KeeperTrashPrefix());
+    auto r = etcd->Range(keys.KeeperTrashPrefix(), {.prefix = true});
     EXPECT_THAT(r, IsOk());
     std::set<std::string> out;
     if (r.ok()) {
