@@ -42,10 +42,11 @@ absl::StatusOr<std::unique_ptr<NamespaceIndex>> NamespaceIndex::Open(
     const NamespaceIndexOptions& options, IndexListener listener,
     bool keep_listed) {
   RANGEFS_RETURN_IF_ERROR(ns::ValidateDir(options.dir));
-  if (options.revision < 0 || options.page_size <= 0) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("namespace index: revision ", options.revision,
-                     " and page_size ", options.page_size, " must be >= 0"));
+  if (options.revision < 0 || options.page_size <= 0 ||
+      options.page_size > 10000) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "namespace index: revision ", options.revision, " must be >= 0 and ",
+        "page_size ", options.page_size, " in 1..10000"));
   }
   if (options.revision == 0 && cache == nullptr) {
     return absl::InvalidArgumentError(
@@ -138,18 +139,13 @@ void NamespaceIndex::AddPage(const std::vector<ns::KvEntry>& page,
 }
 
 absl::Status NamespaceIndex::ListPinned(FileMap* out) {
-  const std::string end = ns::PrefixRangeEnd(prefix_);
-  std::string start = prefix_;
-  while (true) {
-    RANGEFS_ASSIGN_OR_RETURN(
-        ns::KvRange r,
-        kv_->Range(start, end, options_.page_size, options_.revision));
-    AddPage(r.kvs, out);
-    if (!r.more || r.kvs.empty()) break;
-    start = r.kvs.back().key;
-    start.push_back('\0');
-  }
-  return absl::OkStatus();
+  return ns::ForEachRangePage(*kv_, prefix_, ns::PrefixRangeEnd(prefix_),
+                              options_.revision, options_.page_size,
+                              [&](std::vector<ns::KvEntry>& page, int64_t) {
+                                AddPage(page, out);
+                                return absl::OkStatus();
+                              })
+      .status();
 }
 
 bool NamespaceIndex::HasChildrenLocked(absl::string_view path) const {

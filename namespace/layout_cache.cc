@@ -221,24 +221,20 @@ absl::Status LayoutCache::Relist() {
     int64_t mod_revision;
   };
   absl::flat_hash_map<std::string, Fresh> fresh;
-  std::string start = prefix_;
-  const std::string end = PrefixRangeEnd(prefix_);
-  int64_t revision = 0;
-  while (true) {
-    RANGEFS_ASSIGN_OR_RETURN(KvRange r,
-                             kv_->Range(start, end, kPageSize, revision));
-    if (revision == 0) revision = r.revision;
-    for (KvEntry& kv : r.kvs) {
-      std::string path;
-      if (!keys_.ParseFile(kv.key, &path)) continue;
-      fresh[path] =
-          Fresh{std::make_shared<const std::string>(std::move(kv.value)),
-                kv.mod_revision};
-    }
-    if (!r.more || r.kvs.empty()) break;
-    start = r.kvs.back().key;
-    start.push_back('\0');
-  }
+  RANGEFS_ASSIGN_OR_RETURN(
+      int64_t revision,
+      ForEachRangePage(*kv_, prefix_, PrefixRangeEnd(prefix_), 0, kPageSize,
+                       [&](std::vector<KvEntry>& page, int64_t) {
+                         for (KvEntry& kv : page) {
+                           std::string path;
+                           if (!keys_.ParseFile(kv.key, &path)) continue;
+                           fresh[path] =
+                               Fresh{std::make_shared<const std::string>(
+                                         std::move(kv.value)),
+                                     kv.mod_revision};
+                         }
+                         return absl::OkStatus();
+                       }));
   {
     absl::MutexLock l(&mu_);
     for (auto it = entries_.begin(); it != entries_.end();) {
@@ -392,23 +388,11 @@ absl::StatusOr<int64_t> LayoutCache::ForEachPage(
     const std::function<void(std::vector<KvEntry>&, int64_t)>& on_page) {
   RANGEFS_RETURN_IF_ERROR(ValidateDir(dir));
   const std::string prefix = keys_.FileDirPrefix(dir);
-  const std::string end = PrefixRangeEnd(prefix);
-  std::string start = prefix;
-  int64_t revision = 0;
-  int64_t limit = NextPageSize({});
-  while (true) {
-    RANGEFS_ASSIGN_OR_RETURN(KvRange r,
-                             kv_->Range(start, end, limit, revision));
-    if (revision == 0) revision = r.revision;
-    if (r.kvs.empty()) break;
-    std::string last = r.kvs.back().key;
-    if (r.more) limit = NextPageSize(r);  // before on_page takes the values
-    on_page(r.kvs, revision);
-    if (!r.more) break;
-    start = std::move(last);
-    start.push_back('\0');
-  }
-  return revision;
+  return ForEachRangePage(*kv_, prefix, PrefixRangeEnd(prefix), 0, 0,
+                          [&](std::vector<KvEntry>& page, int64_t revision) {
+                            on_page(page, revision);
+                            return absl::OkStatus();
+                          });
 }
 
 absl::StatusOr<int64_t> LayoutCache::Scan(
