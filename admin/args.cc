@@ -16,7 +16,7 @@ bool IsBoolFlag(absl::string_view name) {
   static const char* const kBool[] = {"json",        "help",      "force",
                                       "yes",         "recompute", "verbose",
                                       "no-progress", "overwrite", "keys-only",
-                                      "checksums",   "dry-run"};
+                                      "checksums",   "dry-run",   "recursive"};
   for (const char* b : kBool) {
     if (name == b) return true;
   }

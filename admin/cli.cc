@@ -19,6 +19,7 @@ struct OptionSpec {
   const char* name;  // without "--"
   Kind kind;
   const char* help;
+  const char* short_name = nullptr;  // a flag's one-letter form, or null
 };
 
 struct CommandSpec {
@@ -108,13 +109,26 @@ const std::vector<CommandSpec>& Commands() {
       {"file",
        "put",
        "",
-       "LOCAL PATH",
-       "ingest a local file through the agents",
-       {{"stripe-unit", Kind::kString, "stripe unit (default 1M)"},
+       "LOCAL|DIR|- PATH|DIR/",
+       "ingest a local file, a directory (recursive) or stdin",
+       {{"recursive", Kind::kFlag, "accepted; a directory is always put whole",
+         "r"},
+        {"jobs", Kind::kInt, "files put at once (default 16)"},
+        {"stripe-unit", Kind::kString, "stripe unit (default 1M)"},
         {"width", Kind::kInt, "stripe columns (default: live nodes)"},
         {"replicas", Kind::kInt, "replicas (default 2)"},
         {"overwrite", Kind::kFlag, "replace an existing file"},
         {"parallel", Kind::kInt, "concurrent object writes (default 8)"}}},
+      {"file",
+       "get",
+       "",
+       "PATH|DIR LOCAL|LOCALDIR/",
+       "copy a file or directory out, verified",
+       {{"recursive", Kind::kFlag, "accepted; a directory is always copied",
+         "r"},
+        {"jobs", Kind::kInt, "files copied at once (default 8)"},
+        {"overwrite", Kind::kFlag, "replace existing local files"}}},
+      {"file", "cat", "", "PATH...", "write files to stdout, verified", {}},
       {"file",
        "register",
        "",
@@ -194,7 +208,10 @@ void AddOptions(CLI::App& app, const std::vector<OptionSpec>& specs,
     const std::string flag = absl::StrCat("--", o.name);
     switch (o.kind) {
       case Kind::kFlag:
-        app.add_flag(flag, v.flags[o.name], o.help);
+        app.add_flag(o.short_name == nullptr
+                         ? flag
+                         : absl::StrCat("-", o.short_name, ",", flag),
+                     v.flags[o.name], o.help);
         break;
       case Kind::kRepeated:
         app.add_option(flag, v.repeated[o.name], o.help);

@@ -8,6 +8,7 @@
 #include "absl/strings/str_join.h"
 #include "absl/time/time.h"
 #include "admin/data_commands.h"
+#include "admin/file_get.h"
 #include "admin/repair_command.h"
 #include "base/status_macros.h"
 #include "google/protobuf/util/json_util.h"
@@ -628,8 +629,15 @@ std::string Usage(const std::string& group) {
   file create PATH --layout=LAYOUT.json
   file mv FROM TO [--if-revision=R]
   file rm PATH [--if-revision=R]
-  file put LOCAL PATH [--stripe-unit=1M] [--width=N] [--replicas=2]
-           [--overwrite] [--parallel=8]   (writes through the node agents)
+  file put LOCAL|DIR|- PATH|DIR/ [-r] [--jobs=16] [--stripe-unit=1M]
+           [--width=N] [--replicas=2] [--overwrite] [--parallel=8]
+                                       (writes through the node agents; a
+                                       directory recursively, "-" = stdin,
+                                       DIR/ = under DIR with LOCAL's name)
+  file get PATH|DIR LOCAL|LOCALDIR/ [--overwrite] [--jobs=8]
+                                       (verified copy out; a directory
+                                       recursively)
+  file cat PATH...                     (verified bytes to stdout)
   file register PATH --replica=NODE:OBJECT[,NODE:OBJECT] [--size=N]
 )";
   std::string other = R"(other commands:
@@ -689,6 +697,8 @@ absl::StatusOr<Table> RunCommand(Context& ctx, Args& args) {
     if (verb == "rm") return FileRm(ctx, args);
     if (verb == "mv") return FileMv(ctx, args);
     if (verb == "put") return RunFilePut(ctx, args);
+    if (verb == "get") return RunFileGet(ctx, args);
+    if (verb == "cat") return RunFileCat(ctx, args);
     if (verb == "register") return RunFileRegister(ctx, args);
     return absl::InvalidArgumentError(
         absl::StrCat("unknown file command \"", verb, "\"\n", Usage("file")));

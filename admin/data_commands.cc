@@ -19,10 +19,13 @@
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/clock.h"
+#include "admin/bulk_put.h"
+#include "admin/progress_meter.h"
 #include "base/errno_status.h"
 #include "base/status_macros.h"
 #include "ingest/agents.h"
@@ -43,49 +46,148 @@ constexpr absl::Duration kSmallCallTimeout = absl::Seconds(30);
 
 }  // namespace
 
-absl::StatusOr<Table> RunFilePut(Context& ctx, Args& a) {
-  RANGEFS_RETURN_IF_ERROR(a.CheckAllowed(
-      {"stripe-unit", "width", "replicas", "overwrite", "parallel"}));
-  if (a.positional().size() != 2) {
-    return absl::InvalidArgumentError(
-        "usage: file put LOCAL PATH [--stripe-unit=1M] [--width=N] "
-        "[--replicas=2] [--overwrite] [--parallel=8]");
+namespace {
+
+constexpr size_t kFailuresListed = 20;
+
+// Removes a file (the spooled stdin) when it goes out of scope.
+struct ScopedUnlink {
+  std::string path;
+  ~ScopedUnlink() {
+    if (!path.empty()) unlink(path.c_str());
   }
-  const std::string local = a.positional()[0];
-  const std::string path = a.positional()[1];
-  RANGEFS_RETURN_IF_ERROR(ns::ValidatePath(path));
-  ingest::IngestOptions o;
-  RANGEFS_ASSIGN_OR_RETURN(o.stripe_unit,
-                           ParseBytes(a.Get("stripe-unit", "1M")));
-  RANGEFS_ASSIGN_OR_RETURN(int64_t replicas, a.GetInt("replicas", 2));
-  RANGEFS_ASSIGN_OR_RETURN(int64_t width, a.GetInt("width", 0));
-  RANGEFS_ASSIGN_OR_RETURN(int64_t parallel, a.GetInt("parallel", 8));
-  // Out-of-int values fail IngestFile's range checks with the same message.
-  o.replicas = static_cast<int>(std::clamp<int64_t>(replicas, -1, 1 << 20));
-  o.width = static_cast<int>(std::clamp<int64_t>(width, -1, 1 << 20));
-  o.parallel = static_cast<int>(std::clamp<int64_t>(parallel, 0, 1 << 20));
-  o.overwrite = a.GetBool("overwrite");
-  o.agent_tls = ctx.agent_tls;
-  o.progress = ctx.progress;
-  RANGEFS_ASSIGN_OR_RETURN(ingest::IngestResult r,
-                           ingest::IngestFile(*ctx.store, local, path, o));
+};
+
+// The table of a put of one file.
+Table SingleFileTable(const std::string& shown, const std::string& path,
+                      const ingest::IngestOptions& o,
+                      const ingest::IngestResult& r) {
   Table t;
   t.columns = {"path", "size", "width", "replicas", "stripe unit", "file id"};
   t.AddRow({path, HumanBytes(r.size), absl::StrCat(r.striped ? r.width : 0),
             absl::StrCat(o.replicas),
             r.striped ? HumanBytes(o.stripe_unit) : "-",
             absl::StrCat(r.file_id)});
-  t.message = absl::StrCat("put ", local, " as ", path, ": ", r.size,
+  t.message = absl::StrCat("put ", shown, " as ", path, ": ", r.size,
                            " bytes in ", r.objects, " object(s)");
-  for (const std::string& m : r.replaced) {
-    absl::StrAppend(&t.message, "\nre-placed ", m);
+  return t;
+}
+
+// Re-placements and leftovers of the puts, for the summary.
+std::string WriterNotes(const BulkPutResult& r) {
+  std::string notes;
+  std::vector<std::string> leftovers;
+  for (const ingest::IngestResult& x : r.results) {
+    for (const std::string& m : x.replaced) {
+      absl::StrAppend(&notes, "\nre-placed ", m);
+    }
+    leftovers.insert(leftovers.end(), x.leftovers.begin(), x.leftovers.end());
   }
-  if (!r.leftovers.empty()) {
-    absl::StrAppend(&t.message, "\n", r.leftovers.size(),
+  if (!leftovers.empty()) {
+    absl::StrAppend(&notes, "\n", leftovers.size(),
                     " failed attempt(s) on unreachable nodes, in no layout, "
                     "left to rangefs-keeper's orphan collector: ",
-                    absl::StrJoin(r.leftovers, " "));
+                    absl::StrJoin(leftovers, " "));
   }
+  return notes;
+}
+
+// The summary of a put of a directory; an error naming each failed file
+// (the first kFailuresListed) when any failed.
+absl::StatusOr<Table> DirectoryResult(const std::string& local,
+                                      const std::string& dest,
+                                      const PutPlan& plan,
+                                      const BulkPutResult& r, int replicas) {
+  const double secs = std::max(1e-3, absl::ToDoubleSeconds(r.elapsed));
+  std::string summary = absl::StrCat(
+      "put ", local, " as ", dest, ": ", r.files, " file(s), ",
+      HumanBytes(r.bytes), " in ", absl::StrFormat("%.1f", secs), " s (",
+      absl::StrFormat("%.0f", static_cast<double>(r.files) / secs),
+      " files/s, ", HumanBytes(static_cast<uint64_t>(r.bytes / secs)), "/s), ",
+      replicas, " replica(s) each");
+  if (!plan.skipped.empty()) {
+    absl::StrAppend(&summary, "\nskipped ", plan.skipped.size(), ": ",
+                    absl::StrJoin(plan.skipped, ", "));
+  }
+  absl::StrAppend(&summary, WriterNotes(r));
+  if (r.failures.empty()) {
+    Table t;
+    t.message = summary;
+    return t;
+  }
+  std::string msg = absl::StrCat(r.failures.size(), " of ", plan.items.size(),
+                                 " file(s) failed");
+  if (r.not_started > 0) {
+    absl::StrAppend(&msg, ", ", r.not_started, " not started after ",
+                    r.failures.size(), " failures");
+  }
+  absl::StrAppend(&msg, " (the others were put: ", summary, "):");
+  for (size_t i = 0; i < r.failures.size() && i < kFailuresListed; ++i) {
+    const PutFailure& f = r.failures[i];
+    absl::StrAppend(&msg, "\n  ", f.item.local, " -> ", f.item.path, ": ",
+                    f.status.message());
+  }
+  if (r.failures.size() > kFailuresListed) {
+    absl::StrAppend(&msg, "\n  ... and ", r.failures.size() - kFailuresListed,
+                    " more");
+  }
+  return absl::Status(r.failures.front().status.code(), msg);
+}
+
+}  // namespace
+
+absl::StatusOr<Table> RunFilePut(Context& ctx, Args& a) {
+  RANGEFS_RETURN_IF_ERROR(
+      a.CheckAllowed({"stripe-unit", "width", "replicas", "overwrite",
+                      "parallel", "recursive", "jobs"}));
+  if (a.positional().size() != 2) {
+    return absl::InvalidArgumentError(
+        "usage: file put LOCAL|DIR|- PATH|DIR/ [-r] [--jobs=16] "
+        "[--stripe-unit=1M] [--width=N] [--replicas=2] [--overwrite] "
+        "[--parallel=8]");
+  }
+  const std::string local = a.positional()[0];
+  const std::string dest = a.positional()[1];
+  ingest::IngestOptions o;
+  RANGEFS_ASSIGN_OR_RETURN(o.stripe_unit,
+                           ParseBytes(a.Get("stripe-unit", "1M")));
+  RANGEFS_ASSIGN_OR_RETURN(int64_t replicas, a.GetInt("replicas", 2));
+  RANGEFS_ASSIGN_OR_RETURN(int64_t width, a.GetInt("width", 0));
+  RANGEFS_ASSIGN_OR_RETURN(int64_t parallel, a.GetInt("parallel", 8));
+  RANGEFS_ASSIGN_OR_RETURN(int64_t jobs, a.GetInt("jobs", kDefaultPutJobs));
+  if (jobs < 1 || jobs > 1024) {
+    return absl::InvalidArgumentError("--jobs must be in [1, 1024]");
+  }
+  // Out-of-int values fail IngestFile's range checks with the same message.
+  o.replicas = static_cast<int>(std::clamp<int64_t>(replicas, -1, 1 << 20));
+  o.width = static_cast<int>(std::clamp<int64_t>(width, -1, 1 << 20));
+  o.parallel = static_cast<int>(std::clamp<int64_t>(parallel, 0, 1 << 20));
+  o.overwrite = a.GetBool("overwrite");
+  o.agent_tls = ctx.agent_tls;
+
+  ScopedUnlink spooled;
+  std::string source = local;
+  if (local == "-") {
+    if (absl::EndsWith(dest, "/")) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "file put - ", dest,
+          ": stdin has no name; give the file's path, not a directory"));
+    }
+    RANGEFS_ASSIGN_OR_RETURN(spooled.path, SpoolToTempFile(STDIN_FILENO));
+    source = spooled.path;
+  }
+  RANGEFS_ASSIGN_OR_RETURN(PutPlan plan, PlanPut(source, dest));
+  const std::string shown = local == "-" ? "stdin" : local;
+  ingest::IngestSession session(*ctx.store, o);
+  ProgressMeter meter("put", plan.items.size(), plan.bytes,
+                      ctx.progress ? TerminalProgressSink() : nullptr);
+  const BulkPutResult r = PutAll(session, plan, static_cast<int>(jobs), meter);
+  if (plan.directory) {
+    return DirectoryResult(local, dest, plan, r, o.replicas);
+  }
+  if (!r.failures.empty()) return r.failures.front().status;
+  Table t = SingleFileTable(shown, plan.items[0].path, o, r.results[0]);
+  absl::StrAppend(&t.message, WriterNotes(r));
   return t;
 }
 

@@ -3,8 +3,10 @@
 // rangefs-admin commands that talk to storage-node agents (gRPC, see
 // storage_node/node_client.h) as well as to etcd:
 //
-//   file put LOCAL PATH [--stripe-unit=1M] [--width=N] [--replicas=2]
-//            [--overwrite] [--parallel=8]
+//   file put LOCAL|DIR|- PATH|DIR/ [-r] [--jobs=16] [--stripe-unit=1M]
+//            [--width=N] [--replicas=2] [--overwrite] [--parallel=8]
+//   file get PATH|DIR LOCAL|LOCALDIR/ [--overwrite] [--jobs=16] (file_get.h)
+//   file cat PATH... (file_get.h)
 //   file register PATH --replica=NODE:OBJECT[,NODE:OBJECT] [--size=N]
 //   fsck [DIR] [--checksums]
 //
@@ -26,9 +28,21 @@
 namespace rangefs {
 namespace admin {
 
-// Ingests a local file: places stripe columns on live ACTIVE nodes
-// (lb::PlaceStripes), writes every column object to every replica in
-// parallel, then commits the layout with one CreateFile (or, with
+// Files put at once by `file put` of a directory (--jobs).
+constexpr int kDefaultPutJobs = 16;
+
+// Ingests a local file, every file below a local directory (recursively,
+// --jobs files at once, names as bulk_put.h says; -r is accepted and
+// changes nothing: a directory is always put whole), or stdin ("-",
+// spooled to a temp file first). A PATH ending in "/" puts LOCAL under
+// that directory with LOCAL's base name. On a terminal (and without
+// --no-progress) stderr shows a progress line: files, logical bytes,
+// rate, ETA. For a directory, a file that fails does not stop the others
+// (after 100 failures no more are started); the result is then the first
+// failure's code with each failed file and why. Each file: places stripe
+// columns on live ACTIVE nodes (lb::PlaceStripes), writes every column object
+// to every replica in parallel, then commits the layout with one CreateFile
+// (or, with
 // --overwrite, ReplaceLayout) only after every replica acknowledged. A
 // write whose node fails mid-put is re-placed on another eligible node
 // (ingest/ingest_writer.h; the output names each re-placement and

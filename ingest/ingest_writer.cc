@@ -103,7 +103,6 @@ struct WriteTask {
 
 // Where the columns go.
 struct Placement {
-  std::vector<ns::NodeEntry> nodes;           // every node record read
   std::vector<lb::PlacementNode> candidates;  // what placement saw
   bool striped = false;
   int width = 1;
@@ -185,13 +184,11 @@ std::vector<lb::PlacementNode> Candidates(
   return candidates;
 }
 
-absl::StatusOr<Placement> Place(ns::NamespaceStore& store,
+absl::StatusOr<Placement> Place(const std::vector<lb::PlacementNode>& cluster,
                                 const std::string& path, uint64_t size,
                                 const IngestOptions& o) {
   Placement out;
-  RANGEFS_ASSIGN_OR_RETURN(out.nodes, store.ListNodes());
-  RANGEFS_ASSIGN_OR_RETURN(std::vector<ns::LiveEntry> live, store.ListLive());
-  out.candidates = Candidates(out.nodes, live);
+  out.candidates = cluster;
   const std::vector<lb::PlacementNode>& candidates = out.candidates;
   size_t eligible = 0;
   for (const lb::PlacementNode& p : candidates) {
@@ -460,21 +457,73 @@ class Replacer {
 
 }  // namespace
 
+// What placement reads of the cluster, and the agents' connections.
+struct IngestSession::View {
+  std::vector<lb::PlacementNode> candidates;
+  std::unique_ptr<Agents> agents;
+};
+
+IngestSession::IngestSession(ns::NamespaceStore& store, IngestOptions options,
+                             absl::Duration refresh)
+    : store_(store), options_(std::move(options)), refresh_(refresh) {}
+
+IngestSession::~IngestSession() = default;
+
+absl::StatusOr<std::shared_ptr<const IngestSession::View>>
+IngestSession::CurrentView() {
+  absl::MutexLock l(&mu_);
+  const absl::Time now = absl::Now();
+  if (view_ != nullptr && now - view_time_ < refresh_) return view_;
+  // Read under the lock: concurrent puts wait for one read, not one each.
+  RANGEFS_ASSIGN_OR_RETURN(std::vector<ns::NodeEntry> nodes,
+                           store_.ListNodes());
+  RANGEFS_ASSIGN_OR_RETURN(std::vector<ns::LiveEntry> live, store_.ListLive());
+  auto view = std::make_shared<View>();
+  view->candidates = Candidates(nodes, live);
+  view->agents = std::make_unique<Agents>(std::move(nodes), options_.agent_tls);
+  view_ = view;
+  view_time_ = now;
+  return view_;
+}
+
+void IngestSession::Invalidate() {
+  absl::MutexLock l(&mu_);
+  view_time_ = absl::InfinitePast();
+}
+
 absl::StatusOr<IngestResult> IngestFile(ns::NamespaceStore& store,
                                         const std::string& local,
                                         const std::string& path,
                                         const IngestOptions& options) {
+  IngestSession session(store, options);
+  return session.Put(local, path);
+}
+
+absl::StatusOr<IngestResult> IngestSession::Put(
+    const std::string& local, const std::string& path,
+    const std::function<void(size_t, size_t)>& progress) {
+  IngestOptions options = options_;
+  if (progress) options.progress = progress;
   RANGEFS_RETURN_IF_ERROR(ValidateOptions(path, options));
   ScopedFile file;
   RANGEFS_ASSIGN_OR_RETURN(const uint64_t size, OpenLocal(local, file));
   RANGEFS_ASSIGN_OR_RETURN(const int64_t existing_rev,
-                           ExistingRevision(store, path, options.overwrite));
-  RANGEFS_ASSIGN_OR_RETURN(Placement placement,
-                           Place(store, path, size, options));
+                           ExistingRevision(store_, path, options.overwrite));
+  RANGEFS_ASSIGN_OR_RETURN(std::shared_ptr<const View> view, CurrentView());
+  absl::StatusOr<Placement> placed =
+      Place(view->candidates, path, size, options);
+  if (!placed.ok()) {
+    // Placement saw a view up to `refresh` old: decide on a fresh one.
+    Invalidate();
+    RANGEFS_ASSIGN_OR_RETURN(view, CurrentView());
+    placed = Place(view->candidates, path, size, options);
+  }
+  if (!placed.ok()) return placed.status();
+  Placement& placement = *placed;
   std::vector<WriteTask> tasks =
       MakeTasks(placement, size, options.stripe_unit);
 
-  Agents agents(placement.nodes, options.agent_tls);
+  Agents& agents = *view->agents;
   WriteState state;
   state.total = size * static_cast<uint64_t>(options.replicas);
   state.options = &options;
@@ -503,12 +552,13 @@ absl::StatusOr<IngestResult> IngestFile(ns::NamespaceStore& store,
   for (WriteTask& w : replacer.abandoned()) all.push_back(std::move(w));
 
   absl::Status error = FirstError(tasks);
+  if (!replacer.replaced().empty() || !error.ok()) Invalidate();
   if (!error.ok()) return Undo(path, error, all, agents, options.parallel);
   const v1::FileLayout layout =
       BuildLayout(placement, size, options.stripe_unit, tasks);
   absl::StatusOr<ns::FileEntry> committed =
-      existing_rev != 0 ? store.OverwriteFile(path, layout, existing_rev)
-                        : store.CreateFile(path, layout);
+      existing_rev != 0 ? store_.OverwriteFile(path, layout, existing_rev)
+                        : store_.CreateFile(path, layout);
   if (!committed.ok()) {
     error = absl::Status(committed.status().code(),
                          absl::StrCat("committing layout of ", path,

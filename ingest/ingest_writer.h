@@ -20,16 +20,29 @@
 //   o.replicas = 2;
 //   absl::StatusOr<IngestResult> r = IngestFile(store, "/data/seg0",
 //   "/crawl/seg0", o);
+//
+// Many files: one IngestSession, called from many threads, shares what a
+// put of one file would set up each time (the agents' connections, the node
+// and live records placement reads):
+//
+//   IngestSession session(store, o);
+//   ParallelFor(files.size(), 16, [&](size_t i) {
+//     results[i] = session.Put(files[i].local, files[i].path);
+//   });
 #ifndef RANGEFS_INGEST_INGEST_WRITER_H_
 #define RANGEFS_INGEST_INGEST_WRITER_H_
 
 #include <cstddef>
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <string>
 #include <vector>
 
+#include "absl/base/thread_annotations.h"
 #include "absl/status/statusor.h"
+#include "absl/synchronization/mutex.h"
+#include "absl/time/time.h"
 #include "namespace/store.h"
 #include "storage_node/node_client.h"
 
@@ -75,6 +88,38 @@ absl::StatusOr<IngestResult> IngestFile(ns::NamespaceStore& store,
                                         const std::string& local,
                                         const std::string& path,
                                         const IngestOptions& options);
+
+// Puts many files with shared agent connections and a shared view of the
+// node and live records (read at the first put, again when older than
+// `refresh` and after a put that failed placing or writing). Thread-safe:
+// Put may run on many threads at once. `store` is not owned and must
+// outlive the session.
+class IngestSession {
+ public:
+  IngestSession(ns::NamespaceStore& store, IngestOptions options,
+                absl::Duration refresh = absl::Seconds(5));
+  ~IngestSession();
+  IngestSession(const IngestSession&) = delete;
+  IngestSession& operator=(const IngestSession&) = delete;
+
+  // IngestFile(store, local, path, options) with the shared state.
+  // `progress` (may be empty) replaces options.progress for this put.
+  absl::StatusOr<IngestResult> Put(
+      const std::string& local, const std::string& path,
+      const std::function<void(size_t, size_t)>& progress = {});
+
+ private:
+  struct View;
+  absl::StatusOr<std::shared_ptr<const View>> CurrentView();
+  void Invalidate();
+
+  ns::NamespaceStore& store_;
+  const IngestOptions options_;
+  const absl::Duration refresh_;
+  absl::Mutex mu_;
+  std::shared_ptr<const View> view_ ABSL_GUARDED_BY(mu_);
+  absl::Time view_time_ ABSL_GUARDED_BY(mu_);
+};
 
 }  // namespace ingest
 }  // namespace rangefs
