@@ -89,9 +89,11 @@ absl::StatusOr<IngestResult> IngestFile(ns::NamespaceStore& store,
                                         const std::string& path,
                                         const IngestOptions& options);
 
-// Puts many files with shared agent connections and a shared view of the
+// Puts many files with shared agent connections, a shared view of the
 // node and live records (read at the first put, again when older than
-// `refresh` and after a put that failed placing or writing). Thread-safe:
+// `refresh` and after a put that failed placing or writing) and file ids
+// reserved in blocks (ns::NamespaceStore::ReserveFileIds; ids of a block
+// left unused are skipped, never reused). Thread-safe:
 // Put may run on many threads at once. `store` is not owned and must
 // outlive the session.
 class IngestSession {
@@ -116,6 +118,19 @@ class IngestSession {
   ns::NamespaceStore& store_;
   const IngestOptions options_;
   const absl::Duration refresh_;
+  // A file id for a new file, 0 for the store to assign. The first put
+  // takes no reservation (a session of one file costs what it did);
+  // later ones take ids from blocks reserved with ReserveFileIds, growing
+  // from 16 to 1024 ids: a CreateFile that takes the next id from the
+  // namespace's counter updates it by compare-and-swap, so concurrent
+  // creates would mostly lose and retry.
+  absl::StatusOr<uint64_t> NextFileId();
+
+  absl::Mutex ids_mu_;
+  bool first_put_ ABSL_GUARDED_BY(ids_mu_) = true;
+  uint64_t next_id_ ABSL_GUARDED_BY(ids_mu_) = 0;
+  uint64_t ids_left_ ABSL_GUARDED_BY(ids_mu_) = 0;
+  uint64_t block_ ABSL_GUARDED_BY(ids_mu_) = 16;
   absl::Mutex mu_;
   std::shared_ptr<const View> view_ ABSL_GUARDED_BY(mu_);
   absl::Time view_time_ ABSL_GUARDED_BY(mu_);

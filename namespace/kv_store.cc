@@ -292,8 +292,11 @@ class KvStore : public NamespaceStore {
       }
       const uint64_t id = requested_id != 0 ? requested_id : next;
       layout.set_file_id(id);
-      AddCompare(&txn, counter, Compare::MOD, Compare::EQUAL, counter_mod);
-      AddPut(&txn, counter, absl::StrCat(std::max(next, id + 1)));
+      // The counter only grows: once past `id` it stays past it.
+      if (id >= next) {
+        AddCompare(&txn, counter, Compare::MOD, Compare::EQUAL, counter_mod);
+        AddPut(&txn, counter, absl::StrCat(id + 1));
+      }
       AddTreeCompares(&txn, path);
       const int compared = AddNodeCompares(&txn, nodes);
       AddPut(&txn, key, layout.SerializeAsString());
@@ -332,6 +335,38 @@ class KvStore : public NamespaceStore {
     return absl::AbortedError(absl::StrCat("create ", path,
                                            ": file id counter contended ",
                                            max_cas_retries_, " times; retry"));
+  }
+
+  absl::StatusOr<uint64_t> ReserveFileIds(uint64_t count) override {
+    if (count < 1 || count > (uint64_t{1} << 20)) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "cannot reserve ", count, " file ids (1 to 1048576 at a time)"));
+    }
+    const std::string counter = keys_.NextFileId();
+    for (int attempt = 0; attempt < max_cas_retries_; ++attempt) {
+      RANGEFS_ASSIGN_OR_RETURN(KvRange c, kv_->Range(counter, "", 0, 0));
+      uint64_t next = 1;
+      int64_t counter_mod = 0;
+      if (!c.kvs.empty()) {
+        if (!absl::SimpleAtoi(c.kvs[0].value, &next)) {
+          return absl::InternalError(
+              absl::StrCat("corrupt file id counter at etcd key ", counter));
+        }
+        counter_mod = c.kvs[0].mod_revision;
+      }
+      TxnRequest txn;
+      AddCompare(&txn, counter, Compare::MOD, Compare::EQUAL, counter_mod);
+      AddPut(&txn, counter, absl::StrCat(next + count));
+      RANGEFS_ASSIGN_OR_RETURN(TxnResponse r, kv_->Txn(txn));
+      if (r.succeeded()) return next;
+      thread_local absl::InsecureBitGen bitgen;
+      clock_->SleepFor(absl::Microseconds(
+          absl::Uniform(bitgen, 0, 200 * std::min(attempt + 1, 20))));
+    }
+    return absl::AbortedError(
+        absl::StrCat("reserving file ids: counter "
+                     "contended ",
+                     max_cas_retries_, " times; retry"));
   }
 
   absl::StatusOr<FileEntry> GetFile(absl::string_view path,

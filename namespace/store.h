@@ -123,8 +123,15 @@ class NamespaceStore {
   // Creates `path`. Assigns file_id (if 0) from a cluster-wide counter and
   // generation 1; sets created/modified times. Validates the layout and
   // that every referenced node exists (checked inside the transaction).
+  // A file_id the counter is already past (ReserveFileIds) leaves the
+  // counter alone, so such creates do not contend with each other.
   virtual absl::StatusOr<FileEntry> CreateFile(absl::string_view path,
                                                v1::FileLayout layout) = 0;
+  // Moves the file id counter past `count` ids no one else will be given
+  // and returns the first (bulk ingest: one counter update per block, not
+  // one compare-and-swap per file). INVALID_ARGUMENT unless count is in
+  // [1, 1<<20]; ABORTED if the counter stayed contended.
+  virtual absl::StatusOr<uint64_t> ReserveFileIds(uint64_t count) = 0;
   // `revision` 0 = latest, else the layout as of that etcd revision.
   virtual absl::StatusOr<FileEntry> GetFile(absl::string_view path,
                                             int64_t revision = 0) = 0;

@@ -75,6 +75,30 @@ class StoreTestSuite : public ::testing::Test {
     EXPECT_EQ(store_->GetFile("/c/b")->layout.content_generation(), 3u);
   }
 
+  // Reserved ids are never handed out again, and creating files with them
+  // leaves the counter where it is.
+  void ExpectReservedFileIds() {
+    AddNodes(1);
+    auto first = store_->ReserveFileIds(10);
+    ASSERT_THAT(first, IsOk());
+    auto after = store_->CreateFile("/r/next", OneExtent(1, {"n1"}));
+    ASSERT_THAT(after, IsOk());
+    EXPECT_GE(after->layout.file_id(), *first + 10);
+    v1::FileLayout l = OneExtent(1, {"n1"});
+    l.set_file_id(*first + 3);
+    auto reserved = store_->CreateFile("/r/reserved", l);
+    ASSERT_THAT(reserved, IsOk());
+    EXPECT_EQ(reserved->layout.file_id(), *first + 3);
+    auto again = store_->CreateFile("/r/again", OneExtent(1, {"n1"}));
+    ASSERT_THAT(again, IsOk());
+    EXPECT_EQ(again->layout.file_id(), after->layout.file_id() + 1);
+    auto second = store_->ReserveFileIds(5);
+    ASSERT_THAT(second, IsOk());
+    EXPECT_EQ(*second, again->layout.file_id() + 1);
+    EXPECT_THAT(store_->ReserveFileIds(0),
+                StatusIs(absl::StatusCode::kInvalidArgument));
+  }
+
   void ExpectFileDirectoryClashesRefused() {
     AddNodes(1);
     ASSERT_THAT(store_->CreateFile("/data/data.csv", OneExtent(1, {"n1"})),
@@ -373,6 +397,10 @@ class StoreTestSuite : public ::testing::Test {
                                                                                \
   TEST_F(Fixture, FileDirectoryClashesAreRefused) {                            \
     ExpectFileDirectoryClashesRefused();                                       \
+  }                                                                            \
+                                                                               \
+  TEST_F(Fixture, ReservedFileIdsAreNotReusedNorContended) {                   \
+    ExpectReservedFileIds();                                                   \
   }                                                                            \
                                                                                \
   TEST_F(Fixture, RacingClashWritersNeverBothWin) {                            \
