@@ -20,6 +20,7 @@
 #include "base/errno_status.h"
 #include "base/status_macros.h"
 #include "ingest/agents.h"
+#include "namespace/layout.h"
 
 namespace rangefs {
 namespace admin {
@@ -132,12 +133,33 @@ absl::StatusOr<PutPlan> PlanPut(const std::string& local,
         "local path ", local, " is neither a regular file nor a directory"));
   }
   plan.directory = true;
+  plan.root = target.empty() ? "/" : target;
   RANGEFS_RETURN_IF_ERROR(Walk(StripSlashes(local), target, plan));
   return plan;
 }
 
+absl::StatusOr<std::optional<std::set<std::string>>> ListExisting(
+    ns::NamespaceStore& store, const PutPlan& plan) {
+  if (!plan.directory || !ns::ValidateDir(plan.root).ok()) {
+    return std::nullopt;
+  }
+  std::set<std::string> existing;
+  ns::ListFilesOptions o{
+      .dir = plan.root, .page_size = 1000, .keys_only = true};
+  while (true) {
+    RANGEFS_ASSIGN_OR_RETURN(ns::ListFilesResult r, store.ListFiles(o));
+    for (const ns::FileEntry& f : r.files) existing.insert(f.path);
+    if (existing.size() > 2 * plan.items.size()) return std::nullopt;
+    if (r.next_page_token.empty()) return existing;
+    o.page_token = r.next_page_token;
+    o.revision = r.revision;
+  }
+}
+
 BulkPutResult PutAll(ingest::IngestSession& session, const PutPlan& plan,
-                     int jobs, ProgressMeter& meter, size_t max_failures) {
+                     int jobs, ProgressMeter& meter,
+                     const std::set<std::string>* existing,
+                     size_t max_failures) {
   const absl::Time start = absl::Now();
   const size_t n = plan.items.size();
   std::vector<absl::StatusOr<ingest::IngestResult>> results(
@@ -157,7 +179,8 @@ BulkPutResult PutAll(ingest::IngestSession& session, const PutPlan& plan,
       meter.Add(0, logical - reported);
       reported = logical;
     };
-    results[i] = session.Put(item.local, item.path, progress);
+    const bool absent = existing != nullptr && existing->count(item.path) == 0;
+    results[i] = session.Put(item.local, item.path, progress, absent);
     if (results[i].ok()) {
       meter.Add(1, static_cast<int64_t>(results[i]->size) - reported);
     } else {

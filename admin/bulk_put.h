@@ -23,6 +23,8 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -31,6 +33,7 @@
 #include "absl/time/time.h"
 #include "admin/progress_meter.h"
 #include "ingest/ingest_writer.h"
+#include "namespace/store.h"
 
 namespace rangefs {
 namespace admin {
@@ -43,6 +46,7 @@ struct PutItem {
 
 struct PutPlan {
   bool directory = false;            // LOCAL was a directory
+  std::string root;                  // the namespace directory items are below
   std::vector<PutItem> items;        // sorted by local path
   uint64_t bytes = 0;                // sum of the sizes
   std::vector<std::string> skipped;  // "LOCAL (why)"
@@ -70,13 +74,24 @@ struct BulkPutResult {
   absl::Duration elapsed;
 };
 
+// The files already below plan.root (one paged listing, instead of one
+// existence check per file), or nothing when the plan is one file or the
+// listing would exceed 2 x the plan's files (a big tree below the root:
+// each put then checks its own path).
+absl::StatusOr<std::optional<std::set<std::string>>> ListExisting(
+    ns::NamespaceStore& store, const PutPlan& plan);
+
 // Puts every item of `plan` with at most `jobs` files in flight (each
 // file's replicas are written in parallel too: IngestOptions::parallel).
+// `existing` (from ListExisting; may be null) lets a put of a path not in
+// it skip its existence check.
 // A file that fails is recorded and the others go on; after
 // `max_failures` failures no further file is started (the cluster is
 // likely unwell). Blocking; joins its threads before returning.
 BulkPutResult PutAll(ingest::IngestSession& session, const PutPlan& plan,
-                     int jobs, ProgressMeter& meter, size_t max_failures = 100);
+                     int jobs, ProgressMeter& meter,
+                     const std::set<std::string>* existing = nullptr,
+                     size_t max_failures = 100);
 
 // Copies all of `fd` (stdin) into a new file under $TMPDIR (or /tmp) and
 // returns its name; the caller removes it. The ingest writer needs the

@@ -10,6 +10,8 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <optional>
+#include <set>
 #include <thread>
 #include <tuple>
 #include <utility>
@@ -181,7 +183,10 @@ absl::StatusOr<Table> RunFilePut(Context& ctx, Args& a) {
   ingest::IngestSession session(*ctx.store, o);
   ProgressMeter meter("put", plan.items.size(), plan.bytes,
                       ctx.progress ? TerminalProgressSink() : nullptr);
-  const BulkPutResult r = PutAll(session, plan, static_cast<int>(jobs), meter);
+  RANGEFS_ASSIGN_OR_RETURN(std::optional<std::set<std::string>> existing,
+                           ListExisting(*ctx.store, plan));
+  const BulkPutResult r = PutAll(session, plan, static_cast<int>(jobs), meter,
+                                 existing.has_value() ? &*existing : nullptr);
   if (plan.directory) {
     return DirectoryResult(local, dest, plan, r, o.replicas);
   }

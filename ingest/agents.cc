@@ -14,13 +14,15 @@ namespace ingest {
 void ParallelFor(size_t n, int threads, const std::function<void(size_t)>& fn) {
   std::atomic<size_t> next{0};
   const size_t workers = std::min(n, static_cast<size_t>(std::max(1, threads)));
+  auto work = [&] {
+    for (size_t i = next.fetch_add(1); i < n; i = next.fetch_add(1)) fn(i);
+  };
+  // The calling thread is one of the workers: a put of a small file (two
+  // replica writes) starts one thread, not two.
   std::vector<std::thread> pool;
-  pool.reserve(workers);
-  for (size_t w = 0; w < workers; ++w) {
-    pool.emplace_back([&] {
-      for (size_t i = next.fetch_add(1); i < n; i = next.fetch_add(1)) fn(i);
-    });
-  }
+  pool.reserve(workers > 0 ? workers - 1 : 0);
+  for (size_t w = 1; w < workers; ++w) pool.emplace_back(work);
+  if (workers > 0) work();
   for (std::thread& t : pool) t.join();
 }
 

@@ -30,8 +30,8 @@
 namespace rangefs {
 namespace ingest {
 
-// Runs fn(i) for i in [0, n) on at most `threads` threads (at least one);
-// joins them before returning.
+// Runs fn(i) for i in [0, n) on at most `threads` threads (at least one),
+// the calling thread among them; joins the others before returning.
 void ParallelFor(size_t n, int threads, const std::function<void(size_t)>& fn);
 
 // Bytes of stripe column t: units t, t+W, t+2W, ... of a `size`-byte file

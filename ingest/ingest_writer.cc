@@ -521,14 +521,17 @@ absl::StatusOr<IngestResult> IngestFile(ns::NamespaceStore& store,
 
 absl::StatusOr<IngestResult> IngestSession::Put(
     const std::string& local, const std::string& path,
-    const std::function<void(size_t, size_t)>& progress) {
+    const std::function<void(size_t, size_t)>& progress, bool known_absent) {
   IngestOptions options = options_;
   if (progress) options.progress = progress;
   RANGEFS_RETURN_IF_ERROR(ValidateOptions(path, options));
   ScopedFile file;
   RANGEFS_ASSIGN_OR_RETURN(const uint64_t size, OpenLocal(local, file));
-  RANGEFS_ASSIGN_OR_RETURN(const int64_t existing_rev,
-                           ExistingRevision(store_, path, options.overwrite));
+  int64_t existing_rev = 0;
+  if (!known_absent) {
+    RANGEFS_ASSIGN_OR_RETURN(existing_rev,
+                             ExistingRevision(store_, path, options.overwrite));
+  }
   RANGEFS_ASSIGN_OR_RETURN(std::shared_ptr<const View> view, CurrentView());
   absl::StatusOr<Placement> placed =
       Place(view->candidates, path, size, options);

@@ -106,9 +106,13 @@ class IngestSession {
 
   // IngestFile(store, local, path, options) with the shared state.
   // `progress` (may be empty) replaces options.progress for this put.
+  // `known_absent`: the caller listed the destination and `path` was not
+  // there, so the put skips its own existence check (a file created since
+  // still makes the commit fail with ALREADY_EXISTS, after the writes).
   absl::StatusOr<IngestResult> Put(
       const std::string& local, const std::string& path,
-      const std::function<void(size_t, size_t)>& progress = {});
+      const std::function<void(size_t, size_t)>& progress = {},
+      bool known_absent = false);
 
  private:
   struct View;
