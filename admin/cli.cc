@@ -113,7 +113,7 @@ const std::vector<CommandSpec>& Commands() {
        "ingest a local file, a directory (recursive) or stdin",
        {{"recursive", Kind::kFlag, "accepted; a directory is always put whole",
          "r"},
-        {"jobs", Kind::kInt, "files put at once (default 16)"},
+        {"jobs", Kind::kInt, "files put at once (default 32)"},
         {"stripe-unit", Kind::kString, "stripe unit (default 1M)"},
         {"width", Kind::kInt, "stripe columns (default: live nodes)"},
         {"replicas", Kind::kInt, "replicas (default 2)"},

@@ -629,7 +629,7 @@ std::string Usage(const std::string& group) {
   file create PATH --layout=LAYOUT.json
   file mv FROM TO [--if-revision=R]
   file rm PATH [--if-revision=R]
-  file put LOCAL|DIR|- PATH|DIR/ [-r] [--jobs=16] [--stripe-unit=1M]
+  file put LOCAL|DIR|- PATH|DIR/ [-r] [--jobs=32] [--stripe-unit=1M]
            [--width=N] [--replicas=2] [--overwrite] [--parallel=8]
                                        (writes through the node agents; a
                                        directory recursively, "-" = stdin,

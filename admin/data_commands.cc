@@ -144,7 +144,7 @@ absl::StatusOr<Table> RunFilePut(Context& ctx, Args& a) {
                       "parallel", "recursive", "jobs"}));
   if (a.positional().size() != 2) {
     return absl::InvalidArgumentError(
-        "usage: file put LOCAL|DIR|- PATH|DIR/ [-r] [--jobs=16] "
+        "usage: file put LOCAL|DIR|- PATH|DIR/ [-r] [--jobs=32] "
         "[--stripe-unit=1M] [--width=N] [--replicas=2] [--overwrite] "
         "[--parallel=8]");
   }

@@ -3,9 +3,9 @@
 // rangefs-admin commands that talk to storage-node agents (gRPC, see
 // storage_node/node_client.h) as well as to etcd:
 //
-//   file put LOCAL|DIR|- PATH|DIR/ [-r] [--jobs=16] [--stripe-unit=1M]
+//   file put LOCAL|DIR|- PATH|DIR/ [-r] [--jobs=32] [--stripe-unit=1M]
 //            [--width=N] [--replicas=2] [--overwrite] [--parallel=8]
-//   file get PATH|DIR LOCAL|LOCALDIR/ [--overwrite] [--jobs=16] (file_get.h)
+//   file get PATH|DIR LOCAL|LOCALDIR/ [--overwrite] [--jobs=8] (file_get.h)
 //   file cat PATH... (file_get.h)
 //   file register PATH --replica=NODE:OBJECT[,NODE:OBJECT] [--size=N]
 //   fsck [DIR] [--checksums]
@@ -29,7 +29,7 @@ namespace rangefs {
 namespace admin {
 
 // Files put at once by `file put` of a directory (--jobs).
-constexpr int kDefaultPutJobs = 16;
+constexpr int kDefaultPutJobs = 32;
 
 // Ingests a local file, every file below a local directory (recursively,
 // --jobs files at once, names as bulk_put.h says; -r is accepted and

@@ -32,6 +32,7 @@ namespace {
 using node::NodeClient;
 
 constexpr uint64_t kProgressStep = 64 << 20;
+constexpr uint64_t kMaxMessageBytes = 1 << 20;
 constexpr absl::Duration kSmallCallTimeout = absl::Seconds(30);
 
 // Reads stripe column t of the local file with pread. Thread-compatible.
@@ -267,9 +268,10 @@ absl::Status WriteOne(NodeClient& c, WriteTask& w, const ScopedFile& file,
   o.expected_size = static_cast<int64_t>(w.bytes);
   // A message no larger than the object: the client sizes (and zero-fills)
   // its buffer to chunk_bytes per message, 4 MiB by default, which for
-  // small files cost more CPU than the rest of the put.
+  // small files cost more CPU than the rest of the put. At most 1 MiB:
+  // a put of a directory has up to jobs x parallel streams open.
   o.chunk_bytes = static_cast<size_t>(
-      std::clamp<uint64_t>(w.bytes, 4096, uint64_t{4} << 20));
+      std::clamp<uint64_t>(w.bytes, 4096, kMaxMessageBytes));
   auto r = c.WriteObject(
       w.object,
       [&](absl::Span<char> dst) -> absl::StatusOr<size_t> {

@@ -7,7 +7,10 @@
 # new namespace directory. Rounds alternate over the --jobs values given.
 # Prints files/s per round, then the median and range per --jobs value;
 # with --loop_files=N (> 0) also the old way, one `file put` per file in
-# a shell loop, for N files.
+# a shell loop, for N files. Each round also gives the CPU time of every
+# process involved (rangefs-admin, etcd, agents, keeper) per file, which
+# the machine's other load does not change, and the files/s that CPU
+# allows on this machine's cores when idle.
 #
 #   tests/bench/ingest_many.sh [--files=10000] [--size=65536] [--rounds=3]
 #       [--jobs=16[,32,...]] [--nodes=4] [--loop_files=200] [--bin=DIR]
@@ -48,6 +51,9 @@ if [ -z "$BIN" ]; then
   cp -f "$bazel_bin/admin/rangefs-admin" "$bazel_bin/storage_node/rangefs-node" \
     "$bazel_bin/keeper/rangefs-keeper" "$BIN/"
 fi
+for b in rangefs-admin rangefs-node rangefs-keeper; do
+  [ -x "$BIN/$b" ] || { echo "ingest_many: no $BIN/$b (--bin)" >&2; exit 2; }
+done
 ADMIN="$BIN/rangefs-admin"
 
 CLUSTER_DIR="$DIR/cluster"
@@ -82,29 +88,49 @@ fi
 TOTAL=$((FILES + 1))
 
 now() { date +%s.%N; }
+# CPU seconds used so far by the cluster's processes (etcd, agents, keeper).
+cluster_cpu() {
+  local f total=0 hz
+  hz=$(getconf CLK_TCK)
+  for f in "$CLUSTER_DIR"/run/*.pid; do
+    total=$((total + $(awk '{print $14 + $15}' "/proc/$(cat "$f")/stat" 2>/dev/null || echo 0)))
+  done
+  python3 -c "print($total / $hz)"
+}
 rate() { python3 -c "print('%.0f' % ($1 / ($3 - $2)))"; }
 
 IFS=, read -r -a jobs_list <<<"$JOBS"
-declare -A rates
+declare -A rates cpus
 echo "ingest_many: $FILES files x $SIZE bytes, $NODES nodes, 2 replicas, $(nproc) cores"
 for ((r = 1; r <= ROUNDS; r++)); do
   for ((k = 0; k < ${#jobs_list[@]}; k++)); do
     # Alternate the order of the --jobs values from round to round.
     j=${jobs_list[$(( (r % 2 == 0) ? ${#jobs_list[@]} - 1 - k : k ))]}
+    c0=$(cluster_cpu)
     t0=$(now)
-    summary=$("${ADMIN[@]}" file put -r "$SRC" "/bench/r$r-j$j" --jobs="$j")
+    summary=$(/usr/bin/time -f "%U %S" -o "$DIR/admin.cpu" \
+      "${ADMIN[@]}" file put -r "$SRC" "/bench/r$r-j$j" --jobs="$j")
     t1=$(now)
+    c1=$(cluster_cpu)
     fps=$(rate "$TOTAL" "$t0" "$t1")
+    # CPU of every process of the put (admin + etcd + agents + keeper)
+    # per file: what the machine's other load does not change.
+    cpu_ms=$(python3 -c "u, s = map(float, open('$DIR/admin.cpu').read().split()[-2:]); print('%.2f' % ((u + s + $c1 - $c0) * 1000 / $TOTAL))")
     rates[$j]="${rates[$j]:-} $fps"
-    echo "round $r jobs $j: $fps files/s  ($summary)"
+    cpus[$j]="${cpus[$j]:-} $cpu_ms"
+    echo "round $r jobs $j: $fps files/s, $cpu_ms CPU ms/file, load $(cut -d' ' -f1 /proc/loadavg)  ($summary)"
   done
 done
 for j in "${jobs_list[@]}"; do
-  python3 - "$j" ${rates[$j]} <<'EOF'
+  python3 - "$j" "$(nproc)" "${rates[$j]}" "${cpus[$j]}" <<'EOF'
 import statistics, sys
-j, v = sys.argv[1], sorted(float(x) for x in sys.argv[2:])
-print("jobs %s: median %.0f files/s, range %.0f-%.0f over %d rounds"
-      % (j, statistics.median(v), v[0], v[-1], len(v)))
+j, cores = sys.argv[1], int(sys.argv[2])
+v = sorted(float(x) for x in sys.argv[3].split())
+c = sorted(float(x) for x in sys.argv[4].split())
+print("jobs %s: median %.0f files/s, range %.0f-%.0f over %d rounds; "
+      "CPU %.2f ms/file (range %.2f-%.2f): at most %.0f files/s on %d idle cores"
+      % (j, statistics.median(v), v[0], v[-1], len(v), statistics.median(c),
+         c[0], c[-1], cores * 1000 / statistics.median(c), cores))
 EOF
 done
 
