@@ -71,10 +71,26 @@ TEST(CliTest, HelpPerCommand) {
   EXPECT_THAT(put->help_text, HasSubstr("--overwrite"));
   auto group = ParseCommandLine({"help", "file"});
   ASSERT_THAT(group, IsOk());
-  EXPECT_THAT(group->help_text, HasSubstr("file put LOCAL PATH"));
+  EXPECT_THAT(group->help_text, HasSubstr("file put LOCAL|DIR|- PATH|DIR/"));
   auto status = ParseCommandLine({"status", "--help"});
   ASSERT_THAT(status, IsOk());
   EXPECT_THAT(status->help_text, HasSubstr("keeper row"));
+}
+
+TEST(CliTest, BulkPutAndCopyOutFlags) {
+  auto put = ParseCommandLine({"file", "put", "-r", "d", "/x/", "--jobs=4"});
+  ASSERT_THAT(put, IsOk());
+  EXPECT_THAT(put->command.positional(),
+              ElementsAre("file", "put", "d", "/x/"));
+  EXPECT_TRUE(put->command.GetBool("recursive"));
+  EXPECT_EQ(put->command.Get("jobs"), "4");
+  auto get = ParseCommandLine({"file", "get", "/x", "out", "--overwrite"});
+  ASSERT_THAT(get, IsOk());
+  EXPECT_TRUE(get->command.GetBool("overwrite"));
+  auto cat = ParseCommandLine({"file", "cat", "/a", "/b"});
+  ASSERT_THAT(cat, IsOk());
+  EXPECT_THAT(cat->command.positional(),
+              ElementsAre("file", "cat", "/a", "/b"));
 }
 
 TEST(CliTest, DoctorGetsTheGlobalOptions) {
