@@ -230,7 +230,7 @@ absl::StatusOr<std::string> MountFs::GetXattr(uint64_t ino,
       std::find(names.begin(), names.end(), name) == names.end()) {
     return absl::NotFoundError(absl::StrCat("no attribute ", name));
   }
-  const std::string nspath = index_->NamespacePath(ref.path);
+  const std::string nspath = index_->FilePath(ref.path);
   absl::StatusOr<std::shared_ptr<const ns::CachedLayout>> l =
       pinned_ ? cache_->LookupAt(nspath, options_.revision)
               : cache_->Lookup(nspath);

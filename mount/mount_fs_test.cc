@@ -325,6 +325,37 @@ TEST_F(MountFsTest, ReplacedFileGivesStaleHandleNeverMixedBytes) {
   fs_->Release(h2->handle);
 }
 
+TEST_F(MountFsTest, AFileThatIsAlsoADirectoryIsReadInsideIt) {
+  // The store refuses the clash; an older version wrote it straight into
+  // etcd.
+  ASSERT_THAT(store_->CreateFile("/a", Put("a", "the file")), IsOk());
+  etcdserverpb::TxnRequest txn;
+  auto* p = txn.add_success()->mutable_request_put();
+  p->set_key(ns::Keys().File("/a/b"));
+  p->set_value(Put("b", "below").SerializeAsString());
+  ASSERT_THAT(kv_.Txn(txn), IsOk());
+  Start();
+  auto a = fs_->Lookup(kRootInode, "a");
+  ASSERT_THAT(a, IsOk());
+  EXPECT_TRUE(S_ISDIR(a->attr.st_mode));
+  auto b = fs_->Lookup(a->ino, "b");
+  ASSERT_THAT(b, IsOk());
+  auto f = fs_->Lookup(a->ino, ".rangefs-file");
+  ASSERT_THAT(f, IsOk());
+  EXPECT_TRUE(S_ISREG(f->attr.st_mode));
+  EXPECT_EQ(f->attr.st_size, 8);
+  auto h = fs_->Open(f->ino, O_RDONLY);
+  ASSERT_THAT(h, IsOk());
+  auto got = Read(h->handle, 0, 100);
+  ASSERT_THAT(got, IsOk());
+  EXPECT_EQ(*got, "the file");
+  // Its xattrs are the file's (the layout of /a).
+  auto id = fs_->GetXattr(f->ino, "user.rangefs.file_id");
+  ASSERT_THAT(id, IsOk());
+  EXPECT_EQ(*id, absl::StrCat(store_->GetFile("/a")->layout.file_id()));
+  fs_->Release(h->handle);
+}
+
 TEST_F(MountFsTest, NamespaceChangesBecomeInvalidations) {
   ASSERT_THAT(store_->CreateFile("/d/a", Put("a", "a")), IsOk());
   Start();
