@@ -198,7 +198,6 @@ Keeper::Keeper(ns::NamespaceStore* store, etcd::EtcdClient* etcd,
     : options_(std::move(options)),
       clock_(options_.clock != nullptr ? options_.clock : Clock::Real()),
       store_(store),
-      etcd_(etcd),
       guard_(etcd, store->keys().KeeperLeader(), options_.leader_lease) {}
 
 absl::StatusOr<Keeper::Listing> Keeper::List(bool absent_is_dead,

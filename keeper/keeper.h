@@ -153,7 +153,6 @@ class Keeper {
   KeeperOptions options_;
   Clock* const clock_;
   ns::NamespaceStore* const store_;
-  etcd::EtcdClient* const etcd_;
   LeaderGuard guard_;  // Every etcd write of a round goes through it.
   absl::BitGen bitgen_;
   // When each node was first seen without a live record (by this keeper).

@@ -58,7 +58,8 @@ class NamespaceWatchTest : public ::testing::Test {
                   IsOk());
     }
     // The port of the (one) etcd member's client URL.
-    absl::string_view ep = cluster_->etcd()->endpoints();
+    const std::string endpoints = cluster_->etcd()->endpoints();
+    absl::string_view ep = endpoints;
     ep = ep.substr(0, ep.find(','));
     ep = ep.substr(ep.rfind(':') + 1);
     ASSERT_TRUE(absl::SimpleAtoi(ep, &etcd_port_)) << ep;
