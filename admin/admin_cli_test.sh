@@ -48,10 +48,19 @@ printf 'etcd_endpoints = %s\nclustr = x\n' "$ETCD_ENDPOINTS" >"$TEST_TMPDIR/bad.
 expect_rc 2 "$admin" --config="$TEST_TMPDIR/bad.conf" node list
 grep -q "bad.conf:2" "$TEST_TMPDIR/err" || fail "config error location: $(cat "$TEST_TMPDIR/err")"
 
-# doctor: nodes registered but no agents running -> FAIL findings with fixes.
-expect_rc 0 "${A[@]}" doctor --mounts=no
+# doctor: nodes registered but no agents running -> FAIL findings with
+# fixes, exit 1 (doctor's exit codes: admin/doctor.h).
+expect_rc 1 "${A[@]}" doctor --mounts=no
 grep -q "FAIL" "$TEST_TMPDIR/out" || fail "doctor: $(cat "$TEST_TMPDIR/out")"
 grep -q "n1" "$TEST_TMPDIR/out" || fail "doctor names the node: $(cat "$TEST_TMPDIR/out")"
+
+# A mistyped command names the closest valid one; exit 2.
+expect_rc 2 "${A[@]}" file lss /data
+grep -q 'unknown file command "lss"; did you mean "ls"?' "$TEST_TMPDIR/err" \
+  || fail "did you mean: $(cat "$TEST_TMPDIR/err")"
+# --json: sizes and counts are JSON numbers.
+expect_rc 0 "${A[@]}" --json file ls /crawl
+grep -Eq '"size": [0-9]+,' "$TEST_TMPDIR/out" || fail "json size: $(cat "$TEST_TMPDIR/out")"
 
 # Dump from one cluster name, restore into another.
 expect_rc 0 "${A[@]}" dump --out="$TEST_TMPDIR/dump.json"

@@ -91,9 +91,10 @@ void AddNodeColumns(Table& t) {
 }
 
 void AddNodeRow(Table& t, const v1::NodeRecord& n) {
-  t.AddRow({n.id(), std::string(ns::AdminStateName(n.admin_state())),
-            absl::StrJoin(n.addresses(), ","), n.export_path(), n.zone(),
-            n.capacity_bytes() ? HumanBytes(n.capacity_bytes()) : "-"});
+  t.AddRow(
+      {n.id(), std::string(ns::AdminStateName(n.admin_state())),
+       absl::StrJoin(n.addresses(), ","), n.export_path(), n.zone(),
+       n.capacity_bytes() ? Cell::Bytes(n.capacity_bytes()) : Cell::Null()});
 }
 
 absl::StatusOr<Table> NodeList(Context& ctx, Args& a) {
@@ -106,7 +107,7 @@ absl::StatusOr<Table> NodeList(Context& ctx, Args& a) {
     if (e.invalid.empty()) {
       AddNodeRow(t, e.record);
     } else {
-      t.AddRow({e.record.id(), "invalid", e.invalid, "-", "-", "-"});
+      t.AddRow({e.record.id(), "invalid", e.invalid, "-", "-", Cell::Null()});
     }
   }
   return t;
@@ -244,13 +245,14 @@ absl::StatusOr<Table> FileLs(Context& ctx, Args& a) {
     for (const FileEntry& f : r.files) {
       if (limit > 0 && static_cast<int64_t>(t.rows.size()) >= limit) break;
       if (!f.invalid.empty()) {
-        t.AddRow({f.path, "-", "invalid", f.invalid, "-", "-"});
+        t.AddRow({f.path, Cell::Null(), "invalid", f.invalid, Cell::Null(),
+                  Cell::Null()});
         continue;
       }
-      t.AddRow({f.path, absl::StrCat(f.layout.size()),
+      t.AddRow({f.path, Cell::Int(static_cast<int64_t>(f.layout.size())),
                 std::string(ns::FileStateName(f.layout.state())),
-                Shape(f.layout), absl::StrCat(Replicas(f.layout)),
-                absl::StrCat(f.layout.generation())});
+                Shape(f.layout), Cell::Int(Replicas(f.layout)),
+                Cell::Int(static_cast<int64_t>(f.layout.generation()))});
     }
     if (r.next_page_token.empty() ||
         (limit > 0 && static_cast<int64_t>(t.rows.size()) >= limit)) {
@@ -278,9 +280,11 @@ absl::StatusOr<Table> FileDataset(Context& ctx, Args& a) {
   for (const ns::SnapshotFile& f : s.files) record_bytes += f.layout.size();
   Table t;
   t.columns = {"dir", "revision", "files", "bytes", "invalid", "record_bytes"};
-  t.AddRow({s.dir, absl::StrCat(s.revision), absl::StrCat(s.files.size()),
-            absl::StrCat(s.bytes), absl::StrCat(s.invalid),
-            absl::StrCat(record_bytes)});
+  t.AddRow({s.dir, Cell::Int(s.revision),
+            Cell::Int(static_cast<int64_t>(s.files.size())),
+            Cell::Int(static_cast<int64_t>(s.bytes)),
+            Cell::Int(static_cast<int64_t>(s.invalid)),
+            Cell::Int(static_cast<int64_t>(record_bytes))});
   return t;
 }
 
@@ -449,8 +453,8 @@ absl::StatusOr<Table> Status(Context& ctx, Args& a) {
   int alive = 0;
   for (const NodeEntry& n : nodes) {
     if (!n.invalid.empty()) {
-      t.AddRow(
-          {n.record.id(), "invalid", "-", n.invalid, "-", "-", "-", "-", "-"});
+      t.AddRow({n.record.id(), "invalid", "-", n.invalid, Cell::Null(),
+                Cell::Null(), Cell::Null(), Cell::Null(), Cell::Null()});
       continue;
     }
     const v1::LiveRecord* l = nullptr;
@@ -469,13 +473,14 @@ absl::StatusOr<Table> Status(Context& ctx, Args& a) {
       total_sum += l->total_bytes();
       ++alive;
     }
-    t.AddRow({n.record.id(),
-              std::string(ns::AdminStateName(n.record.admin_state())),
-              l ? "yes" : "no", health, l ? HumanBytes(l->free_bytes()) : "-",
-              l ? HumanBytes(l->total_bytes()) : "-",
-              l ? HumanBytes(l->bytes_read()) : "-",
-              l ? absl::StrCat(l->inflight()) : "-",
-              l ? absl::StrCat(l->read_p99_us()) : "-"});
+    t.AddRow(
+        {n.record.id(), std::string(ns::AdminStateName(n.record.admin_state())),
+         l ? "yes" : "no", health,
+         l ? Cell::Bytes(l->free_bytes()) : Cell::Null(),
+         l ? Cell::Bytes(l->total_bytes()) : Cell::Null(),
+         l ? Cell::Bytes(l->bytes_read()) : Cell::Null(),
+         l ? Cell::Int(l->inflight()) : Cell::Null(),
+         l ? Cell::Int(static_cast<int64_t>(l->read_p99_us())) : Cell::Null()});
   }
   RANGEFS_ASSIGN_OR_RETURN(int64_t rev, ctx.store->CurrentRevision());
   const KeeperInfo keeper = ReadKeeperInfo(*ctx.store);
@@ -639,7 +644,8 @@ std::string Usage(const std::string& group) {
   doctor [--mount-root=DIR] [--mount-status=FILE] [--fuse-status=DIR]
          [--mounts=no]      checks etcd, TLS, clock skew, node/live records,
                             mounts, rangefs-mount file systems and RDMA;
-                            prints each finding with its fix
+                            prints each finding with its fix; exit 0: all
+                            OK, 1: a FAIL, 6: warnings only
   dump [--out=FILE]         whole namespace as JSON (stdout by default)
   restore --in=FILE         re-create nodes and files from a dump
   fsck [DIR] [--checksums]  check every replica object (exit 4 on problems)
@@ -659,7 +665,10 @@ std::string Usage(const std::string& group) {
       "$RANGEFS_CONFIG (see deploy/config/rangefs.conf.example).\n"
       "--agent-ca=PEM [--agent-cert=PEM --agent-key=PEM]: TLS to the "
       "agents (file put\nneeds a certificate on the agents' --writers, "
-      "e.g. rangefs-admin.crt).\n\n",
+      "e.g. rangefs-admin.crt).\n"
+      "--version prints the version and git commit. Exit status: 0 ok, 1 "
+      "error,\n2 usage, 3 not found, 4 conflict or problems found, 5 etcd "
+      "or agents\nunavailable (doctor: see below).\n\n",
       node, "\n", file, "\n", other);
 }
 

@@ -6,10 +6,12 @@
 #include <poll.h>
 #include <stdlib.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <fstream>
 #include <map>
+#include <optional>
 #include <set>
 #include <sstream>
 
@@ -144,6 +146,9 @@ class Report {
   Table Finish() {
     t_.message = absl::StrCat("doctor: ", ok_, " ok, ", warn_, " warning(s), ",
                               fail_, " failure(s)");
+    t_.exit_code = fail_ > 0   ? kDoctorExitFailures
+                   : warn_ > 0 ? kDoctorExitWarnings
+                               : 0;
     return std::move(t_);
   }
 
@@ -413,6 +418,54 @@ void CheckHungMounts(const mountd::MountStatusFile& status, absl::Time now,
   }
 }
 
+// Where `path` points if it is a symbolic link (deploy/local/cluster.sh
+// makes <mount_root>/<id> a link to the node's export directory), made
+// absolute against its directory and without trailing slashes; nullopt if
+// it is not a link. lstat and readlink only: `path` is not a mount point
+// (it is not in mountinfo), so nothing here can wait on a server.
+std::optional<std::string> SymlinkTarget(const std::string& path) {
+  struct stat st;
+  if (lstat(path.c_str(), &st) != 0 || !S_ISLNK(st.st_mode)) {
+    return std::nullopt;
+  }
+  char buf[4096];
+  ssize_t n = readlink(path.c_str(), buf, sizeof(buf));
+  if (n <= 0 || static_cast<size_t>(n) >= sizeof(buf)) return std::nullopt;
+  std::string target(buf, static_cast<size_t>(n));
+  if (target[0] != '/') {
+    target = absl::StrCat(path.substr(0, path.rfind('/') + 1), target);
+  }
+  while (target.size() > 1 && target.back() == '/') target.pop_back();
+  return target;
+}
+
+// A node "mounted" as a symlink: OK when it points at the node's own export
+// directory (a one-machine cluster: reads go to the local file system, no
+// NFS), else WARN.
+void CheckSymlinkMount(const v1::NodeRecord& rec, const std::string& target,
+                       const std::string& link, Report& r) {
+  std::string export_path = rec.export_path();
+  while (export_path.size() > 1 && export_path.back() == '/') {
+    export_path.pop_back();
+  }
+  const std::string check = "mount " + rec.id();
+  if (link == export_path) {
+    r.Add(check, kOk,
+          absl::StrCat(target, " is a symlink to the node's export directory ",
+                       link,
+                       ", not a mount: a one-machine cluster "
+                       "(deploy/local/cluster.sh), reads use the local file "
+                       "system"));
+    return;
+  }
+  r.Add(check, kWarn,
+        absl::StrCat(target, " is a symlink to ", link,
+                     ", not a mount and not the node's export directory ",
+                     export_path.empty() ? "(none recorded)" : export_path),
+        absl::StrCat("on a client: let rangefs-mountd mount it (rm ", target,
+                     "); on one machine: ln -sfn ", export_path, " ", target));
+}
+
 void CheckMounts(const DoctorOptions& o,
                  const std::vector<ns::NodeEntry>& nodes, Report& r) {
   std::string root = o.mount_root;
@@ -452,6 +505,10 @@ void CheckMounts(const DoctorOptions& o,
     const std::string check = "mount " + rec.id();
     const mountd::MountInfo* m = mountd::FindMount(*mi, target);
     if (m == nullptr) {
+      if (std::optional<std::string> link = SymlinkTarget(target)) {
+        CheckSymlinkMount(rec, target, *link, r);
+        continue;
+      }
       r.Add(check, kFail, absl::StrCat(target, " is not mounted"),
             "systemctl status rangefs-mountd; `rangefs-mountd --config=... "
             "--dry-run` prints the mount command; on the node run "

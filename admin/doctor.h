@@ -32,8 +32,14 @@
 //           whose mount is gone (mount/mount_check.h). Never a stat.
 //   rdma    RDMA devices and port states (libibverbs); none is a warning.
 //
+//           A node whose <mount_root>/<id> is a symlink (lstat, readlink) to
+//           its export directory is OK: a one-machine cluster
+//           (deploy/local/cluster.sh); a symlink elsewhere is a WARN.
+//
 // Each row: check, status (OK, WARN, FAIL), finding, fix. The table's
-// message counts them. The call itself fails only on bad arguments.
+// message counts them and its exit_code is rangefs-admin's exit status:
+// kDoctorExitFailures with any FAIL, else kDoctorExitWarnings with any
+// WARN, else 0. The call itself fails only on bad arguments.
 #ifndef RANGEFS_ADMIN_DOCTOR_H_
 #define RANGEFS_ADMIN_DOCTOR_H_
 
@@ -52,6 +58,11 @@
 
 namespace rangefs {
 namespace admin {
+
+// rangefs-admin doctor's exit status: 0 all OK; 1 at least one FAIL;
+// 6 warnings but no FAIL (2 is a usage error, as for every command).
+inline constexpr int kDoctorExitFailures = 1;
+inline constexpr int kDoctorExitWarnings = 6;
 
 struct DoctorOptions {
   // Endpoints and TLS files, as rangefs-admin was given them.

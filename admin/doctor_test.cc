@@ -4,7 +4,9 @@
 // reached with the wrong CA.
 #include "admin/doctor.h"
 
+#include <sys/stat.h>
 #include <sys/wait.h>
+#include <unistd.h>
 
 #include <fstream>
 #include <string>
@@ -172,6 +174,7 @@ TEST(DoctorTest, ReportsABrokenSetup) {
   }
   EXPECT_GE(rdma_rows, 1);
   EXPECT_THAT(t->message, HasSubstr("failure(s)"));
+  EXPECT_EQ(t->exit_code, kDoctorExitFailures);
 
   auto bad = Args::Parse({"doctor", "--bogus=1"});
   ASSERT_THAT(bad.status(), IsOk());
@@ -207,6 +210,50 @@ TEST(DoctorTest, ReportsAPathThatIsAFileAndADirectory) {
   EXPECT_EQ(row[1], "FAIL") << FormatHuman(*t);
   EXPECT_THAT(row[2], HasSubstr("file /d/pq is also a directory"));
   EXPECT_THAT(row[3], HasSubstr("rangefs-admin file mv /d/pq"));
+}
+
+// deploy/local/cluster.sh "mounts" each node as a symlink to its export
+// directory: that is not a failure. Warnings only: exit code 6.
+TEST(DoctorTest, SymlinkToTheExportIsALocalMountAndWarningsExitSix) {
+  auto dir = MakeTempDir("doctor-link-");
+  ASSERT_THAT(dir.status(), IsOk());
+  auto etcd = EtcdCluster::Start({.members = 1});
+  ASSERT_THAT(etcd.status(), IsOk());
+  ns::MemoryKv kv;
+  auto store = ns::NewKvStore(&kv, {.cluster = "doc"});
+  const std::string root = *dir + "/mnt";
+  ASSERT_EQ(mkdir(root.c_str(), 0755), 0);
+  for (const std::string id : {"ln", "odd"}) {
+    ASSERT_THAT(store->AddNode(Node(id, v1::ACTIVE)), IsOk());
+    ASSERT_THAT(PutLive(*store, id, v1::LiveRecord::MTLS), IsOk());
+  }
+  // ln -> its export (/srv/ln, Node()), with a trailing slash; odd ->
+  // somewhere else.
+  ASSERT_EQ(symlink("/srv/ln/", (root + "/ln").c_str()), 0);
+  ASSERT_EQ(symlink("../elsewhere", (root + "/odd").c_str()), 0);
+  std::ofstream(*dir + "/mountinfo")
+      << "22 1 8:1 / / rw,relatime - ext4 /dev/sda1 rw\n";
+
+  Context ctx;
+  ctx.store = store.get();
+  ctx.cluster = "doc";
+  auto args = Args::Parse(
+      {"doctor", "--etcd=" + (*etcd)->endpoints(), "--mount-root=" + root,
+       "--mountinfo=" + *dir + "/mountinfo", "--sysfs-root=" + *dir + "/sys",
+       "--fuse-status=" + *dir + "/fuse"});
+  ASSERT_THAT(args.status(), IsOk());
+  auto t = RunDoctor(ctx, *args);
+  ASSERT_THAT(t.status(), IsOk());
+  SCOPED_TRACE(FormatHuman(*t));
+  auto ln = Row(*t, "mount ln");
+  EXPECT_EQ(ln[1], "OK");
+  EXPECT_THAT(ln[2], HasSubstr("symlink to the node's export directory"));
+  auto odd = Row(*t, "mount odd");
+  EXPECT_EQ(odd[1], "WARN");
+  EXPECT_THAT(odd[2], HasSubstr(*dir + "/mnt/../elsewhere"));
+  for (const auto& row : t->rows) EXPECT_NE(row[1], "FAIL") << row[0];
+  EXPECT_EQ(t->exit_code, kDoctorExitWarnings);
+  testing::RemoveTree(*dir);
 }
 
 TEST(DoctorTest, ShowsHungMountsWithTheirDuration) {

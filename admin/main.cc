@@ -16,6 +16,7 @@
 #include "admin/commands.h"
 #include "admin/doctor.h"
 #include "base/config.h"
+#include "base/version.h"
 #include "namespace/etcd/etcd_client.h"
 #include "namespace/etcd/etcd_settings.h"
 #include "namespace/etcd_kv.h"
@@ -40,6 +41,10 @@ int main(int argc, char** argv) {
   for (const std::string& a : raw) json = json || a == "--json";
   auto parsed = rangefs::admin::ParseCommandLine(raw);
   if (!parsed.ok()) return Fail(parsed.status(), json);
+  if (parsed->version) {
+    puts(rangefs::VersionLine("rangefs-admin").c_str());
+    return 0;
+  }
   if (parsed->help) {
     fputs(parsed->help_text.c_str(), stdout);
     return parsed->no_command ? 2 : 0;
@@ -123,5 +128,5 @@ int main(int argc, char** argv) {
   std::string out = json ? rangefs::admin::FormatJson(*table)
                          : rangefs::admin::FormatHuman(*table);
   fputs(out.c_str(), stdout);
-  return 0;
+  return table->exit_code;
 }

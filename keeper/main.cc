@@ -17,6 +17,7 @@
 #include "absl/synchronization/notification.h"
 #include "absl/time/time.h"
 #include "base/atomic_file.h"
+#include "base/flags_usage.h"
 #include "base/logging.h"
 #include "base/metrics_server.h"
 #include "keeper/election.h"
@@ -168,7 +169,17 @@ int DryRun(rangefs::keeper::Keeper& keeper) {
 
 }  // namespace
 
+constexpr char kUsage[] =
+    "usage: rangefs-keeper --etcd=H:P,... --cluster=C [--FLAG=VALUE ...]\n"
+    "Keeps every file at its replica count on healthy, active storage nodes\n"
+    "(keeper/README.md); one of any number running is active.";
+
 int main(int argc, char** argv) {
+  if (auto text =
+          rangefs::HelpOrVersion(argc, argv, "rangefs-keeper", kUsage)) {
+    fputs(text->c_str(), stdout);
+    return 0;
+  }
   absl::ParseCommandLine(argc, argv);
   sigset_t stop_signals;
   sigemptyset(&stop_signals);

@@ -27,6 +27,7 @@
 #include "base/logging.h"
 #include "base/metrics_server.h"
 #include "base/status_macros.h"
+#include "base/version.h"
 #include "client_lib/client.h"
 #include "client_lib/embedding.h"
 #include "mount/fuse_bridge.h"
@@ -281,6 +282,10 @@ absl::Status Serve(const MountOptions& o, int* ready_fd) {
 
 int main(int argc, char** argv) {
   using namespace rangefs::mount;  // NOLINT: main only wires
+  if (rangefs::WantsVersion(argc, argv)) {
+    puts(rangefs::VersionLine("rangefs-mount").c_str());
+    return 0;
+  }
   std::vector<std::string> args(argv, argv + argc);
   absl::StatusOr<MountOptions> o = ParseMountOptions(args);
   if (!o.ok()) {

@@ -12,6 +12,7 @@
 #include <memory>
 #include <string>
 #include <thread>
+#include <tuple>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
@@ -199,6 +200,26 @@ TEST_F(MountFsTest, LookupGetattrReaddir) {
   struct statvfs v = fs_->StatFs();
   EXPECT_EQ(v.f_files, 2u);
   EXPECT_TRUE(v.f_flag & ST_RDONLY);
+}
+
+// df: the live nodes' capacity, not the files' bytes with nothing free.
+TEST_F(MountFsTest, StatFsShowsTheLiveNodesCapacity) {
+  for (const auto& [id, total, free] :
+       std::vector<std::tuple<std::string, uint64_t, uint64_t>>{
+           {"n0", 100ull << 30, 40ull << 30},
+           {"n1", 50ull << 30, 10ull << 30}}) {
+    v1::LiveRecord l;
+    l.set_node_id(id);
+    l.set_health(v1::LiveRecord::HEALTHY);
+    l.set_total_bytes(total);
+    l.set_free_bytes(free);
+    ASSERT_THAT(store_->PutLive(l, 0), IsOk());
+  }
+  Start();
+  struct statvfs v = fs_->StatFs();
+  EXPECT_EQ(v.f_blocks * v.f_frsize, 150ull << 30);
+  EXPECT_EQ(v.f_bfree * v.f_frsize, 50ull << 30);
+  EXPECT_EQ(v.f_bavail, v.f_bfree);
 }
 
 TEST_F(MountFsTest, ReadsBytesSequentialAndRandom) {

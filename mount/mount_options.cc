@@ -34,7 +34,8 @@ constexpr char kUsage[] =
     " entry_timeout uid gid metrics_port metrics_file metrics_interval\n"
     "  status_dir log_file log_level\n"
     "Other -o options go to libfuse (allow_other, nosuid, nodev, ...).\n"
-    "SPEC: the etcd endpoints (as mount(8) passes them from /etc/fstab).\n";
+    "SPEC: the etcd endpoints (as mount(8) passes them from /etc/fstab).\n"
+    "--help prints this; --version the version and git commit.\n";
 
 // Keys the shared config file may supply (base/config.cc).
 constexpr const char* kSharedKeys[] = {

@@ -14,6 +14,7 @@
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
 #include "base/config.h"
+#include "base/flags_usage.h"
 #include "base/logging.h"
 #include "namespace/etcd/etcd_client.h"
 #include "namespace/etcd/etcd_settings.h"
@@ -193,7 +194,17 @@ const char* SecurityNote(rangefs::node::TransportSecurity s) {
 
 }  // namespace
 
+constexpr char kUsage[] =
+    "usage: rangefs-node --node_id=ID --export_root=DIR [--config=FILE] "
+    "[--FLAG=VALUE ...]\n"
+    "The storage-node agent: serves the files under --export_root to\n"
+    "rangefs clients and registers the node's live record in etcd.";
+
 int main(int argc, char** argv) {
+  if (auto text = rangefs::HelpOrVersion(argc, argv, "rangefs-node", kUsage)) {
+    fputs(text->c_str(), stdout);
+    return 0;
+  }
   rangefs::node::TuneMallocForStreaming();
   // Debian's Abseil is a debug build: skip its per-lock deadlock detection
   // (as release builds do); it costs CPU on every ReadRange.

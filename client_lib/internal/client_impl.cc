@@ -290,9 +290,13 @@ void ClientImpl::ApplyLive(const ns::KvEntry& kv) {
   if (!r.ok()) {
     RANGEFS_LOG(WARNING) << r.status() << "; node treated as not live";
     health_.SetLive(id, false, false);
+    absl::MutexLock l(&capacity_mu_);
+    capacity_.erase(id);
     return;
   }
   health_.SetLive(id, true, r->health() == v1::LiveRecord::DRAINING);
+  absl::MutexLock l(&capacity_mu_);
+  capacity_[id] = {r->total_bytes(), r->free_bytes()};
 }
 
 void ClientImpl::OnNodeEvent(const ns::KvWatchUpdate& u) {
@@ -313,6 +317,8 @@ void ClientImpl::OnLiveEvent(const ns::KvWatchUpdate& u) {
     if (!keys_.ParseLive(e.kv.key, &id)) continue;
     if (e.deleted) {
       health_.SetLive(id, false, false);  // lease gone: no new reads
+      absl::MutexLock l(&capacity_mu_);
+      capacity_.erase(id);
     } else {
       ApplyLive(e.kv);
     }
@@ -427,6 +433,13 @@ ClientStats ClientImpl::Stats() {
   s.shared_released = fs.released;
   s.shared_waiting = fs.waiting;
   s.latency = ToLatencyHistogram(latency_.GlobalCumulativeSnapshot());
+  {
+    absl::MutexLock l(&capacity_mu_);
+    for (const auto& [id, c] : capacity_) {
+      s.live_total_bytes += c.first;
+      s.live_free_bytes += c.second;
+    }
+  }
   absl::ReaderMutexLock l(&nodes_mu_);
   for (auto& [id, n] : nodes_) {
     NodeCounters& c = n->counters();

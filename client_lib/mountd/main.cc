@@ -24,6 +24,7 @@
 #include "absl/time/clock.h"
 #include "base/config.h"
 #include "base/logging.h"
+#include "base/version.h"
 #include "client_lib/mountd/mount_manager.h"
 #include "client_lib/mountd/mounter.h"
 #include "namespace/etcd/etcd_client.h"
@@ -37,7 +38,8 @@ constexpr char kUsage[] =
     "usage: rangefs-mountd [--config=FILE] [--dry-run] [--once] "
     "[--KEY=VALUE ...]\n"
     "  KEY is any config key (deploy/config/rangefs.conf.example), e.g.\n"
-    "  --etcd_endpoints=H:P,... --mount_root=DIR --mount_type=nfs|bind\n";
+    "  --etcd_endpoints=H:P,... --mount_root=DIR --mount_type=nfs|bind\n"
+    "  --help prints this; --version the version and git commit.\n";
 
 int Die(const std::string& what, const absl::Status& s, int code = 1) {
   fprintf(stderr, "rangefs-mountd: %s: %s\n", what.c_str(),
@@ -52,6 +54,10 @@ int main(int argc, char** argv) {
   std::string config_path;
   bool dry_run = false, once = false;
   std::vector<std::pair<std::string, std::string>> overrides;
+  if (rangefs::WantsVersion(argc, argv)) {
+    puts(rangefs::VersionLine("rangefs-mountd").c_str());
+    return 0;
+  }
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
     if (a == "--help" || a == "-h") {

@@ -36,6 +36,9 @@ set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 cmd=${1:-}
 [ -n "$cmd" ] && shift || true
+case "$cmd" in
+  -h|--help|help) sed -n '2,31p' "$0"; exit 0 ;;
+esac
 
 DIR=/tmp/rangefs-local
 NODES=4

@@ -63,6 +63,7 @@
 #include "absl/strings/str_format.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/clock.h"
+#include "base/flags_usage.h"
 #include "client_lib/client.h"
 
 ABSL_FLAG(std::string, etcd, "127.0.0.1:2379", "etcd endpoints");
@@ -209,7 +210,17 @@ class Verifier {
 
 }  // namespace
 
+constexpr char kUsage[] =
+    "usage: rangefs-bench --etcd=H:P,... --cluster=C "
+    "--workload=scan|lookup|mixed [--FLAG=VALUE ...]\n"
+    "Workloads through the rangefs client library (its header comment; "
+    "tests/bench/run.sh).";
+
 int main(int argc, char** argv) {
+  if (auto text = rangefs::HelpOrVersion(argc, argv, "rangefs-bench", kUsage)) {
+    fputs(text->c_str(), stdout);
+    return 0;
+  }
   absl::ParseCommandLine(argc, argv);
   // Debian's Abseil is a debug build: every absl::Mutex lock runs deadlock
   // detection (~5% of the CPU of small reads). Off, as in release builds
