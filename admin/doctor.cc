@@ -22,6 +22,7 @@
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "absl/time/clock.h"
+#include "base/status_macros.h"
 #include "client_lib/mountd/mount_status.h"
 #include "client_lib/mountd/mountinfo.h"
 #include "mount/mount_check.h"
@@ -720,7 +721,7 @@ absl::StatusOr<Table> RunDoctor(Context& ctx, Args& args) {
   absl::Status s = args.CheckAllowed(
       {"etcd", "ca", "cert", "key", "user", "password", "timeout", "mount-root",
        "mounts", "mountinfo", "sysfs-root", "mount-status", "fuse-status",
-       "json", "cluster", "no-progress"});
+       "json", "cluster", "no-progress", "config"});
   if (!s.ok()) return s;
   if (args.positional().size() > 1 ||
       (args.positional().size() == 1 && args.positional()[0] != "doctor")) {
@@ -728,21 +729,26 @@ absl::StatusOr<Table> RunDoctor(Context& ctx, Args& args) {
         "usage: doctor [--mount-root=DIR] [--mount-status=FILE] "
         "[--fuse-status=DIR] [--mounts=no]");
   }
-  DoctorOptions o;
-  const char* env = getenv("RANGEFS_ETCD");
-  o.etcd.endpoints = args.Get("etcd", env ? env : "127.0.0.1:2379");
-  o.etcd.ca_file = args.Get("ca");
-  o.etcd.cert_file = args.Get("cert");
-  o.etcd.key_file = args.Get("key");
-  o.etcd.username = args.Get("user");
-  o.etcd.password = args.Get("password");
+  // The connection rangefs-admin resolved (flags, environment, config
+  // file), with doctor's own flags over it.
+  etcd::EtcdSettings es = ctx.etcd;
+  es.endpoints = args.Get("etcd", es.endpoints);
+  if (es.endpoints.empty()) es.endpoints = "127.0.0.1:2379";
+  es.ca_file = args.Get("ca", es.ca_file);
+  es.cert_file = args.Get("cert", es.cert_file);
+  es.key_file = args.Get("key", es.key_file);
+  es.username = args.Get("user", es.username);
+  es.password = args.Get("password", es.password);
   if (args.Has("timeout")) {
     double secs;
     if (!absl::SimpleAtod(args.Get("timeout"), &secs) || secs <= 0) {
       return absl::InvalidArgumentError("--timeout must be seconds > 0");
     }
-    o.etcd.call_timeout = absl::Seconds(secs);
+    es.call_timeout = absl::Seconds(secs);
   }
+  DoctorOptions o;
+  RANGEFS_ASSIGN_OR_RETURN(o.etcd, etcd::MakeEtcdClientOptions(es));
+  if (!ctx.mount_root.empty()) o.mount_root = ctx.mount_root;
   o.mount_root = args.Get("mount-root", o.mount_root);
   std::string mounts = absl::AsciiStrToLower(args.Get("mounts", "yes"));
   if (mounts != "yes" && mounts != "no") {

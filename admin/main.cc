@@ -16,6 +16,7 @@
 #include "admin/commands.h"
 #include "admin/doctor.h"
 #include "base/config.h"
+#include "base/layered_config.h"
 #include "base/version.h"
 #include "namespace/etcd/etcd_client.h"
 #include "namespace/etcd/etcd_settings.h"
@@ -53,32 +54,22 @@ int main(int argc, char** argv) {
   rangefs::admin::Args& command_args = parsed->command;
   json = args.GetBool("json");
   rangefs::etcd::EtcdSettings es;
-  // Precedence: flags, then environment, then the config file, then
-  // built-in defaults.
-  rangefs::Config config;
-  const char* env_config = getenv("RANGEFS_CONFIG");
-  std::string config_path = args.Get("config", env_config ? env_config : "");
-  if (!config_path.empty()) {
-    auto c = rangefs::LoadConfig(config_path);
-    if (!c.ok()) return Fail(c.status(), json);
-    config = *std::move(c);
-  }
-  auto setting = [&](const char* flag, const char* env, const char* key,
-                     const char* def) -> std::string {
+  // Precedence: flags, then $RANGEFS_ETCD/$RANGEFS_CLUSTER, then the config
+  // file (--config or $RANGEFS_CONFIG), then built-in defaults
+  // (base/layered_config.h).
+  auto layered = rangefs::LoadLayeredConfig(args.Get("config"));
+  if (!layered.ok()) return Fail(layered.status(), json);
+  const rangefs::Config& config = *layered;
+  auto setting = [&](const char* flag, const char* key) -> std::string {
     if (args.Has(flag)) return args.Get(flag);
-    const char* e = env ? getenv(env) : nullptr;
-    if (e != nullptr && *e != '\0') return e;
-    if (config.Has(key)) return config.GetString(key);
-    return def;
+    return config.GetString(key);
   };
-  es.endpoints =
-      setting("etcd", "RANGEFS_ETCD", "etcd_endpoints", "127.0.0.1:2379");
-  std::string cluster =
-      setting("cluster", "RANGEFS_CLUSTER", "cluster", "default");
-  es.ca_file = setting("ca", nullptr, "etcd_ca", "");
-  es.cert_file = setting("cert", nullptr, "etcd_cert", "");
-  es.key_file = setting("key", nullptr, "etcd_key", "");
-  es.username = setting("user", nullptr, "etcd_user", "");
+  es.endpoints = setting("etcd", "etcd_endpoints");
+  std::string cluster = setting("cluster", "cluster");
+  es.ca_file = setting("ca", "etcd_ca");
+  es.cert_file = setting("cert", "etcd_cert");
+  es.key_file = setting("key", "etcd_key");
+  es.username = setting("user", "etcd_user");
   es.password = args.Get("password");
   if (es.password.empty() && config.Has("etcd_password_file")) {
     std::ifstream pw(config.GetString("etcd_password_file"));
@@ -103,10 +94,12 @@ int main(int argc, char** argv) {
   auto store = rangefs::ns::NewKvStore(kv.get(), {.cluster = cluster});
   rangefs::admin::Context ctx;
   ctx.store = store.get();
-  ctx.agent_tls.ca_file = setting("agent-ca", nullptr, "agent_ca", "");
-  ctx.agent_tls.cert_file = setting("agent-cert", nullptr, "agent_cert", "");
-  ctx.agent_tls.key_file = setting("agent-key", nullptr, "agent_key", "");
+  ctx.agent_tls.ca_file = setting("agent-ca", "agent_ca");
+  ctx.agent_tls.cert_file = setting("agent-cert", "agent_cert");
+  ctx.agent_tls.key_file = setting("agent-key", "agent_key");
   ctx.cluster = cluster;
+  ctx.etcd = es;
+  if (config.Has("mount_root")) ctx.mount_root = config.GetString("mount_root");
   if (isatty(STDERR_FILENO) && !args.GetBool("no-progress")) {
     ctx.progress = [](size_t done, size_t total) {
       if (total > 0) {

@@ -17,6 +17,7 @@
 #include "absl/synchronization/notification.h"
 #include "absl/time/time.h"
 #include "base/atomic_file.h"
+#include "base/flag_config.h"
 #include "base/flags_usage.h"
 #include "base/logging.h"
 #include "base/metrics_server.h"
@@ -79,6 +80,10 @@ ABSL_FLAG(bool, test_exit_after_add, false,
           "Fault injection for tests: the process exits at once (status 9, "
           "no cleanup, as if killed) after the first step of its first move "
           "(new replica added, old one not yet removed).");
+ABSL_FLAG(std::string, config, "",
+          "rangefs config file (deploy/config/rangefs.conf.example); flags "
+          "and $RANGEFS_ETCD/$RANGEFS_CLUSTER override it. Default: "
+          "$RANGEFS_CONFIG.");
 ABSL_FLAG(std::string, etcd_ca, "", "PEM CA for etcd TLS.");
 ABSL_FLAG(std::string, etcd_cert, "", "PEM client certificate for etcd.");
 ABSL_FLAG(std::string, etcd_key, "", "PEM client key for etcd.");
@@ -170,15 +175,36 @@ int DryRun(rangefs::keeper::Keeper& keeper) {
 }  // namespace
 
 constexpr char kUsage[] =
-    "usage: rangefs-keeper --etcd=H:P,... --cluster=C [--FLAG=VALUE ...]\n"
+    "usage: rangefs-keeper [--config=FILE] [--etcd_endpoints=H:P,...]\n"
+    "                      [--cluster=C] [--FLAG=VALUE ...]\n"
+    "Settings: flags > $RANGEFS_ETCD, $RANGEFS_CLUSTER > the config file\n"
+    "(--config or $RANGEFS_CONFIG) > defaults.\n"
     "Keeps every file at its replica count on healthy, active storage nodes\n"
     "(keeper/README.md); one of any number running is active.";
+
+// Config keys (base/config.cc) that set the keeper's flags of the same
+// meaning.
+constexpr rangefs::FlagBinding kConfigBindings[] = {
+    {"etcd_endpoints", "etcd_endpoints"},
+    {"cluster", "cluster"},
+    {"etcd_ca", "etcd_ca"},
+    {"etcd_cert", "etcd_cert"},
+    {"etcd_key", "etcd_key"},
+    {"agent_ca", "agent_ca"},
+    {"agent_cert", "agent_cert"},
+    {"agent_key", "agent_key"}};
 
 int main(int argc, char** argv) {
   if (auto text =
           rangefs::HelpOrVersion(argc, argv, "rangefs-keeper", kUsage)) {
     fputs(text->c_str(), stdout);
     return 0;
+  }
+  if (absl::Status s =
+          rangefs::ApplyLayeredConfigToFlags(argc, argv, kConfigBindings);
+      !s.ok()) {
+    fprintf(stderr, "rangefs-keeper: %s\n", s.ToString().c_str());
+    return 2;
   }
   absl::ParseCommandLine(argc, argv);
   sigset_t stop_signals;

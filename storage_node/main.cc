@@ -15,6 +15,7 @@
 #include "absl/time/time.h"
 #include "base/config.h"
 #include "base/flags_usage.h"
+#include "base/layered_config.h"
 #include "base/logging.h"
 #include "namespace/etcd/etcd_client.h"
 #include "namespace/etcd/etcd_settings.h"
@@ -110,8 +111,10 @@ ABSL_FLAG(std::string, config, "",
 
 namespace {
 
-// Applies the config file named by --config (found before flag parsing, so
-// that explicit flags parsed afterwards win). Exits 2 on a bad file.
+// Applies the layered config (base/layered_config.h: the file of --config
+// or $RANGEFS_CONFIG, with $RANGEFS_ETCD and $RANGEFS_CLUSTER over it),
+// before flag parsing, so that explicit flags parsed afterwards win. Exits
+// 2 on a bad file or value.
 void ApplyConfigFile(int argc, char** argv) {
   std::string path;
   for (int i = 1; i < argc; ++i) {
@@ -119,8 +122,7 @@ void ApplyConfigFile(int argc, char** argv) {
     if (absl::StartsWith(a, "--config=")) path = std::string(a.substr(9));
     if (a == "--config" && i + 1 < argc) path = argv[i + 1];
   }
-  if (path.empty()) return;
-  absl::StatusOr<rangefs::Config> c = rangefs::LoadConfig(path);
+  absl::StatusOr<rangefs::Config> c = rangefs::LoadLayeredConfig(path);
   if (!c.ok()) {
     fprintf(stderr, "rangefs-node: %s\n", c.status().ToString().c_str());
     exit(2);

@@ -23,6 +23,7 @@
 #include "absl/strings/str_replace.h"
 #include "absl/time/clock.h"
 #include "base/config.h"
+#include "base/layered_config.h"
 #include "base/logging.h"
 #include "base/version.h"
 #include "client_lib/mountd/mount_manager.h"
@@ -80,12 +81,11 @@ int main(int argc, char** argv) {
       return 2;
     }
   }
-  Config config;
-  if (!config_path.empty()) {
-    auto c = rangefs::LoadConfig(config_path);
-    if (!c.ok()) return Die("config", c.status(), 2);
-    config = *std::move(c);
-  }
+  // Flags > $RANGEFS_ETCD/$RANGEFS_CLUSTER > the config file (--config or
+  // $RANGEFS_CONFIG) > defaults (base/layered_config.h).
+  auto layered = rangefs::LoadLayeredConfig(config_path);
+  if (!layered.ok()) return Die("config", layered.status(), 2);
+  Config config = *std::move(layered);
   for (const auto& [k, v] : overrides) {
     absl::Status s = config.Set(k, v);
     if (!s.ok()) return Die("flag --" + k, s, 2);
