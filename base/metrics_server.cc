@@ -26,8 +26,7 @@ absl::StatusOr<std::unique_ptr<MetricsServer>> MetricsServer::Start(
 }
 
 absl::StatusOr<std::unique_ptr<MetricsServer>> MetricsServer::Start(
-    const std::string& address, int port,
-    std::function<std::string()> render) {
+    const std::string& address, int port, std::function<std::string()> render) {
   in_addr ip{};
   if (inet_pton(AF_INET, address.c_str(), &ip) != 1) {
     return absl::InvalidArgumentError(absl::StrCat(
