@@ -316,12 +316,6 @@ int main(int argc, char** argv) {
             options.node_id.c_str(), agent.status().ToString().c_str());
     return 1;
   }
-  printf("rangefs-node %s serving on %s\n", options.node_id.c_str(),
-         (*agent)->address().c_str());
-  if ((*agent)->data_port() != 0) {
-    printf("rangefs-node %s data port %d\n", options.node_id.c_str(),
-           (*agent)->data_port());
-  }
   // Destroyed (its thread joined) before the agent it reads.
   std::unique_ptr<rangefs::MetricsServer> metrics;
   if (const int port = absl::GetFlag(FLAGS_metrics_port); port != 0) {
@@ -333,8 +327,17 @@ int main(int argc, char** argv) {
       return 2;
     }
     metrics = *std::move(m);
+  }
+  printf("rangefs-node %s serving on %s\n", options.node_id.c_str(),
+         (*agent)->address().c_str());
+  if (metrics != nullptr) {
     printf("rangefs-node %s metrics on http://%s:%d/metrics\n",
-           options.node_id.c_str(), address.c_str(), metrics->port());
+           options.node_id.c_str(),
+           absl::GetFlag(FLAGS_metrics_address).c_str(), metrics->port());
+  }
+  if ((*agent)->data_port() != 0) {
+    printf("rangefs-node %s data port %d\n", options.node_id.c_str(),
+           (*agent)->data_port());
   }
   fflush(stdout);
   RANGEFS_LOG(INFO) << "rangefs-node " << options.node_id << " serving "
