@@ -5,7 +5,9 @@
 # (capped veth links) with --tls: agents serve mTLS, cluster.sh's admin
 # ingests with the writer certificate, the job reads with the reader's, and
 # a reader cannot ingest. Also: netns mode without --tls/--insecure is
-# refused. Checks that nothing is left behind: no processes, no namespaces.
+# refused; in local mode (--dead-after=3600) an agent's metrics URL
+# answers, kill -9 of agent n1 shows in status as unreachable with files
+# at risk and a countdown, and restart-node n1 brings it back live. Checks that nothing is left behind: no processes, no namespaces.
 set -uo pipefail
 RF="$TEST_SRCDIR/$TEST_WORKSPACE"
 # Namespaces, veths and mounts die with the test, even when it is killed.
