@@ -1,6 +1,7 @@
 #include "admin/commands.h"
 
 #include <fstream>
+#include <optional>
 #include <sstream>
 
 #include "absl/strings/escaping.h"
@@ -8,6 +9,7 @@
 #include "absl/strings/str_join.h"
 #include "absl/time/time.h"
 #include "admin/data_commands.h"
+#include "admin/keeper_info.h"
 #include "admin/repair_command.h"
 #include "base/status_macros.h"
 #include "google/protobuf/util/json_util.h"
@@ -346,43 +348,15 @@ absl::StatusOr<Table> FileCreate(Context& ctx, Args& a) {
 
 // --- status, dump, restore ---
 
-// What `status` shows of rangefs-keeper: its leader and status records.
-struct KeeperInfo {
-  absl::Status error;     // Reading the leader key failed.
-  std::string id;         // Empty: no active keeper.
-  bool reported = false;  // `st` holds a parsed status record.
-  v1::KeeperStatus st;
-};
-
-KeeperInfo ReadKeeperInfo(ns::NamespaceStore& store) {
-  auto get = [&](const std::string& key) -> absl::StatusOr<std::string> {
-    RANGEFS_ASSIGN_OR_RETURN(ns::KvRange r, store.kv()->Range(key, "", 1, 0));
-    if (r.kvs.empty()) return absl::NotFoundError(key);
-    return r.kvs[0].value;
-  };
-  KeeperInfo k;
-  absl::StatusOr<std::string> leader = get(store.keys().KeeperLeader());
-  if (absl::IsNotFound(leader.status())) return k;
-  if (!leader.ok()) {
-    k.error = leader.status();
-    return k;
-  }
-  k.id = *leader;
-  absl::StatusOr<std::string> raw = get(store.keys().KeeperStatus());
-  k.reported = raw.ok() && k.st.ParseFromString(*raw);
-  return k;
-}
-
 // "keeper ka active, ..." or "no active keeper". Records that do not parse
 // are reported as such.
-std::string KeeperSummary(const KeeperInfo& k) {
+std::string KeeperSummary(const KeeperInfo& k, absl::Time now) {
   if (!k.error.ok()) return absl::StrCat("keeper: ", k.error.message());
   if (k.id.empty()) return "no active keeper";
   std::string out = absl::StrCat("keeper ", absl::CEscape(k.id), " active");
   if (!k.reported) return absl::StrCat(out, " (no round reported yet)");
   const v1::KeeperStatus& st = k.st;
-  const absl::Duration ago =
-      absl::Now() - absl::FromUnixMillis(st.updated_unix_ms());
+  const absl::Duration ago = now - absl::FromUnixMillis(st.updated_unix_ms());
   absl::StrAppend(
       &out, " (last round ",
       absl::FormatDuration(absl::Trunc(ago, absl::Seconds(1))),
@@ -393,6 +367,13 @@ std::string KeeperSummary(const KeeperInfo& k) {
       HumanBytes(st.under_replicated_bytes()), "); ", st.dead_nodes(),
       " dead, ", st.draining_nodes(), " draining node(s); ", st.trash_pending(),
       " object(s) awaiting deletion");
+  const std::string countdown = HealCountdown(k, now);
+  if (st.at_risk_files() > 0 || !countdown.empty()) {
+    absl::StrAppend(&out, "; ", st.at_risk_files(), " file(s) (",
+                    HumanBytes(st.at_risk_bytes()),
+                    ") at risk on unreachable node(s)");
+    if (!countdown.empty()) absl::StrAppend(&out, "; ", countdown);
+  }
   if (st.in_round()) {
     absl::StrAppend(
         &out, "; round in progress: ", HumanBytes(st.bytes_copied()), " of ",
@@ -407,12 +388,16 @@ std::string KeeperSummary(const KeeperInfo& k) {
 // `status --json`'s keeper row: {"kind": "keeper", "node": "", "live": "",
 // ...}. "node" and "live" are there (empty) so that scripts which scan the
 // rows for a node keep working; the counts are JSON numbers.
-std::string KeeperJsonRow(const KeeperInfo& k) {
+// "unreachable_nodes" (nodes with a record but no live record) is there
+// whatever the keeper reported.
+std::string KeeperJsonRow(const KeeperInfo& k, int unreachable,
+                          absl::Time now) {
   nlohmann::ordered_json j = {{"kind", "keeper"}, {"node", ""}, {"live", ""}};
   if (!k.error.ok()) j["error"] = std::string(k.error.message());
   j["active"] = k.error.ok() && !k.id.empty();
   j["keeper_id"] = k.id;
   j["reported"] = k.reported;
+  j["unreachable_nodes"] = unreachable;
   if (k.reported) {
     const v1::KeeperStatus& st = k.st;
     j["updated_unix_ms"] = st.updated_unix_ms();
@@ -436,6 +421,13 @@ std::string KeeperJsonRow(const KeeperInfo& k) {
     j["eta_s"] = st.in_round() && st.eta_s() > 0
                      ? nlohmann::ordered_json(st.eta_s())
                      : nlohmann::ordered_json(nullptr);
+    j["at_risk_files"] = st.at_risk_files();
+    j["at_risk_bytes"] = st.at_risk_bytes();
+    // null: no node missing; 0: healing now.
+    const std::optional<int64_t> heal = HealStartsInSeconds(k, now);
+    j["heal_starts_in_s"] = heal.has_value() ? nlohmann::ordered_json(*heal)
+                                             : nlohmann::ordered_json(nullptr);
+    j["dead_after_s"] = st.dead_after_s();
   }
   return j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
 }
@@ -484,12 +476,23 @@ absl::StatusOr<Table> Status(Context& ctx, Args& a) {
   }
   RANGEFS_ASSIGN_OR_RETURN(int64_t rev, ctx.store->CurrentRevision());
   const KeeperInfo keeper = ReadKeeperInfo(*ctx.store);
-  t.message =
-      absl::StrCat(nodes.size(), " node(s), ", alive, " live; ",
-                   HumanBytes(free_sum), " free of ", HumanBytes(total_sum),
-                   "; etcd revision ", rev, "; ", KeeperSummary(keeper));
+  const std::vector<std::string> unreachable = UnreachableNodes(nodes, live);
+  const absl::Time now = absl::Now();
+  t.message = absl::StrCat(nodes.size(), " node(s), ", alive, " live");
+  if (!unreachable.empty()) {
+    absl::StrAppend(&t.message, ", ", unreachable.size(), " unreachable (",
+                    absl::StrJoin(unreachable, ", ",
+                                  [](std::string* out, const std::string& id) {
+                                    absl::StrAppend(out, absl::CEscape(id));
+                                  }),
+                    ")");
+  }
+  absl::StrAppend(&t.message, "; ", HumanBytes(free_sum), " free of ",
+                  HumanBytes(total_sum), "; etcd revision ", rev, "; ",
+                  KeeperSummary(keeper, now));
   t.json_row_kind = "node";
-  t.json_extra.push_back(KeeperJsonRow(keeper));
+  t.json_extra.push_back(
+      KeeperJsonRow(keeper, static_cast<int>(unreachable.size()), now));
   return t;
 }
 

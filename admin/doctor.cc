@@ -9,6 +9,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <fstream>
 #include <map>
 #include <optional>
@@ -22,6 +23,7 @@
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "absl/time/clock.h"
+#include "admin/keeper_info.h"
 #include "base/status_macros.h"
 #include "client_lib/mountd/mount_status.h"
 #include "client_lib/mountd/mountinfo.h"
@@ -308,8 +310,54 @@ void CheckAgentSecurity(const std::vector<ns::LiveEntry>& live, Report& r) {
   }
 }
 
+// An active or draining node without a live record: WARN while the keeper
+// counts it missing (unreachable: a restart, a network blip; with when
+// healing starts), FAIL once it counts it dead (its replicas are being
+// re-created) or when no keeper reports at all (nothing will heal).
+void AddUnreachable(const v1::NodeRecord& rec, const KeeperInfo& keeper,
+                    absl::Time now, Report& r) {
+  const std::string check = "node " + rec.id();
+  const std::string state(ns::AdminStateName(rec.admin_state()));
+  const std::string fix = absl::StrCat(
+      "on ", rec.id(),
+      ": systemctl status rangefs-node; journalctl -u rangefs-node; or "
+      "`rangefs-admin node drain ",
+      rec.id(), "` if it is gone for good");
+  if (!keeper.reported) {
+    r.Add(check, kFail,
+          absl::StrCat(state,
+                       " but no live record: the agent is down or cannot "
+                       "reach etcd; no keeper reports (nothing re-creates "
+                       "its replicas)"),
+          fix);
+    return;
+  }
+  const auto& dead = keeper.st.dead_node_ids();
+  if (std::find(dead.begin(), dead.end(), rec.id()) != dead.end()) {
+    r.Add(check, kFail,
+          absl::StrCat(state,
+                       " but dead (no live record for the keeper's "
+                       "dead_after): its replicas are being re-created"),
+          fix);
+    return;
+  }
+  std::string when = HealCountdown(keeper, now);
+  if (when.empty()) {
+    when = absl::StrCat(
+        "healing starts ",
+        absl::FormatDuration(absl::Seconds(keeper.st.dead_after_s())),
+        " after the keeper's next round sees it gone");
+  }
+  r.Add(check, kWarn,
+        absl::StrCat(state,
+                     " but unreachable (no live record: the agent is down or "
+                     "cannot reach etcd); ",
+                     keeper.st.at_risk_files(), " file(s) at risk; ", when),
+        fix);
+}
+
 void CheckNodes(Context& ctx, const std::vector<ns::NodeEntry>& nodes,
-                Report& r) {
+                const KeeperInfo& keeper, absl::Time now, Report& r) {
   auto live = ctx.store->ListLive();
   if (!live.ok()) {
     r.Add("live", kFail,
@@ -346,14 +394,7 @@ void CheckNodes(Context& ctx, const std::vector<ns::NodeEntry>& nodes,
     const bool serving =
         rec.admin_state() == v1::ACTIVE || rec.admin_state() == v1::DRAINING;
     if (serving && it == by_id.end()) {
-      r.Add(check, kFail,
-            absl::StrCat(ns::AdminStateName(rec.admin_state()),
-                         " but no live record: the agent is down or cannot "
-                         "reach etcd"),
-            absl::StrCat("on ", rec.id(),
-                         ": systemctl status rangefs-node; journalctl -u "
-                         "rangefs-node; or `rangefs-admin node drain ",
-                         rec.id(), "` if it is gone for good"));
+      AddUnreachable(rec, keeper, now, r);
       continue;
     }
     if (!serving && it != by_id.end()) {
@@ -702,7 +743,7 @@ absl::StatusOr<Table> RunDoctorWith(Context& ctx, const DoctorOptions& o) {
   auto listed = ctx.store->ListNodes();
   if (listed.ok()) {
     nodes = *std::move(listed);
-    CheckNodes(ctx, nodes, r);
+    CheckNodes(ctx, nodes, ReadKeeperInfo(*ctx.store), absl::Now(), r);
   } else {
     r.Add("nodes", kFail,
           absl::StrCat("cannot read node records: ", listed.status().message()),

@@ -12,9 +12,12 @@
 //           allowed for). Measured on plaintext endpoints only: over TLS
 //           the finding says how to measure it by hand.
 //   node    node records vs live records: an active or draining node with no
-//           live record has its agent down; a disabled node with a live
-//           record still runs an agent; a live record without a node record;
-//           the agent's own health.
+//           live record has its agent down: WARN while the keeper counts it
+//           missing (unreachable; the files at risk and when healing
+//           starts, from the keeper's status record), FAIL once the keeper
+//           counts it dead or when no keeper reports; a disabled node with a
+//           live record still runs an agent; a live record without a node
+//           record; the agent's own health.
 //   security each agent's transport security from its live record: running
 //           --insecure (no mTLS on a network address), or not reporting it,
 //           is a warning with the fix.

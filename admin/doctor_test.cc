@@ -256,6 +256,61 @@ TEST(DoctorTest, SymlinkToTheExportIsALocalMountAndWarningsExitSix) {
   testing::RemoveTree(*dir);
 }
 
+void PutRaw(ns::MemoryKv& kv, const std::string& key,
+            const std::string& value) {
+  etcdserverpb::TxnRequest txn;
+  auto* p = txn.add_success()->mutable_request_put();
+  p->set_key(key);
+  p->set_value(value);
+  ASSERT_THAT(kv.Txn(txn), IsOk());
+}
+
+// A node without a live record is a WARN while the keeper counts it
+// missing (with the files at risk and the countdown to healing), a FAIL
+// once the keeper counts it dead.
+TEST(DoctorTest, UnreachableNodeWarnsWithTheCountdownDeadOneFails) {
+  ns::MemoryKv kv;
+  auto store = ns::NewKvStore(&kv, {.cluster = "doc"});
+  for (const std::string id : {"up", "gone", "dead"}) {
+    ASSERT_THAT(store->AddNode(Node(id, v1::ACTIVE)), IsOk());
+  }
+  ASSERT_THAT(PutLive(*store, "up", v1::LiveRecord::MTLS), IsOk());
+  PutRaw(kv, store->keys().KeeperLeader(), "kx");
+  v1::KeeperStatus ks;
+  ks.set_updated_unix_ms(absl::ToUnixMillis(absl::Now()));
+  ks.set_at_risk_files(7);
+  ks.set_heal_starts_unix_ms(
+      absl::ToUnixMillis(absl::Now() + absl::Seconds(98)));
+  ks.set_dead_after_s(600);
+  ks.add_dead_node_ids("dead");
+  PutRaw(kv, store->keys().KeeperStatus(), ks.SerializeAsString());
+
+  Context ctx;
+  ctx.store = store.get();
+  DoctorOptions o;
+  o.check_mounts = false;
+  auto t = RunDoctorWith(ctx, o);
+  ASSERT_THAT(t.status(), IsOk());
+  SCOPED_TRACE(FormatHuman(*t));
+  EXPECT_EQ(Row(*t, "node up")[1], "OK");
+  auto gone = Row(*t, "node gone");
+  EXPECT_EQ(gone[1], "WARN");
+  EXPECT_THAT(gone[2], HasSubstr("unreachable"));
+  EXPECT_THAT(gone[2], HasSubstr("7 file(s) at risk"));
+  EXPECT_THAT(gone[2], ::testing::ContainsRegex("healing starts in 1m3[89]s"));
+  auto dead = Row(*t, "node dead");
+  EXPECT_EQ(dead[1], "FAIL");
+  EXPECT_THAT(dead[2], HasSubstr("replicas are being re-created"));
+
+  // Past heal_starts: healing now.
+  ks.set_heal_starts_unix_ms(
+      absl::ToUnixMillis(absl::Now() - absl::Seconds(1)));
+  PutRaw(kv, store->keys().KeeperStatus(), ks.SerializeAsString());
+  t = RunDoctorWith(ctx, o);
+  ASSERT_THAT(t.status(), IsOk());
+  EXPECT_THAT(Row(*t, "node gone")[2], HasSubstr("healing now"));
+}
+
 TEST(DoctorTest, ShowsHungMountsWithTheirDuration) {
   auto dir = MakeTempDir("doctor-hung-");
   ASSERT_THAT(dir.status(), IsOk());

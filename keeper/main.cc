@@ -133,6 +133,13 @@ void PublishStatus(const rangefs::keeper::RoundReport& r, const std::string& id,
   s.set_trash_deleted(r.trash_deleted);
   s.set_in_round(in_round);
   s.set_eta_s(eta_s > 0 ? eta_s : 0);
+  s.set_at_risk_files(r.at_risk_files);
+  s.set_at_risk_bytes(r.at_risk_bytes);
+  if (r.heal_starts != absl::InfiniteFuture()) {
+    s.set_heal_starts_unix_ms(absl::ToUnixMillis(r.heal_starts));
+  }
+  s.set_dead_after_s(absl::ToDoubleSeconds(r.dead_after));
+  for (const std::string& n : r.dead_node_ids) s.add_dead_node_ids(n);
   absl::StatusOr<int64_t> put = etcd->Put(key, s.SerializeAsString(), lease);
   if (!put.ok()) {
     RANGEFS_LOG(WARNING) << "keeper " << id

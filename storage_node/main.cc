@@ -22,6 +22,7 @@
 #include "namespace/etcd_kv.h"
 #include "namespace/store.h"
 #include "storage_node/agent.h"
+#include "storage_node/metrics.h"
 #include "storage_node/registrar.h"
 #include "storage_node/transport_security.h"
 
@@ -102,6 +103,13 @@ ABSL_FLAG(std::string, peer_tls_cert, "",
           "PEM client certificate this agent presents to peer agents doing "
           "mTLS (any certificate of the cluster CA may read).");
 ABSL_FLAG(std::string, peer_tls_key, "", "PEM key of --peer_tls_cert.");
+ABSL_FLAG(int, metrics_port, 0,
+          "Serve Prometheus metrics (rangefs_node_*: reads, bytes, rejected "
+          "reads, in-flight calls, read latency, free/total bytes, scrub "
+          "findings) at http://ADDRESS:PORT/metrics; 0: no server.");
+ABSL_FLAG(std::string, metrics_address, "127.0.0.1",
+          "IPv4 address of the --metrics_port server (127.0.0.1: this host "
+          "only; e.g. 0.0.0.0 to let a remote Prometheus scrape it).");
 ABSL_FLAG(int, shutdown_grace_s, 10,
           "On SIGTERM, how long in-flight calls may finish.");
 
@@ -310,8 +318,25 @@ int main(int argc, char** argv) {
             options.node_id.c_str(), agent.status().ToString().c_str());
     return 1;
   }
+  // Destroyed (its thread joined) before the agent it reads.
+  std::unique_ptr<rangefs::MetricsServer> metrics;
+  if (const int port = absl::GetFlag(FLAGS_metrics_port); port != 0) {
+    const std::string address = absl::GetFlag(FLAGS_metrics_address);
+    auto m = rangefs::node::StartAgentMetrics(**agent, address, port);
+    if (!m.ok()) {
+      fprintf(stderr, "rangefs-node %s: --metrics_port=%d: %s\n",
+              options.node_id.c_str(), port, m.status().ToString().c_str());
+      return 2;
+    }
+    metrics = *std::move(m);
+  }
   printf("rangefs-node %s serving on %s\n", options.node_id.c_str(),
          (*agent)->address().c_str());
+  if (metrics != nullptr) {
+    printf("rangefs-node %s metrics on http://%s:%d/metrics\n",
+           options.node_id.c_str(),
+           absl::GetFlag(FLAGS_metrics_address).c_str(), metrics->port());
+  }
   if ((*agent)->data_port() != 0) {
     printf("rangefs-node %s data port %d\n", options.node_id.c_str(),
            (*agent)->data_port());
@@ -325,6 +350,7 @@ int main(int argc, char** argv) {
   int sig = 0;
   sigwait(&stop_signals, &sig);
   RANGEFS_LOG(INFO) << "signal " << sig << ": draining";
+  metrics.reset();
   (*agent)->Shutdown(absl::Now() +
                      absl::Seconds(absl::GetFlag(FLAGS_shutdown_grace_s)));
   agent->reset();
