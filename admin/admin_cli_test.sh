@@ -68,6 +68,26 @@ expect_rc 0 "$admin" --etcd="$ETCD_ENDPOINTS" --cluster=copy restore --in="$TEST
 expect_rc 0 "$admin" --etcd="$ETCD_ENDPOINTS" --cluster=copy file ls /
 grep -q "^/crawl/a " "$TEST_TMPDIR/out" || fail "restored ls: $(cat "$TEST_TMPDIR/out")"
 
+# A wrong cluster name: the command runs (empty), and stderr says so,
+# naming the clusters that exist; the right one warns of nothing.
+expect_rc 0 "$admin" --etcd="$ETCD_ENDPOINTS" --cluster=nope status
+grep -q 'cluster "nope" at .* has no nodes and no files (clusters there: .*clitest' "$TEST_TMPDIR/err" \
+  || fail "empty cluster warning: $(cat "$TEST_TMPDIR/err")"
+expect_rc 0 "${A[@]}" status
+! grep -q "has no nodes and no files" "$TEST_TMPDIR/err" || fail "warned on a real cluster: $(cat "$TEST_TMPDIR/err")"
+# One config file, read through $RANGEFS_CONFIG; $RANGEFS_CLUSTER and then
+# --cluster win over it (the same precedence in every tool:
+# base/layered_config.h).
+printf 'etcd_endpoints = %s\ncluster = copy\n' "$ETCD_ENDPOINTS" >"$TEST_TMPDIR/rangefs.conf"
+RANGEFS_CONFIG="$TEST_TMPDIR/rangefs.conf" expect_rc 0 "$admin" file ls /
+grep -q "^/crawl/a " "$TEST_TMPDIR/out" || fail "config file's cluster: $(cat "$TEST_TMPDIR/out")"
+RANGEFS_CONFIG="$TEST_TMPDIR/rangefs.conf" RANGEFS_CLUSTER=nope expect_rc 0 "$admin" file ls /
+grep -q 'cluster "nope"' "$TEST_TMPDIR/err" || fail "\$RANGEFS_CLUSTER over the file: $(cat "$TEST_TMPDIR/err")"
+RANGEFS_CONFIG="$TEST_TMPDIR/rangefs.conf" RANGEFS_CLUSTER=nope expect_rc 0 "$admin" --cluster=copy file ls /
+grep -q "^/crawl/a " "$TEST_TMPDIR/out" || fail "--cluster over \$RANGEFS_CLUSTER: $(cat "$TEST_TMPDIR/out")"
+RANGEFS_CONFIG="$TEST_TMPDIR/missing.conf" expect_rc 3 "$admin" file ls /
+grep -q 'missing.conf.*RANGEFS_CONFIG' "$TEST_TMPDIR/err" || fail "bad \$RANGEFS_CONFIG: $(cat "$TEST_TMPDIR/err")"
+
 # A dead etcd: a clear error and exit 5, quickly.
 etcd_stop_all
 start=$(date +%s)

@@ -18,6 +18,7 @@
 #include "base/config.h"
 #include "base/layered_config.h"
 #include "base/version.h"
+#include "namespace/clusters.h"
 #include "namespace/etcd/etcd_client.h"
 #include "namespace/etcd/etcd_settings.h"
 #include "namespace/etcd_kv.h"
@@ -34,6 +35,26 @@ int Fail(const absl::Status& s, bool json) {
 }
 
 }  // namespace
+
+// A wrong or missing cluster name gives an empty world: say so on stderr,
+// naming the clusters that exist (not for `node add` and `restore`, which
+// fill a new cluster, nor `doctor`, which checks it itself).
+void WarnIfEmptyCluster(rangefs::ns::KvBackend& kv, const std::string& cluster,
+                        const std::string& endpoints,
+                        const rangefs::admin::Args& command) {
+  const std::vector<std::string>& words = command.positional();
+  const std::string first = words.empty() ? "" : words[0];
+  const std::string second = words.size() < 2 ? "" : words[1];
+  if ((first == "node" && second == "add") || first == "restore" ||
+      first == "doctor") {
+    return;
+  }
+  absl::StatusOr<std::string> why =
+      rangefs::ns::EmptyClusterMessage(kv, cluster, endpoints);
+  if (why.ok() && !why->empty()) {
+    fprintf(stderr, "rangefs-admin: warning: %s\n", why->c_str());
+  }
+}
 
 int main(int argc, char** argv) {
   std::vector<std::string> raw(argv + 1, argv + argc);
@@ -111,6 +132,7 @@ int main(int argc, char** argv) {
       }
     };
   }
+  WarnIfEmptyCluster(*kv, cluster, es.endpoints, command_args);
   absl::StatusOr<rangefs::admin::Table> table;
   if (parsed->doctor) {
     table = rangefs::admin::RunDoctor(ctx, command_args);

@@ -37,6 +37,7 @@
 #include "mount/mount_status.h"
 #include "mount/namespace_index.h"
 #include "mount/reporter.h"
+#include "namespace/clusters.h"
 #include "namespace/etcd/etcd_client.h"
 #include "namespace/etcd/etcd_settings.h"
 #include "namespace/etcd_kv.h"
@@ -131,6 +132,11 @@ absl::Status Serve(const MountOptions& o, int* ready_fd) {
   RANGEFS_ASSIGN_OR_RETURN(std::unique_ptr<etcd::EtcdClient> etcd,
                            etcd::EtcdClient::Open(eo));
   std::unique_ptr<ns::KvBackend> kv = ns::NewEtcdKv(etcd.get());
+  // A wrong or missing cluster name is an error, not an empty tree.
+  RANGEFS_ASSIGN_OR_RETURN(
+      std::string empty,
+      ns::EmptyClusterMessage(*kv, o.cluster, o.etcd_endpoints));
+  if (!empty.empty()) return absl::NotFoundError(empty);
 
   ns::LayoutCacheOptions lo;
   lo.cluster = o.cluster;
@@ -155,6 +161,11 @@ absl::Status Serve(const MountOptions& o, int* ready_fd) {
                                  }
                                },
                                /*keep_listed=*/o.preload));
+  if (o.dir != "/" && index->stats().files == 0) {
+    return absl::NotFoundError(absl::StrCat(
+        "directory ", o.dir, " does not exist in cluster \"", o.cluster,
+        "\" at ", o.etcd_endpoints, " (no file under it)"));
+  }
 
   ClientOptions co;
   co.cluster = o.cluster;

@@ -30,6 +30,7 @@
 #include "loadbalancer/latency_tracker.h"
 #include "loadbalancer/node_health.h"
 #include "loadbalancer/registry.h"
+#include "namespace/clusters.h"
 #include "namespace/etcd/etcd_client.h"
 #include "namespace/etcd/etcd_settings.h"
 #include "namespace/etcd_kv.h"
@@ -173,6 +174,7 @@ absl::Status ClientImpl::Init() {
   RANGEFS_ASSIGN_OR_RETURN(ns::KvRange nodes,
                            kv_->Range(np, ns::PrefixRangeEnd(np), 0, 0));
   for (const ns::KvEntry& e : nodes.kvs) ApplyNode(e);
+  if (nodes.kvs.empty()) WarnIfEmptyCluster();
   RANGEFS_ASSIGN_OR_RETURN(
       ns::KvRange lives,
       kv_->Range(lp, ns::PrefixRangeEnd(lp), 0, nodes.revision));
@@ -186,6 +188,17 @@ absl::Status ClientImpl::Init() {
       kv_->Watch(lp, ns::PrefixRangeEnd(lp), nodes.revision + 1,
                  [this](const ns::KvWatchUpdate& u) { OnLiveEvent(u); }));
   return absl::OkStatus();
+}
+
+void ClientImpl::WarnIfEmptyCluster() {
+  const std::string endpoint = options_.etcd_endpoints.empty()
+                                   ? std::string("the given etcd")
+                                   : options_.etcd_endpoints;
+  absl::StatusOr<std::string> why =
+      ns::EmptyClusterMessage(*kv_, options_.cluster, endpoint);
+  if (why.ok() && !why->empty()) {
+    RANGEFS_LOG(WARNING) << "rangefs client: " << *why;
+  }
 }
 
 NodeRuntime* ClientImpl::Node(const std::string& id) {

@@ -124,6 +124,9 @@ class ClientImpl : public Client, public FileHost {
   ~ClientImpl() override;
 
   absl::Status Init();
+  // Logs a warning naming the clusters that exist when this one has no
+  // node and no file record (a wrong or missing cluster name).
+  void WarnIfEmptyCluster();
 
   absl::StatusOr<std::unique_ptr<File>> OpenFile(
       absl::string_view path) override;
