@@ -29,6 +29,12 @@
 #   own rangefs-admin uses it) and a reader rangefs-client (jobs:
 #   --agent_ca/--agent_cert/--agent_key of rangefs-bench). The data port is
 #   off (plaintext). `up` prints AGENT_TLS_DIR=<dir>/tls too.
+# `up` writes <dir>/rangefs.conf (etcd, cluster, mount_root, TLS files)
+#   and prints `export RANGEFS_CONFIG=<dir>/rangefs.conf`: with it set,
+#   rangefs-admin, rangefs-mount, rangefs-bench and Python's Client() use
+#   this cluster, mount path included. Its last line is for scripts:
+#   eval "$(cluster.sh up ... | tail -n 1)" sets RANGEFS_CONFIG,
+#   RANGEFS_ETCD, RANGEFS_CLUSTER and MOUNT_ROOT.
 # --insecure: plaintext agents on network addresses (rangefs-node
 #   --insecure; each warns every minute). Benchmarks only.
 # --dead-after=SECONDS: the keeper's --dead_after_s (default 600): how long
@@ -344,7 +350,28 @@ cmd_up() {
   [ "$INSECURE" = 1 ] && security="INSECURE (--insecure)"
   log "up: $NODES node(s), etcd $ETCD_ENDPOINTS, cluster '$CLUSTER', hosts=$HOSTS, agents $security, dir $DIR"
   print_metrics
-  echo "RANGEFS_ETCD=$ETCD_ENDPOINTS RANGEFS_CLUSTER=$CLUSTER MOUNT_ROOT=$DIR/mnt$([ "$TLS" = 1 ] && echo " AGENT_TLS_DIR=$TLS_DIR")"
+  write_config
+  log "every tool, rangefs-mount and Python use this cluster (fast path included) after:"
+  echo "export RANGEFS_CONFIG=$DIR/rangefs.conf"
+  echo "RANGEFS_CONFIG=$DIR/rangefs.conf RANGEFS_ETCD=$ETCD_ENDPOINTS RANGEFS_CLUSTER=$CLUSTER MOUNT_ROOT=$DIR/mnt$([ "$TLS" = 1 ] && echo " AGENT_TLS_DIR=$TLS_DIR")"
+}
+
+# <dir>/rangefs.conf: the shared config file (base/config.h) of this
+# cluster, which every tool reads through $RANGEFS_CONFIG: etcd, the
+# cluster name, the clients' mount root (the node exports, so that reads
+# take the mount path) and, with --tls, the reader certificate.
+write_config() {
+  {
+    echo "# written by deploy/local/cluster.sh up"
+    echo "etcd_endpoints = $ETCD_ENDPOINTS"
+    echo "cluster = $CLUSTER"
+    [ "$HOSTS" = local ] && echo "mount_root = $DIR/mnt"
+    if [ "$TLS" = 1 ]; then
+      echo "agent_ca = $TLS_DIR/ca.crt"
+      echo "agent_cert = $TLS_DIR/rangefs-client.crt"
+      echo "agent_key = $TLS_DIR/rangefs-client.key"
+    fi
+  } >"$DIR/rangefs.conf"
 }
 
 load_state() {

@@ -68,6 +68,21 @@ run_mode() {
   grep -q '"bytes": 3005000' "$TEST_TMPDIR/scan-$hosts.json" || fail "$hosts: bytes read: $(cat "$TEST_TMPDIR/scan-$hosts.json")"
   grep -q '"mismatches": 0' "$TEST_TMPDIR/scan-$hosts.json" || fail "$hosts: mismatches"
   bash "$CLUSTER_SH" status --dir="$DIR" | grep -q "$nodes node(s), $nodes live" || fail "$hosts: status"
+  if [ "$hosts" = local ]; then
+    # The one export line: rangefs-admin and rangefs-bench with no flags use
+    # this cluster (mount path included: mount_root is in the file).
+    [ -s "$RANGEFS_CONFIG" ] || fail "no config file from up: $env"
+    grep -q "^mount_root = $DIR/mnt" "$RANGEFS_CONFIG" || fail "config: $(cat "$RANGEFS_CONFIG")"
+    (unset RANGEFS_ETCD RANGEFS_CLUSTER; export RANGEFS_CONFIG
+     "$BIN/rangefs-admin" file ls /d) >"$TEST_TMPDIR/ls-conf" 2>&1 \
+      || fail "admin with RANGEFS_CONFIG: $(cat "$TEST_TMPDIR/ls-conf")"
+    grep -q "^/d/f1 " "$TEST_TMPDIR/ls-conf" || fail "admin with RANGEFS_CONFIG: $(cat "$TEST_TMPDIR/ls-conf")"
+    (unset RANGEFS_ETCD RANGEFS_CLUSTER; export RANGEFS_CONFIG
+     "$BIN/rangefs-bench" --workload=scan --once --threads=2 --data_path=mount \
+       --verify_against="$TEST_TMPDIR/data-$hosts" --json) >"$TEST_TMPDIR/scan-conf.json" 2>&1 \
+      || fail "bench with RANGEFS_CONFIG: $(cat "$TEST_TMPDIR/scan-conf.json")"
+    grep -q '"mismatches": 0' "$TEST_TMPDIR/scan-conf.json" || fail "bench with RANGEFS_CONFIG: $(cat "$TEST_TMPDIR/scan-conf.json")"
+  fi
   [ "$hosts" = local ] && check_unreachable_and_restart "$nodes"
   local pids
   pids=$(cat "$DIR"/run/*.pid)
