@@ -96,8 +96,9 @@ bool RepeatLimiter::Admit(absl::string_view key, absl::Time now,
     return true;
   }
   if (entries_.size() >= max_keys_) {
+    const absl::Duration period = period_;  // the lambda holds no lock
     absl::erase_if(entries_, [&](const auto& kv) {
-      return now - kv.second.last_admitted >= period_;
+      return now - kv.second.last_admitted >= period;
     });
     if (entries_.size() >= max_keys_) entries_.clear();
   }

@@ -100,22 +100,26 @@ int Daemonize() {
   return p[1];
 }
 
-// Reports the outcome to the waiting parent (once) and detaches stdio.
+// Detaches stdio (to `log_file`, else /dev/null), then reports the outcome
+// to the waiting parent (once): in this order, so that no line a thread
+// logs reaches the terminal after the parent returned.
 void SignalParent(int* fd, const std::string& msg,
                   const std::string& log_file) {
   if (*fd < 0) return;
-  ssize_t ignored = write(*fd, msg.data(), msg.size());
-  (void)ignored;
-  close(*fd);
-  *fd = -1;
   int out = log_file.empty()
                 ? open("/dev/null", O_WRONLY)
                 : open(log_file.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
   if (out >= 0) {
+    fflush(stdout);
+    fflush(stderr);
     dup2(out, STDOUT_FILENO);
     dup2(out, STDERR_FILENO);
     close(out);
   }
+  ssize_t ignored = write(*fd, msg.data(), msg.size());
+  (void)ignored;
+  close(*fd);
+  *fd = -1;
 }
 
 absl::Status Serve(const MountOptions& o, int* ready_fd) {

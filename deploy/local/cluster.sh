@@ -136,16 +136,17 @@ wait_for() {
 
 build_binaries() {
   if [ -n "$BIN" ]; then return; fi
-  log "building rangefs-node, rangefs-admin and rangefs-keeper"
+  log "building rangefs-node, rangefs-admin, rangefs-keeper and rangefs-mount"
   (cd "$ROOT" && bazel build --noshow_progress //storage_node:rangefs-node \
-      //admin:rangefs-admin //keeper:rangefs-keeper 2>&1 | grep -E "ERROR|error:" >&2 || true)
+      //admin:rangefs-admin //keeper:rangefs-keeper //mount:rangefs-mount \
+      2>&1 | grep -E "ERROR|error:" >&2 || true)
   local bazel_bin
   bazel_bin=$(cd "$ROOT" && bazel info bazel-bin 2>/dev/null)
   [ -x "$bazel_bin/storage_node/rangefs-node" ] || die "build failed"
   BIN="$DIR/bin"
   mkdir -p "$BIN"
   cp -f "$bazel_bin/storage_node/rangefs-node" "$bazel_bin/admin/rangefs-admin" \
-    "$bazel_bin/keeper/rangefs-keeper" "$BIN/"
+    "$bazel_bin/keeper/rangefs-keeper" "$bazel_bin/mount/rangefs-mount" "$BIN/"
 }
 
 save_state() {
@@ -351,7 +352,7 @@ cmd_up() {
   log "up: $NODES node(s), etcd $ETCD_ENDPOINTS, cluster '$CLUSTER', hosts=$HOSTS, agents $security, dir $DIR"
   print_metrics
   write_config
-  log "every tool, rangefs-mount and Python use this cluster (fast path included) after:"
+  log "the tools are in $BIN; every tool, rangefs-mount and Python use this cluster (fast path included) after:"
   echo "export RANGEFS_CONFIG=$DIR/rangefs.conf"
   echo "RANGEFS_CONFIG=$DIR/rangefs.conf RANGEFS_ETCD=$ETCD_ENDPOINTS RANGEFS_CLUSTER=$CLUSTER MOUNT_ROOT=$DIR/mnt$([ "$TLS" = 1 ] && echo " AGENT_TLS_DIR=$TLS_DIR")"
 }

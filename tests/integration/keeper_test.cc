@@ -385,6 +385,21 @@ class KeeperTest : public ::testing::Test {
     return ok;
   }
 
+  // Waits for every slot to have its 2 replicas on distinct nodes (a move
+  // in flight has 3); `per_node`: replicas per node then. False (with
+  // keeper `id`'s log tail) after kWait.
+  bool WaitSettled(const std::string& id,
+                   std::map<std::string, int>* per_node) {
+    const bool settled = Poll(
+        [&] {
+          per_node->clear();
+          return AllSlotsHealthy({}, per_node);
+        },
+        kWait);
+    if (!settled) ADD_FAILURE() << keepers_[id]->LogTail();
+    return settled;
+  }
+
   // Objects in agent i's export.
   std::vector<std::string> Objects(size_t i) {
     std::vector<std::string> out;
@@ -587,13 +602,7 @@ TEST_F(KeeperTest, NodeKilledForGoodIsReReplicatedWithoutReadErrors) {
   // tolerance): a slot mid-move has 3 replicas. Idle that is over before
   // two scans; under load it may not be, so wait for a settled layout.
   std::map<std::string, int> before;
-  ASSERT_TRUE(Poll(
-      [&] {
-        before.clear();
-        return AllSlotsHealthy({}, &before);
-      },
-      kWait))
-      << keepers_["ka"]->LogTail();
+  ASSERT_TRUE(WaitSettled("ka", &before));
   ASSERT_GT(before["n1"], 0);
   const absl::Time killed = absl::Now();
   ASSERT_THAT(cluster_->agent(1).process->Kill(), IsOk());  // kill -9
@@ -688,13 +697,7 @@ TEST_F(KeeperTest, KilledNodeIsUnreachableAtOnceWithFilesAtRiskAndCountdown) {
             nullptr);
   ASSERT_TRUE(Poll([&] { return Leader() == "ka"; }, kWait));
   std::map<std::string, int> before;
-  ASSERT_TRUE(Poll(
-      [&] {
-        before.clear();
-        return AllSlotsHealthy({}, &before);
-      },
-      kWait))
-      << keepers_["ka"]->LogTail();
+  ASSERT_TRUE(WaitSettled("ka", &before));
   ASSERT_GT(before["n1"], 0);
   // The files with a replica on n1, and those slots' bytes (a stripe
   // column: every 3rd MiB unit of the 3 MiB + 5 bytes file).
