@@ -48,16 +48,45 @@ printf 'etcd_endpoints = %s\nclustr = x\n' "$ETCD_ENDPOINTS" >"$TEST_TMPDIR/bad.
 expect_rc 2 "$admin" --config="$TEST_TMPDIR/bad.conf" node list
 grep -q "bad.conf:2" "$TEST_TMPDIR/err" || fail "config error location: $(cat "$TEST_TMPDIR/err")"
 
-# doctor: nodes registered but no agents running -> FAIL findings with fixes.
-expect_rc 0 "${A[@]}" doctor --mounts=no
+# doctor: nodes registered but no agents running -> FAIL findings with
+# fixes, exit 1 (doctor's exit codes: admin/doctor.h).
+expect_rc 1 "${A[@]}" doctor --mounts=no
 grep -q "FAIL" "$TEST_TMPDIR/out" || fail "doctor: $(cat "$TEST_TMPDIR/out")"
 grep -q "n1" "$TEST_TMPDIR/out" || fail "doctor names the node: $(cat "$TEST_TMPDIR/out")"
+
+# A mistyped command names the closest valid one; exit 2.
+expect_rc 2 "${A[@]}" file lss /data
+grep -q 'unknown file command "lss"; did you mean "ls"?' "$TEST_TMPDIR/err" \
+  || fail "did you mean: $(cat "$TEST_TMPDIR/err")"
+# --json: sizes and counts are JSON numbers.
+expect_rc 0 "${A[@]}" --json file ls /crawl
+grep -Eq '"size": [0-9]+,' "$TEST_TMPDIR/out" || fail "json size: $(cat "$TEST_TMPDIR/out")"
 
 # Dump from one cluster name, restore into another.
 expect_rc 0 "${A[@]}" dump --out="$TEST_TMPDIR/dump.json"
 expect_rc 0 "$admin" --etcd="$ETCD_ENDPOINTS" --cluster=copy restore --in="$TEST_TMPDIR/dump.json"
 expect_rc 0 "$admin" --etcd="$ETCD_ENDPOINTS" --cluster=copy file ls /
 grep -q "^/crawl/a " "$TEST_TMPDIR/out" || fail "restored ls: $(cat "$TEST_TMPDIR/out")"
+
+# A wrong cluster name: the command runs (empty), and stderr says so,
+# naming the clusters that exist; the right one warns of nothing.
+expect_rc 0 "$admin" --etcd="$ETCD_ENDPOINTS" --cluster=nope status
+grep -q 'cluster "nope" at .* has no nodes and no files (clusters there: .*clitest' "$TEST_TMPDIR/err" \
+  || fail "empty cluster warning: $(cat "$TEST_TMPDIR/err")"
+expect_rc 0 "${A[@]}" status
+! grep -q "has no nodes and no files" "$TEST_TMPDIR/err" || fail "warned on a real cluster: $(cat "$TEST_TMPDIR/err")"
+# One config file, read through $RANGEFS_CONFIG; $RANGEFS_CLUSTER and then
+# --cluster win over it (the same precedence in every tool:
+# base/layered_config.h).
+printf 'etcd_endpoints = %s\ncluster = copy\n' "$ETCD_ENDPOINTS" >"$TEST_TMPDIR/rangefs.conf"
+RANGEFS_CONFIG="$TEST_TMPDIR/rangefs.conf" expect_rc 0 "$admin" file ls /
+grep -q "^/crawl/a " "$TEST_TMPDIR/out" || fail "config file's cluster: $(cat "$TEST_TMPDIR/out")"
+RANGEFS_CONFIG="$TEST_TMPDIR/rangefs.conf" RANGEFS_CLUSTER=nope expect_rc 0 "$admin" file ls /
+grep -q 'cluster "nope"' "$TEST_TMPDIR/err" || fail "\$RANGEFS_CLUSTER over the file: $(cat "$TEST_TMPDIR/err")"
+RANGEFS_CONFIG="$TEST_TMPDIR/rangefs.conf" RANGEFS_CLUSTER=nope expect_rc 0 "$admin" --cluster=copy file ls /
+grep -q "^/crawl/a " "$TEST_TMPDIR/out" || fail "--cluster over \$RANGEFS_CLUSTER: $(cat "$TEST_TMPDIR/out")"
+RANGEFS_CONFIG="$TEST_TMPDIR/missing.conf" expect_rc 3 "$admin" file ls /
+grep -q 'missing.conf.*RANGEFS_CONFIG' "$TEST_TMPDIR/err" || fail "bad \$RANGEFS_CONFIG: $(cat "$TEST_TMPDIR/err")"
 
 # A dead etcd: a clear error and exit 5, quickly.
 etcd_stop_all

@@ -1,12 +1,16 @@
 #include "admin/cli.h"
 
+#include <algorithm>
 #include <map>
 #include <memory>
+#include <optional>
 #include <utility>
 
 #include "CLI/CLI.hpp"
+#include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "admin/commands.h"
 
 namespace rangefs {
@@ -47,6 +51,7 @@ const std::vector<OptionSpec>& GlobalOptions() {
       {"agent-ca", Kind::kString, "CA of the agents' certificates (PEM)"},
       {"agent-cert", Kind::kString, "client certificate for the agents"},
       {"agent-key", Kind::kString, "key of --agent-cert"},
+      {"version", Kind::kFlag, "print the version and git commit"},
   };
   return *kOptions;
 }
@@ -174,7 +179,8 @@ const std::vector<CommandSpec>& Commands() {
        "doctor",
        "",
        "",
-       "check etcd, TLS, clocks, records, mounts, RDMA",
+       "check etcd, TLS, clocks, records, mounts, RDMA (exit 0: all OK, "
+       "1: a failure, 6: warnings only)",
        {{"mount-root", Kind::kString, "client mount root"},
         {"mount-status", Kind::kString, "rangefs-mountd status file"},
         {"mounts", Kind::kString, "yes|no: check mounts"},
@@ -192,6 +198,115 @@ const CLI::Validator& IntValidator() {
       },
       "");
   return *kInt;
+}
+
+// Levenshtein distance between two words.
+size_t EditDistance(absl::string_view a, absl::string_view b) {
+  std::vector<size_t> prev(b.size() + 1), cur(b.size() + 1);
+  for (size_t j = 0; j <= b.size(); ++j) prev[j] = j;
+  for (size_t i = 1; i <= a.size(); ++i) {
+    cur[0] = i;
+    for (size_t j = 1; j <= b.size(); ++j) {
+      cur[j] = std::min({prev[j] + 1, cur[j - 1] + 1,
+                         prev[j - 1] + (a[i - 1] == b[j - 1] ? 0 : 1)});
+    }
+    std::swap(prev, cur);
+  }
+  return prev[b.size()];
+}
+
+// "unknown <what> "word"; did you mean "a" or "b"?": the valid words within
+// two edits of `word` (one for short words), or that it begins; else the
+// list of valid words.
+std::string UnknownWordMessage(const std::string& what, const std::string& word,
+                               const std::vector<std::string>& valid,
+                               const std::string& help) {
+  size_t best = std::max<size_t>(1, std::min<size_t>(2, word.size() / 3));
+  std::vector<std::string> closest;
+  for (const std::string& v : valid) {
+    size_t d =
+        absl::StartsWith(v, word) && !word.empty() ? 1 : EditDistance(word, v);
+    if (d < best) closest.clear();
+    if (d <= best) {
+      best = d;
+      if (std::find(closest.begin(), closest.end(), v) == closest.end()) {
+        closest.push_back(v);
+      }
+    }
+  }
+  std::string out = absl::StrCat("unknown ", what, " \"", word, "\"");
+  if (closest.empty()) {
+    absl::StrAppend(&out, " (one of: ", absl::StrJoin(valid, ", "), ")");
+  } else {
+    absl::StrAppend(&out, "; did you mean \"",
+                    absl::StrJoin(closest, "\" or \""), "\"?");
+  }
+  return absl::StrCat(out, " (see rangefs-admin ", help, ")");
+}
+
+// The options that take a value (--name VALUE), global or of any command.
+bool TakesValue(absl::string_view name) {
+  auto in = [&](const std::vector<OptionSpec>& specs) {
+    for (const OptionSpec& o : specs) {
+      if (o.name == name) return o.kind != Kind::kFlag;
+    }
+    return false;
+  };
+  if (in(GlobalOptions())) return true;
+  for (const CommandSpec& c : Commands()) {
+    if (in(c.options)) return true;
+  }
+  return false;
+}
+
+// argv without options and their values: the command words, then
+// positionals.
+std::vector<std::string> Words(const std::vector<std::string>& argv) {
+  std::vector<std::string> words;
+  for (size_t i = 0; i < argv.size(); ++i) {
+    const std::string& a = argv[i];
+    if (a == "--") {
+      words.insert(words.end(), argv.begin() + i + 1, argv.end());
+      break;
+    }
+    if (absl::StartsWith(a, "--")) {
+      if (a.find('=') == std::string::npos && TakesValue(a.substr(2))) ++i;
+    } else if (!absl::StartsWith(a, "-") || a.size() == 1) {
+      words.push_back(a);
+    }
+  }
+  return words;
+}
+
+// For a command line CLI11 refused: the message for its first word that
+// is not a command (or the command word after a group), if there is one.
+std::optional<std::string> UnknownCommand(
+    const std::vector<std::string>& argv) {
+  const std::vector<std::string> words = Words(argv);
+  if (words.empty()) return std::nullopt;
+  std::vector<std::string> top = {"help"};
+  std::map<std::string, std::vector<std::string>> groups;
+  for (const CommandSpec& c : Commands()) {
+    if (*c.group == '\0') {
+      top.push_back(c.name);
+      continue;
+    }
+    std::vector<std::string>& g = groups[c.group];
+    if (g.empty()) top.push_back(c.group);
+    g.push_back(c.name);
+    if (*c.alias != '\0') g.push_back(c.alias);
+  }
+  if (std::find(top.begin(), top.end(), words[0]) == top.end()) {
+    return UnknownWordMessage("command", words[0], top, "--help");
+  }
+  auto g = groups.find(words[0]);
+  if (g == groups.end() || words.size() < 2) return std::nullopt;
+  const std::vector<std::string>& valid = g->second;
+  if (std::find(valid.begin(), valid.end(), words[1]) != valid.end()) {
+    return std::nullopt;
+  }
+  return UnknownWordMessage(absl::StrCat(g->first, " command"), words[1], valid,
+                            absl::StrCat("help ", g->first));
 }
 
 // Values of the options of one CLI::App, by name.
@@ -307,8 +422,15 @@ absl::StatusOr<CommandLine> Parser::Parse(
     out.help_text = app_.get_subcommands().empty() ? Usage() : app_.help();
     return out;
   } catch (const CLI::ParseError& e) {
+    if (std::optional<std::string> unknown = UnknownCommand(argv)) {
+      return absl::InvalidArgumentError(*unknown);
+    }
     return absl::InvalidArgumentError(
         absl::StrCat(e.what(), " (see rangefs-admin --help)"));
+  }
+  if (global_.flags["version"]) {
+    out.version = true;
+    return out;
   }
   std::vector<std::string> global_words;
   AppendGiven(app_, global_, global_words);

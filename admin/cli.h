@@ -25,6 +25,8 @@ struct CommandLine {
   // code is 0, or 2 when no command was given.
   bool help = false;
   bool no_command = false;
+  // --version: print base/version.h's VersionLine, exit 0.
+  bool version = false;
   std::string help_text;
   // The global options given (--etcd, --json, ...), as --name=value.
   Args global;
@@ -36,9 +38,11 @@ struct CommandLine {
 };
 
 // Parses argv (without the program name). INVALID_ARGUMENT (exit code 2)
-// with CLI11's message for an unknown command or option, a missing or
-// mistyped value (integers for --revision, --limit, --width, --replicas,
-// --parallel, --if-revision).
+// with CLI11's message for an unknown option, a missing or mistyped value
+// (integers for --revision, --limit, --width, --replicas, --parallel,
+// --if-revision); for an unknown command or command group word, a message
+// naming it and the closest valid words ("unknown file command \"lss\";
+// did you mean \"ls\"?").
 absl::StatusOr<CommandLine> ParseCommandLine(
     const std::vector<std::string>& argv);
 

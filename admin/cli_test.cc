@@ -57,6 +57,32 @@ TEST(CliTest, UsageErrorsAreInvalidArgument) {
                        HasSubstr("node commands:")));
 }
 
+TEST(CliTest, UnknownCommandsNameTheClosestValidWords) {
+  EXPECT_THAT(ParseCommandLine({"file", "lss", "/data"}),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr("unknown file command \"lss\"; did you "
+                                 "mean \"ls\"?")));
+  EXPECT_THAT(ParseCommandLine({"--etcd", "h:1", "staus"}),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr("unknown command \"staus\"; did you mean "
+                                 "\"status\"?")));
+  EXPECT_THAT(ParseCommandLine({"node", "lst"}),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr("did you mean \"list\" or \"ls\"?")));
+  EXPECT_THAT(ParseCommandLine({"zzzz"}),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr("unknown command \"zzzz\" (one of: ")));
+}
+
+TEST(CliTest, VersionFlag) {
+  auto cl = ParseCommandLine({"--version"});
+  ASSERT_THAT(cl, IsOk());
+  EXPECT_TRUE(cl->version);
+  auto after = ParseCommandLine({"file", "ls", "--version"});
+  ASSERT_THAT(after, IsOk());
+  EXPECT_TRUE(after->version);
+}
+
 TEST(CliTest, HelpPerCommand) {
   auto none = ParseCommandLine({});
   ASSERT_THAT(none, IsOk());

@@ -1,6 +1,7 @@
 #include "admin/commands.h"
 
 #include <fstream>
+#include <optional>
 #include <sstream>
 
 #include "absl/strings/escaping.h"
@@ -9,6 +10,7 @@
 #include "absl/time/time.h"
 #include "admin/data_commands.h"
 #include "admin/file_get.h"
+#include "admin/keeper_info.h"
 #include "admin/repair_command.h"
 #include "base/status_macros.h"
 #include "google/protobuf/util/json_util.h"
@@ -92,9 +94,10 @@ void AddNodeColumns(Table& t) {
 }
 
 void AddNodeRow(Table& t, const v1::NodeRecord& n) {
-  t.AddRow({n.id(), std::string(ns::AdminStateName(n.admin_state())),
-            absl::StrJoin(n.addresses(), ","), n.export_path(), n.zone(),
-            n.capacity_bytes() ? HumanBytes(n.capacity_bytes()) : "-"});
+  t.AddRow(
+      {n.id(), std::string(ns::AdminStateName(n.admin_state())),
+       absl::StrJoin(n.addresses(), ","), n.export_path(), n.zone(),
+       n.capacity_bytes() ? Cell::Bytes(n.capacity_bytes()) : Cell::Null()});
 }
 
 absl::StatusOr<Table> NodeList(Context& ctx, Args& a) {
@@ -107,7 +110,7 @@ absl::StatusOr<Table> NodeList(Context& ctx, Args& a) {
     if (e.invalid.empty()) {
       AddNodeRow(t, e.record);
     } else {
-      t.AddRow({e.record.id(), "invalid", e.invalid, "-", "-", "-"});
+      t.AddRow({e.record.id(), "invalid", e.invalid, "-", "-", Cell::Null()});
     }
   }
   return t;
@@ -245,13 +248,14 @@ absl::StatusOr<Table> FileLs(Context& ctx, Args& a) {
     for (const FileEntry& f : r.files) {
       if (limit > 0 && static_cast<int64_t>(t.rows.size()) >= limit) break;
       if (!f.invalid.empty()) {
-        t.AddRow({f.path, "-", "invalid", f.invalid, "-", "-"});
+        t.AddRow({f.path, Cell::Null(), "invalid", f.invalid, Cell::Null(),
+                  Cell::Null()});
         continue;
       }
-      t.AddRow({f.path, absl::StrCat(f.layout.size()),
+      t.AddRow({f.path, Cell::Int(static_cast<int64_t>(f.layout.size())),
                 std::string(ns::FileStateName(f.layout.state())),
-                Shape(f.layout), absl::StrCat(Replicas(f.layout)),
-                absl::StrCat(f.layout.generation())});
+                Shape(f.layout), Cell::Int(Replicas(f.layout)),
+                Cell::Int(static_cast<int64_t>(f.layout.generation()))});
     }
     if (r.next_page_token.empty() ||
         (limit > 0 && static_cast<int64_t>(t.rows.size()) >= limit)) {
@@ -279,9 +283,11 @@ absl::StatusOr<Table> FileDataset(Context& ctx, Args& a) {
   for (const ns::SnapshotFile& f : s.files) record_bytes += f.layout.size();
   Table t;
   t.columns = {"dir", "revision", "files", "bytes", "invalid", "record_bytes"};
-  t.AddRow({s.dir, absl::StrCat(s.revision), absl::StrCat(s.files.size()),
-            absl::StrCat(s.bytes), absl::StrCat(s.invalid),
-            absl::StrCat(record_bytes)});
+  t.AddRow({s.dir, Cell::Int(s.revision),
+            Cell::Int(static_cast<int64_t>(s.files.size())),
+            Cell::Int(static_cast<int64_t>(s.bytes)),
+            Cell::Int(static_cast<int64_t>(s.invalid)),
+            Cell::Int(static_cast<int64_t>(record_bytes))});
   return t;
 }
 
@@ -343,43 +349,15 @@ absl::StatusOr<Table> FileCreate(Context& ctx, Args& a) {
 
 // --- status, dump, restore ---
 
-// What `status` shows of rangefs-keeper: its leader and status records.
-struct KeeperInfo {
-  absl::Status error;     // Reading the leader key failed.
-  std::string id;         // Empty: no active keeper.
-  bool reported = false;  // `st` holds a parsed status record.
-  v1::KeeperStatus st;
-};
-
-KeeperInfo ReadKeeperInfo(ns::NamespaceStore& store) {
-  auto get = [&](const std::string& key) -> absl::StatusOr<std::string> {
-    RANGEFS_ASSIGN_OR_RETURN(ns::KvRange r, store.kv()->Range(key, "", 1, 0));
-    if (r.kvs.empty()) return absl::NotFoundError(key);
-    return r.kvs[0].value;
-  };
-  KeeperInfo k;
-  absl::StatusOr<std::string> leader = get(store.keys().KeeperLeader());
-  if (absl::IsNotFound(leader.status())) return k;
-  if (!leader.ok()) {
-    k.error = leader.status();
-    return k;
-  }
-  k.id = *leader;
-  absl::StatusOr<std::string> raw = get(store.keys().KeeperStatus());
-  k.reported = raw.ok() && k.st.ParseFromString(*raw);
-  return k;
-}
-
 // "keeper ka active, ..." or "no active keeper". Records that do not parse
 // are reported as such.
-std::string KeeperSummary(const KeeperInfo& k) {
+std::string KeeperSummary(const KeeperInfo& k, absl::Time now) {
   if (!k.error.ok()) return absl::StrCat("keeper: ", k.error.message());
   if (k.id.empty()) return "no active keeper";
   std::string out = absl::StrCat("keeper ", absl::CEscape(k.id), " active");
   if (!k.reported) return absl::StrCat(out, " (no round reported yet)");
   const v1::KeeperStatus& st = k.st;
-  const absl::Duration ago =
-      absl::Now() - absl::FromUnixMillis(st.updated_unix_ms());
+  const absl::Duration ago = now - absl::FromUnixMillis(st.updated_unix_ms());
   absl::StrAppend(
       &out, " (last round ",
       absl::FormatDuration(absl::Trunc(ago, absl::Seconds(1))),
@@ -390,6 +368,13 @@ std::string KeeperSummary(const KeeperInfo& k) {
       HumanBytes(st.under_replicated_bytes()), "); ", st.dead_nodes(),
       " dead, ", st.draining_nodes(), " draining node(s); ", st.trash_pending(),
       " object(s) awaiting deletion");
+  const std::string countdown = HealCountdown(k, now);
+  if (st.at_risk_files() > 0 || !countdown.empty()) {
+    absl::StrAppend(&out, "; ", st.at_risk_files(), " file(s) (",
+                    HumanBytes(st.at_risk_bytes()),
+                    ") at risk on unreachable node(s)");
+    if (!countdown.empty()) absl::StrAppend(&out, "; ", countdown);
+  }
   if (st.in_round()) {
     absl::StrAppend(
         &out, "; round in progress: ", HumanBytes(st.bytes_copied()), " of ",
@@ -404,12 +389,16 @@ std::string KeeperSummary(const KeeperInfo& k) {
 // `status --json`'s keeper row: {"kind": "keeper", "node": "", "live": "",
 // ...}. "node" and "live" are there (empty) so that scripts which scan the
 // rows for a node keep working; the counts are JSON numbers.
-std::string KeeperJsonRow(const KeeperInfo& k) {
+// "unreachable_nodes" (nodes with a record but no live record) is there
+// whatever the keeper reported.
+std::string KeeperJsonRow(const KeeperInfo& k, int unreachable,
+                          absl::Time now) {
   nlohmann::ordered_json j = {{"kind", "keeper"}, {"node", ""}, {"live", ""}};
   if (!k.error.ok()) j["error"] = std::string(k.error.message());
   j["active"] = k.error.ok() && !k.id.empty();
   j["keeper_id"] = k.id;
   j["reported"] = k.reported;
+  j["unreachable_nodes"] = unreachable;
   if (k.reported) {
     const v1::KeeperStatus& st = k.st;
     j["updated_unix_ms"] = st.updated_unix_ms();
@@ -433,6 +422,13 @@ std::string KeeperJsonRow(const KeeperInfo& k) {
     j["eta_s"] = st.in_round() && st.eta_s() > 0
                      ? nlohmann::ordered_json(st.eta_s())
                      : nlohmann::ordered_json(nullptr);
+    j["at_risk_files"] = st.at_risk_files();
+    j["at_risk_bytes"] = st.at_risk_bytes();
+    // null: no node missing; 0: healing now.
+    const std::optional<int64_t> heal = HealStartsInSeconds(k, now);
+    j["heal_starts_in_s"] = heal.has_value() ? nlohmann::ordered_json(*heal)
+                                             : nlohmann::ordered_json(nullptr);
+    j["dead_after_s"] = st.dead_after_s();
   }
   return j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
 }
@@ -450,8 +446,8 @@ absl::StatusOr<Table> Status(Context& ctx, Args& a) {
   int alive = 0;
   for (const NodeEntry& n : nodes) {
     if (!n.invalid.empty()) {
-      t.AddRow(
-          {n.record.id(), "invalid", "-", n.invalid, "-", "-", "-", "-", "-"});
+      t.AddRow({n.record.id(), "invalid", "-", n.invalid, Cell::Null(),
+                Cell::Null(), Cell::Null(), Cell::Null(), Cell::Null()});
       continue;
     }
     const v1::LiveRecord* l = nullptr;
@@ -470,22 +466,34 @@ absl::StatusOr<Table> Status(Context& ctx, Args& a) {
       total_sum += l->total_bytes();
       ++alive;
     }
-    t.AddRow({n.record.id(),
-              std::string(ns::AdminStateName(n.record.admin_state())),
-              l ? "yes" : "no", health, l ? HumanBytes(l->free_bytes()) : "-",
-              l ? HumanBytes(l->total_bytes()) : "-",
-              l ? HumanBytes(l->bytes_read()) : "-",
-              l ? absl::StrCat(l->inflight()) : "-",
-              l ? absl::StrCat(l->read_p99_us()) : "-"});
+    t.AddRow(
+        {n.record.id(), std::string(ns::AdminStateName(n.record.admin_state())),
+         l ? "yes" : "no", health,
+         l ? Cell::Bytes(l->free_bytes()) : Cell::Null(),
+         l ? Cell::Bytes(l->total_bytes()) : Cell::Null(),
+         l ? Cell::Bytes(l->bytes_read()) : Cell::Null(),
+         l ? Cell::Int(l->inflight()) : Cell::Null(),
+         l ? Cell::Int(static_cast<int64_t>(l->read_p99_us())) : Cell::Null()});
   }
   RANGEFS_ASSIGN_OR_RETURN(int64_t rev, ctx.store->CurrentRevision());
   const KeeperInfo keeper = ReadKeeperInfo(*ctx.store);
-  t.message =
-      absl::StrCat(nodes.size(), " node(s), ", alive, " live; ",
-                   HumanBytes(free_sum), " free of ", HumanBytes(total_sum),
-                   "; etcd revision ", rev, "; ", KeeperSummary(keeper));
+  const std::vector<std::string> unreachable = UnreachableNodes(nodes, live);
+  const absl::Time now = absl::Now();
+  t.message = absl::StrCat(nodes.size(), " node(s), ", alive, " live");
+  if (!unreachable.empty()) {
+    absl::StrAppend(&t.message, ", ", unreachable.size(), " unreachable (",
+                    absl::StrJoin(unreachable, ", ",
+                                  [](std::string* out, const std::string& id) {
+                                    absl::StrAppend(out, absl::CEscape(id));
+                                  }),
+                    ")");
+  }
+  absl::StrAppend(&t.message, "; ", HumanBytes(free_sum), " free of ",
+                  HumanBytes(total_sum), "; etcd revision ", rev, "; ",
+                  KeeperSummary(keeper, now));
   t.json_row_kind = "node";
-  t.json_extra.push_back(KeeperJsonRow(keeper));
+  t.json_extra.push_back(
+      KeeperJsonRow(keeper, static_cast<int>(unreachable.size()), now));
   return t;
 }
 
@@ -647,7 +655,8 @@ std::string Usage(const std::string& group) {
   doctor [--mount-root=DIR] [--mount-status=FILE] [--fuse-status=DIR]
          [--mounts=no]      checks etcd, TLS, clock skew, node/live records,
                             mounts, rangefs-mount file systems and RDMA;
-                            prints each finding with its fix
+                            prints each finding with its fix; exit 0: all
+                            OK, 1: a FAIL, 6: warnings only
   dump [--out=FILE]         whole namespace as JSON (stdout by default)
   restore --in=FILE         re-create nodes and files from a dump
   fsck [DIR] [--checksums]  check every replica object (exit 4 on problems)
@@ -667,7 +676,10 @@ std::string Usage(const std::string& group) {
       "$RANGEFS_CONFIG (see deploy/config/rangefs.conf.example).\n"
       "--agent-ca=PEM [--agent-cert=PEM --agent-key=PEM]: TLS to the "
       "agents (file put\nneeds a certificate on the agents' --writers, "
-      "e.g. rangefs-admin.crt).\n\n",
+      "e.g. rangefs-admin.crt).\n"
+      "--version prints the version and git commit. Exit status: 0 ok, 1 "
+      "error,\n2 usage, 3 not found, 4 conflict or problems found, 5 etcd "
+      "or agents\nunavailable (doctor: see below).\n\n",
       node, "\n", file, "\n", other);
 }
 

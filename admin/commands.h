@@ -13,6 +13,7 @@
 #include "absl/status/statusor.h"
 #include "admin/args.h"
 #include "admin/table.h"
+#include "namespace/etcd/etcd_settings.h"
 #include "namespace/store.h"
 #include "storage_node/node_client.h"
 
@@ -27,6 +28,11 @@ struct Context {
   node::NodeClientTlsOptions agent_tls;
   // Reports progress of long operations (done, total); may be empty.
   std::function<void(size_t, size_t)> progress;
+  // The etcd connection rangefs-admin resolved (flags > environment >
+  // config file > defaults) and the config's mount_root ("": not set):
+  // what `doctor` checks.
+  etcd::EtcdSettings etcd;
+  std::string mount_root;
 };
 
 // Runs `args` (command words first: "node", "add", "n1", ...).

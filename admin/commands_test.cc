@@ -314,6 +314,83 @@ TEST_F(CommandsTest, StatusJsonHasNodeRowsThenTheKeeperRow) {
   EXPECT_EQ(rows[1]["eta_s"], 42.5);
 }
 
+// A node with a record but no live record shows at once as unreachable
+// (no keeper needed); the keeper's record adds the files at risk and the
+// countdown to healing, in the text line and as numbers in the JSON row.
+TEST_F(CommandsTest, StatusShowsUnreachableNodesAndWhenHealingStarts) {
+  for (const char* id : {"n1", "n2", "n3"}) {
+    ASSERT_THAT(Run({"node", "add", id, absl::StrCat("--address=", id, ":1"),
+                     "--export=/e"}),
+                IsOk());
+  }
+  v1::LiveRecord l;
+  l.set_node_id("n1");
+  l.set_health(v1::LiveRecord::HEALTHY);
+  ASSERT_THAT(store_->PutLive(l, 0), IsOk());
+  auto st = Run({"status"});
+  ASSERT_THAT(st, IsOk());
+  EXPECT_THAT(st->message,
+              HasSubstr("3 node(s), 1 live, 2 unreachable (n2, n3)"));
+  EXPECT_THAT(st->message, HasSubstr("no active keeper"));
+  auto json = [&]() {
+    auto s = Run({"status"});
+    EXPECT_THAT(s, IsOk());
+    if (!s.ok()) return nlohmann::json();
+    nlohmann::json rows = nlohmann::json::parse(FormatJson(*s), nullptr, false);
+    return rows.is_array() && !rows.empty() ? rows.back() : nlohmann::json();
+  };
+  nlohmann::json kr = json();
+  EXPECT_EQ(kr["kind"], "keeper");
+  EXPECT_EQ(kr["unreachable_nodes"], 2);
+
+  const ns::Keys& k = store_->keys();
+  PutKey(k.KeeperLeader(), "kx");
+  v1::KeeperStatus ks;
+  ks.set_updated_unix_ms(absl::ToUnixMillis(absl::Now()));
+  ks.set_missing_nodes(2);
+  ks.set_at_risk_files(166);
+  ks.set_at_risk_bytes(3 << 20);
+  ks.set_dead_after_s(600);
+  ks.set_heal_starts_unix_ms(
+      absl::ToUnixMillis(absl::Now() + absl::Seconds(98)));
+  PutKey(k.KeeperStatus(), ks.SerializeAsString());
+  st = Run({"status"});
+  ASSERT_THAT(st, IsOk());
+  EXPECT_THAT(st->message,
+              HasSubstr("166 file(s) (3.0 MiB) at risk on unreachable "
+                        "node(s); healing starts in 1m3"));
+  EXPECT_THAT(st->message,
+              ::testing::ContainsRegex("healing starts in 1m3[89]s"));
+  kr = json();
+  EXPECT_EQ(kr["at_risk_files"], 166);
+  EXPECT_EQ(kr["at_risk_bytes"], 3 << 20);
+  EXPECT_EQ(kr["unreachable_nodes"], 2);
+  EXPECT_EQ(kr["dead_after_s"], 600);
+  ASSERT_TRUE(kr["heal_starts_in_s"].is_number()) << kr;
+  EXPECT_GE(kr["heal_starts_in_s"].get<int>(), 97);
+  EXPECT_LE(kr["heal_starts_in_s"].get<int>(), 98);
+
+  // Once it passed: healing now (0 in the JSON).
+  ks.set_heal_starts_unix_ms(
+      absl::ToUnixMillis(absl::Now() - absl::Seconds(5)));
+  PutKey(k.KeeperStatus(), ks.SerializeAsString());
+  st = Run({"status"});
+  ASSERT_THAT(st, IsOk());
+  EXPECT_THAT(st->message, HasSubstr("at risk on unreachable node(s); "
+                                     "healing now"));
+  EXPECT_EQ(json()["heal_starts_in_s"], 0);
+
+  // No node missing: nothing about risk, and null in the JSON.
+  ks.clear_heal_starts_unix_ms();
+  ks.set_at_risk_files(0);
+  ks.set_at_risk_bytes(0);
+  PutKey(k.KeeperStatus(), ks.SerializeAsString());
+  st = Run({"status"});
+  ASSERT_THAT(st, IsOk());
+  EXPECT_THAT(st->message, ::testing::Not(HasSubstr("at risk")));
+  EXPECT_TRUE(json()["heal_starts_in_s"].is_null());
+}
+
 TEST_F(CommandsTest, RepairDryRunPrintsThePlanAndChangesNothing) {
   // n1 and n2 live, n3 has no live record (dead here); /f has replicas on
   // n1 and n3: the plan moves n3's replica to n2.

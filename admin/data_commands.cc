@@ -66,10 +66,10 @@ Table SingleFileTable(const std::string& shown, const std::string& path,
                       const ingest::IngestResult& r) {
   Table t;
   t.columns = {"path", "size", "width", "replicas", "stripe unit", "file id"};
-  t.AddRow({path, HumanBytes(r.size), absl::StrCat(r.striped ? r.width : 0),
-            absl::StrCat(o.replicas),
-            r.striped ? HumanBytes(o.stripe_unit) : "-",
-            absl::StrCat(r.file_id)});
+  t.AddRow({path, Cell::Bytes(r.size), Cell::Int(r.striped ? r.width : 0),
+            Cell::Int(o.replicas),
+            r.striped ? Cell::Bytes(o.stripe_unit) : Cell::Null(),
+            Cell::Int(static_cast<int64_t>(r.file_id))});
   t.message = absl::StrCat("put ", shown, " as ", path, ": ", r.size,
                            " bytes in ", r.objects, " object(s)");
   return t;

@@ -6,10 +6,13 @@
 #include <poll.h>
 #include <stdlib.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <fstream>
 #include <map>
+#include <optional>
 #include <set>
 #include <sstream>
 
@@ -20,6 +23,8 @@
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "absl/time/clock.h"
+#include "admin/keeper_info.h"
+#include "base/status_macros.h"
 #include "client_lib/mountd/mount_status.h"
 #include "client_lib/mountd/mountinfo.h"
 #include "mount/mount_check.h"
@@ -144,6 +149,9 @@ class Report {
   Table Finish() {
     t_.message = absl::StrCat("doctor: ", ok_, " ok, ", warn_, " warning(s), ",
                               fail_, " failure(s)");
+    t_.exit_code = fail_ > 0   ? kDoctorExitFailures
+                   : warn_ > 0 ? kDoctorExitWarnings
+                               : 0;
     return std::move(t_);
   }
 
@@ -302,8 +310,54 @@ void CheckAgentSecurity(const std::vector<ns::LiveEntry>& live, Report& r) {
   }
 }
 
+// An active or draining node without a live record: WARN while the keeper
+// counts it missing (unreachable: a restart, a network blip; with when
+// healing starts), FAIL once it counts it dead (its replicas are being
+// re-created) or when no keeper reports at all (nothing will heal).
+void AddUnreachable(const v1::NodeRecord& rec, const KeeperInfo& keeper,
+                    absl::Time now, Report& r) {
+  const std::string check = "node " + rec.id();
+  const std::string state(ns::AdminStateName(rec.admin_state()));
+  const std::string fix = absl::StrCat(
+      "on ", rec.id(),
+      ": systemctl status rangefs-node; journalctl -u rangefs-node; or "
+      "`rangefs-admin node drain ",
+      rec.id(), "` if it is gone for good");
+  if (!keeper.reported) {
+    r.Add(check, kFail,
+          absl::StrCat(state,
+                       " but no live record: the agent is down or cannot "
+                       "reach etcd; no keeper reports (nothing re-creates "
+                       "its replicas)"),
+          fix);
+    return;
+  }
+  const auto& dead = keeper.st.dead_node_ids();
+  if (std::find(dead.begin(), dead.end(), rec.id()) != dead.end()) {
+    r.Add(check, kFail,
+          absl::StrCat(state,
+                       " but dead (no live record for the keeper's "
+                       "dead_after): its replicas are being re-created"),
+          fix);
+    return;
+  }
+  std::string when = HealCountdown(keeper, now);
+  if (when.empty()) {
+    when = absl::StrCat(
+        "healing starts ",
+        absl::FormatDuration(absl::Seconds(keeper.st.dead_after_s())),
+        " after the keeper's next round sees it gone");
+  }
+  r.Add(check, kWarn,
+        absl::StrCat(state,
+                     " but unreachable (no live record: the agent is down or "
+                     "cannot reach etcd); ",
+                     keeper.st.at_risk_files(), " file(s) at risk; ", when),
+        fix);
+}
+
 void CheckNodes(Context& ctx, const std::vector<ns::NodeEntry>& nodes,
-                Report& r) {
+                const KeeperInfo& keeper, absl::Time now, Report& r) {
   auto live = ctx.store->ListLive();
   if (!live.ok()) {
     r.Add("live", kFail,
@@ -340,14 +394,7 @@ void CheckNodes(Context& ctx, const std::vector<ns::NodeEntry>& nodes,
     const bool serving =
         rec.admin_state() == v1::ACTIVE || rec.admin_state() == v1::DRAINING;
     if (serving && it == by_id.end()) {
-      r.Add(check, kFail,
-            absl::StrCat(ns::AdminStateName(rec.admin_state()),
-                         " but no live record: the agent is down or cannot "
-                         "reach etcd"),
-            absl::StrCat("on ", rec.id(),
-                         ": systemctl status rangefs-node; journalctl -u "
-                         "rangefs-node; or `rangefs-admin node drain ",
-                         rec.id(), "` if it is gone for good"));
+      AddUnreachable(rec, keeper, now, r);
       continue;
     }
     if (!serving && it != by_id.end()) {
@@ -413,6 +460,54 @@ void CheckHungMounts(const mountd::MountStatusFile& status, absl::Time now,
   }
 }
 
+// Where `path` points if it is a symbolic link (deploy/local/cluster.sh
+// makes <mount_root>/<id> a link to the node's export directory), made
+// absolute against its directory and without trailing slashes; nullopt if
+// it is not a link. lstat and readlink only: `path` is not a mount point
+// (it is not in mountinfo), so nothing here can wait on a server.
+std::optional<std::string> SymlinkTarget(const std::string& path) {
+  struct stat st;
+  if (lstat(path.c_str(), &st) != 0 || !S_ISLNK(st.st_mode)) {
+    return std::nullopt;
+  }
+  char buf[4096];
+  ssize_t n = readlink(path.c_str(), buf, sizeof(buf));
+  if (n <= 0 || static_cast<size_t>(n) >= sizeof(buf)) return std::nullopt;
+  std::string target(buf, static_cast<size_t>(n));
+  if (target[0] != '/') {
+    target = absl::StrCat(path.substr(0, path.rfind('/') + 1), target);
+  }
+  while (target.size() > 1 && target.back() == '/') target.pop_back();
+  return target;
+}
+
+// A node "mounted" as a symlink: OK when it points at the node's own export
+// directory (a one-machine cluster: reads go to the local file system, no
+// NFS), else WARN.
+void CheckSymlinkMount(const v1::NodeRecord& rec, const std::string& target,
+                       const std::string& link, Report& r) {
+  std::string export_path = rec.export_path();
+  while (export_path.size() > 1 && export_path.back() == '/') {
+    export_path.pop_back();
+  }
+  const std::string check = "mount " + rec.id();
+  if (link == export_path) {
+    r.Add(check, kOk,
+          absl::StrCat(target, " is a symlink to the node's export directory ",
+                       link,
+                       ", not a mount: a one-machine cluster "
+                       "(deploy/local/cluster.sh), reads use the local file "
+                       "system"));
+    return;
+  }
+  r.Add(check, kWarn,
+        absl::StrCat(target, " is a symlink to ", link,
+                     ", not a mount and not the node's export directory ",
+                     export_path.empty() ? "(none recorded)" : export_path),
+        absl::StrCat("on a client: let rangefs-mountd mount it (rm ", target,
+                     "); on one machine: ln -sfn ", export_path, " ", target));
+}
+
 void CheckMounts(const DoctorOptions& o,
                  const std::vector<ns::NodeEntry>& nodes, Report& r) {
   std::string root = o.mount_root;
@@ -452,6 +547,10 @@ void CheckMounts(const DoctorOptions& o,
     const std::string check = "mount " + rec.id();
     const mountd::MountInfo* m = mountd::FindMount(*mi, target);
     if (m == nullptr) {
+      if (std::optional<std::string> link = SymlinkTarget(target)) {
+        CheckSymlinkMount(rec, target, *link, r);
+        continue;
+      }
       r.Add(check, kFail, absl::StrCat(target, " is not mounted"),
             "systemctl status rangefs-mountd; `rangefs-mountd --config=... "
             "--dry-run` prints the mount command; on the node run "
@@ -644,7 +743,7 @@ absl::StatusOr<Table> RunDoctorWith(Context& ctx, const DoctorOptions& o) {
   auto listed = ctx.store->ListNodes();
   if (listed.ok()) {
     nodes = *std::move(listed);
-    CheckNodes(ctx, nodes, r);
+    CheckNodes(ctx, nodes, ReadKeeperInfo(*ctx.store), absl::Now(), r);
   } else {
     r.Add("nodes", kFail,
           absl::StrCat("cannot read node records: ", listed.status().message()),
@@ -663,7 +762,7 @@ absl::StatusOr<Table> RunDoctor(Context& ctx, Args& args) {
   absl::Status s = args.CheckAllowed(
       {"etcd", "ca", "cert", "key", "user", "password", "timeout", "mount-root",
        "mounts", "mountinfo", "sysfs-root", "mount-status", "fuse-status",
-       "json", "cluster", "no-progress"});
+       "json", "cluster", "no-progress", "config"});
   if (!s.ok()) return s;
   if (args.positional().size() > 1 ||
       (args.positional().size() == 1 && args.positional()[0] != "doctor")) {
@@ -671,21 +770,26 @@ absl::StatusOr<Table> RunDoctor(Context& ctx, Args& args) {
         "usage: doctor [--mount-root=DIR] [--mount-status=FILE] "
         "[--fuse-status=DIR] [--mounts=no]");
   }
-  DoctorOptions o;
-  const char* env = getenv("RANGEFS_ETCD");
-  o.etcd.endpoints = args.Get("etcd", env ? env : "127.0.0.1:2379");
-  o.etcd.ca_file = args.Get("ca");
-  o.etcd.cert_file = args.Get("cert");
-  o.etcd.key_file = args.Get("key");
-  o.etcd.username = args.Get("user");
-  o.etcd.password = args.Get("password");
+  // The connection rangefs-admin resolved (flags, environment, config
+  // file), with doctor's own flags over it.
+  etcd::EtcdSettings es = ctx.etcd;
+  es.endpoints = args.Get("etcd", es.endpoints);
+  if (es.endpoints.empty()) es.endpoints = "127.0.0.1:2379";
+  es.ca_file = args.Get("ca", es.ca_file);
+  es.cert_file = args.Get("cert", es.cert_file);
+  es.key_file = args.Get("key", es.key_file);
+  es.username = args.Get("user", es.username);
+  es.password = args.Get("password", es.password);
   if (args.Has("timeout")) {
     double secs;
     if (!absl::SimpleAtod(args.Get("timeout"), &secs) || secs <= 0) {
       return absl::InvalidArgumentError("--timeout must be seconds > 0");
     }
-    o.etcd.call_timeout = absl::Seconds(secs);
+    es.call_timeout = absl::Seconds(secs);
   }
+  DoctorOptions o;
+  RANGEFS_ASSIGN_OR_RETURN(o.etcd, etcd::MakeEtcdClientOptions(es));
+  if (!ctx.mount_root.empty()) o.mount_root = ctx.mount_root;
   o.mount_root = args.Get("mount-root", o.mount_root);
   std::string mounts = absl::AsciiStrToLower(args.Get("mounts", "yes"));
   if (mounts != "yes" && mounts != "no") {

@@ -12,9 +12,12 @@
 //           allowed for). Measured on plaintext endpoints only: over TLS
 //           the finding says how to measure it by hand.
 //   node    node records vs live records: an active or draining node with no
-//           live record has its agent down; a disabled node with a live
-//           record still runs an agent; a live record without a node record;
-//           the agent's own health.
+//           live record has its agent down: WARN while the keeper counts it
+//           missing (unreachable; the files at risk and when healing
+//           starts, from the keeper's status record), FAIL once the keeper
+//           counts it dead or when no keeper reports; a disabled node with a
+//           live record still runs an agent; a live record without a node
+//           record; the agent's own health.
 //   security each agent's transport security from its live record: running
 //           --insecure (no mTLS on a network address), or not reporting it,
 //           is a warning with the fix.
@@ -32,8 +35,14 @@
 //           whose mount is gone (mount/mount_check.h). Never a stat.
 //   rdma    RDMA devices and port states (libibverbs); none is a warning.
 //
+//           A node whose <mount_root>/<id> is a symlink (lstat, readlink) to
+//           its export directory is OK: a one-machine cluster
+//           (deploy/local/cluster.sh); a symlink elsewhere is a WARN.
+//
 // Each row: check, status (OK, WARN, FAIL), finding, fix. The table's
-// message counts them. The call itself fails only on bad arguments.
+// message counts them and its exit_code is rangefs-admin's exit status:
+// kDoctorExitFailures with any FAIL, else kDoctorExitWarnings with any
+// WARN, else 0. The call itself fails only on bad arguments.
 #ifndef RANGEFS_ADMIN_DOCTOR_H_
 #define RANGEFS_ADMIN_DOCTOR_H_
 
@@ -52,6 +61,11 @@
 
 namespace rangefs {
 namespace admin {
+
+// rangefs-admin doctor's exit status: 0 all OK; 1 at least one FAIL;
+// 6 warnings but no FAIL (2 is a usage error, as for every command).
+inline constexpr int kDoctorExitFailures = 1;
+inline constexpr int kDoctorExitWarnings = 6;
 
 struct DoctorOptions {
   // Endpoints and TLS files, as rangefs-admin was given them.

@@ -4,7 +4,9 @@
 // reached with the wrong CA.
 #include "admin/doctor.h"
 
+#include <sys/stat.h>
 #include <sys/wait.h>
+#include <unistd.h>
 
 #include <fstream>
 #include <string>
@@ -172,6 +174,7 @@ TEST(DoctorTest, ReportsABrokenSetup) {
   }
   EXPECT_GE(rdma_rows, 1);
   EXPECT_THAT(t->message, HasSubstr("failure(s)"));
+  EXPECT_EQ(t->exit_code, kDoctorExitFailures);
 
   auto bad = Args::Parse({"doctor", "--bogus=1"});
   ASSERT_THAT(bad.status(), IsOk());
@@ -207,6 +210,105 @@ TEST(DoctorTest, ReportsAPathThatIsAFileAndADirectory) {
   EXPECT_EQ(row[1], "FAIL") << FormatHuman(*t);
   EXPECT_THAT(row[2], HasSubstr("file /d/pq is also a directory"));
   EXPECT_THAT(row[3], HasSubstr("rangefs-admin file mv /d/pq"));
+}
+
+// deploy/local/cluster.sh "mounts" each node as a symlink to its export
+// directory: that is not a failure. Warnings only: exit code 6.
+TEST(DoctorTest, SymlinkToTheExportIsALocalMountAndWarningsExitSix) {
+  auto dir = MakeTempDir("doctor-link-");
+  ASSERT_THAT(dir.status(), IsOk());
+  auto etcd = EtcdCluster::Start({.members = 1});
+  ASSERT_THAT(etcd.status(), IsOk());
+  ns::MemoryKv kv;
+  auto store = ns::NewKvStore(&kv, {.cluster = "doc"});
+  const std::string root = *dir + "/mnt";
+  ASSERT_EQ(mkdir(root.c_str(), 0755), 0);
+  for (const std::string id : {"ln", "odd"}) {
+    ASSERT_THAT(store->AddNode(Node(id, v1::ACTIVE)), IsOk());
+    ASSERT_THAT(PutLive(*store, id, v1::LiveRecord::MTLS), IsOk());
+  }
+  // ln -> its export (/srv/ln, Node()), with a trailing slash; odd ->
+  // somewhere else.
+  ASSERT_EQ(symlink("/srv/ln/", (root + "/ln").c_str()), 0);
+  ASSERT_EQ(symlink("../elsewhere", (root + "/odd").c_str()), 0);
+  std::ofstream(*dir + "/mountinfo")
+      << "22 1 8:1 / / rw,relatime - ext4 /dev/sda1 rw\n";
+
+  Context ctx;
+  ctx.store = store.get();
+  ctx.cluster = "doc";
+  auto args = Args::Parse(
+      {"doctor", "--etcd=" + (*etcd)->endpoints(), "--mount-root=" + root,
+       "--mountinfo=" + *dir + "/mountinfo", "--sysfs-root=" + *dir + "/sys",
+       "--fuse-status=" + *dir + "/fuse"});
+  ASSERT_THAT(args.status(), IsOk());
+  auto t = RunDoctor(ctx, *args);
+  ASSERT_THAT(t.status(), IsOk());
+  SCOPED_TRACE(FormatHuman(*t));
+  auto ln = Row(*t, "mount ln");
+  EXPECT_EQ(ln[1], "OK");
+  EXPECT_THAT(ln[2], HasSubstr("symlink to the node's export directory"));
+  auto odd = Row(*t, "mount odd");
+  EXPECT_EQ(odd[1], "WARN");
+  EXPECT_THAT(odd[2], HasSubstr(*dir + "/mnt/../elsewhere"));
+  for (const auto& row : t->rows) EXPECT_NE(row[1], "FAIL") << row[0];
+  EXPECT_EQ(t->exit_code, kDoctorExitWarnings);
+  testing::RemoveTree(*dir);
+}
+
+void PutRaw(ns::MemoryKv& kv, const std::string& key,
+            const std::string& value) {
+  etcdserverpb::TxnRequest txn;
+  auto* p = txn.add_success()->mutable_request_put();
+  p->set_key(key);
+  p->set_value(value);
+  ASSERT_THAT(kv.Txn(txn), IsOk());
+}
+
+// A node without a live record is a WARN while the keeper counts it
+// missing (with the files at risk and the countdown to healing), a FAIL
+// once the keeper counts it dead.
+TEST(DoctorTest, UnreachableNodeWarnsWithTheCountdownDeadOneFails) {
+  ns::MemoryKv kv;
+  auto store = ns::NewKvStore(&kv, {.cluster = "doc"});
+  for (const std::string id : {"up", "gone", "dead"}) {
+    ASSERT_THAT(store->AddNode(Node(id, v1::ACTIVE)), IsOk());
+  }
+  ASSERT_THAT(PutLive(*store, "up", v1::LiveRecord::MTLS), IsOk());
+  PutRaw(kv, store->keys().KeeperLeader(), "kx");
+  v1::KeeperStatus ks;
+  ks.set_updated_unix_ms(absl::ToUnixMillis(absl::Now()));
+  ks.set_at_risk_files(7);
+  ks.set_heal_starts_unix_ms(
+      absl::ToUnixMillis(absl::Now() + absl::Seconds(98)));
+  ks.set_dead_after_s(600);
+  ks.add_dead_node_ids("dead");
+  PutRaw(kv, store->keys().KeeperStatus(), ks.SerializeAsString());
+
+  Context ctx;
+  ctx.store = store.get();
+  DoctorOptions o;
+  o.check_mounts = false;
+  auto t = RunDoctorWith(ctx, o);
+  ASSERT_THAT(t.status(), IsOk());
+  SCOPED_TRACE(FormatHuman(*t));
+  EXPECT_EQ(Row(*t, "node up")[1], "OK");
+  auto gone = Row(*t, "node gone");
+  EXPECT_EQ(gone[1], "WARN");
+  EXPECT_THAT(gone[2], HasSubstr("unreachable"));
+  EXPECT_THAT(gone[2], HasSubstr("7 file(s) at risk"));
+  EXPECT_THAT(gone[2], ::testing::ContainsRegex("healing starts in 1m3[89]s"));
+  auto dead = Row(*t, "node dead");
+  EXPECT_EQ(dead[1], "FAIL");
+  EXPECT_THAT(dead[2], HasSubstr("replicas are being re-created"));
+
+  // Past heal_starts: healing now.
+  ks.set_heal_starts_unix_ms(
+      absl::ToUnixMillis(absl::Now() - absl::Seconds(1)));
+  PutRaw(kv, store->keys().KeeperStatus(), ks.SerializeAsString());
+  t = RunDoctorWith(ctx, o);
+  ASSERT_THAT(t.status(), IsOk());
+  EXPECT_THAT(Row(*t, "node gone")[2], HasSubstr("healing now"));
 }
 
 TEST(DoctorTest, ShowsHungMountsWithTheirDuration) {

@@ -16,6 +16,9 @@
 #include "admin/commands.h"
 #include "admin/doctor.h"
 #include "base/config.h"
+#include "base/layered_config.h"
+#include "base/version.h"
+#include "namespace/clusters.h"
 #include "namespace/etcd/etcd_client.h"
 #include "namespace/etcd/etcd_settings.h"
 #include "namespace/etcd_kv.h"
@@ -33,6 +36,26 @@ int Fail(const absl::Status& s, bool json) {
 
 }  // namespace
 
+// A wrong or missing cluster name gives an empty world: say so on stderr,
+// naming the clusters that exist (not for `node add` and `restore`, which
+// fill a new cluster, nor `doctor`, which checks it itself).
+void WarnIfEmptyCluster(rangefs::ns::KvBackend& kv, const std::string& cluster,
+                        const std::string& endpoints,
+                        const rangefs::admin::Args& command) {
+  const std::vector<std::string>& words = command.positional();
+  const std::string first = words.empty() ? "" : words[0];
+  const std::string second = words.size() < 2 ? "" : words[1];
+  if ((first == "node" && second == "add") || first == "restore" ||
+      first == "doctor") {
+    return;
+  }
+  absl::StatusOr<std::string> why =
+      rangefs::ns::EmptyClusterMessage(kv, cluster, endpoints);
+  if (why.ok() && !why->empty()) {
+    fprintf(stderr, "rangefs-admin: warning: %s\n", why->c_str());
+  }
+}
+
 int main(int argc, char** argv) {
   std::vector<std::string> raw(argv + 1, argv + argc);
   // --json is needed before parsing succeeds, for the error's form.
@@ -40,6 +63,10 @@ int main(int argc, char** argv) {
   for (const std::string& a : raw) json = json || a == "--json";
   auto parsed = rangefs::admin::ParseCommandLine(raw);
   if (!parsed.ok()) return Fail(parsed.status(), json);
+  if (parsed->version) {
+    puts(rangefs::VersionLine("rangefs-admin").c_str());
+    return 0;
+  }
   if (parsed->help) {
     fputs(parsed->help_text.c_str(), stdout);
     return parsed->no_command ? 2 : 0;
@@ -48,32 +75,22 @@ int main(int argc, char** argv) {
   rangefs::admin::Args& command_args = parsed->command;
   json = args.GetBool("json");
   rangefs::etcd::EtcdSettings es;
-  // Precedence: flags, then environment, then the config file, then
-  // built-in defaults.
-  rangefs::Config config;
-  const char* env_config = getenv("RANGEFS_CONFIG");
-  std::string config_path = args.Get("config", env_config ? env_config : "");
-  if (!config_path.empty()) {
-    auto c = rangefs::LoadConfig(config_path);
-    if (!c.ok()) return Fail(c.status(), json);
-    config = *std::move(c);
-  }
-  auto setting = [&](const char* flag, const char* env, const char* key,
-                     const char* def) -> std::string {
+  // Precedence: flags, then $RANGEFS_ETCD/$RANGEFS_CLUSTER, then the config
+  // file (--config or $RANGEFS_CONFIG), then built-in defaults
+  // (base/layered_config.h).
+  auto layered = rangefs::LoadLayeredConfig(args.Get("config"));
+  if (!layered.ok()) return Fail(layered.status(), json);
+  const rangefs::Config& config = *layered;
+  auto setting = [&](const char* flag, const char* key) -> std::string {
     if (args.Has(flag)) return args.Get(flag);
-    const char* e = env ? getenv(env) : nullptr;
-    if (e != nullptr && *e != '\0') return e;
-    if (config.Has(key)) return config.GetString(key);
-    return def;
+    return config.GetString(key);
   };
-  es.endpoints =
-      setting("etcd", "RANGEFS_ETCD", "etcd_endpoints", "127.0.0.1:2379");
-  std::string cluster =
-      setting("cluster", "RANGEFS_CLUSTER", "cluster", "default");
-  es.ca_file = setting("ca", nullptr, "etcd_ca", "");
-  es.cert_file = setting("cert", nullptr, "etcd_cert", "");
-  es.key_file = setting("key", nullptr, "etcd_key", "");
-  es.username = setting("user", nullptr, "etcd_user", "");
+  es.endpoints = setting("etcd", "etcd_endpoints");
+  std::string cluster = setting("cluster", "cluster");
+  es.ca_file = setting("ca", "etcd_ca");
+  es.cert_file = setting("cert", "etcd_cert");
+  es.key_file = setting("key", "etcd_key");
+  es.username = setting("user", "etcd_user");
   es.password = args.Get("password");
   if (es.password.empty() && config.Has("etcd_password_file")) {
     std::ifstream pw(config.GetString("etcd_password_file"));
@@ -98,10 +115,12 @@ int main(int argc, char** argv) {
   auto store = rangefs::ns::NewKvStore(kv.get(), {.cluster = cluster});
   rangefs::admin::Context ctx;
   ctx.store = store.get();
-  ctx.agent_tls.ca_file = setting("agent-ca", nullptr, "agent_ca", "");
-  ctx.agent_tls.cert_file = setting("agent-cert", nullptr, "agent_cert", "");
-  ctx.agent_tls.key_file = setting("agent-key", nullptr, "agent_key", "");
+  ctx.agent_tls.ca_file = setting("agent-ca", "agent_ca");
+  ctx.agent_tls.cert_file = setting("agent-cert", "agent_cert");
+  ctx.agent_tls.key_file = setting("agent-key", "agent_key");
   ctx.cluster = cluster;
+  ctx.etcd = es;
+  if (config.Has("mount_root")) ctx.mount_root = config.GetString("mount_root");
   if (isatty(STDERR_FILENO) && !args.GetBool("no-progress")) {
     ctx.progress = [](size_t done, size_t total) {
       if (total > 0) {
@@ -113,6 +132,7 @@ int main(int argc, char** argv) {
       }
     };
   }
+  WarnIfEmptyCluster(*kv, cluster, es.endpoints, command_args);
   absl::StatusOr<rangefs::admin::Table> table;
   if (parsed->doctor) {
     table = rangefs::admin::RunDoctor(ctx, command_args);
@@ -123,5 +143,5 @@ int main(int argc, char** argv) {
   std::string out = json ? rangefs::admin::FormatJson(*table)
                          : rangefs::admin::FormatHuman(*table);
   fputs(out.c_str(), stdout);
-  return 0;
+  return table->exit_code;
 }

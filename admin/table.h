@@ -5,7 +5,11 @@
 #ifndef RANGEFS_ADMIN_TABLE_H_
 #define RANGEFS_ADMIN_TABLE_H_
 
+#include <cstdint>
+#include <map>
+#include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/status/status.h"
@@ -13,9 +17,31 @@
 namespace rangefs {
 namespace admin {
 
+// One cell as a command builds it: its human text, and for numbers the value
+// --json prints (a JSON number, not the text). A plain string is a text
+// cell: t.AddRow({id, Cell::Bytes(free), Cell::Int(n), Cell::Null()}).
+struct Cell {
+  Cell(std::string t) : text(std::move(t)) {}  // NOLINT: text cells
+  Cell(const char* t) : text(t) {}             // NOLINT
+  // "1.2 MiB" in tables, 1234567 in JSON.
+  static Cell Bytes(uint64_t bytes);
+  // "42" in tables, 42 in JSON.
+  static Cell Int(int64_t n);
+  // "-" in tables, null in JSON: a number that is not known.
+  static Cell Null();
+
+  std::string text;
+  enum class Json { kText, kNumber, kNull } json = Json::kText;
+  int64_t number = 0;  // for kNumber
+};
+
 struct Table {
   std::vector<std::string> columns;
+  // Each cell's human text.
   std::vector<std::vector<std::string>> rows;
+  // The cells AddRow got as numbers or nulls, by (row, column): --json
+  // prints their value; every other cell is JSON text.
+  std::map<std::pair<size_t, size_t>, Cell> typed;
   // A one-line human summary ("node n1 drained"); printed after the rows.
   std::string message;
   // When set, --json prints this document instead of the rows, and the
@@ -28,20 +54,31 @@ struct Table {
   std::string json_row_kind;
   std::vector<std::string> json_extra;
 
-  void AddRow(std::vector<std::string> row) { rows.push_back(std::move(row)); }
+  // Exit status of a command that ran but found problems (doctor's
+  // failures and warnings); rangefs-admin prints the table, then exits
+  // with it.
+  int exit_code = 0;
+
+  void AddRow(std::vector<Cell> row);
 };
 
-// Aligned columns, then the message.
+// Aligned columns (by display width: a UTF-8 character is one column, East
+// Asian wide characters two, combining marks none), then the message.
 std::string FormatHuman(const Table& t);
 // `json` if set; else an array of objects keyed by column name
 // (lower-cased, spaces and '/' as '_'; in column order; "kind" first when
-// json_row_kind is set), one key a line, then json_extra's objects (one
+// json_row_kind is set; Cell::Bytes/Int cells as numbers, Cell::Null as
+// null), one key a line, then json_extra's objects (one
 // that does not parse is left out); a message-only table gives
 // {"message": ...}. Built with nlohmann-json.
 std::string FormatJson(const Table& t);
 // {"error": message, "code": "NOT_FOUND"} on one line: --json's form of a
 // failed command.
 std::string FormatJsonError(const absl::Status& s);
+
+// Terminal columns `text` takes (see FormatHuman); invalid UTF-8 counts one
+// column a byte.
+size_t DisplayWidth(const std::string& text);
 
 }  // namespace admin
 }  // namespace rangefs

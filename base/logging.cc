@@ -7,9 +7,12 @@
 
 #include <atomic>
 #include <cstring>
+#include <memory>
 #include <string>
+#include <utility>
 
 #include "absl/strings/ascii.h"
+#include "absl/strings/str_cat.h"
 
 namespace rangefs {
 namespace {
@@ -26,7 +29,83 @@ std::atomic<int>& LevelVar() {
   return level;
 }
 
+// The installed sink. Writers hold mu shared while they call it, so
+// SetLogSink (exclusive) returns once no line is in the old one.
+struct SinkSlot {
+  absl::Mutex mu;
+  LogSink sink ABSL_GUARDED_BY(mu);
+  std::atomic<bool> set{false};
+};
+
+SinkSlot& Sink() {
+  static auto* slot = new SinkSlot;
+  return *slot;
+}
+
+RepeatLimiter& Repeats() {
+  static auto* limiter = new RepeatLimiter(absl::Seconds(60));
+  return *limiter;
+}
+
+void WriteStderr(const std::string& line) {
+  const char* p = line.data();
+  size_t left = line.size();
+  while (left > 0) {
+    ssize_t n = write(STDERR_FILENO, p, left);
+    if (n <= 0) break;
+    p += n;
+    left -= static_cast<size_t>(n);
+  }
+}
+
 }  // namespace
+
+void SetLogSink(LogSink sink) {
+  SinkSlot& s = Sink();
+  absl::MutexLock l(&s.mu);
+  s.set = sink != nullptr;
+  s.sink = std::move(sink);
+}
+
+void SetLogRepeatPeriod(absl::Duration period) { Repeats().set_period(period); }
+
+RepeatLimiter::RepeatLimiter(absl::Duration period, size_t max_keys)
+    : period_(period), max_keys_(max_keys) {}
+
+void RepeatLimiter::set_period(absl::Duration period) {
+  absl::MutexLock l(&mu_);
+  period_ = period;
+}
+
+bool RepeatLimiter::Admit(absl::string_view key, absl::Time now,
+                          int64_t* suppressed) {
+  absl::MutexLock l(&mu_);
+  if (period_ <= absl::ZeroDuration()) {
+    if (suppressed != nullptr) *suppressed = 0;
+    return true;
+  }
+  auto it = entries_.find(key);
+  if (it != entries_.end()) {
+    Entry& e = it->second;
+    if (now - e.last_admitted < period_) {
+      ++e.suppressed;
+      return false;
+    }
+    if (suppressed != nullptr) *suppressed = e.suppressed;
+    e = Entry{now, 0};
+    return true;
+  }
+  if (entries_.size() >= max_keys_) {
+    const absl::Duration period = period_;  // the lambda holds no lock
+    absl::erase_if(entries_, [&](const auto& kv) {
+      return now - kv.second.last_admitted >= period;
+    });
+    if (entries_.size() >= max_keys_) entries_.clear();
+  }
+  entries_.emplace(std::string(key), Entry{now, 0});
+  if (suppressed != nullptr) *suppressed = 0;
+  return true;
+}
 
 void SetMinLogLevel(LogLevel level) {
   LevelVar().store(static_cast<int>(level));
@@ -53,10 +132,11 @@ bool ParseLogLevel(absl::string_view text, LogLevel* level) {
 namespace logging_internal {
 
 LogMessage::LogMessage(LogLevel level, const char* file, int line)
-    : level_(level) {
+    : level_(level), line_(line) {
   static const char kLetters[] = {'D', 'I', 'W', 'E'};
   struct timeval tv;
   gettimeofday(&tv, nullptr);
+  time_ = absl::TimeFromTimeval(tv);
   struct tm tm;
   localtime_r(&tv.tv_sec, &tm);
   char prefix[64];
@@ -64,21 +144,41 @@ LogMessage::LogMessage(LogLevel level, const char* file, int line)
            kLetters[static_cast<int>(level)], tm.tm_mon + 1, tm.tm_mday,
            tm.tm_hour, tm.tm_min, tm.tm_sec, static_cast<long>(tv.tv_usec));
   const char* base = strrchr(file, '/');
-  stream_ << prefix << (base ? base + 1 : file) << ":" << line << "] ";
+  file_ = base ? base + 1 : file;
+  stream_ << prefix << file_ << ":" << line << "] ";
+  prefix_size_ = static_cast<size_t>(stream_.tellp());
 }
 
 LogMessage::~LogMessage() {
-  stream_ << '\n';
   std::string line = stream_.str();
-  const char* p = line.data();
-  size_t left = line.size();
-  while (left > 0) {
-    ssize_t n = write(STDERR_FILENO, p, left);
-    if (n <= 0) break;
-    p += n;
-    left -= static_cast<size_t>(n);
+  if (level_ >= LogLevel::kWarning) {
+    // Key: file:line and the text, so one watch's repeats are one key and
+    // two watches (their names are in the text) are two.
+    int64_t suppressed = 0;
+    const std::string key = absl::StrCat(
+        file_, ":", line_, " ", absl::string_view(line).substr(prefix_size_));
+    if (!Repeats().Admit(key, time_, &suppressed)) return;
+    if (suppressed > 0) {
+      absl::StrAppend(&line, " [", suppressed,
+                      " identical line(s) suppressed since the last]");
+    }
   }
-  (void)level_;
+  SinkSlot& s = Sink();
+  if (s.set.load(std::memory_order_acquire)) {
+    absl::ReaderMutexLock l(&s.mu);
+    if (s.sink != nullptr) {
+      LogRecord r;
+      r.level = level_;
+      r.file = file_;
+      r.line = line_;
+      r.message = absl::string_view(line).substr(prefix_size_);
+      r.time = time_;
+      s.sink(r);
+      return;
+    }
+  }
+  line.push_back('\n');
+  WriteStderr(line);
 }
 
 }  // namespace logging_internal

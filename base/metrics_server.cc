@@ -9,6 +9,7 @@
 
 #include <utility>
 
+#include "absl/strings/escaping.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "base/errno_status.h"
@@ -21,6 +22,17 @@ MetricsServer::MetricsServer(int fd, int port,
 
 absl::StatusOr<std::unique_ptr<MetricsServer>> MetricsServer::Start(
     int port, std::function<std::string()> render) {
+  return Start("127.0.0.1", port, std::move(render));
+}
+
+absl::StatusOr<std::unique_ptr<MetricsServer>> MetricsServer::Start(
+    const std::string& address, int port, std::function<std::string()> render) {
+  in_addr ip{};
+  if (inet_pton(AF_INET, address.c_str(), &ip) != 1) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "metrics address '", absl::CEscape(address),
+        "' is not an IPv4 address (such as 127.0.0.1 or 0.0.0.0)"));
+  }
   if (port < 0 || port > 65535) {
     return absl::InvalidArgumentError(
         absl::StrCat("metrics port ", port, " outside 0-65535"));
@@ -32,12 +44,13 @@ absl::StatusOr<std::unique_ptr<MetricsServer>> MetricsServer::Start(
   sockaddr_in addr{};
   addr.sin_family = AF_INET;
   addr.sin_port = htons(static_cast<uint16_t>(port));
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  addr.sin_addr = ip;
   if (bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0 ||
       listen(fd, 16) != 0) {
     const int e = errno;
     close(fd);
-    return ErrnoStatus(e, absl::StrCat("metrics listen on 127.0.0.1:", port));
+    return ErrnoStatus(e,
+                       absl::StrCat("metrics listen on ", address, ":", port));
   }
   socklen_t len = sizeof(addr);
   getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len);

@@ -1,7 +1,8 @@
 // File: metrics_server.h
 //
-// A minimal HTTP/1.0 server for Prometheus scrapes, on 127.0.0.1 only
-// (metrics stay on the host unless an operator forwards them):
+// A minimal HTTP/1.0 server for Prometheus scrapes, on 127.0.0.1 unless
+// the caller names another address (metrics stay on the host unless an
+// operator asks otherwise):
 //
 //   RANGEFS_ASSIGN_OR_RETURN(std::unique_ptr<MetricsServer> server,
 //       MetricsServer::Start(9464, [&] { return MyPrometheusText(); }));
@@ -31,6 +32,12 @@ class MetricsServer {
   // socket/bind/listen, naming the address, if it cannot.
   static absl::StatusOr<std::unique_ptr<MetricsServer>> Start(
       int port, std::function<std::string()> render);
+  // Listens on IPv4 `address`:`port` instead (an operator's explicit
+  // choice, e.g. 0.0.0.0); INVALID_ARGUMENT for anything but an IPv4
+  // literal.
+  static absl::StatusOr<std::unique_ptr<MetricsServer>> Start(
+      const std::string& address, int port,
+      std::function<std::string()> render);
   MetricsServer(const MetricsServer&) = delete;
   MetricsServer& operator=(const MetricsServer&) = delete;
   ~MetricsServer();

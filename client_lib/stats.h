@@ -85,6 +85,11 @@ struct ClientStats {
   uint64_t shared_bytes = 0;
   uint64_t shared_released = 0;
   int64_t shared_waiting = 0;
+  // Sums over the nodes with a live record now of the record's total_bytes
+  // and free_bytes (their export file systems): the cluster's capacity, as
+  // df on a rangefs-mount shows it.
+  uint64_t live_total_bytes = 0;
+  uint64_t live_free_bytes = 0;
   std::vector<NodeStats> nodes;  // sorted by node id
   LatencyHistogram latency;      // all attempts, cumulative
 };

@@ -13,6 +13,7 @@
 #include "base/logging.h"
 #include "base/status_macros.h"
 #include "ingest/agents.h"
+#include "keeper/at_risk.h"
 #include "namespace/kv.h"
 #include "namespace/layout.h"
 #include "proto/layout.pb.h"
@@ -198,7 +199,6 @@ Keeper::Keeper(ns::NamespaceStore* store, etcd::EtcdClient* etcd,
     : options_(std::move(options)),
       clock_(options_.clock != nullptr ? options_.clock : Clock::Real()),
       store_(store),
-      etcd_(etcd),
       guard_(etcd, store->keys().KeeperLeader(), options_.leader_lease) {}
 
 absl::StatusOr<Keeper::Listing> Keeper::List(bool absent_is_dead,
@@ -241,6 +241,7 @@ absl::StatusOr<Keeper::Listing> Keeper::List(bool absent_is_dead,
     switch (v.condition) {
       case NodeCondition::kDead:
         ++report.dead_nodes;
+        report.dead_node_ids.push_back(id);
         break;
       case NodeCondition::kDraining:
         ++report.draining_nodes;
@@ -275,6 +276,12 @@ absl::StatusOr<Keeper::Listing> Keeper::List(bool absent_is_dead,
   AddSuspects(&l);
   report.revision = l.revision;
   report.files = static_cast<int>(l.files.size());
+  const AtRisk at_risk = CountAtRisk(l.files, l.views);
+  report.at_risk_files = at_risk.files;
+  report.at_risk_bytes = at_risk.bytes;
+  report.heal_starts =
+      HealStarts(missing_since_, l.views, options_.dead_after, now);
+  report.dead_after = options_.dead_after;
   return l;
 }
 

@@ -102,6 +102,7 @@ struct RoundReport {
   int64_t revision = 0;  // etcd revision of the listing.
   int files = 0;
   int dead_nodes = 0, draining_nodes = 0, missing_nodes = 0;
+  std::vector<std::string> dead_node_ids;  // The dead_nodes, sorted.
   int moves_planned = 0, moves_done = 0, moves_failed = 0, moves_abandoned = 0;
   int repairs_done = 0;     // In-place repairs of corrupt replicas (of done).
   int rebalance_moves = 0;  // Of moves_planned.
@@ -111,6 +112,14 @@ struct RoundReport {
   // of those slots.
   int under_replicated_files = 0;
   uint64_t under_replicated_bytes = 0;
+  // Files with a slot that has a replica on a missing node, those slots'
+  // bytes (at_risk.h), and when the first missing node turns dead and its
+  // replicas are re-created (InfiniteFuture: none missing); dead_after is
+  // the keeper's.
+  int at_risk_files = 0;
+  uint64_t at_risk_bytes = 0;
+  absl::Time heal_starts = absl::InfiniteFuture();
+  absl::Duration dead_after;
   uint64_t bytes_planned = 0, bytes_copied = 0;
   int trash_pending = 0, trash_deleted = 0;
   int orphans_found = 0;  // Trashed by this round's orphan scan.
@@ -153,7 +162,6 @@ class Keeper {
   KeeperOptions options_;
   Clock* const clock_;
   ns::NamespaceStore* const store_;
-  etcd::EtcdClient* const etcd_;
   LeaderGuard guard_;  // Every etcd write of a round goes through it.
   absl::BitGen bitgen_;
   // When each node was first seen without a live record (by this keeper).

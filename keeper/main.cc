@@ -17,6 +17,8 @@
 #include "absl/synchronization/notification.h"
 #include "absl/time/time.h"
 #include "base/atomic_file.h"
+#include "base/flag_config.h"
+#include "base/flags_usage.h"
 #include "base/logging.h"
 #include "base/metrics_server.h"
 #include "keeper/election.h"
@@ -78,6 +80,10 @@ ABSL_FLAG(bool, test_exit_after_add, false,
           "Fault injection for tests: the process exits at once (status 9, "
           "no cleanup, as if killed) after the first step of its first move "
           "(new replica added, old one not yet removed).");
+ABSL_FLAG(std::string, config, "",
+          "rangefs config file (deploy/config/rangefs.conf.example); flags "
+          "and $RANGEFS_ETCD/$RANGEFS_CLUSTER override it. Default: "
+          "$RANGEFS_CONFIG.");
 ABSL_FLAG(std::string, etcd_ca, "", "PEM CA for etcd TLS.");
 ABSL_FLAG(std::string, etcd_cert, "", "PEM client certificate for etcd.");
 ABSL_FLAG(std::string, etcd_key, "", "PEM client key for etcd.");
@@ -127,6 +133,13 @@ void PublishStatus(const rangefs::keeper::RoundReport& r, const std::string& id,
   s.set_trash_deleted(r.trash_deleted);
   s.set_in_round(in_round);
   s.set_eta_s(eta_s > 0 ? eta_s : 0);
+  s.set_at_risk_files(r.at_risk_files);
+  s.set_at_risk_bytes(r.at_risk_bytes);
+  if (r.heal_starts != absl::InfiniteFuture()) {
+    s.set_heal_starts_unix_ms(absl::ToUnixMillis(r.heal_starts));
+  }
+  s.set_dead_after_s(absl::ToDoubleSeconds(r.dead_after));
+  for (const std::string& n : r.dead_node_ids) s.add_dead_node_ids(n);
   absl::StatusOr<int64_t> put = etcd->Put(key, s.SerializeAsString(), lease);
   if (!put.ok()) {
     RANGEFS_LOG(WARNING) << "keeper " << id
@@ -168,7 +181,38 @@ int DryRun(rangefs::keeper::Keeper& keeper) {
 
 }  // namespace
 
+constexpr char kUsage[] =
+    "usage: rangefs-keeper [--config=FILE] [--etcd_endpoints=H:P,...]\n"
+    "                      [--cluster=C] [--FLAG=VALUE ...]\n"
+    "Settings: flags > $RANGEFS_ETCD, $RANGEFS_CLUSTER > the config file\n"
+    "(--config or $RANGEFS_CONFIG) > defaults.\n"
+    "Keeps every file at its replica count on healthy, active storage nodes\n"
+    "(keeper/README.md); one of any number running is active.";
+
+// Config keys (base/config.cc) that set the keeper's flags of the same
+// meaning.
+constexpr rangefs::FlagBinding kConfigBindings[] = {
+    {"etcd_endpoints", "etcd_endpoints"},
+    {"cluster", "cluster"},
+    {"etcd_ca", "etcd_ca"},
+    {"etcd_cert", "etcd_cert"},
+    {"etcd_key", "etcd_key"},
+    {"agent_ca", "agent_ca"},
+    {"agent_cert", "agent_cert"},
+    {"agent_key", "agent_key"}};
+
 int main(int argc, char** argv) {
+  if (auto text =
+          rangefs::HelpOrVersion(argc, argv, "rangefs-keeper", kUsage)) {
+    fputs(text->c_str(), stdout);
+    return 0;
+  }
+  if (absl::Status s =
+          rangefs::ApplyLayeredConfigToFlags(argc, argv, kConfigBindings);
+      !s.ok()) {
+    fprintf(stderr, "rangefs-keeper: %s\n", s.ToString().c_str());
+    return 2;
+  }
   absl::ParseCommandLine(argc, argv);
   sigset_t stop_signals;
   sigemptyset(&stop_signals);

@@ -63,6 +63,21 @@ std::string KeeperPrometheusText(const KeeperMetrics& m) {
   w.Gauge("under_replicated_bytes",
           "Bytes of the slots with a replica to re-create",
           r.under_replicated_bytes);
+  w.Gauge("at_risk_files",
+          "Files with a replica on a missing node (not yet dead_after)",
+          r.at_risk_files);
+  w.Gauge("at_risk_bytes",
+          "Bytes of the slots with a replica on a missing node",
+          r.at_risk_bytes);
+  w.Gauge("heal_starts_unix_seconds",
+          "When the first missing node turns dead and its replicas are "
+          "re-created (0: no node missing)",
+          r.heal_starts == absl::InfiniteFuture()
+              ? 0
+              : absl::ToUnixSeconds(r.heal_starts));
+  w.Gauge("dead_after_seconds",
+          "How long a node is missing before it counts as dead",
+          absl::ToDoubleSeconds(r.dead_after));
   w.Gauge("stuck_slots", "Slots with no good source or no target", r.stuck);
   w.Gauge("trash_pending", "Objects awaiting deletion", r.trash_pending);
   w.Gauge("round_eta_seconds",

@@ -38,6 +38,25 @@ TEST(KeeperMetricsTest, TotalsAddUpAndRoundGaugesShowTheLastRound) {
   EXPECT_THAT(t, HasSubstr("# TYPE rangefs_keeper_moves_done_total counter"));
 }
 
+TEST(KeeperMetricsTest, AtRiskGauges) {
+  KeeperMetrics m;
+  RoundReport r;
+  r.at_risk_files = 3;
+  r.at_risk_bytes = 4096;
+  r.heal_starts = absl::FromUnixSeconds(1700000000);
+  r.dead_after = absl::Seconds(600);
+  m.AddRound(r);
+  const std::string t = KeeperPrometheusText(m);
+  EXPECT_THAT(t, HasSubstr("rangefs_keeper_at_risk_files 3\n"));
+  EXPECT_THAT(t, HasSubstr("rangefs_keeper_at_risk_bytes 4096\n"));
+  EXPECT_THAT(
+      t, HasSubstr("rangefs_keeper_heal_starts_unix_seconds 1700000000\n"));
+  EXPECT_THAT(t, HasSubstr("rangefs_keeper_dead_after_seconds 600\n"));
+  m.AddRound(RoundReport());  // No node missing.
+  EXPECT_THAT(KeeperPrometheusText(m),
+              HasSubstr("rangefs_keeper_heal_starts_unix_seconds 0\n"));
+}
+
 TEST(KeeperMetricsTest, Eta) {
   EXPECT_EQ(EtaSeconds(0, 0, absl::ZeroDuration()), 0);
   EXPECT_EQ(EtaSeconds(100, 0, absl::Seconds(3)), -1);  // no rate yet

@@ -27,6 +27,7 @@
 #include "base/logging.h"
 #include "base/metrics_server.h"
 #include "base/status_macros.h"
+#include "base/version.h"
 #include "client_lib/client.h"
 #include "client_lib/embedding.h"
 #include "mount/fuse_bridge.h"
@@ -36,6 +37,7 @@
 #include "mount/mount_status.h"
 #include "mount/namespace_index.h"
 #include "mount/reporter.h"
+#include "namespace/clusters.h"
 #include "namespace/etcd/etcd_client.h"
 #include "namespace/etcd/etcd_settings.h"
 #include "namespace/etcd_kv.h"
@@ -98,22 +100,26 @@ int Daemonize() {
   return p[1];
 }
 
-// Reports the outcome to the waiting parent (once) and detaches stdio.
+// Detaches stdio (to `log_file`, else /dev/null), then reports the outcome
+// to the waiting parent (once): in this order, so that no line a thread
+// logs reaches the terminal after the parent returned.
 void SignalParent(int* fd, const std::string& msg,
                   const std::string& log_file) {
   if (*fd < 0) return;
-  ssize_t ignored = write(*fd, msg.data(), msg.size());
-  (void)ignored;
-  close(*fd);
-  *fd = -1;
   int out = log_file.empty()
                 ? open("/dev/null", O_WRONLY)
                 : open(log_file.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
   if (out >= 0) {
+    fflush(stdout);
+    fflush(stderr);
     dup2(out, STDOUT_FILENO);
     dup2(out, STDERR_FILENO);
     close(out);
   }
+  ssize_t ignored = write(*fd, msg.data(), msg.size());
+  (void)ignored;
+  close(*fd);
+  *fd = -1;
 }
 
 absl::Status Serve(const MountOptions& o, int* ready_fd) {
@@ -130,6 +136,11 @@ absl::Status Serve(const MountOptions& o, int* ready_fd) {
   RANGEFS_ASSIGN_OR_RETURN(std::unique_ptr<etcd::EtcdClient> etcd,
                            etcd::EtcdClient::Open(eo));
   std::unique_ptr<ns::KvBackend> kv = ns::NewEtcdKv(etcd.get());
+  // A wrong or missing cluster name is an error, not an empty tree.
+  RANGEFS_ASSIGN_OR_RETURN(
+      std::string empty,
+      ns::EmptyClusterMessage(*kv, o.cluster, o.etcd_endpoints));
+  if (!empty.empty()) return absl::NotFoundError(empty);
 
   ns::LayoutCacheOptions lo;
   lo.cluster = o.cluster;
@@ -154,6 +165,11 @@ absl::Status Serve(const MountOptions& o, int* ready_fd) {
                                  }
                                },
                                /*keep_listed=*/o.preload));
+  if (o.dir != "/" && index->stats().files == 0) {
+    return absl::NotFoundError(absl::StrCat(
+        "directory ", o.dir, " does not exist in cluster \"", o.cluster,
+        "\" at ", o.etcd_endpoints, " (no file under it)"));
+  }
 
   ClientOptions co;
   co.cluster = o.cluster;
@@ -281,6 +297,10 @@ absl::Status Serve(const MountOptions& o, int* ready_fd) {
 
 int main(int argc, char** argv) {
   using namespace rangefs::mount;  // NOLINT: main only wires
+  if (rangefs::WantsVersion(argc, argv)) {
+    puts(rangefs::VersionLine("rangefs-mount").c_str());
+    return 0;
+  }
   std::vector<std::string> args(argv, argv + argc);
   absl::StatusOr<MountOptions> o = ParseMountOptions(args);
   if (!o.ok()) {

@@ -230,7 +230,7 @@ absl::StatusOr<std::string> MountFs::GetXattr(uint64_t ino,
       std::find(names.begin(), names.end(), name) == names.end()) {
     return absl::NotFoundError(absl::StrCat("no attribute ", name));
   }
-  const std::string nspath = index_->NamespacePath(ref.path);
+  const std::string nspath = index_->FilePath(ref.path);
   absl::StatusOr<std::shared_ptr<const ns::CachedLayout>> l =
       pinned_ ? cache_->LookupAt(nspath, options_.revision)
               : cache_->Lookup(nspath);
@@ -254,10 +254,16 @@ absl::StatusOr<std::string> MountFs::ListXattr(uint64_t ino) {
 
 struct statvfs MountFs::StatFs() {
   NamespaceIndexStats s = index_->stats();
+  const ClientStats cs = client_->Stats();
   struct statvfs v {};
   v.f_bsize = kBlockSize;
   v.f_frsize = 4096;
-  v.f_blocks = (s.total_bytes + v.f_frsize - 1) / v.f_frsize;
+  // The cluster's capacity (the live nodes' export file systems); with no
+  // node live, the files' bytes and nothing free.
+  const uint64_t total = std::max(cs.live_total_bytes, s.total_bytes);
+  v.f_blocks = (total + v.f_frsize - 1) / v.f_frsize;
+  v.f_bfree = v.f_bavail =
+      std::min<uint64_t>(cs.live_free_bytes / v.f_frsize, v.f_blocks);
   v.f_files = s.files;
   v.f_namemax = 255;
   v.f_flag = ST_RDONLY;

@@ -149,6 +149,8 @@ class MountFs {
   absl::StatusOr<std::string> GetXattr(uint64_t ino, absl::string_view name);
   // NUL-separated names ("" for directories).
   absl::StatusOr<std::string> ListXattr(uint64_t ino);
+  // df: blocks and free blocks are the sums of the live nodes' total and
+  // free bytes (ClientStats::live_total_bytes), files the namespace's count.
   struct statvfs StatFs();
 
   // Turns index changes into kernel invalidations (sent to `notify`).

@@ -45,7 +45,7 @@ const Dataset* MountFs::PinnedDataset() {
 }
 
 absl::Status MountFs::OpenFile(Handle& h) {
-  const std::string nspath = index_->NamespacePath(h.path);
+  const std::string nspath = index_->FilePath(h.path);
   if (pinned_) {
     IndexEntry e = index_->Find(h.path);
     if (e.kind != EntryKind::kFile) {

@@ -12,6 +12,7 @@
 #include <memory>
 #include <string>
 #include <thread>
+#include <tuple>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
@@ -201,6 +202,26 @@ TEST_F(MountFsTest, LookupGetattrReaddir) {
   EXPECT_TRUE(v.f_flag & ST_RDONLY);
 }
 
+// df: the live nodes' capacity, not the files' bytes with nothing free.
+TEST_F(MountFsTest, StatFsShowsTheLiveNodesCapacity) {
+  for (const auto& [id, total, free] :
+       std::vector<std::tuple<std::string, uint64_t, uint64_t>>{
+           {"n0", 100ull << 30, 40ull << 30},
+           {"n1", 50ull << 30, 10ull << 30}}) {
+    v1::LiveRecord l;
+    l.set_node_id(id);
+    l.set_health(v1::LiveRecord::HEALTHY);
+    l.set_total_bytes(total);
+    l.set_free_bytes(free);
+    ASSERT_THAT(store_->PutLive(l, 0), IsOk());
+  }
+  Start();
+  struct statvfs v = fs_->StatFs();
+  EXPECT_EQ(v.f_blocks * v.f_frsize, 150ull << 30);
+  EXPECT_EQ(v.f_bfree * v.f_frsize, 50ull << 30);
+  EXPECT_EQ(v.f_bavail, v.f_bfree);
+}
+
 TEST_F(MountFsTest, ReadsBytesSequentialAndRandom) {
   const std::string data = Pattern(300000, 1);
   ASSERT_THAT(store_->CreateFile("/f", Put("f", data)), IsOk());
@@ -323,6 +344,37 @@ TEST_F(MountFsTest, ReplacedFileGivesStaleHandleNeverMixedBytes) {
               StatusIs(absl::StatusCode::kNotFound));
   fs_->Release(h->handle);
   fs_->Release(h2->handle);
+}
+
+TEST_F(MountFsTest, AFileThatIsAlsoADirectoryIsReadInsideIt) {
+  // The store refuses the clash; an older version wrote it straight into
+  // etcd.
+  ASSERT_THAT(store_->CreateFile("/a", Put("a", "the file")), IsOk());
+  etcdserverpb::TxnRequest txn;
+  auto* p = txn.add_success()->mutable_request_put();
+  p->set_key(ns::Keys().File("/a/b"));
+  p->set_value(Put("b", "below").SerializeAsString());
+  ASSERT_THAT(kv_.Txn(txn), IsOk());
+  Start();
+  auto a = fs_->Lookup(kRootInode, "a");
+  ASSERT_THAT(a, IsOk());
+  EXPECT_TRUE(S_ISDIR(a->attr.st_mode));
+  auto b = fs_->Lookup(a->ino, "b");
+  ASSERT_THAT(b, IsOk());
+  auto f = fs_->Lookup(a->ino, ".rangefs-file");
+  ASSERT_THAT(f, IsOk());
+  EXPECT_TRUE(S_ISREG(f->attr.st_mode));
+  EXPECT_EQ(f->attr.st_size, 8);
+  auto h = fs_->Open(f->ino, O_RDONLY);
+  ASSERT_THAT(h, IsOk());
+  auto got = Read(h->handle, 0, 100);
+  ASSERT_THAT(got, IsOk());
+  EXPECT_EQ(*got, "the file");
+  // Its xattrs are the file's (the layout of /a).
+  auto id = fs_->GetXattr(f->ino, "user.rangefs.file_id");
+  ASSERT_THAT(id, IsOk());
+  EXPECT_EQ(*id, absl::StrCat(store_->GetFile("/a")->layout.file_id()));
+  fs_->Release(h->handle);
 }
 
 TEST_F(MountFsTest, NamespaceChangesBecomeInvalidations) {

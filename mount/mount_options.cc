@@ -10,6 +10,7 @@
 #include "absl/strings/str_replace.h"
 #include "absl/strings/str_split.h"
 #include "base/config.h"
+#include "base/layered_config.h"
 #include "base/status_macros.h"
 #include "namespace/layout.h"
 
@@ -34,7 +35,8 @@ constexpr char kUsage[] =
     " entry_timeout uid gid metrics_port metrics_file metrics_interval\n"
     "  status_dir log_file log_level\n"
     "Other -o options go to libfuse (allow_other, nosuid, nodev, ...).\n"
-    "SPEC: the etcd endpoints (as mount(8) passes them from /etc/fstab).\n";
+    "SPEC: the etcd endpoints (as mount(8) passes them from /etc/fstab).\n"
+    "--help prints this; --version the version and git commit.\n";
 
 // Keys the shared config file may supply (base/config.cc).
 constexpr const char* kSharedKeys[] = {
@@ -338,19 +340,21 @@ absl::StatusOr<MountOptions> ParseMountOptions(
       positional[0] != "none" && given.count("etcd_endpoints") == 0) {
     given["etcd_endpoints"] = positional[0];
   }
+  // Options > $RANGEFS_ETCD/$RANGEFS_CLUSTER > the config file (config= or
+  // $RANGEFS_CONFIG) > defaults (base/layered_config.h).
   auto config_path = given.find("config");
-  if (config_path != given.end()) {
-    RANGEFS_ASSIGN_OR_RETURN(Config c, LoadConfig(config_path->second));
-    for (const char* k : kSharedKeys) {
-      if (given.count(k) == 0 && c.Has(k)) given[k] = c.GetString(k);
-    }
-    given.erase("config");
+  RANGEFS_ASSIGN_OR_RETURN(
+      Config c,
+      LoadLayeredConfig(config_path == given.end() ? std::string()
+                                                   : config_path->second));
+  given.erase("config");
+  for (const char* k : kSharedKeys) {
+    if (given.count(k) == 0 && c.Has(k)) given[k] = c.GetString(k);
+  }
+  if (given.count("etcd_endpoints") == 0) {
+    given["etcd_endpoints"] = c.GetString("etcd_endpoints");
   }
   for (const auto& [k, v] : given) RANGEFS_RETURN_IF_ERROR(Apply(k, v, o));
-  if (o.etcd_endpoints.empty()) {
-    return absl::InvalidArgumentError(
-        "no etcd endpoints: give --etcd=H:P, a SPEC or --config=FILE");
-  }
   if (o.revision > 0) {
     if (!o.attr_timeout_set) o.attr_timeout = 3600;
     if (!o.entry_timeout_set) o.entry_timeout = 3600;

@@ -88,12 +88,46 @@ TEST(MountOptionsTest, ConfigFileSuppliesSharedKeysFlagsWin) {
               StatusIs(absl::StatusCode::kNotFound));
 }
 
+TEST(MountOptionsTest, EnvironmentAndRangefsConfigAsEveryToolReadsThem) {
+  for (const char* v : {"RANGEFS_CONFIG", "RANGEFS_ETCD", "RANGEFS_CLUSTER"})
+    unsetenv(v);
+  // Nothing given: the built-in defaults, as rangefs-admin's.
+  auto o = Parse({"/m"});
+  ASSERT_THAT(o, IsOk());
+  EXPECT_EQ(o->etcd_endpoints, "127.0.0.1:2379");
+  EXPECT_EQ(o->cluster, "default");
+  char path[] = "/tmp/mount_options_envXXXXXX";
+  const int fd = mkstemp(path);
+  ASSERT_GE(fd, 0);
+  const std::string text =
+      "etcd_endpoints = c:1\ncluster = fromfile\nmount_root = /mr\n";
+  ASSERT_EQ(write(fd, text.data(), text.size()),
+            static_cast<ssize_t>(text.size()));
+  close(fd);
+  setenv("RANGEFS_CONFIG", path, 1);
+  o = Parse({"/m"});
+  ASSERT_THAT(o, IsOk());
+  EXPECT_EQ(o->etcd_endpoints, "c:1");
+  EXPECT_EQ(o->cluster, "fromfile");
+  EXPECT_EQ(o->mount_root, "/mr");
+  setenv("RANGEFS_CLUSTER", "fromenv", 1);
+  setenv("RANGEFS_ETCD", "e:9", 1);
+  o = Parse({"/m"});
+  ASSERT_THAT(o, IsOk());
+  EXPECT_EQ(o->etcd_endpoints, "e:9");
+  EXPECT_EQ(o->cluster, "fromenv");
+  o = Parse({"--cluster=flag", "/m"});
+  ASSERT_THAT(o, IsOk());
+  EXPECT_EQ(o->cluster, "flag");
+  for (const char* v : {"RANGEFS_CONFIG", "RANGEFS_ETCD", "RANGEFS_CLUSTER"})
+    unsetenv(v);
+  unlink(path);
+}
+
 TEST(MountOptionsTest, Errors) {
   EXPECT_THAT(
       Parse({"--etcd=e:1"}),
       StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("MOUNTPOINT")));
-  EXPECT_THAT(Parse({"/m"}),
-              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("etcd")));
   EXPECT_THAT(Parse({"--etcd=e:1", "--bogus=1", "/m"}),
               StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("bogus")));
   EXPECT_THAT(Parse({"--etcd=e:1", "--dir=rel", "/m"}),

@@ -21,6 +21,10 @@ absl::string_view Parent(absl::string_view path) {
   return slash == 0 ? absl::string_view("/") : path.substr(0, slash);
 }
 
+absl::string_view Base(absl::string_view path) {
+  return path.substr(path.rfind('/') + 1);
+}
+
 std::string ChildPrefix(absl::string_view dir) {
   return dir == "/" ? std::string("/") : absl::StrCat(dir, "/");
 }
@@ -308,12 +312,32 @@ IndexEntry NamespaceIndex::Find(absl::string_view path) {
     out.kind = EntryKind::kDir;
     return out;
   }
-  auto it = files_.find(path);
+  FileMap::const_iterator it = files_.find(path);
+  if (it == files_.end()) it = ShadowedLocked(path);
   if (it != files_.end()) {
     out.kind = EntryKind::kFile;
     out.meta = it->second;
   }
   return out;
+}
+
+NamespaceIndex::FileMap::const_iterator NamespaceIndex::ShadowedLocked(
+    absl::string_view path) const {
+  if (Base(path) != kShadowedFileName) return files_.end();
+  const absl::string_view dir = Parent(path);
+  if (dir == "/" || !HasChildrenLocked(dir)) return files_.end();
+  return files_.find(dir);
+}
+
+std::string NamespaceIndex::FilePath(absl::string_view path) {
+  {
+    absl::ReaderMutexLock l(&mu_);
+    if (files_.find(path) == files_.end() &&
+        ShadowedLocked(path) != files_.end()) {
+      return NamespacePath(Parent(path));
+    }
+  }
+  return NamespacePath(path);
 }
 
 absl::StatusOr<std::vector<DirEntry>> NamespaceIndex::List(
@@ -346,6 +370,17 @@ absl::StatusOr<std::vector<DirEntry>> NamespaceIndex::List(
     // '/').
     it = files_.lower_bound(absl::StrCat(p, name, "0"));
     out.push_back({std::move(name), EntryKind::kDir, FileMeta()});
+  }
+  // A file at this directory's own path (a clash): listed inside it.
+  const std::string shadow = absl::StrCat(p, kShadowedFileName);
+  auto self = path == "/" ? files_.end() : files_.find(path);
+  if (self != files_.end() && files_.find(shadow) == files_.end() &&
+      !HasChildrenLocked(shadow)) {
+    DirEntry e{std::string(kShadowedFileName), EntryKind::kFile, self->second};
+    auto at = std::lower_bound(
+        out.begin(), out.end(), e,
+        [](const DirEntry& a, const DirEntry& b) { return a.name < b.name; });
+    out.insert(at, std::move(e));
   }
   return out;
 }

@@ -28,8 +28,12 @@
 // - IMPORTING files are not shown (they appear when they become READY). A
 //   record that fails the record gate is shown as a file with `invalid`
 //   set (size 0). A key whose path is not a valid namespace path is
-//   skipped (logged). If a path is both a file and a directory prefix
-//   ("/a" and "/a/b"), the directory wins.
+//   skipped (logged).
+// - A path that is both a file and a directory ("/a" and "/a/b": the store
+//   refuses it; an older version or a hand may have written it, and fsck
+//   and doctor report it) shows both sides: "/a" is the directory, and the
+//   file's bytes are "/a/.rangefs-file" (kShadowedFileName) inside it,
+//   unless the namespace has a real "/a/.rangefs-file", which wins.
 // - A file's `content` (namespace/content_id.h) says which bytes it
 //   holds; a change that keeps them (the keeper moved a copy) is
 //   kFileChanged, any other kFileReplaced. Open handles compare it with
@@ -73,6 +77,10 @@ struct FileMeta {
   // Non-empty: the record failed the gate (why, naming the etcd key).
   std::string invalid;
 };
+
+// Inside a directory that is also a file (a clash), the name the file's
+// bytes show under (see the file comment).
+inline constexpr absl::string_view kShadowedFileName = ".rangefs-file";
 
 enum class EntryKind { kNone, kFile, kDir };
 
@@ -147,6 +155,9 @@ class NamespaceIndex {
   absl::StatusOr<std::vector<DirEntry>> List(absl::string_view path);
   // The namespace path of a relative path ("/x" under dir "/d" -> "/d/x").
   std::string NamespacePath(absl::string_view path) const;
+  // The namespace path of the file `path` shows: NamespacePath, or for
+  // "<dir>/.rangefs-file" of a clash, the path of <dir> (see above).
+  std::string FilePath(absl::string_view path);
   // Incremented after every applied batch of changes: a cheap "did
   // anything change since" check.
   uint64_t epoch() const { return epoch_.load(std::memory_order_acquire); }
@@ -186,6 +197,10 @@ class NamespaceIndex {
                    std::vector<IndexChange>* changes)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   bool HasChildrenLocked(absl::string_view path) const
+      ABSL_SHARED_LOCKS_REQUIRED(mu_);
+  // For "<dir>/.rangefs-file" where <dir> is both a file and a directory:
+  // <dir>'s file entry; else files_.end().
+  FileMap::const_iterator ShadowedLocked(absl::string_view path) const
       ABSL_SHARED_LOCKS_REQUIRED(mu_);
   void Notify(const std::vector<IndexChange>& changes);
 

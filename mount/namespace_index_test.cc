@@ -279,7 +279,7 @@ TEST_F(NamespaceIndexTest, BadRecordsShowAsInvalidFilesBadKeysAreSkipped) {
                                               Pair("good", EntryKind::kFile)));
 }
 
-TEST_F(NamespaceIndexTest, DirectoryShadowsFileOfTheSameName) {
+TEST_F(NamespaceIndexTest, AFileThatIsAlsoADirectoryShowsInsideIt) {
   // The store refuses a file below a file; an older version or a hand
   // wrote one straight into etcd.
   Create("/a");
@@ -292,8 +292,20 @@ TEST_F(NamespaceIndexTest, DirectoryShadowsFileOfTheSameName) {
   ASSERT_NE(index, nullptr);
   EXPECT_EQ(index->Find("/a").kind, EntryKind::kDir);
   EXPECT_THAT(Names(*index, "/"), ElementsAre(Pair("a", EntryKind::kDir)));
+  // Both sides show: the file's bytes inside the directory.
+  EXPECT_THAT(Names(*index, "/a"),
+              ElementsAre(Pair(".rangefs-file", EntryKind::kFile),
+                          Pair("b", EntryKind::kFile)));
+  IndexEntry shadowed = index->Find("/a/.rangefs-file");
+  EXPECT_EQ(shadowed.kind, EntryKind::kFile);
+  EXPECT_EQ(shadowed.meta.size, 10u);
+  EXPECT_EQ(index->FilePath("/a/.rangefs-file"), "/a");
+  EXPECT_EQ(index->FilePath("/a/b"), "/a/b");
+  EXPECT_EQ(index->Find("/a/b/.rangefs-file").kind, EntryKind::kNone);
   ASSERT_THAT(store_->DeleteFile("/a/b", 0), IsOk());
   EXPECT_EQ(index->Find("/a").kind, EntryKind::kFile);
+  EXPECT_EQ(index->Find("/a/.rangefs-file").kind, EntryKind::kNone);
+  EXPECT_EQ(index->FilePath("/a/.rangefs-file"), "/a/.rangefs-file");
 }
 
 TEST_F(NamespaceIndexTest, PinnedRevisionNeverChanges) {

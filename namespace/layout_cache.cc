@@ -478,22 +478,12 @@ absl::StatusOr<std::vector<FileEntry>> LayoutCache::List(
 }
 
 absl::StatusOr<size_t> LayoutCache::Preload(absl::string_view dir) {
-  size_t loaded = 0;
-  std::vector<Listed> page;
+  size_t read = 0;
   RANGEFS_RETURN_IF_ERROR(
-      ForEachPage(dir, [&](std::vector<KvEntry>& kvs, int64_t revision) {
-        page.clear();
-        for (KvEntry& kv : kvs) {
-          Listed e;
-          if (!keys_.ParseFile(kv.key, &e.path)) continue;
-          e.bytes = std::make_shared<const std::string>(std::move(kv.value));
-          e.mod_revision = kv.mod_revision;
-          page.push_back(std::move(e));
-        }
-        loaded += page.size();
-        KeepPage(page, revision);
+      Scan(dir, /*keep=*/true, [&](const std::vector<KvEntry>& page, int64_t) {
+        read += page.size();
       }).status());
-  return loaded;
+  return read;
 }
 
 absl::Status LayoutCache::WaitForRevision(int64_t revision,

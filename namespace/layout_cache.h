@@ -119,7 +119,7 @@ class LayoutCache {
   // INVALID_ARGUMENT (bad dir), UNAVAILABLE.
   absl::StatusOr<std::vector<FileEntry>> List(absl::string_view dir);
   // Loads every file under `dir` into the cache (paged, one revision).
-  // Returns the number of files loaded.
+  // Returns the number of file records read (Scan with keep).
   absl::StatusOr<size_t> Preload(absl::string_view dir);
   // Pages through every file record under `dir` at one revision (the
   // first page's), passing each page to `on_page` and then, with `keep`,

@@ -14,12 +14,15 @@
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
 #include "base/config.h"
+#include "base/flags_usage.h"
+#include "base/layered_config.h"
 #include "base/logging.h"
 #include "namespace/etcd/etcd_client.h"
 #include "namespace/etcd/etcd_settings.h"
 #include "namespace/etcd_kv.h"
 #include "namespace/store.h"
 #include "storage_node/agent.h"
+#include "storage_node/metrics.h"
 #include "storage_node/registrar.h"
 #include "storage_node/transport_security.h"
 
@@ -100,6 +103,13 @@ ABSL_FLAG(std::string, peer_tls_cert, "",
           "PEM client certificate this agent presents to peer agents doing "
           "mTLS (any certificate of the cluster CA may read).");
 ABSL_FLAG(std::string, peer_tls_key, "", "PEM key of --peer_tls_cert.");
+ABSL_FLAG(int, metrics_port, 0,
+          "Serve Prometheus metrics (rangefs_node_*: reads, bytes, rejected "
+          "reads, in-flight calls, read latency, free/total bytes, scrub "
+          "findings) at http://ADDRESS:PORT/metrics; 0: no server.");
+ABSL_FLAG(std::string, metrics_address, "127.0.0.1",
+          "IPv4 address of the --metrics_port server (127.0.0.1: this host "
+          "only; e.g. 0.0.0.0 to let a remote Prometheus scrape it).");
 ABSL_FLAG(int, shutdown_grace_s, 10,
           "On SIGTERM, how long in-flight calls may finish.");
 
@@ -109,8 +119,10 @@ ABSL_FLAG(std::string, config, "",
 
 namespace {
 
-// Applies the config file named by --config (found before flag parsing, so
-// that explicit flags parsed afterwards win). Exits 2 on a bad file.
+// Applies the layered config (base/layered_config.h: the file of --config
+// or $RANGEFS_CONFIG, with $RANGEFS_ETCD and $RANGEFS_CLUSTER over it),
+// before flag parsing, so that explicit flags parsed afterwards win. Exits
+// 2 on a bad file or value.
 void ApplyConfigFile(int argc, char** argv) {
   std::string path;
   for (int i = 1; i < argc; ++i) {
@@ -118,8 +130,7 @@ void ApplyConfigFile(int argc, char** argv) {
     if (absl::StartsWith(a, "--config=")) path = std::string(a.substr(9));
     if (a == "--config" && i + 1 < argc) path = argv[i + 1];
   }
-  if (path.empty()) return;
-  absl::StatusOr<rangefs::Config> c = rangefs::LoadConfig(path);
+  absl::StatusOr<rangefs::Config> c = rangefs::LoadLayeredConfig(path);
   if (!c.ok()) {
     fprintf(stderr, "rangefs-node: %s\n", c.status().ToString().c_str());
     exit(2);
@@ -193,7 +204,17 @@ const char* SecurityNote(rangefs::node::TransportSecurity s) {
 
 }  // namespace
 
+constexpr char kUsage[] =
+    "usage: rangefs-node --node_id=ID --export_root=DIR [--config=FILE] "
+    "[--FLAG=VALUE ...]\n"
+    "The storage-node agent: serves the files under --export_root to\n"
+    "rangefs clients and registers the node's live record in etcd.";
+
 int main(int argc, char** argv) {
+  if (auto text = rangefs::HelpOrVersion(argc, argv, "rangefs-node", kUsage)) {
+    fputs(text->c_str(), stdout);
+    return 0;
+  }
   rangefs::node::TuneMallocForStreaming();
   // Debian's Abseil is a debug build: skip its per-lock deadlock detection
   // (as release builds do); it costs CPU on every ReadRange.
@@ -297,8 +318,25 @@ int main(int argc, char** argv) {
             options.node_id.c_str(), agent.status().ToString().c_str());
     return 1;
   }
+  // Destroyed (its thread joined) before the agent it reads.
+  std::unique_ptr<rangefs::MetricsServer> metrics;
+  if (const int port = absl::GetFlag(FLAGS_metrics_port); port != 0) {
+    const std::string address = absl::GetFlag(FLAGS_metrics_address);
+    auto m = rangefs::node::StartAgentMetrics(**agent, address, port);
+    if (!m.ok()) {
+      fprintf(stderr, "rangefs-node %s: --metrics_port=%d: %s\n",
+              options.node_id.c_str(), port, m.status().ToString().c_str());
+      return 2;
+    }
+    metrics = *std::move(m);
+  }
   printf("rangefs-node %s serving on %s\n", options.node_id.c_str(),
          (*agent)->address().c_str());
+  if (metrics != nullptr) {
+    printf("rangefs-node %s metrics on http://%s:%d/metrics\n",
+           options.node_id.c_str(),
+           absl::GetFlag(FLAGS_metrics_address).c_str(), metrics->port());
+  }
   if ((*agent)->data_port() != 0) {
     printf("rangefs-node %s data port %d\n", options.node_id.c_str(),
            (*agent)->data_port());
@@ -312,6 +350,7 @@ int main(int argc, char** argv) {
   int sig = 0;
   sigwait(&stop_signals, &sig);
   RANGEFS_LOG(INFO) << "signal " << sig << ": draining";
+  metrics.reset();
   (*agent)->Shutdown(absl::Now() +
                      absl::Seconds(absl::GetFlag(FLAGS_shutdown_grace_s)));
   agent->reset();

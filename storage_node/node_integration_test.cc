@@ -11,6 +11,8 @@
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "base/testing/http_get.h"
+#include "base/testing/ports.h"
 #include "base/testing/status_matchers.h"
 #include "base/testing/temp_dir.h"
 #include "gmock/gmock.h"
@@ -39,12 +41,15 @@ class NodeIntegrationTest : public ::testing::Test {
   }
 
   // Starts the node and waits for its "serving on" line; sets stub_.
-  void StartNode(const std::string& log_name) {
-    auto p = Subprocess::Start(
-        {.argv = {testing::RunfilePath("storage_node/rangefs-node"),
-                  "--node_id=it1", "--export_root=" + export_,
-                  "--listen=127.0.0.1:0", "--chunk_size=65536"},
-         .log_path = dir_ + "/" + log_name});
+  void StartNode(const std::string& log_name,
+                 const std::vector<std::string>& extra_flags = {}) {
+    std::vector<std::string> argv = {
+        testing::RunfilePath("storage_node/rangefs-node"), "--node_id=it1",
+        "--export_root=" + export_, "--listen=127.0.0.1:0",
+        "--chunk_size=65536"};
+    argv.insert(argv.end(), extra_flags.begin(), extra_flags.end());
+    auto p =
+        Subprocess::Start({.argv = argv, .log_path = dir_ + "/" + log_name});
     ASSERT_THAT(p, IsOk());
     node_ = std::move(*p);
     ASSERT_THAT(node_->WaitForLog("rangefs-node it1 serving on 127.0.0.1:",
@@ -133,6 +138,73 @@ TEST_F(NodeIntegrationTest, WriteReadThenSigtermExitsZero) {
   ASSERT_TRUE(WIFEXITED(*ws)) << node_->LogTail();
   EXPECT_EQ(WEXITSTATUS(*ws), 0) << node_->LogTail();
   EXPECT_NE(node_->Log().find("stopped"), std::string::npos);
+}
+
+// --metrics_port: Prometheus text of the agent's counters, on 127.0.0.1.
+TEST_F(NodeIntegrationTest, ServesMetricsOnMetricsPort) {
+  auto port = testing::PickUnusedPort();
+  ASSERT_THAT(port, IsOk());
+  StartNode("metrics.log", {absl::StrCat("--metrics_port=", *port)});
+  ASSERT_THAT(node_->WaitForLog(absl::StrCat("rangefs-node it1 metrics on "
+                                             "http://127.0.0.1:",
+                                             *port, "/metrics"),
+                                absl::Seconds(10)),
+              IsOk());
+  const std::string data = RandomBytes(100000);
+  {
+    grpc::ClientContext ctx;
+    WriteObjectResponse resp;
+    auto w = stub_->WriteObject(&ctx, &resp);
+    WriteObjectRequest req;
+    req.mutable_header()->set_path("m/obj");
+    ASSERT_TRUE(w->Write(req));
+    req.set_data(data);
+    ASSERT_TRUE(w->Write(req));
+    w->WritesDone();
+    ASSERT_THAT(FromGrpcStatus(w->Finish()), IsOk());
+  }
+  {
+    grpc::ClientContext ctx;
+    ReadRangeRequest req;
+    req.set_path("m/obj");
+    req.set_length(data.size());
+    auto r = stub_->ReadRange(&ctx, req);
+    ReadRangeChunk c;
+    while (r->Read(&c)) {
+    }
+    ASSERT_THAT(FromGrpcStatus(r->Finish()), IsOk());
+  }
+  auto scraped = testing::HttpGet(*port, "/metrics");
+  ASSERT_THAT(scraped, IsOk());
+  const std::string& t = *scraped;
+  EXPECT_THAT(t, ::testing::HasSubstr("200 OK"));
+  EXPECT_THAT(t, ::testing::HasSubstr("rangefs_node_info{node=\"it1\"} 1\n"));
+  EXPECT_THAT(t, ::testing::HasSubstr("rangefs_node_reads_total 1\n"));
+  EXPECT_THAT(t,
+              ::testing::HasSubstr("rangefs_node_read_bytes_total 100000\n"));
+  EXPECT_THAT(t, ::testing::HasSubstr("rangefs_node_writes_total 1\n"));
+  EXPECT_THAT(t, ::testing::HasSubstr("rangefs_node_inflight 0\n"));
+  EXPECT_THAT(t, ::testing::HasSubstr("rangefs_node_export_healthy 1\n"));
+  EXPECT_THAT(t,
+              ::testing::HasSubstr("rangefs_node_scrub_corrupt_objects 0\n"));
+  EXPECT_THAT(t, ::testing::ContainsRegex("rangefs_node_total_bytes [1-9]"));
+  EXPECT_THAT(t, ::testing::ContainsRegex("rangefs_node_free_bytes [1-9]"));
+}
+
+// A --metrics_address that is not an IPv4 address: exit 2 naming it.
+TEST_F(NodeIntegrationTest, BadMetricsAddressIsRefused) {
+  auto p = Subprocess::Start(
+      {.argv = {testing::RunfilePath("storage_node/rangefs-node"),
+                "--node_id=it1", "--export_root=" + export_,
+                "--listen=127.0.0.1:0", "--metrics_port=1",
+                "--metrics_address=my-host"},
+       .log_path = dir_ + "/badaddr.log"});
+  ASSERT_THAT(p, IsOk());
+  auto ws = (*p)->Wait(absl::Seconds(60));
+  ASSERT_THAT(ws, IsOk());
+  ASSERT_TRUE(WIFEXITED(*ws)) << (*p)->LogTail();
+  EXPECT_EQ(WEXITSTATUS(*ws), 2) << (*p)->LogTail();
+  EXPECT_THAT((*p)->Log(), ::testing::HasSubstr("'my-host' is not an IPv4"));
 }
 
 TEST_F(NodeIntegrationTest, SigkillMidWriteLeavesNoVisibleObject) {

@@ -40,6 +40,7 @@
 #include "absl/status/status.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
+#include "base/version.h"
 #include "namespace/etcd/etcd_client.h"
 #include "namespace/store.h"
 #include "proto/layout.pb.h"
@@ -49,7 +50,7 @@ namespace rangefs {
 namespace node {
 
 // The agent version published in live records.
-inline constexpr char kAgentVersion[] = "rangefs-node 0.4.0";
+inline constexpr char kAgentVersion[] = "rangefs-node " RANGEFS_VERSION;
 
 struct RegistrarOptions {
   absl::Duration lease_ttl = absl::Seconds(10);  // >= 1 s

@@ -30,6 +30,7 @@
 #include "loadbalancer/latency_tracker.h"
 #include "loadbalancer/node_health.h"
 #include "loadbalancer/registry.h"
+#include "namespace/clusters.h"
 #include "namespace/etcd/etcd_client.h"
 #include "namespace/etcd/etcd_settings.h"
 #include "namespace/etcd_kv.h"
@@ -173,6 +174,7 @@ absl::Status ClientImpl::Init() {
   RANGEFS_ASSIGN_OR_RETURN(ns::KvRange nodes,
                            kv_->Range(np, ns::PrefixRangeEnd(np), 0, 0));
   for (const ns::KvEntry& e : nodes.kvs) ApplyNode(e);
+  if (nodes.kvs.empty()) WarnIfEmptyCluster();
   RANGEFS_ASSIGN_OR_RETURN(
       ns::KvRange lives,
       kv_->Range(lp, ns::PrefixRangeEnd(lp), 0, nodes.revision));
@@ -186,6 +188,17 @@ absl::Status ClientImpl::Init() {
       kv_->Watch(lp, ns::PrefixRangeEnd(lp), nodes.revision + 1,
                  [this](const ns::KvWatchUpdate& u) { OnLiveEvent(u); }));
   return absl::OkStatus();
+}
+
+void ClientImpl::WarnIfEmptyCluster() {
+  const std::string endpoint = options_.etcd_endpoints.empty()
+                                   ? std::string("the given etcd")
+                                   : options_.etcd_endpoints;
+  absl::StatusOr<std::string> why =
+      ns::EmptyClusterMessage(*kv_, options_.cluster, endpoint);
+  if (why.ok() && !why->empty()) {
+    RANGEFS_LOG(WARNING) << "rangefs client: " << *why;
+  }
 }
 
 NodeRuntime* ClientImpl::Node(const std::string& id) {
@@ -290,9 +303,13 @@ void ClientImpl::ApplyLive(const ns::KvEntry& kv) {
   if (!r.ok()) {
     RANGEFS_LOG(WARNING) << r.status() << "; node treated as not live";
     health_.SetLive(id, false, false);
+    absl::MutexLock l(&capacity_mu_);
+    capacity_.erase(id);
     return;
   }
   health_.SetLive(id, true, r->health() == v1::LiveRecord::DRAINING);
+  absl::MutexLock l(&capacity_mu_);
+  capacity_[id] = {r->total_bytes(), r->free_bytes()};
 }
 
 void ClientImpl::OnNodeEvent(const ns::KvWatchUpdate& u) {
@@ -313,6 +330,8 @@ void ClientImpl::OnLiveEvent(const ns::KvWatchUpdate& u) {
     if (!keys_.ParseLive(e.kv.key, &id)) continue;
     if (e.deleted) {
       health_.SetLive(id, false, false);  // lease gone: no new reads
+      absl::MutexLock l(&capacity_mu_);
+      capacity_.erase(id);
     } else {
       ApplyLive(e.kv);
     }
@@ -427,6 +446,13 @@ ClientStats ClientImpl::Stats() {
   s.shared_released = fs.released;
   s.shared_waiting = fs.waiting;
   s.latency = ToLatencyHistogram(latency_.GlobalCumulativeSnapshot());
+  {
+    absl::MutexLock l(&capacity_mu_);
+    for (const auto& [id, c] : capacity_) {
+      s.live_total_bytes += c.first;
+      s.live_free_bytes += c.second;
+    }
+  }
   absl::ReaderMutexLock l(&nodes_mu_);
   for (auto& [id, n] : nodes_) {
     NodeCounters& c = n->counters();

@@ -76,6 +76,7 @@
 
 #include <atomic>
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <string>
 #include <utility>
@@ -123,6 +124,9 @@ class ClientImpl : public Client, public FileHost {
   ~ClientImpl() override;
 
   absl::Status Init();
+  // Logs a warning naming the clusters that exist when this one has no
+  // node and no file record (a wrong or missing cluster name).
+  void WarnIfEmptyCluster();
 
   absl::StatusOr<std::unique_ptr<File>> OpenFile(
       absl::string_view path) override;
@@ -285,6 +289,11 @@ class ClientImpl : public Client, public FileHost {
   // rangefs-mountd's report (mount_status_file).
   std::string status_path_;                 // empty: not read
   std::atomic<int64_t> status_next_ns_{0};  // monotonic; next reload due
+  // Each live node's {total_bytes, free_bytes}, from its live record
+  // (ClientStats::live_total_bytes: df on a mount).
+  absl::Mutex capacity_mu_;
+  std::map<std::string, std::pair<uint64_t, uint64_t>> capacity_
+      ABSL_GUARDED_BY(capacity_mu_);
   absl::Mutex status_mu_;  // held while reloading; before nodes_mu_
   bool status_valid_ ABSL_GUARDED_BY(status_mu_) = false;
   mountd::MountStatusFile status_ ABSL_GUARDED_BY(status_mu_);

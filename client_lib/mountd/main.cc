@@ -23,7 +23,9 @@
 #include "absl/strings/str_replace.h"
 #include "absl/time/clock.h"
 #include "base/config.h"
+#include "base/layered_config.h"
 #include "base/logging.h"
+#include "base/version.h"
 #include "client_lib/mountd/mount_manager.h"
 #include "client_lib/mountd/mounter.h"
 #include "namespace/etcd/etcd_client.h"
@@ -37,7 +39,8 @@ constexpr char kUsage[] =
     "usage: rangefs-mountd [--config=FILE] [--dry-run] [--once] "
     "[--KEY=VALUE ...]\n"
     "  KEY is any config key (deploy/config/rangefs.conf.example), e.g.\n"
-    "  --etcd_endpoints=H:P,... --mount_root=DIR --mount_type=nfs|bind\n";
+    "  --etcd_endpoints=H:P,... --mount_root=DIR --mount_type=nfs|bind\n"
+    "  --help prints this; --version the version and git commit.\n";
 
 int Die(const std::string& what, const absl::Status& s, int code = 1) {
   fprintf(stderr, "rangefs-mountd: %s: %s\n", what.c_str(),
@@ -52,6 +55,10 @@ int main(int argc, char** argv) {
   std::string config_path;
   bool dry_run = false, once = false;
   std::vector<std::pair<std::string, std::string>> overrides;
+  if (rangefs::WantsVersion(argc, argv)) {
+    puts(rangefs::VersionLine("rangefs-mountd").c_str());
+    return 0;
+  }
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
     if (a == "--help" || a == "-h") {
@@ -74,12 +81,11 @@ int main(int argc, char** argv) {
       return 2;
     }
   }
-  Config config;
-  if (!config_path.empty()) {
-    auto c = rangefs::LoadConfig(config_path);
-    if (!c.ok()) return Die("config", c.status(), 2);
-    config = *std::move(c);
-  }
+  // Flags > $RANGEFS_ETCD/$RANGEFS_CLUSTER > the config file (--config or
+  // $RANGEFS_CONFIG) > defaults (base/layered_config.h).
+  auto layered = rangefs::LoadLayeredConfig(config_path);
+  if (!layered.ok()) return Die("config", layered.status(), 2);
+  Config config = *std::move(layered);
   for (const auto& [k, v] : overrides) {
     absl::Status s = config.Set(k, v);
     if (!s.ok()) return Die("flag --" + k, s, 2);

@@ -8,7 +8,9 @@
 #                              [--rate=800mbit] [--dir=DIR] [--cluster=NAME]
 #                              [--tls | --insecure]
 #                              [--node-flags="--data_listen=off ..."]
+#                              [--dead-after=SECONDS]
 #   deploy/local/cluster.sh status [--dir=DIR]
+#   deploy/local/cluster.sh restart-node ID [--dir=DIR]
 #   deploy/local/cluster.sh down   [--dir=DIR] [--purge]
 #   deploy/local/cluster.sh exec [--dir=DIR] -- CMD...   (in the client's network)
 #
@@ -27,8 +29,20 @@
 #   own rangefs-admin uses it) and a reader rangefs-client (jobs:
 #   --agent_ca/--agent_cert/--agent_key of rangefs-bench). The data port is
 #   off (plaintext). `up` prints AGENT_TLS_DIR=<dir>/tls too.
+# `up` writes <dir>/rangefs.conf (etcd, cluster, mount_root, TLS files)
+#   and prints `export RANGEFS_CONFIG=<dir>/rangefs.conf`: with it set,
+#   rangefs-admin, rangefs-mount, rangefs-bench and Python's Client() use
+#   this cluster, mount path included. Its last line is for scripts:
+#   eval "$(cluster.sh up ... | tail -n 1)" sets RANGEFS_CONFIG,
+#   RANGEFS_ETCD, RANGEFS_CLUSTER and MOUNT_ROOT.
 # --insecure: plaintext agents on network addresses (rangefs-node
 #   --insecure; each warns every minute). Benchmarks only.
+# --dead-after=SECONDS: the keeper's --dead_after_s (default 600): how long
+#   a node is unreachable before its replicas are re-created elsewhere.
+# restart-node ID: stops agent ID if it runs (SIGTERM, then SIGKILL) and
+#   starts it again with the same flags; returns once it is live again.
+# Each agent serves Prometheus metrics (rangefs-node --metrics_port): `up`
+#   and `status` print the URLs (in --hosts=netns, reachable through exec).
 # State (pids, endpoints) lives in <dir>/cluster.env; `down` stops every
 # process, deletes the namespaces and, with --purge, the directory.
 set -euo pipefail
@@ -36,6 +50,9 @@ set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 cmd=${1:-}
 [ -n "$cmd" ] && shift || true
+case "$cmd" in
+  -h|--help|help) sed -n '2,41p' "$0"; exit 0 ;;
+esac
 
 DIR=/tmp/rangefs-local
 NODES=4
@@ -49,6 +66,8 @@ INSECURE=0
 BIN=""
 NODE_FLAGS=()
 EXEC_ARGS=()
+DEAD_AFTER=""
+RESTART_ID=""
 while [ $# -gt 0 ]; do
   case "$1" in
     --dir=*) DIR=${1#*=} ;;
@@ -62,8 +81,12 @@ while [ $# -gt 0 ]; do
     --purge) PURGE=1 ;;
     --tls) TLS=1 ;;
     --insecure) INSECURE=1 ;;
+    --dead-after=*) DEAD_AFTER=${1#*=} ;;
     --) shift; EXEC_ARGS=("$@"); break ;;
-    -h|--help) sed -n '2,31p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,41p' "$0"; exit 0 ;;
+    [!-]*) [ "$cmd" = restart-node ] && [ -z "$RESTART_ID" ] || {
+        echo "cluster.sh: unknown argument $1" >&2; exit 2; }
+      RESTART_ID=$1 ;;
     *) echo "cluster.sh: unknown argument $1" >&2; exit 2 ;;
   esac
   shift
@@ -113,16 +136,17 @@ wait_for() {
 
 build_binaries() {
   if [ -n "$BIN" ]; then return; fi
-  log "building rangefs-node, rangefs-admin and rangefs-keeper"
+  log "building rangefs-node, rangefs-admin, rangefs-keeper and rangefs-mount"
   (cd "$ROOT" && bazel build --noshow_progress //storage_node:rangefs-node \
-      //admin:rangefs-admin //keeper:rangefs-keeper 2>&1 | grep -E "ERROR|error:" >&2 || true)
+      //admin:rangefs-admin //keeper:rangefs-keeper //mount:rangefs-mount \
+      2>&1 | grep -E "ERROR|error:" >&2 || true)
   local bazel_bin
   bazel_bin=$(cd "$ROOT" && bazel info bazel-bin 2>/dev/null)
   [ -x "$bazel_bin/storage_node/rangefs-node" ] || die "build failed"
   BIN="$DIR/bin"
   mkdir -p "$BIN"
   cp -f "$bazel_bin/storage_node/rangefs-node" "$bazel_bin/admin/rangefs-admin" \
-    "$bazel_bin/keeper/rangefs-keeper" "$BIN/"
+    "$bazel_bin/keeper/rangefs-keeper" "$bazel_bin/mount/rangefs-mount" "$BIN/"
 }
 
 save_state() {
@@ -214,6 +238,8 @@ cmd_up() {
   [ "$HOSTS" = local ] || [ "$HOSTS" = netns ] || die "--hosts must be local or netns"
   [ "$NODES" -ge 1 ] || die "--nodes must be >= 1"
   [ "$TLS" = 1 ] && [ "$INSECURE" = 1 ] && die "--tls and --insecure exclude each other"
+  [ -z "$DEAD_AFTER" ] || [[ "$DEAD_AFTER" =~ ^[0-9]+([.][0-9]+)?$ ]] ||
+    die "--dead-after must be a number of seconds, not '$DEAD_AFTER'"
   if [ "$HOSTS" = netns ] && [ "$TLS" = 0 ] && [ "$INSECURE" = 0 ]; then
     die "--hosts=netns: agents listen on veth addresses, and rangefs-node serves a network address only with mTLS; pass --tls (mTLS, certificates made here) or --insecure (plaintext, benchmarks only)"
   fi
@@ -292,10 +318,13 @@ cmd_up() {
       sec=(--insecure)
     fi
     admin node add "$id" --address="$addr" --export="$export" --zone="z$(( (i - 1) % 2 ))" >/dev/null
-    start_bg "$DIR/logs/node-$id.log" "$DIR/run/node-$id.pid" "$ns" \
-      "$BIN/rangefs-node" --node_id="$id" --export_root="$export" --listen="$addr" \
-      --etcd_endpoints="$ETCD_ENDPOINTS" --cluster="$CLUSTER" ${sec[@]+"${sec[@]}"} \
-      ${NODE_FLAGS[@]+"${NODE_FLAGS[@]}"}
+    local metrics
+    metrics=$(metrics_flags "$i")
+    # shellcheck disable=SC2086
+    save_agent "$id" "$ns" "$BIN/rangefs-node" --node_id="$id" --export_root="$export" \
+      --listen="$addr" --etcd_endpoints="$ETCD_ENDPOINTS" --cluster="$CLUSTER" \
+      ${sec[@]+"${sec[@]}"} $metrics ${NODE_FLAGS[@]+"${NODE_FLAGS[@]}"}
+    start_agent "$id"
   done
   for i in $(seq 1 "$NODES"); do
     wait_for "node n$i serving" 120 grep -q "serving on" "$DIR/logs/node-n$i.log"
@@ -310,7 +339,8 @@ cmd_up() {
     start_bg "$DIR/logs/keeper.log" "$DIR/run/keeper.pid" \
       "$([ "$HOSTS" = netns ] && echo "rfs${TAG}-c" || echo -)" \
       "$BIN/rangefs-keeper" --etcd_endpoints="$ETCD_ENDPOINTS" --cluster="$CLUSTER" \
-      --id=local-keeper ${ksec[@]+"${ksec[@]}"}
+      --id=local-keeper ${ksec[@]+"${ksec[@]}"} \
+      ${DEAD_AFTER:+--dead_after_s="$DEAD_AFTER"}
     wait_for "rangefs-keeper active" 120 grep -q "is active" "$DIR/logs/keeper.log"
   else
     log "no $BIN/rangefs-keeper: running without a keeper"
@@ -320,7 +350,29 @@ cmd_up() {
   [ "$TLS" = 1 ] && security=mTLS
   [ "$INSECURE" = 1 ] && security="INSECURE (--insecure)"
   log "up: $NODES node(s), etcd $ETCD_ENDPOINTS, cluster '$CLUSTER', hosts=$HOSTS, agents $security, dir $DIR"
-  echo "RANGEFS_ETCD=$ETCD_ENDPOINTS RANGEFS_CLUSTER=$CLUSTER MOUNT_ROOT=$DIR/mnt$([ "$TLS" = 1 ] && echo " AGENT_TLS_DIR=$TLS_DIR")"
+  print_metrics
+  write_config
+  log "the tools are in $BIN; every tool, rangefs-mount and Python use this cluster (fast path included) after:"
+  echo "export RANGEFS_CONFIG=$DIR/rangefs.conf"
+  echo "RANGEFS_CONFIG=$DIR/rangefs.conf RANGEFS_ETCD=$ETCD_ENDPOINTS RANGEFS_CLUSTER=$CLUSTER MOUNT_ROOT=$DIR/mnt$([ "$TLS" = 1 ] && echo " AGENT_TLS_DIR=$TLS_DIR")"
+}
+
+# <dir>/rangefs.conf: the shared config file (base/config.h) of this
+# cluster, which every tool reads through $RANGEFS_CONFIG: etcd, the
+# cluster name, the clients' mount root (the node exports, so that reads
+# take the mount path) and, with --tls, the reader certificate.
+write_config() {
+  {
+    echo "# written by deploy/local/cluster.sh up"
+    echo "etcd_endpoints = $ETCD_ENDPOINTS"
+    echo "cluster = $CLUSTER"
+    [ "$HOSTS" = local ] && echo "mount_root = $DIR/mnt"
+    if [ "$TLS" = 1 ]; then
+      echo "agent_ca = $TLS_DIR/ca.crt"
+      echo "agent_cert = $TLS_DIR/rangefs-client.crt"
+      echo "agent_key = $TLS_DIR/rangefs-client.key"
+    fi
+  } >"$DIR/rangefs.conf"
 }
 
 load_state() {
@@ -332,6 +384,67 @@ load_state() {
 cmd_status() {
   load_state
   admin status
+  print_metrics
+}
+
+# Agent metrics: a free loopback port each (--hosts=local), or port 9470 on
+# the node's own address (--hosts=netns: 127.0.0.1 there is the node's).
+metrics_flags() {  # metrics_flags I
+  local i=$1 host=127.0.0.1 port
+  if [ "$HOSTS" = netns ]; then
+    host="10.250.${TAG}.$((10 + i))"; port=9470
+    echo "--metrics_address=$host --metrics_port=$port"
+  else
+    port=$(free_port)
+    echo "--metrics_port=$port"
+  fi
+  echo "http://$host:$port/metrics" >"$DIR/run/node-n$i.metrics"
+}
+
+print_metrics() {
+  local f
+  for f in "$DIR"/run/node-*.metrics; do
+    [ -e "$f" ] || continue
+    f=${f##*/node-}
+    log "agent ${f%.metrics} metrics at $(cat "$DIR/run/node-$f")"
+  done
+}
+
+# save_agent ID NETNS|- CMD...: records how agent ID is started (for
+# restart-node); start_agent ID starts it so, appending to its log.
+save_agent() {
+  local id=$1; shift
+  printf '%s\0' "$@" >"$DIR/run/node-$id.args"
+}
+start_agent() {
+  local id=$1 argv=()
+  mapfile -d '' argv <"$DIR/run/node-$id.args"
+  start_bg "$DIR/logs/node-$id.log" "$DIR/run/node-$id.pid" "${argv[@]}"
+}
+
+serving_count() { grep -c "serving on" "$DIR/logs/node-$1.log" 2>/dev/null || true; }
+serving_more() { [ "$(serving_count "$1")" -gt "$2" ]; }  # serving_more ID N
+
+node_live() {  # node_live ID: its status row says live "yes"
+  admin status 2>/dev/null | awk -v id="$1" '$1 == id && $3 == "yes" {f = 1} END {exit !f}'
+}
+
+cmd_restart_node() {
+  load_state
+  local id=$RESTART_ID pid serving
+  [ -n "$id" ] || die "restart-node: give a node id (n1 .. n$NODES)"
+  [ -e "$DIR/run/node-$id.args" ] || die "restart-node: no agent $id in $DIR"
+  if [ -e "$DIR/run/node-$id.pid" ]; then
+    pid=$(cat "$DIR/run/node-$id.pid")
+    kill -TERM -- "-$pid" 2>/dev/null || kill -TERM "$pid" 2>/dev/null || true
+    for _ in $(seq 1 150); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
+    kill -KILL -- "-$pid" 2>/dev/null || kill -KILL "$pid" 2>/dev/null || true
+  fi
+  serving=$(serving_count "$id")
+  start_agent "$id"
+  wait_for "node $id serving again" 120 serving_more "$id" "$serving"
+  wait_for "node $id live" 120 node_live "$id"
+  log "$id restarted (pid $(cat "$DIR/run/node-$id.pid"))"
 }
 
 cmd_down() {
@@ -357,5 +470,6 @@ case "$cmd" in
   status) cmd_status ;;
   down) cmd_down ;;
   exec) cmd_exec ;;
-  *) echo "usage: cluster.sh up|status|down|exec [options] (see --help)" >&2; exit 2 ;;
+  restart-node) cmd_restart_node ;;
+  *) echo "usage: cluster.sh up|status|down|exec|restart-node [options] (see --help)" >&2; exit 2 ;;
 esac

@@ -5,7 +5,9 @@
 # (capped veth links) with --tls: agents serve mTLS, cluster.sh's admin
 # ingests with the writer certificate, the job reads with the reader's, and
 # a reader cannot ingest. Also: netns mode without --tls/--insecure is
-# refused. Checks that nothing is left behind: no processes, no namespaces.
+# refused; in local mode (--dead-after=3600) an agent's metrics URL
+# answers, kill -9 of agent n1 shows in status as unreachable with files
+# at risk and a countdown, and restart-node n1 brings it back live. Checks that nothing is left behind: no processes, no namespaces.
 set -uo pipefail
 RF="$TEST_SRCDIR/$TEST_WORKSPACE"
 # Namespaces, veths and mounts die with the test, even when it is killed.
@@ -66,6 +68,22 @@ run_mode() {
   grep -q '"bytes": 3005000' "$TEST_TMPDIR/scan-$hosts.json" || fail "$hosts: bytes read: $(cat "$TEST_TMPDIR/scan-$hosts.json")"
   grep -q '"mismatches": 0' "$TEST_TMPDIR/scan-$hosts.json" || fail "$hosts: mismatches"
   bash "$CLUSTER_SH" status --dir="$DIR" | grep -q "$nodes node(s), $nodes live" || fail "$hosts: status"
+  if [ "$hosts" = local ]; then
+    # The one export line: rangefs-admin and rangefs-bench with no flags use
+    # this cluster (mount path included: mount_root is in the file).
+    [ -s "$RANGEFS_CONFIG" ] || fail "no config file from up: $env"
+    grep -q "^mount_root = $DIR/mnt" "$RANGEFS_CONFIG" || fail "config: $(cat "$RANGEFS_CONFIG")"
+    (unset RANGEFS_ETCD RANGEFS_CLUSTER; export RANGEFS_CONFIG
+     "$BIN/rangefs-admin" file ls /d) >"$TEST_TMPDIR/ls-conf" 2>&1 \
+      || fail "admin with RANGEFS_CONFIG: $(cat "$TEST_TMPDIR/ls-conf")"
+    grep -q "^/d/f1 " "$TEST_TMPDIR/ls-conf" || fail "admin with RANGEFS_CONFIG: $(cat "$TEST_TMPDIR/ls-conf")"
+    (unset RANGEFS_ETCD RANGEFS_CLUSTER; export RANGEFS_CONFIG
+     "$BIN/rangefs-bench" --workload=scan --once --threads=2 --data_path=mount \
+       --verify_against="$TEST_TMPDIR/data-$hosts" --json) >"$TEST_TMPDIR/scan-conf.json" 2>&1 \
+      || fail "bench with RANGEFS_CONFIG: $(cat "$TEST_TMPDIR/scan-conf.json")"
+    grep -q '"mismatches": 0' "$TEST_TMPDIR/scan-conf.json" || fail "bench with RANGEFS_CONFIG: $(cat "$TEST_TMPDIR/scan-conf.json")"
+  fi
+  [ "$hosts" = local ] && check_unreachable_and_restart "$nodes"
   local pids
   pids=$(cat "$DIR"/run/*.pid)
   bash "$CLUSTER_SH" down --dir="$DIR" --purge >/dev/null 2>&1 || fail "$hosts: down"
@@ -76,7 +94,41 @@ run_mode() {
   return 0
 }
 
-run_mode local 3 ""
+# Local mode, up with --dead-after=3600: each agent's metrics URL (status
+# prints them) answers Prometheus text; kill -9 of agent n1: status names
+# it unreachable at once (once its lease expires), and the keeper's record
+# shows files at risk with a countdown (nothing healed for an hour);
+# restart-node n1 brings it back live.
+check_unreachable_and_restart() {
+  local nodes=$1 out url give_up
+  out=$(bash "$CLUSTER_SH" status --dir="$DIR" 2>&1) || fail "local: status"
+  url=$(echo "$out" | sed -n 's/.*agent n1 metrics at \(http[^ ]*\).*/\1/p')
+  [ -n "$url" ] || fail "local: no metrics URL for n1 in status: $out"
+  python3 -c 'import sys, urllib.request; print(urllib.request.urlopen(sys.argv[1], timeout=5).read().decode())' \
+    "$url" >"$TEST_TMPDIR/n1.metrics" || fail "local: scraping $url"
+  grep -q '^rangefs_node_info{node="n1"} 1' "$TEST_TMPDIR/n1.metrics" &&
+    grep -q '^rangefs_node_free_bytes [1-9]' "$TEST_TMPDIR/n1.metrics" ||
+    fail "local: n1 metrics: $(head -c 600 "$TEST_TMPDIR/n1.metrics")"
+  kill -KILL "$(cat "$DIR/run/node-n1.pid")"
+  give_up=$((SECONDS + 90))  # the agent's lease TTL (10 s), a keeper round (5 s)
+  until out=$(bash "$CLUSTER_SH" status --dir="$DIR" 2>/dev/null) &&
+      echo "$out" | grep -q "1 unreachable (n1)" &&
+      echo "$out" | grep -Eq "[1-9][0-9]* file\(s\) \([^)]*\) at risk on unreachable node\(s\); healing starts in (59m|1h)" ||
+      [ "$SECONDS" -ge "$give_up" ]; do
+    sleep 0.5
+  done
+  echo "$out" | grep -q "1 unreachable (n1)" || fail "local: status after kill -9 of n1: $out"
+  echo "$out" | grep -Eq "at risk on unreachable node\(s\); healing starts in (59m|1h)" ||
+    fail "local: no at-risk countdown after kill -9 of n1: $out"
+  echo "$out" | grep -q "0 replica move(s) to do" || fail "local: the keeper moves replicas of n1: $out"
+  bash "$CLUSTER_SH" restart-node n1 --dir="$DIR" >/dev/null 2>&1 || fail "local: restart-node n1"
+  bash "$CLUSTER_SH" status --dir="$DIR" 2>/dev/null | grep -q "$nodes node(s), $nodes live;" ||
+    fail "local: n1 not live after restart-node"
+}
+
+bash "$CLUSTER_SH" --help | grep -q -- "--dead-after=SECONDS" || fail "--help lacks --dead-after"
+bash "$CLUSTER_SH" --help | grep -q "restart-node ID" || fail "--help lacks restart-node"
+run_mode local 3 --dead-after=3600
 if ip netns add rfs-smoke-probe 2>/dev/null; then
   ip netns del rfs-smoke-probe
   DIR="$TEST_TMPDIR/c-refused"

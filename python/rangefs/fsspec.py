@@ -58,13 +58,25 @@ def _dir_entry(path: str) -> Dict[str, Any]:
     return {"name": path, "size": 0, "type": "directory"}
 
 
+def _below(src: Any, path: str) -> List[Any]:
+    """src.ls(path), or [] where it raises for a missing directory or a
+    file (fsspec then asks info())."""
+    try:
+        return src.ls(path)
+    except (FileNotFoundError, NotADirectoryError):
+        return []
+
+
 class RangefsFileSystem(AbstractFileSystem):
     """fsspec file system over rangefs.Client.
 
     Args:
-      etcd: etcd endpoints; default $RANGEFS_ETCD.
-      cluster: cluster name; default from the URL, $RANGEFS_CLUSTER or
-        "default".
+      etcd: etcd endpoints; default $RANGEFS_ETCD, the config file's, or
+        127.0.0.1:2379.
+      cluster: cluster name; default from the URL, $RANGEFS_CLUSTER, the
+        config file's or "default".
+      config: the shared config file (default $RANGEFS_CONFIG), as
+        rangefs.Client(config=...).
       dataset: pin the file system to the dataset of this directory
         (rangefs.Client.open_dataset): only its files, as of one revision.
       revision: the dataset's etcd revision (default: the latest).
@@ -139,7 +151,7 @@ class RangefsFileSystem(AbstractFileSystem):
         """Files and implied directories right below `path`."""
         prefix = path.rstrip("/") + "/"
         out: Dict[str, Dict[str, Any]] = {}
-        for f in self._src.ls(path):
+        for f in _below(self._src, path):
             if not f.path.startswith(prefix):
                 continue
             rel = f.path[len(prefix):]
@@ -168,7 +180,7 @@ class RangefsFileSystem(AbstractFileSystem):
             return _file_entry(self._src.stat(path))
         except NotFound:
             pass
-        if self._src.ls(path):
+        if _below(self._src, path):
             return _dir_entry(path)
         raise FileNotFoundError(path)
 
@@ -177,7 +189,7 @@ class RangefsFileSystem(AbstractFileSystem):
         path = self._strip_protocol(path)
         prefix = path.rstrip("/") + "/"
         out: Dict[str, Dict[str, Any]] = {}
-        for f in self._src.ls(path):
+        for f in _below(self._src, path):
             if not f.path.startswith(prefix):
                 continue
             parts = f.path[len(prefix):].split("/")

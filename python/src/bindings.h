@@ -28,6 +28,9 @@ void BindClient(pybind11::module_& m);
 // BindClient).
 void BindDataset(pybind11::module_& m);
 
+// _read_config: the shared config file's keys (config_binding.cc).
+void BindConfig(pybind11::module_& m);
+
 // ClientOptions from Python keyword options (options.cc): etcd endpoints,
 // cluster, then the names of ClientOptions fields (durations in seconds,
 // enums as lower-case names). INVALID_ARGUMENT names an unknown key or a

@@ -7,6 +7,7 @@
 
 #include "absl/synchronization/mutex.h"
 #include "python/src/bindings.h"
+#include "python/src/log_forwarder.h"
 
 PYBIND11_MODULE(_rangefs, m) {
   m.doc() =
@@ -25,4 +26,6 @@ PYBIND11_MODULE(_rangefs, m) {
   rangefs::python::BindFile(m);
   rangefs::python::BindClient(m);
   rangefs::python::BindDataset(m);
+  rangefs::python::BindConfig(m);
+  rangefs::python::BindLogForwarding(m);
 }

@@ -63,8 +63,13 @@
 #include "absl/strings/str_format.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/clock.h"
+#include "base/flag_config.h"
+#include "base/flags_usage.h"
 #include "client_lib/client.h"
 
+ABSL_FLAG(std::string, config, "",
+          "rangefs config file; flags and $RANGEFS_ETCD/$RANGEFS_CLUSTER "
+          "override it. Default: $RANGEFS_CONFIG.");
 ABSL_FLAG(std::string, etcd, "127.0.0.1:2379", "etcd endpoints");
 ABSL_FLAG(std::string, cluster, "default", "rangefs cluster name");
 ABSL_FLAG(std::string, mount_root, "/mnt/rangefs", "client mount root");
@@ -209,7 +214,32 @@ class Verifier {
 
 }  // namespace
 
+constexpr char kUsage[] =
+    "usage: rangefs-bench --etcd=H:P,... --cluster=C "
+    "--workload=scan|lookup|mixed [--FLAG=VALUE ...]\n"
+    "Workloads through the rangefs client library (its header comment; "
+    "tests/bench/run.sh).";
+
+// Config keys (base/config.cc) that set flags (flags > environment >
+// config file > defaults: base/layered_config.h).
+constexpr rangefs::FlagBinding kConfigBindings[] = {
+    {"etcd_endpoints", "etcd"},
+    {"cluster", "cluster"},
+    {"mount_root", "mount_root"},
+    {"agent_ca", "agent_ca"},
+    {"agent_cert", "agent_cert"}};
+
 int main(int argc, char** argv) {
+  if (auto text = rangefs::HelpOrVersion(argc, argv, "rangefs-bench", kUsage)) {
+    fputs(text->c_str(), stdout);
+    return 0;
+  }
+  if (absl::Status s =
+          rangefs::ApplyLayeredConfigToFlags(argc, argv, kConfigBindings);
+      !s.ok()) {
+    fprintf(stderr, "rangefs-bench: %s\n", s.ToString().c_str());
+    return 2;
+  }
   absl::ParseCommandLine(argc, argv);
   // Debian's Abseil is a debug build: every absl::Mutex lock runs deadlock
   // detection (~5% of the CPU of small reads). Off, as in release builds

@@ -385,6 +385,21 @@ class KeeperTest : public ::testing::Test {
     return ok;
   }
 
+  // Waits for every slot to have its 2 replicas on distinct nodes (a move
+  // in flight has 3); `per_node`: replicas per node then. False (with
+  // keeper `id`'s log tail) after kWait.
+  bool WaitSettled(const std::string& id,
+                   std::map<std::string, int>* per_node) {
+    const bool settled = Poll(
+        [&] {
+          per_node->clear();
+          return AllSlotsHealthy({}, per_node);
+        },
+        kWait);
+    if (!settled) ADD_FAILURE() << keepers_[id]->LogTail();
+    return settled;
+  }
+
   // Objects in agent i's export.
   std::vector<std::string> Objects(size_t i) {
     std::vector<std::string> out;
@@ -587,13 +602,7 @@ TEST_F(KeeperTest, NodeKilledForGoodIsReReplicatedWithoutReadErrors) {
   // tolerance): a slot mid-move has 3 replicas. Idle that is over before
   // two scans; under load it may not be, so wait for a settled layout.
   std::map<std::string, int> before;
-  ASSERT_TRUE(Poll(
-      [&] {
-        before.clear();
-        return AllSlotsHealthy({}, &before);
-      },
-      kWait))
-      << keepers_["ka"]->LogTail();
+  ASSERT_TRUE(WaitSettled("ka", &before));
   ASSERT_GT(before["n1"], 0);
   const absl::Time killed = absl::Now();
   ASSERT_THAT(cluster_->agent(1).process->Kill(), IsOk());  // kill -9
@@ -674,6 +683,89 @@ TEST_F(KeeperTest, NodeKilledForGoodIsReReplicatedWithoutReadErrors) {
       },
       kWait))
       << (scraped.ok() ? *scraped : scraped.status().ToString());
+}
+
+// kill -9 of an agent with a long dead_after: `status` names the node
+// unreachable as soon as its live record is gone, and the keeper's record
+// adds the files (and bytes) with a replica on it and the countdown to
+// healing; nothing is moved meanwhile.
+TEST_F(KeeperTest, KilledNodeIsUnreachableAtOnceWithFilesAtRiskAndCountdown) {
+  // No rebalancing: the layouts stay as put, so that "nothing moved" below
+  // cannot be a rebalance move planned before n1 went missing.
+  ASSERT_NE(StartKeeper("ka", 3600,
+                        {"--dead_after_s=3600", "--rebalance_tolerance=0"}),
+            nullptr);
+  ASSERT_TRUE(Poll([&] { return Leader() == "ka"; }, kWait));
+  std::map<std::string, int> before;
+  ASSERT_TRUE(WaitSettled("ka", &before));
+  ASSERT_GT(before["n1"], 0);
+  // The files with a replica on n1, and those slots' bytes (a stripe
+  // column: every 3rd MiB unit of the 3 MiB + 5 bytes file).
+  int want_files = 0;
+  uint64_t want_bytes = 0;
+  for (const auto& [path, data] : files_) {
+    auto f = cluster_->store()->GetFile(path);
+    ASSERT_THAT(f, IsOk());
+    bool on_n1 = false;
+    auto on = [](const auto& reps) {
+      for (const v1::Replica& r : reps) {
+        if (r.node_id() == "n1") return true;
+      }
+      return false;
+    };
+    for (const auto& e : f->layout.extents()) {
+      if (on(e.replicas())) {
+        on_n1 = true;
+        want_bytes += e.length();
+      }
+    }
+    const auto& cols = f->layout.striped().targets();
+    const uint64_t unit = f->layout.striped().stripe_unit();
+    for (int t = 0; t < cols.size(); ++t) {
+      if (!on(cols[t].replicas())) continue;
+      on_n1 = true;
+      for (uint64_t k = t; k * unit < data.size(); k += cols.size()) {
+        want_bytes += std::min<uint64_t>(unit, data.size() - k * unit);
+      }
+    }
+    if (on_n1) ++want_files;
+  }
+  ASSERT_THAT(cluster_->agent(1).process->Kill(), IsOk());  // kill -9
+  nlohmann::json row;
+  std::string message;
+  ASSERT_TRUE(Poll(
+      [&] {
+        auto st = Run({"status"});
+        if (!st.ok()) return false;
+        message = st->message;
+        auto rows =
+            nlohmann::json::parse(admin::FormatJson(*st), nullptr, false);
+        if (!rows.is_array() || rows.empty()) return false;
+        row = rows.back();
+        return absl::StrContains(message, "1 unreachable (n1)") &&
+               row.value("at_risk_files", 0) > 0;
+      },
+      kWait))
+      << message << "\n"
+      << row;
+  EXPECT_THAT(message,
+              ::testing::HasSubstr(absl::StrCat(want_files, " file(s) (")));
+  EXPECT_THAT(message, ::testing::ContainsRegex(
+                           "at risk on unreachable node\\(s\\); healing "
+                           "starts in (59m|1h)"));
+  EXPECT_EQ(row["unreachable_nodes"], 1);
+  EXPECT_EQ(row["at_risk_files"], want_files);
+  EXPECT_EQ(row["at_risk_bytes"], want_bytes);
+  EXPECT_EQ(row["dead_nodes"], 0);
+  EXPECT_EQ(row["dead_after_s"], 3600);
+  ASSERT_TRUE(row["heal_starts_in_s"].is_number()) << row;
+  EXPECT_GT(row["heal_starts_in_s"].get<int64_t>(), 3000);
+  EXPECT_LE(row["heal_starts_in_s"].get<int64_t>(), 3600);
+  // Nothing healed (or rebalanced) while n1 is only missing.
+  ASSERT_TRUE(WaitWholeRound("ka"));
+  std::map<std::string, int> after;
+  AllSlotsHealthy({}, &after);
+  EXPECT_EQ(after, before);
 }
 
 TEST_F(KeeperTest, DrainUnderReadsEmptiesTheNodeThenRemoveSucceeds) {

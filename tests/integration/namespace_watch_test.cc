@@ -4,6 +4,7 @@
 // client's watches of node and live records, whatever they list, open,
 // read or preload. Real etcd, real agents, a real FUSE mount.
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <fstream>
@@ -58,7 +59,8 @@ class NamespaceWatchTest : public ::testing::Test {
                   IsOk());
     }
     // The port of the (one) etcd member's client URL.
-    absl::string_view ep = cluster_->etcd()->endpoints();
+    const std::string endpoints = cluster_->etcd()->endpoints();
+    absl::string_view ep = endpoints;
     ep = ep.substr(0, ep.find(','));
     ep = ep.substr(ep.rfind(':') + 1);
     ASSERT_TRUE(absl::SimpleAtoi(ep, &etcd_port_)) << ep;
@@ -137,6 +139,27 @@ TEST_F(NamespaceWatchTest, AMountHoldsOneNamespaceWatch) {
   EXPECT_EQ(Watchers(), base + kClientWatches);
   ASSERT_THAT((*m)->StopWithSignal(), IsOk());
   ASSERT_TRUE(WaitWatchers(base, &now)) << now;
+}
+
+// Not a watch, but this fixture has what it needs: a wrong cluster name or
+// a directory that does not exist is an error naming what exists, never an
+// empty mount (issue 33).
+TEST_F(NamespaceWatchTest, AMountOfAnEmptyClusterOrMissingDirFails) {
+  const std::string bin = testing::RunfilePath("mount/rangefs-mount");
+  const std::string mnt = cluster_->dir() + "/mnt-empty";
+  mkdir(mnt.c_str(), 0755);
+  const std::string etcd = cluster_->etcd()->endpoints();
+  ShResult r = Sh(
+      absl::StrCat(Q(bin), " -f --etcd=", Q(etcd), " --cluster=nope ", Q(mnt)));
+  EXPECT_NE(r.code, 0) << r.output;
+  EXPECT_TRUE(absl::StrContains(r.output, "cluster \"nope\"")) << r.output;
+  EXPECT_TRUE(absl::StrContains(r.output, "clusters there: it")) << r.output;
+  r = Sh(absl::StrCat(Q(bin), " -f --etcd=", Q(etcd),
+                      " --cluster=it --dir=/missing ", Q(mnt)));
+  EXPECT_NE(r.code, 0) << r.output;
+  EXPECT_TRUE(absl::StrContains(r.output, "directory /missing does not exist"))
+      << r.output;
+  EXPECT_FALSE(testing::IsRangefsMounted(mnt));
 }
 
 }  // namespace

@@ -2,8 +2,8 @@
 # //tests/python:python_test: the pytest suite of the rangefs Python package
 # against a real local cluster. Steps: the pinned virtualenv (python/venv.sh
 # at $RANGEFS_PYTHON_VENV; tests/run.sh points it at .cache/python-venv),
-# the package pip-installed from its directory into a private site dir (so
-# the fsspec entry point is registered as for users), a 3-node cluster
+# the package's wheel built from the extension, repaired by auditwheel and
+# pip-installed into a private site dir, a 3-node cluster
 # (deploy/local/cluster.sh), then pytest with its JUnit XML as this test's
 # result. Runs in a private mount namespace (the tests' FUSE mounts go with
 # it); the cluster is stopped on every exit.
@@ -18,14 +18,23 @@ export PYTHONDONTWRITEBYTECODE=1
 venv=${RANGEFS_PYTHON_VENV:-/tmp/rangefs-python-venv}
 py=$(bash "$RF/python/venv.sh" "$venv") || { echo "FAIL: virtualenv $venv"; exit 1; }
 
-# The package as a user installs it (pip install of its directory).
-stage="$T/stage"
-rm -rf "$stage" "$T/site"
-mkdir -p "$stage"
-cp -rL "$RF/python/pyproject.toml" "$RF/python/rangefs" "$stage/"
-chmod -R u+w "$stage"
-"$py" -m pip install -q --disable-pip-version-check --no-deps --no-build-isolation \
-  --target "$T/site" "$stage" || { echo "FAIL: pip install of python/"; exit 1; }
+# The package as a user installs it: the wheel (python/build_wheel.py) of
+# the extension Bazel built for this test, repaired by auditwheel (Debian's
+# shared libraries copied in, tag manylinux_2_34), pip-installed into a
+# private site dir (so the fsspec entry point is registered as for users).
+# test_wheel.py installs the same file into a fresh virtualenv.
+rm -rf "$T/dist" "$T/wheelhouse" "$T/site"
+vbin=$(dirname "$py")
+"$py" "$RF/python/build_wheel.py" --so "$RF/python/rangefs/_rangefs.so" \
+  --out "$T/dist" >/dev/null || { echo "FAIL: build_wheel.py"; exit 1; }
+start=$(date +%s)
+PATH="$vbin:$PATH" "$vbin/auditwheel" repair -z 1 -w "$T/wheelhouse" "$T"/dist/*.whl \
+  >"$T/auditwheel.log" 2>&1 || { echo "FAIL: auditwheel repair"; cat "$T/auditwheel.log"; exit 1; }
+wheel=$(ls "$T"/wheelhouse/rangefs-*.whl)
+echo "wheel: $(basename "$wheel") ($(du -k "$wheel" | cut -f1) KiB, repaired in $(( $(date +%s) - start )) s)"
+"$py" -m pip install -q --disable-pip-version-check --no-deps --no-index \
+  --target "$T/site" "$wheel" || { echo "FAIL: pip install $wheel"; exit 1; }
+export RANGEFS_TEST_WHEEL="$wheel"
 export PYTHONPATH="$T/site"
 
 BIN="$T/bin"

@@ -102,6 +102,9 @@ def test_pyarrow_reads_columns_reading_a_fraction(fs, table):
     print(f"parquet: read_table of 2 of 7 columns read {read} of {size} bytes")
     assert 2 / 7 * size <= read < 0.4 * size
     assert pq.read_table("/pq/table.parquet", filesystem=handler).equals(t)
+    # The README's form: the fsspec file system itself (pyarrow wraps it).
+    assert pq.read_table("/pq/table.parquet", columns=["c1"], filesystem=fs).equals(
+        t.select(["c1"]))
 
 
 def test_pandas_and_dask_read_the_url(cluster, table, monkeypatch):
