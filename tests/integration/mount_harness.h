@@ -101,6 +101,13 @@ class MountProcess {
     mkdir(mountpoint.c_str(), 0755);
     std::vector<std::string> argv = {RunfilePath("mount/rangefs-mount"), "-f",
                                      "--etcd=" + etcd, "--cluster=" + cluster};
+    // The status file next to the mountpoint, not in the host's
+    // /run/rangefs-mount: a mount killed with the test leaves nothing there.
+    bool status_dir = false;
+    for (const std::string& f : flags) {
+      status_dir = status_dir || absl::StartsWith(f, "--status_dir=");
+    }
+    if (!status_dir) argv.push_back("--status_dir=" + mountpoint + ".status");
     for (std::string& f : flags) argv.push_back(std::move(f));
     argv.push_back(mountpoint);
     static int n = 0;
