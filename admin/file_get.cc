@@ -315,7 +315,9 @@ absl::StatusOr<Table> CatFiles(Context& ctx, Args& a, int out_fd) {
     RANGEFS_ASSIGN_OR_RETURN(std::unique_ptr<File> f, client->OpenFile(p));
     RANGEFS_RETURN_IF_ERROR(Stream(*f, out_fd, "stdout", nullptr));
   }
-  return Table();
+  Table t;
+  t.raw_output = true;
+  return t;
 }
 
 absl::StatusOr<Table> RunFileCat(Context& ctx, Args& a) {

@@ -140,6 +140,7 @@ int main(int argc, char** argv) {
     table = rangefs::admin::RunCommand(ctx, command_args);
   }
   if (!table.ok()) return Fail(table.status(), json);
+  if (table->raw_output) return table->exit_code;
   std::string out = json ? rangefs::admin::FormatJson(*table)
                          : rangefs::admin::FormatHuman(*table);
   fputs(out.c_str(), stdout);

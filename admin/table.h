@@ -58,6 +58,9 @@ struct Table {
   // failures and warnings); rangefs-admin prints the table, then exits
   // with it.
   int exit_code = 0;
+  // The command wrote its own output to stdout (`file cat`): rangefs-admin
+  // prints nothing more, not even with --json.
+  bool raw_output = false;
 
   void AddRow(std::vector<Cell> row);
 };

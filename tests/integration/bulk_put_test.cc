@@ -233,6 +233,9 @@ TEST_F(BulkPutTest, BinaryPutsStdinAndDirectoriesAndCats) {
   EXPECT_THAT(out, HasSubstr("put stdin as /s/from-stdin"));
   ASSERT_EQ(Admin("file cat /s/from-stdin", &out, &err), 0) << err;
   EXPECT_EQ(out, files_["a/striped.bin"]);
+  // --json too: the bytes and nothing after them.
+  ASSERT_EQ(Admin("--json file cat /s/from-stdin", &out, &err), 0) << err;
+  EXPECT_EQ(out, files_["a/striped.bin"]);
   EXPECT_EQ(Admin("file put - /s/", &out, &err, in), 2);
   EXPECT_THAT(err, HasSubstr("stdin has no name"));
 
