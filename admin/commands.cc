@@ -204,12 +204,17 @@ absl::StatusOr<Table> FileStat(Context& ctx, Args& a) {
   Table t;
   t.columns = {"field", "value"};
   t.AddRow({"path", f.path});
-  t.AddRow({"file_id", absl::StrCat(l.file_id())});
-  t.AddRow({"generation", absl::StrCat(l.generation())});
-  t.AddRow({"size", absl::StrCat(l.size(), " (", HumanBytes(l.size()), ")")});
+  // Numbers as JSON numbers (--json), sizes in bytes.
+  t.AddRow({"file_id", Cell::Int(static_cast<int64_t>(l.file_id()))});
+  t.AddRow({"generation", Cell::Int(static_cast<int64_t>(l.generation()))});
+  t.AddRow({"content_generation",
+            Cell::Int(static_cast<int64_t>(l.content_generation()))});
+  Cell size = Cell::Bytes(l.size());
+  size.text = absl::StrCat(l.size(), " (", HumanBytes(l.size()), ")");
+  t.AddRow({"size", size});
   t.AddRow({"state", std::string(ns::FileStateName(l.state()))});
   t.AddRow({"layout", Shape(l)});
-  t.AddRow({"replicas", absl::StrCat(Replicas(l))});
+  t.AddRow({"replicas", Cell::Int(Replicas(l))});
   t.AddRow({"nodes", absl::StrJoin(ns::ReferencedNodes(l), ",")});
   t.AddRow({"checksum",
             l.checksum() == v1::CRC32C_SIDECAR
@@ -217,7 +222,7 @@ absl::StatusOr<Table> FileStat(Context& ctx, Args& a) {
                 : "none"});
   t.AddRow({"created", FormatTime(l.created_unix_ms())});
   t.AddRow({"modified", FormatTime(l.modified_unix_ms())});
-  t.AddRow({"mod_revision", absl::StrCat(f.mod_revision)});
+  t.AddRow({"mod_revision", Cell::Int(f.mod_revision)});
   return t;
 }
 

@@ -1,6 +1,7 @@
 #include "admin/commands.h"
 
 #include <fstream>
+#include <map>
 
 #include "absl/strings/str_cat.h"
 #include "base/testing/status_matchers.h"
@@ -133,6 +134,14 @@ TEST_F(CommandsTest, FileCommandsAndDumpRestore) {
   auto stat = Run({"file", "stat", "/d/a"});
   ASSERT_THAT(stat, IsOk());
   EXPECT_THAT(FormatHuman(*stat), HasSubstr("1 extent(s)"));
+  // --json: numbers as numbers, the size in bytes.
+  const nlohmann::json rows = nlohmann::json::parse(FormatJson(*stat));
+  std::map<std::string, nlohmann::json> field;
+  for (const nlohmann::json& r : rows) field[r["field"]] = r["value"];
+  EXPECT_EQ(field["size"], 100) << rows;
+  EXPECT_EQ(field["content_generation"], 1) << rows;
+  EXPECT_TRUE(field["file_id"].is_number()) << rows;
+  EXPECT_EQ(field["path"], "/d/a") << rows;
   auto lay = Run({"file", "layout", "/d/a"});
   ASSERT_THAT(lay, IsOk());
   EXPECT_THAT(lay->json, HasSubstr("\"node_id\": \"n1\""));

@@ -103,10 +103,13 @@ ABSL_FLAG(std::string, peer_tls_cert, "",
           "PEM client certificate this agent presents to peer agents doing "
           "mTLS (any certificate of the cluster CA may read).");
 ABSL_FLAG(std::string, peer_tls_key, "", "PEM key of --peer_tls_cert.");
-ABSL_FLAG(int, metrics_port, 0,
+ABSL_FLAG(int, metrics_port, 9470,
           "Serve Prometheus metrics (rangefs_node_*: reads, bytes, rejected "
           "reads, in-flight calls, read latency, free/total bytes, scrub "
-          "findings) at http://ADDRESS:PORT/metrics; 0: no server.");
+          "findings) at http://ADDRESS:PORT/metrics; 0: no server. When the "
+          "default port is taken (several agents on one host) the agent "
+          "warns and serves none; a port or address given on the command "
+          "line must work.");
 ABSL_FLAG(std::string, metrics_address, "127.0.0.1",
           "IPv4 address of the --metrics_port server (127.0.0.1: this host "
           "only; e.g. 0.0.0.0 to let a remote Prometheus scrape it).");
@@ -118,6 +121,19 @@ ABSL_FLAG(std::string, config, "",
           "command-line flags override its values.");
 
 namespace {
+
+// True when --metrics_port or --metrics_address is on the command line
+// (then a server that cannot start is an error, not a warning).
+bool MetricsFlagsGiven(int argc, char** argv) {
+  for (int i = 1; i < argc; ++i) {
+    const absl::string_view a(argv[i]);
+    if (absl::StartsWith(a, "--metrics_port") ||
+        absl::StartsWith(a, "--metrics_address")) {
+      return true;
+    }
+  }
+  return false;
+}
 
 // Applies the layered config (base/layered_config.h: the file of --config
 // or $RANGEFS_CONFIG, with $RANGEFS_ETCD and $RANGEFS_CLUSTER over it),
@@ -323,12 +339,18 @@ int main(int argc, char** argv) {
   if (const int port = absl::GetFlag(FLAGS_metrics_port); port != 0) {
     const std::string address = absl::GetFlag(FLAGS_metrics_address);
     auto m = rangefs::node::StartAgentMetrics(**agent, address, port);
-    if (!m.ok()) {
+    if (!m.ok() && !MetricsFlagsGiven(argc, argv)) {
+      RANGEFS_LOG(WARNING) << "rangefs-node " << options.node_id
+                           << ": no metrics server (default port " << port
+                           << "): " << m.status()
+                           << "; pass --metrics_port=PORT, or 0 for none";
+    } else if (!m.ok()) {
       fprintf(stderr, "rangefs-node %s: --metrics_port=%d: %s\n",
               options.node_id.c_str(), port, m.status().ToString().c_str());
       return 2;
+    } else {
+      metrics = *std::move(m);
     }
-    metrics = *std::move(m);
   }
   printf("rangefs-node %s serving on %s\n", options.node_id.c_str(),
          (*agent)->address().c_str());
