@@ -280,16 +280,9 @@ class KvStore : public NamespaceStore {
       AddCompare(&txn, key, Compare::VERSION, Compare::EQUAL, 0);
       // The counter always ends above every id in use, including ids
       // given by the caller (restore keeps file ids).
-      RANGEFS_ASSIGN_OR_RETURN(KvRange c, kv_->Range(counter, "", 0, 0));
-      uint64_t next = 1;
-      int64_t counter_mod = 0;
-      if (!c.kvs.empty()) {
-        if (!absl::SimpleAtoi(c.kvs[0].value, &next)) {
-          return absl::InternalError(
-              absl::StrCat("corrupt file id counter at etcd key ", counter));
-        }
-        counter_mod = c.kvs[0].mod_revision;
-      }
+      RANGEFS_ASSIGN_OR_RETURN(FileIdCounter c, ReadFileIdCounter());
+      const uint64_t next = c.next;
+      const int64_t counter_mod = c.mod_revision;
       const uint64_t id = requested_id != 0 ? requested_id : next;
       layout.set_file_id(id);
       // The counter only grows: once past `id` it stays past it.
@@ -337,6 +330,26 @@ class KvStore : public NamespaceStore {
                                            max_cas_retries_, " times; retry"));
   }
 
+  // The file id counter now: the next id (1 when the key is absent) and
+  // the key's mod revision (0: absent). INTERNAL for a value that is not a
+  // number.
+  struct FileIdCounter {
+    uint64_t next = 1;
+    int64_t mod_revision = 0;
+  };
+  absl::StatusOr<FileIdCounter> ReadFileIdCounter() {
+    const std::string counter = keys_.NextFileId();
+    RANGEFS_ASSIGN_OR_RETURN(KvRange c, kv_->Range(counter, "", 0, 0));
+    FileIdCounter out;
+    if (c.kvs.empty()) return out;
+    if (!absl::SimpleAtoi(c.kvs[0].value, &out.next)) {
+      return absl::InternalError(
+          absl::StrCat("corrupt file id counter at etcd key ", counter));
+    }
+    out.mod_revision = c.kvs[0].mod_revision;
+    return out;
+  }
+
   absl::StatusOr<uint64_t> ReserveFileIds(uint64_t count) override {
     if (count < 1 || count > (uint64_t{1} << 20)) {
       return absl::InvalidArgumentError(absl::StrCat(
@@ -344,16 +357,9 @@ class KvStore : public NamespaceStore {
     }
     const std::string counter = keys_.NextFileId();
     for (int attempt = 0; attempt < max_cas_retries_; ++attempt) {
-      RANGEFS_ASSIGN_OR_RETURN(KvRange c, kv_->Range(counter, "", 0, 0));
-      uint64_t next = 1;
-      int64_t counter_mod = 0;
-      if (!c.kvs.empty()) {
-        if (!absl::SimpleAtoi(c.kvs[0].value, &next)) {
-          return absl::InternalError(
-              absl::StrCat("corrupt file id counter at etcd key ", counter));
-        }
-        counter_mod = c.kvs[0].mod_revision;
-      }
+      RANGEFS_ASSIGN_OR_RETURN(FileIdCounter c, ReadFileIdCounter());
+      const uint64_t next = c.next;
+      const int64_t counter_mod = c.mod_revision;
       TxnRequest txn;
       AddCompare(&txn, counter, Compare::MOD, Compare::EQUAL, counter_mod);
       AddPut(&txn, counter, absl::StrCat(next + count));
