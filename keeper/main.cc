@@ -30,6 +30,8 @@
 #include "namespace/store.h"
 #include "proto/layout.pb.h"
 
+ABSL_FLAG(std::string, etcd, "",
+          "Same as --etcd_endpoints (the name every rangefs tool takes).");
 ABSL_FLAG(std::string, etcd_endpoints, "127.0.0.1:2379",
           "Comma-separated etcd endpoints.");
 ABSL_FLAG(std::string, cluster, "default", "Cluster name in the namespace.");
@@ -214,6 +216,9 @@ int main(int argc, char** argv) {
     return 2;
   }
   absl::ParseCommandLine(argc, argv);
+  if (!absl::GetFlag(FLAGS_etcd).empty()) {
+    absl::SetFlag(&FLAGS_etcd_endpoints, absl::GetFlag(FLAGS_etcd));
+  }
   sigset_t stop_signals;
   sigemptyset(&stop_signals);
   sigaddset(&stop_signals, SIGTERM);

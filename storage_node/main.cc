@@ -51,6 +51,8 @@ ABSL_FLAG(int, scrub_interval_s, 0,
           "Background scrub period in seconds; 0 disables it.");
 ABSL_FLAG(int64_t, scrub_max_bytes_per_sec, 50 << 20,
           "Background scrub read rate cap.");
+ABSL_FLAG(std::string, etcd, "",
+          "Same as --etcd_endpoints (the name every rangefs tool takes).");
 ABSL_FLAG(std::string, etcd_endpoints, "",
           "Comma-separated etcd endpoints; when set, the agent registers its "
           "live record under a lease (and refuses to serve an unregistered or "
@@ -237,6 +239,9 @@ int main(int argc, char** argv) {
   absl::SetMutexDeadlockDetectionMode(absl::OnDeadlockCycle::kIgnore);
   ApplyConfigFile(argc, argv);
   absl::ParseCommandLine(argc, argv);
+  if (!absl::GetFlag(FLAGS_etcd).empty()) {
+    absl::SetFlag(&FLAGS_etcd_endpoints, absl::GetFlag(FLAGS_etcd));
+  }
   using rangefs::node::Agent;
   using rangefs::node::AgentOptions;
 

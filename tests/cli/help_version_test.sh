@@ -34,6 +34,14 @@ for script in deploy/local/cluster.sh deploy/local/quickstart.sh; do
   printf '%s' "$out" | grep -q "deploy/local/" || { echo "FAIL $script --help: $out"; fail=1; }
 done
 check "cluster.sh help" bash deploy/local/cluster.sh help
+# --etcd (the name every tool takes) and $RANGEFS_ETCD reach the keeper:
+# it dials that endpoint (nothing listens on port 1: the error names it).
+got=$(keeper/rangefs-keeper --etcd=127.0.0.1:1 --etcd_timeout_s=1 --dry_run 2>&1)
+printf '%s' "$got" | grep -q "endpoints 127.0.0.1:1" \
+  || { echo "FAIL keeper --etcd: $got"; fail=1; }
+got=$(RANGEFS_ETCD=127.0.0.1:2 keeper/rangefs-keeper --etcd_timeout_s=1 --dry_run 2>&1)
+printf '%s' "$got" | grep -q "endpoints 127.0.0.1:2" \
+  || { echo "FAIL keeper \$RANGEFS_ETCD: $got"; fail=1; }
 # mount -t rangefs: mount.rangefs finds rangefs-mount on $PATH.
 tmp=${TEST_TMPDIR:-$(mktemp -d)}
 mkdir -p "$tmp/bin" "$tmp/helper"
