@@ -88,6 +88,10 @@ grep -q "^/crawl/a " "$TEST_TMPDIR/out" || fail "--cluster over \$RANGEFS_CLUSTE
 RANGEFS_CONFIG="$TEST_TMPDIR/missing.conf" expect_rc 3 "$admin" file ls /
 grep -q 'missing.conf.*RANGEFS_CONFIG' "$TEST_TMPDIR/err" || fail "bad \$RANGEFS_CONFIG: $(cat "$TEST_TMPDIR/err")"
 
+# A cluster name that is not one safe key component: refused, exit 2.
+RANGEFS_CLUSTER=a/b expect_rc 2 "$admin" --etcd="$ETCD_ENDPOINTS" status
+grep -q 'cluster name "a/b"' "$TEST_TMPDIR/err" || fail "bad cluster: $(cat "$TEST_TMPDIR/err")"
+
 # A dead etcd: a clear error and exit 5, quickly.
 etcd_stop_all
 start=$(date +%s)

@@ -22,6 +22,7 @@
 #include "namespace/etcd/etcd_client.h"
 #include "namespace/etcd/etcd_settings.h"
 #include "namespace/etcd_kv.h"
+#include "namespace/layout.h"
 #include "namespace/store.h"
 
 namespace {
@@ -87,6 +88,9 @@ int main(int argc, char** argv) {
   };
   es.endpoints = setting("etcd", "etcd_endpoints");
   std::string cluster = setting("cluster", "cluster");
+  if (absl::Status s = rangefs::ns::ValidateClusterName(cluster); !s.ok()) {
+    return Fail(s, json);
+  }
   es.ca_file = setting("ca", "etcd_ca");
   es.cert_file = setting("cert", "etcd_cert");
   es.key_file = setting("key", "etcd_key");

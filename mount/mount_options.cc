@@ -157,6 +157,7 @@ absl::Status Apply(const std::string& key, const std::string& v,
   if (key == "etcd_endpoints") {
     o.etcd_endpoints = v;
   } else if (key == "cluster") {
+    RANGEFS_RETURN_IF_ERROR(ns::ValidateClusterName(v));
     o.cluster = v;
   } else if (key == "dir") {
     RANGEFS_RETURN_IF_ERROR(ns::ValidateDir(v));

@@ -128,6 +128,9 @@ TEST(MountOptionsTest, Errors) {
   EXPECT_THAT(
       Parse({"--etcd=e:1"}),
       StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("MOUNTPOINT")));
+  EXPECT_THAT(
+      Parse({"--etcd=e:1", "--cluster=a/b", "/m"}),
+      StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("cluster name")));
   EXPECT_THAT(Parse({"--etcd=e:1", "--bogus=1", "/m"}),
               StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("bogus")));
   EXPECT_THAT(Parse({"--etcd=e:1", "--dir=rel", "/m"}),

@@ -151,16 +151,21 @@ absl::Status ValidateObjectPath(absl::string_view object) {
   return CheckComponents("object path", object, object);
 }
 
-absl::Status ValidateNodeId(absl::string_view id) {
-  if (id.empty()) return absl::InvalidArgumentError("node id is empty");
+namespace {
+
+// A name that is one etcd key component: 1-64 of [A-Za-z0-9._-], not "."
+// or "..". `what` names it in errors ("node id").
+absl::Status ValidateName(absl::string_view what, absl::string_view id) {
+  if (id.empty())
+    return absl::InvalidArgumentError(absl::StrCat(what, " is empty"));
   if (id.size() > 64) {
     return absl::InvalidArgumentError(
-        absl::StrCat("node id \"", id.substr(0, 16), "...\" is ", id.size(),
+        absl::StrCat(what, " \"", id.substr(0, 16), "...\" is ", id.size(),
                      " chars (max 64)"));
   }
   if (id == "." || id == "..") {
     return absl::InvalidArgumentError(
-        absl::StrCat("node id \"", id, "\" is reserved"));
+        absl::StrCat(what, " \"", id, "\" is reserved"));
   }
   for (size_t i = 0; i < id.size(); ++i) {
     char c = id[i];
@@ -168,11 +173,21 @@ absl::Status ValidateNodeId(absl::string_view id) {
               (c >= '0' && c <= '9') || c == '.' || c == '_' || c == '-';
     if (!ok) {
       return absl::InvalidArgumentError(absl::StrCat(
-          "node id \"", absl::CEscape(id), "\": character at position ", i,
+          what, " \"", absl::CEscape(id), "\": character at position ", i,
           " is not one of [A-Za-z0-9._-]"));
     }
   }
   return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::Status ValidateNodeId(absl::string_view id) {
+  return ValidateName("node id", id);
+}
+
+absl::Status ValidateClusterName(absl::string_view name) {
+  return ValidateName("cluster name", name);
 }
 
 absl::Status ValidateAddress(absl::string_view address) {

@@ -49,6 +49,9 @@ absl::Status ValidateObjectPath(absl::string_view object);
 
 // Node ids: 1-64 chars of [A-Za-z0-9._-], not "." or "..".
 absl::Status ValidateNodeId(absl::string_view id);
+// A cluster name (the <cluster> of /rangefs/v1/<cluster>/...): the same rule
+// as node ids. Every program checks the name it was given before use.
+absl::Status ValidateClusterName(absl::string_view name);
 
 // "host:port": a port in 1..65535 and a host of at most 253 chars of
 // [A-Za-z0-9.-_:[]] (names, IPv4, bracketed IPv6). INVALID_ARGUMENT.

@@ -107,6 +107,19 @@ TEST(NodeTest, ValidatesRecords) {
                                         HasSubstr("export path")));
 }
 
+TEST(ClusterNameTest, OneKeyComponentOfSafeCharacters) {
+  EXPECT_THAT(ValidateClusterName("prod-1.eu_west"), IsOk());
+  for (const char* bad : {"", "a/b", "..", ".", "x\x01", "a b"}) {
+    EXPECT_THAT(
+        ValidateClusterName(bad),
+        StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("cluster name")))
+        << bad;
+  }
+  EXPECT_THAT(
+      ValidateClusterName(std::string(65, 'c')),
+      StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("max 64")));
+}
+
 TEST(LayoutTest, AcceptsValidLayouts) {
   EXPECT_THAT(ValidateLayout(ThreeExtents(), Known()), IsOk());
   v1::FileLayout empty;

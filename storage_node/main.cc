@@ -20,6 +20,7 @@
 #include "namespace/etcd/etcd_client.h"
 #include "namespace/etcd/etcd_settings.h"
 #include "namespace/etcd_kv.h"
+#include "namespace/layout.h"
 #include "namespace/store.h"
 #include "storage_node/agent.h"
 #include "storage_node/metrics.h"
@@ -241,6 +242,13 @@ int main(int argc, char** argv) {
   absl::ParseCommandLine(argc, argv);
   if (!absl::GetFlag(FLAGS_etcd).empty()) {
     absl::SetFlag(&FLAGS_etcd_endpoints, absl::GetFlag(FLAGS_etcd));
+  }
+  if (absl::Status s =
+          rangefs::ns::ValidateClusterName(absl::GetFlag(FLAGS_cluster));
+      !s.ok()) {
+    fprintf(stderr, "%s: --cluster: %s\n", "rangefs-node",
+            s.ToString().c_str());
+    return 2;
   }
   using rangefs::node::Agent;
   using rangefs::node::AgentOptions;

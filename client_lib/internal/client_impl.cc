@@ -121,6 +121,7 @@ ClientImpl::~ClientImpl() {
 
 absl::Status ClientImpl::Init() {
   const ClientOptions& o = options_;
+  RANGEFS_RETURN_IF_ERROR(ns::ValidateClusterName(o.cluster));
   if (o.max_io_size < 4096) {
     return absl::InvalidArgumentError(
         absl::StrCat("max_io_size ", o.max_io_size, " is below 4096"));
