@@ -560,7 +560,8 @@ void ClientImpl::CollectResults(Batch& b,
 }
 
 std::vector<absl::StatusOr<size_t>> ClientImpl::Execute(
-    absl::Span<const Request> reqs, const ReadOptions& options) {
+    absl::Span<const Request> reqs, const ReadOptions& options,
+    CallReport* report) {
   std::vector<absl::StatusOr<size_t>> results(reqs.size(), size_t{0});
   if (options.max_in_flight < 0) {
     for (auto& r : results) {
@@ -622,6 +623,7 @@ std::vector<absl::StatusOr<size_t>> ClientImpl::Execute(
     RunLoop(c);
     CloseCall(b);
     CollectResults(b, results);
+    if (report != nullptr) report->cached_bytes = b.cached_bytes;
     for (PieceState& p : b.pieces) {
       if (p.flight != nullptr) led.push_back(std::move(p.flight));
     }
