@@ -9,6 +9,8 @@ PACKAGES=(
   libgrpc++-dev libprotobuf-dev libabsl-dev libgtest-dev libgmock-dev
   libibverbs-dev librdmacm-dev liburing-dev libfuse3-dev clang-format
   libcli11-dev nlohmann-json3-dev libbenchmark-dev
+  # erasure coding (ec/): Intel ISA-L's Reed-Solomon kernels
+  libisal-dev
   # clang: the thread-safety analysis build (--config=tsa)
   clang
   # the Python package (python/): pybind11 and CPython's headers; the test

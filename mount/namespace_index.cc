@@ -7,6 +7,7 @@
 #include "absl/strings/str_cat.h"
 #include "base/logging.h"
 #include "base/status_macros.h"
+#include "namespace/ec_layout.h"
 #include "namespace/layout.h"
 #include "namespace/record_gate.h"
 
@@ -112,7 +113,7 @@ bool NamespaceIndex::Decode(const ns::KvEntry& kv, std::string* path,
     meta->invalid = std::string(l.status().message());
     return true;
   }
-  if (l->state() != v1::READY) {
+  if (!ns::IsReady(*l)) {
     *hidden = true;
     return false;
   }

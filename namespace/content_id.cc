@@ -1,6 +1,7 @@
 #include "namespace/content_id.h"
 
 #include "absl/strings/str_cat.h"
+#include "namespace/ec_layout.h"
 
 namespace rangefs {
 namespace ns {
@@ -34,7 +35,7 @@ ContentId ContentIdOf(const v1::FileLayout& layout) {
   id.size = layout.size();
   id.content_generation = layout.content_generation();
   id.crc_digest = CrcDigest(layout);
-  id.ready = layout.state() == v1::READY;
+  id.ready = IsReady(layout);
   return id;
 }
 

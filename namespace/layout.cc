@@ -9,6 +9,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "base/status_macros.h"
+#include "namespace/ec_layout.h"
 
 namespace rangefs {
 namespace ns {
@@ -257,9 +258,11 @@ absl::Status ValidateLayout(const v1::FileLayout& layout,
     return absl::InvalidArgumentError(absl::StrCat(
         "layout size ", size, " exceeds the maximum file size ", kMaxFileSize));
   }
-  if (layout.state() != v1::IMPORTING && layout.state() != v1::READY) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "layout state ", layout.state(), " is not importing or ready"));
+  if (layout.state() != v1::IMPORTING && layout.state() != v1::READY &&
+      layout.state() != v1::READY_EC) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("layout state ", layout.state(),
+                     " is not importing, ready or ready (erasure-coded)"));
   }
   if (layout.content_generation() > layout.generation() &&
       layout.generation() != 0) {
@@ -346,8 +349,10 @@ absl::Status ValidateLayout(const v1::FileLayout& layout,
           absl::StrCat("striped layout has ", s.targets_size(),
                        " targets (max ", kMaxStripeTargets, ")"));
     }
+    RANGEFS_RETURN_IF_ERROR(ValidateErasureCode(layout));
+    const uint64_t width = static_cast<uint64_t>(DataColumnCount(s));
     const uint64_t units = (size + s.stripe_unit() - 1) / s.stripe_unit();
-    const uint64_t rows = (units + s.targets_size() - 1) / s.targets_size();
+    const uint64_t rows = (units + width - 1) / width;
     const uint64_t column_bytes = rows * s.stripe_unit();
     for (int t = 0; t < s.targets_size(); ++t) {
       RANGEFS_RETURN_IF_ERROR(CheckReplicas(absl::StrCat("stripe target ", t),
@@ -355,6 +360,7 @@ absl::Status ValidateLayout(const v1::FileLayout& layout,
                                             column_bytes, node_known));
     }
   }
+  if (!has_striped) RANGEFS_RETURN_IF_ERROR(ValidateErasureCode(layout));
   size_t bytes = layout.ByteSizeLong();
   if (bytes > kMaxLayoutBytes) {
     return absl::InvalidArgumentError(absl::StrCat(
@@ -374,7 +380,8 @@ std::vector<Piece> MapRange(const v1::FileLayout& layout, uint64_t offset,
   if (layout.has_striped()) {
     const v1::StripedLayout& s = layout.striped();
     const uint64_t unit = s.stripe_unit();
-    const uint64_t width = static_cast<uint64_t>(s.targets_size());
+    // Erasure-coded: only the k data columns hold file bytes.
+    const uint64_t width = static_cast<uint64_t>(DataColumnCount(s));
     uint64_t pos = offset;
     while (pos < end) {
       uint64_t k = pos / unit;
@@ -452,6 +459,8 @@ absl::string_view FileStateName(v1::FileState state) {
       return "importing";
     case v1::READY:
       return "ready";
+    case v1::READY_EC:
+      return "ready (erasure-coded)";
     default:
       return "unspecified";
   }

@@ -69,9 +69,10 @@ using NodeKnownFn = std::function<bool(absl::string_view node_id)>;
 // and together covering [0, size) exactly; every extent/target has 1-8
 // replicas on distinct, known nodes with valid object paths, not all of
 // them marked leaving; no offset
-// overflows; encoded size under kMaxLayoutBytes. INVALID_ARGUMENT naming
-// the extent/target index and the offending value; FAILED_PRECONDITION for
-// an unknown node.
+// overflows; encoded size under kMaxLayoutBytes; an erasure code only
+// in the shape ValidateErasureCode (ec_layout.h) accepts. INVALID_ARGUMENT
+// naming the extent/target index and the offending value; FAILED_PRECONDITION
+// for an unknown node.
 absl::Status ValidateLayout(const v1::FileLayout& layout,
                             const NodeKnownFn& node_known = nullptr);
 
@@ -93,7 +94,8 @@ struct Piece {
 };
 
 // Splits [offset, offset + length) of a valid layout into pieces cut at
-// extent / stripe-unit boundaries and at most `max_piece` bytes (0 = no
+// extent / stripe-unit boundaries (erasure-coded: on the k data columns
+// only; parity is never a piece) and at most `max_piece` bytes (0 = no
 // cap). The range is clipped at the file size. Returns no pieces for an
 // empty range.
 std::vector<Piece> MapRange(const v1::FileLayout& layout, uint64_t offset,

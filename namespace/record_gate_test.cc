@@ -5,6 +5,7 @@
 #include "base/testing/status_matchers.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "namespace/ec_layout.h"
 #include "namespace/layout.h"
 
 namespace rangefs {
@@ -79,6 +80,105 @@ TEST(RecordGateTest, RejectsPoisonedLayouts) {
   v1::FileLayout badnode = OneExtent(10);
   badnode.mutable_extents(0)->mutable_replicas(0)->set_node_id("a/b");
   ExpectRejected(badnode, "node id");
+}
+
+// A valid RS(k+m) layout: columns on nodes n0 .. n(k+m-1).
+v1::FileLayout ErasureCoded(uint64_t size, uint64_t unit, int k, int m) {
+  v1::FileLayout l = Striped(size, unit, k + m);
+  l.set_state(v1::READY_EC);
+  l.set_checksum(v1::CRC32C_SIDECAR);
+  l.set_checksum_block_size(static_cast<uint32_t>(unit));
+  v1::ErasureCode* e = l.mutable_striped()->mutable_erasure();
+  e->set_codec(v1::ErasureCode::RS_CAUCHY_GF8);
+  e->set_data_columns(static_cast<uint32_t>(k));
+  e->set_parity_columns(static_cast<uint32_t>(m));
+  return l;
+}
+
+TEST(RecordGateTest, AcceptsErasureCodedLayouts) {
+  EXPECT_THAT(
+      DecodeFileLayout(kKey, ErasureCoded(1000, 64, 6, 3).SerializeAsString()),
+      IsOk());
+  EXPECT_THAT(
+      DecodeFileLayout(
+          kKey,
+          ErasureCoded(1, 64, kMaxEcCellsPerRow - 4, 4).SerializeAsString()),
+      IsOk());
+  EXPECT_THAT(
+      DecodeFileLayout(kKey, ErasureCoded(1, 64, 1, 1).SerializeAsString()),
+      IsOk());
+}
+
+TEST(RecordGateTest, RejectsEveryInvalidErasureCodedShape) {
+  v1::FileLayout l = ErasureCoded(1000, 64, 6, 3);
+  l.mutable_striped()->mutable_erasure()->set_data_columns(0);
+  ExpectRejected(l, "data_columns is 0");
+  l = ErasureCoded(1000, 64, 6, 3);
+  l.mutable_striped()->mutable_erasure()->set_parity_columns(0);
+  ExpectRejected(l, "parity_columns is 0");
+  l = ErasureCoded(1000, 64, kMaxEcCellsPerRow - 2, 3);
+  ExpectRejected(l, "(30+3): k + m is above the codec's cap of 32");
+  l = ErasureCoded(1000, 64, 6, 3);
+  l.mutable_striped()->mutable_erasure()->set_parity_columns(4000000000u);
+  ExpectRejected(l, "k + m is above the codec's cap");
+  l = ErasureCoded(1000, 64, 6, 3);
+  l.mutable_striped()->mutable_erasure()->set_codec(
+      v1::ErasureCode::CODEC_UNSPECIFIED);
+  ExpectRejected(l, "codec 0 is unknown");
+  l = ErasureCoded(1000, 64, 6, 3);
+  l.mutable_striped()->mutable_erasure()->set_codec(
+      static_cast<v1::ErasureCode::Codec>(7));
+  ExpectRejected(l, "codec 7 is unknown");
+  // Targets: k + m exactly.
+  l = ErasureCoded(1000, 64, 6, 3);
+  l.mutable_striped()->mutable_targets()->RemoveLast();
+  ExpectRejected(l, "has 8 targets, needs 9");
+  l = ErasureCoded(1000, 64, 6, 3);
+  v1::Replica* extra = l.mutable_striped()->add_targets()->add_replicas();
+  extra->set_node_id("n99");
+  extra->set_object("s/99");
+  ExpectRejected(l, "has 10 targets, needs 9");
+  // One replica per column.
+  l = ErasureCoded(1000, 64, 6, 3);
+  v1::Replica* second = l.mutable_striped()->mutable_targets(7)->add_replicas();
+  second->set_node_id("n42");
+  second->set_object("s/42");
+  ExpectRejected(l, "column 7 has 2 replicas");
+  // k + m distinct nodes (data and parity on one node).
+  l = ErasureCoded(1000, 64, 6, 3);
+  l.mutable_striped()->mutable_targets(8)->mutable_replicas(0)->set_node_id(
+      "n2");
+  ExpectRejected(l, "node \"n2\" holds more than one column");
+  // A cell is one checksum block.
+  l = ErasureCoded(1000, 64, 6, 3);
+  l.set_checksum_block_size(128);
+  ExpectRejected(l, "stripe_unit 64 must equal checksum_block_size 128");
+  l = ErasureCoded(1000, 64, 6, 3);
+  l.set_checksum(v1::CHECKSUM_NONE);
+  ExpectRejected(l, "with crc32c sidecars");
+  // The state old binaries refuse, both ways.
+  l = ErasureCoded(1000, 64, 6, 3);
+  l.set_state(v1::READY);
+  ExpectRejected(l, "must be ready (erasure-coded)");
+  l = ErasureCoded(1000, 64, 6, 3);
+  l.set_state(v1::IMPORTING);
+  ExpectRejected(l, "must be ready (erasure-coded)");
+  l = Striped(1000, 64, 3);
+  l.set_state(v1::READY_EC);
+  ExpectRejected(l, "has no striped layout with an erasure code");
+  l = OneExtent(100);
+  l.set_state(v1::READY_EC);
+  ExpectRejected(l, "has no striped layout with an erasure code");
+  // No moves of coded columns.
+  l = ErasureCoded(1000, 64, 6, 3);
+  l.mutable_striped()->mutable_targets(0)->mutable_replicas(0)->set_leaving(
+      true);
+  ExpectRejected(l, "column 0 is marked leaving");
+  // The derived cell-checksum object must be a valid name.
+  l = ErasureCoded(1000, 64, 6, 3);
+  l.mutable_striped()->mutable_targets(6)->mutable_replicas(0)->set_object(
+      std::string(251, 'p'));
+  ExpectRejected(l, "parity column 6 cell checksums");
 }
 
 TEST(RecordGateTest, RejectsTooManyExtentsBeforeWalkingThem) {

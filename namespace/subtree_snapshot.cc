@@ -6,6 +6,7 @@
 #include "absl/strings/escaping.h"
 #include "absl/strings/str_cat.h"
 #include "base/status_macros.h"
+#include "namespace/ec_layout.h"
 #include "namespace/layout.h"
 #include "namespace/record_gate.h"
 
@@ -31,7 +32,7 @@ SnapshotFile ToSnapshotFile(std::string path, KvEntry& kv) {
   f.size = l->size();
   f.file_id = l->file_id();
   f.generation = l->generation();
-  f.ready = l->state() == v1::READY;
+  f.ready = IsReady(*l);
   f.layout = std::move(kv.value);
   return f;
 }

@@ -33,6 +33,9 @@ _LIBS = {
     "nlohmann_json": ["nlohmann_json"],
     # Google Benchmark, for the micro-benchmarks (*_benchmark targets).
     "benchmark": ["benchmark"],
+    # Intel ISA-L (libisal-dev): the Reed-Solomon kernels of ec/isal_codec.
+    # Headers in /usr/include/isa-l/ (no -I: included as "isa-l/...").
+    "isal": ["libisal"],
     # The rangefs Python extension (python/): CPython's headers (module
     # `python3`, not `python3-embed`: an extension does not link libpython).
     # pybind11's headers (Debian python3-pybind11 -> pybind11-dev) are in

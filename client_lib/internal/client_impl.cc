@@ -31,6 +31,7 @@
 #include "loadbalancer/node_health.h"
 #include "loadbalancer/registry.h"
 #include "namespace/clusters.h"
+#include "namespace/ec_layout.h"
 #include "namespace/etcd/etcd_client.h"
 #include "namespace/etcd/etcd_settings.h"
 #include "namespace/etcd_kv.h"
@@ -343,7 +344,7 @@ absl::StatusOr<std::unique_ptr<File>> ClientImpl::OpenFile(
     absl::string_view path) {
   RANGEFS_ASSIGN_OR_RETURN(std::shared_ptr<const ns::CachedLayout> l,
                            cache_->Lookup(path));
-  if (l->header.state() != v1::READY) {
+  if (!ns::IsReady(l->header)) {
     return absl::FailedPreconditionError(
         absl::StrCat(path, " is not ready (state ",
                      ns::FileStateName(l->header.state()), ")"));
@@ -355,7 +356,7 @@ absl::StatusOr<std::unique_ptr<File>> ClientImpl::OpenFile(
     absl::string_view path, int64_t at_revision) {
   RANGEFS_ASSIGN_OR_RETURN(std::shared_ptr<const ns::CachedLayout> l,
                            cache_->LookupAt(path, at_revision));
-  if (l->header.state() != v1::READY) {
+  if (!ns::IsReady(l->header)) {
     return absl::FailedPreconditionError(
         absl::StrCat(path, " was not ready at revision ", at_revision));
   }
@@ -369,7 +370,7 @@ FileInfo ToInfo(const std::string& path, const v1::FileLayout& l,
                   .file_id = l.file_id(),
                   .generation = l.generation(),
                   .content_generation = l.content_generation(),
-                  .ready = l.state() == v1::READY,
+                  .ready = ns::IsReady(l),
                   .mod_revision = mod_revision};
 }
 

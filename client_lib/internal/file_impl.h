@@ -20,6 +20,7 @@
 #include "client_lib/file.h"
 #include "client_lib/options.h"
 #include "namespace/content_id.h"
+#include "namespace/ec_layout.h"
 #include "namespace/layout_cache.h"
 
 namespace rangefs {
@@ -86,7 +87,7 @@ class FileImpl : public File {
                     .file_id = h.file_id(),
                     .generation = h.generation(),
                     .content_generation = h.content_generation(),
-                    .ready = h.state() == v1::READY,
+                    .ready = ns::IsReady(h),
                     .mod_revision = layout_->mod_revision};
   }
   FileHost* client() const { return client_; }

@@ -17,6 +17,7 @@
 #include "client_lib/internal/client_impl.h"
 #include "client_lib/internal/local_node.h"
 #include "namespace/cached_layout.h"
+#include "namespace/ec_layout.h"
 #include "namespace/layout.h"
 
 namespace rangefs {
@@ -39,7 +40,7 @@ absl::StatusOr<std::vector<RangeLocation>> ClientImpl::Locate(
   RANGEFS_ASSIGN_OR_RETURN(std::shared_ptr<const ns::CachedLayout> l,
                            cache_->Lookup(path));
   const v1::FileLayout& layout = l->header;
-  if (layout.state() != v1::READY) {
+  if (!ns::IsReady(layout)) {
     return absl::FailedPreconditionError(absl::StrCat(
         path, " is not ready (state ", ns::FileStateName(layout.state()), ")"));
   }
