@@ -79,7 +79,8 @@ absl::Status MountFs::OpenFile(Handle& h) {
   return absl::OkStatus();
 }
 
-absl::StatusOr<OpenResult> MountFs::Open(uint64_t ino, int flags) {
+absl::StatusOr<OpenResult> MountFs::Open(uint64_t ino, int flags,
+                                         bool mmap_ok) {
   counters_->opens.fetch_add(1, std::memory_order_relaxed);
   if ((flags & O_ACCMODE) != O_RDONLY || (flags & (O_TRUNC | O_CREAT))) {
     return absl::PermissionDeniedError("rangefs mounts are read-only");
@@ -106,6 +107,7 @@ absl::StatusOr<OpenResult> MountFs::Open(uint64_t ino, int flags) {
   }
   OpenResult out;
   out.keep_cache = inodes_.SwapCacheTag(ino, h->tag);
+  out.direct_io = OpenDirect(options_.direct_io, h->file->size(), mmap_ok);
   out.handle = reinterpret_cast<uint64_t>(h.get());
   {
     absl::MutexLock l(&mu_);

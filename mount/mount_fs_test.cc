@@ -288,6 +288,32 @@ TEST_F(MountFsTest, LargeSequentialRequestsSkipTheReader) {
   EXPECT_GT(counters_.reader_reads.load(), 0u);
   fs_->Release(h->handle);
 }
+// direct_io=auto (the default): a large file's open is answered
+// FOPEN_DIRECT_IO when the kernel lets such files be mmap()ed; a small one
+// keeps the page cache (direct_io_mode.h).
+TEST_F(MountFsTest, AutoOpensLargeFilesDirect) {
+  const std::string big = Pattern(kAutoDirectIoMinBytes, 3);
+  ASSERT_THAT(store_->CreateFile("/big", Put("big", big)), IsOk());
+  ASSERT_THAT(store_->CreateFile("/small", Put("small", "abc")), IsOk());
+  Start();
+  auto b = fs_->Lookup(kRootInode, "big");
+  auto s = fs_->Lookup(kRootInode, "small");
+  ASSERT_THAT(b, IsOk());
+  ASSERT_THAT(s, IsOk());
+  struct Case {
+    uint64_t ino;
+    bool mmap_ok, direct;
+  } cases[] = {{b->ino, true, true},
+               {b->ino, false, false},
+               {s->ino, true, false}};
+  for (const Case& c : cases) {
+    auto h = fs_->Open(c.ino, O_RDONLY, c.mmap_ok);
+    ASSERT_THAT(h, IsOk());
+    EXPECT_EQ(h->direct_io, c.direct) << c.ino << " mmap_ok " << c.mmap_ok;
+    fs_->Release(h->handle);
+  }
+}
+
 TEST_F(MountFsTest, WriteFlagsAreRefused) {
   ASSERT_THAT(store_->CreateFile("/f", Put("f", "abc")), IsOk());
   Start();
