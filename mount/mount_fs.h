@@ -65,8 +65,11 @@ struct MountFsOptions {
   // mount's page cache are copied once by the calling thread, where the
   // Reader's window adds a copy and hand-offs to its prefetch threads
   // (tests/bench part M: 1 MiB reads through -o direct_io went from 0.67
-  // to about 1.0 of rangefs-bench). Smaller sequential requests (a stream
-  // read a few KiB at a time) keep the Reader's read-ahead.
+  // to about 1.0 of rangefs-bench), until two in a row made the calling
+  // thread wait (bytes from a disk or the network: the stream then goes
+  // through the Reader, whose read-ahead keeps the device busy; part M run
+  // M6). Smaller sequential requests (a stream read a few KiB at a time)
+  // keep the Reader's read-ahead.
   size_t prefetch_max_request = 512 << 10;
   ReaderOptions reader;
   // Which opens are answered FOPEN_DIRECT_IO (OpenResult::direct_io).
