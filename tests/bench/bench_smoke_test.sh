@@ -39,21 +39,19 @@ if ! grep -q "part B skipped" "$OUT/report.md"; then
     grep -q "$row" "$OUT/report.md" || { echo "FAIL: no row '$row'"; cat "$OUT/report.md"; exit 1; }
   done
 fi
-# Part D (2 readers): a row per entry point warm, and the C++ Reader, FUSE
-# dd and ReadV rows cold, each ratio a number (a failed side shows as n/a),
-# or the reason the row was skipped.
+# Part D (2 readers, --quick): a row per entry point warm and the C++
+# Reader cold, each ratio a number (a failed side shows as n/a), or the
+# reason the row was skipped.
 D="$OUT/part_d.md"
 [ -s "$D" ] || { echo "FAIL: no $D"; cat "$TEST_TMPDIR/log"; exit 1; }
 d_rows=("C++ Reader|warm" "C++ File::Read|warm" "ReadV 4 KiB|warm")
 grep -q "skipped:.*readinto" "$D" || d_rows+=("Python readinto|warm")
-grep -q "skipped:.*cat_file" "$D" || d_rows+=("Python fsspec cat_file|warm")
 # Without drop_caches the rows that need it (cold; FUSE warm: the mount's
 # own page cache dropped) say so instead.
 if ! grep -q "drop_caches failed" "$D"; then
-  d_rows+=("C++ Reader|cold" "ReadV 4 KiB|cold")
+  d_rows+=("C++ Reader|cold")
   if ! grep -q "skipped:.*(no FUSE)" "$D"; then
-    d_rows+=("FUSE default, dd|warm" "FUSE default, fio|warm" "FUSE direct_io, dd|warm"
-             "FUSE direct_io, fio|warm" "FUSE default, dd|cold")
+    d_rows+=("FUSE default, dd|warm")
   fi
 fi
 for kr in "${d_rows[@]}"; do

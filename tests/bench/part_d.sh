@@ -51,15 +51,17 @@
 # >= 0.8; cold sequential library and FUSE >= 0.9; 4 KiB random O_DIRECT
 # >= 0.9; every row >= 0.7; CPU s/GB <= 1.2 x fio's in warm rows.
 # OUT/part_d.md: the table; OUT/d_rounds.md: every round; every command
-# line in OUT/commands.log. --quick: D_READERS=2, every row read once
-# (readv: 0.3 s), cold only for the Reader, FUSE dd and readv rows.
+# line in OUT/commands.log. --quick (the smoke test, on the CI's critical
+# path): D_READERS=2, every row read once (readv: 0.3 s), one row per
+# entry point (Reader, File::Read, Python readinto, FUSE dd, ReadV) warm and
+# the Reader cold.
 # D_READERS, D_KINDS, D_COLD_KINDS, D_BATCH (environment) pick the rows.
 echo "bench: part D (every entry point with default settings vs fio, same objects)"
 D_READERS=${D_READERS:-$([ "$QUICK" = 1 ] && echo 2 || echo "1 2 4 8")}
 D_BATCH=${D_BATCH:-32}
-D_KINDS=${D_KINDS:-reader read readinto cat_file fuse_dd fuse_fio dio_dd dio_fio readv}
-# --quick: the cold pass only for three rows (the smoke test's time).
-D_COLD_KINDS=${D_COLD_KINDS:-$([ "$QUICK" = 1 ] && echo "reader fuse_dd readv" || echo "$D_KINDS")}
+D_KINDS=${D_KINDS:-$([ "$QUICK" = 1 ] && echo "reader read readinto fuse_dd readv" ||
+  echo "reader read readinto cat_file fuse_dd fuse_fio dio_dd dio_fio readv")}
+D_COLD_KINDS=${D_COLD_KINDS:-$([ "$QUICK" = 1 ] && echo "reader" || echo "$D_KINDS")}
 CD="$WORK/clusterD"; CLUSTERS+=("$CD")
 eval "$(deploy/local/cluster.sh up --dir="$CD" --nodes=4 --bin="$BIN" --cluster=benchd | tail -n 1)"
 mkdir -p "$WORK/data/d"
