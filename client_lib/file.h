@@ -50,6 +50,13 @@ struct ReaderOptions {
 // size) on a background thread into the Reader's own buffer; it is used if
 // the stream continues there and discarded otherwise (e.g. after a Seek).
 // At most one such read is in flight; it never writes the caller's buffer.
+// The Reader adapts to where its bytes come from: while every byte of its
+// last fill came out of the page cache of a local file system (a node's
+// export on this host, warm), reading ahead would only add a copy, so it
+// reads nothing ahead and a Read of 128 KiB or more lands straight in the
+// caller's buffer; bytes waited for (a disk, a network mount, an agent)
+// turn prefetching back on. No flag needed; `prefetch = false` turns
+// reading ahead off always.
 // A prefetch that is no longer wanted (a Seek elsewhere, the Reader's
 // destruction, a Cancel of options.read.canceller) is cancelled
 // (ReadCanceller), so destruction returns within milliseconds whatever the
