@@ -122,6 +122,12 @@ const std::vector<CommandSpec>& Commands() {
         {"stripe-unit", Kind::kString, "stripe unit (default 1M)"},
         {"width", Kind::kInt, "stripe columns (default: live nodes)"},
         {"replicas", Kind::kInt, "replicas (default 2)"},
+        {"ec", Kind::kString,
+         "K+M: erasure-code with K data + M parity columns on K+M distinct "
+         "nodes, e.g. 6+3 (1.5x raw, any 3 nodes lost)"},
+        {"ec-min-rows", Kind::kInt,
+         "with --ec: files under this many full rows (K x stripe unit "
+         "each) get --replicas instead (default 2)"},
         {"overwrite", Kind::kFlag, "replace an existing file"},
         {"parallel", Kind::kInt, "concurrent object writes (default 8)"}}},
       {"file",

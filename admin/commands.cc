@@ -14,6 +14,7 @@
 #include "admin/repair_command.h"
 #include "base/status_macros.h"
 #include "google/protobuf/util/json_util.h"
+#include "namespace/ec_layout.h"
 #include "namespace/layout.h"
 #include "namespace/subtree_snapshot.h"
 #include "nlohmann/json.hpp"
@@ -180,13 +181,38 @@ absl::StatusOr<Table> NodeRemove(Context& ctx, Args& a) {
 // --- file ---
 
 int Replicas(const v1::FileLayout& l) {
+  if (ns::IsErasureCoded(l)) return 1;  // one copy per column, plus parity
   if (l.has_striped() && l.striped().targets_size() > 0) {
     return l.striped().targets(0).replicas_size();
   }
   return l.extents_size() > 0 ? l.extents(0).replicas_size() : 0;
 }
 
+// Bytes the layout's objects hold on the agents (sidecars not counted).
+uint64_t RawBytes(const v1::FileLayout& l) {
+  if (ns::IsErasureCoded(l)) {
+    const ns::EcGeometry g = ns::EcGeometryOf(l);
+    uint64_t bytes = static_cast<uint64_t>(g.m) * ns::EcCellsBytes(g);
+    for (int t = 0; t < g.k + g.m; ++t) bytes += ns::EcColumnBytes(g, t);
+    return bytes;
+  }
+  uint64_t bytes = 0;
+  for (const v1::Extent& e : l.extents()) {
+    bytes += e.length() * static_cast<uint64_t>(e.replicas_size());
+  }
+  if (l.has_striped() && l.striped().targets_size() > 0) {
+    bytes += l.size() * static_cast<uint64_t>(Replicas(l));
+  }
+  return bytes;
+}
+
 std::string Shape(const v1::FileLayout& l) {
+  if (ns::IsErasureCoded(l)) {
+    const v1::ErasureCode& e = l.striped().erasure();
+    return absl::StrCat("striped ", e.data_columns(), "x",
+                        HumanBytes(l.striped().stripe_unit()), ", ec ",
+                        e.data_columns(), "+", e.parity_columns());
+  }
   if (l.has_striped()) {
     return absl::StrCat("striped ", l.striped().targets_size(), "x",
                         HumanBytes(l.striped().stripe_unit()));
@@ -215,6 +241,15 @@ absl::StatusOr<Table> FileStat(Context& ctx, Args& a) {
   t.AddRow({"state", std::string(ns::FileStateName(l.state()))});
   t.AddRow({"layout", Shape(l)});
   t.AddRow({"replicas", Cell::Int(Replicas(l))});
+  if (ns::IsErasureCoded(l)) {
+    const v1::ErasureCode& e = l.striped().erasure();
+    t.AddRow({"erasure_code",
+              absl::StrCat("ec ", e.data_columns(), "+", e.parity_columns(),
+                           " (reed-solomon cauchy gf(2^8))")});
+  }
+  Cell raw = Cell::Bytes(RawBytes(l));
+  raw.text = absl::StrCat(RawBytes(l), " (", HumanBytes(RawBytes(l)), ")");
+  t.AddRow({"raw_bytes", raw});
   t.AddRow({"nodes", absl::StrJoin(ns::ReferencedNodes(l), ",")});
   t.AddRow({"checksum",
             l.checksum() == v1::CRC32C_SIDECAR
@@ -643,10 +678,15 @@ std::string Usage(const std::string& group) {
   file mv FROM TO [--if-revision=R]
   file rm PATH [--if-revision=R]
   file put LOCAL|DIR|- PATH|DIR/ [-r] [--jobs=32] [--stripe-unit=1M]
-           [--width=N] [--replicas=2] [--overwrite] [--parallel=8]
+           [--width=N] [--replicas=2] [--ec=K+M] [--ec-min-rows=2]
+           [--overwrite] [--parallel=8]
                                        (writes through the node agents; a
                                        directory recursively, "-" = stdin,
-                                       DIR/ = under DIR with LOCAL's name)
+                                       DIR/ = under DIR with LOCAL's name;
+                                       --ec=6+3: Reed-Solomon, K data + M
+                                       parity columns on K+M distinct nodes,
+                                       files under --ec-min-rows full rows
+                                       of K x stripe unit get --replicas)
   file get PATH|DIR LOCAL|LOCALDIR/ [--overwrite] [--jobs=8]
                                        (verified copy out; a directory
                                        recursively)

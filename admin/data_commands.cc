@@ -18,6 +18,7 @@
 
 #include "absl/base/thread_annotations.h"
 #include "absl/random/random.h"
+#include "absl/strings/escaping.h"
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
@@ -32,6 +33,7 @@
 #include "base/status_macros.h"
 #include "ingest/agents.h"
 #include "ingest/ingest_writer.h"
+#include "namespace/ec_layout.h"
 #include "namespace/layout.h"
 #include "namespace/tree_clash.h"
 #include "storage_node/node_client.h"
@@ -60,18 +62,40 @@ struct ScopedUnlink {
   }
 };
 
+// "K+M" of --ec: two positive integers.
+absl::StatusOr<std::pair<int, int>> ParseErasureCode(absl::string_view text) {
+  std::vector<absl::string_view> parts = absl::StrSplit(text, '+');
+  int k = 0, m = 0;
+  if (parts.size() != 2 || !absl::SimpleAtoi(parts[0], &k) ||
+      !absl::SimpleAtoi(parts[1], &m) || k < 1 || m < 1) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--ec=\"", absl::CEscape(text),
+                     "\": want K+M, data and parity columns (e.g. 6+3, 10+4)"));
+  }
+  return std::make_pair(k, m);
+}
+
 // The table of a put of one file.
 Table SingleFileTable(const std::string& shown, const std::string& path,
                       const ingest::IngestOptions& o,
                       const ingest::IngestResult& r) {
   Table t;
-  t.columns = {"path", "size", "width", "replicas", "stripe unit", "file id"};
+  t.columns = {"path",        "size",    "width",    "replicas",
+               "stripe unit", "file id", "raw bytes"};
+  const std::string protection =
+      r.ec_data > 0 ? absl::StrCat("ec ", r.ec_data, "+", r.ec_parity)
+                    : absl::StrCat(o.replicas);
   t.AddRow({path, Cell::Bytes(r.size), Cell::Int(r.striped ? r.width : 0),
-            Cell::Int(o.replicas),
-            r.striped ? Cell::Bytes(o.stripe_unit) : Cell::Null(),
-            Cell::Int(static_cast<int64_t>(r.file_id))});
+            protection, r.striped ? Cell::Bytes(o.stripe_unit) : Cell::Null(),
+            Cell::Int(static_cast<int64_t>(r.file_id)),
+            Cell::Bytes(r.raw_bytes)});
   t.message = absl::StrCat("put ", shown, " as ", path, ": ", r.size,
                            " bytes in ", r.objects, " object(s)");
+  if (r.ec_data > 0) {
+    absl::StrAppend(&t.message, ", erasure-coded ", r.ec_data, "+", r.ec_parity,
+                    " (", r.raw_bytes, " bytes stored)");
+  }
+  if (!r.note.empty()) absl::StrAppend(&t.message, "\nnote: ", r.note);
   return t;
 }
 
@@ -79,6 +103,13 @@ Table SingleFileTable(const std::string& shown, const std::string& path,
 std::string WriterNotes(const BulkPutResult& r) {
   std::string notes;
   std::vector<std::string> leftovers;
+  size_t replicated = 0;
+  for (const ingest::IngestResult& x : r.results) replicated += !x.note.empty();
+  if (replicated > 0) {
+    absl::StrAppend(&notes, "\nnote: ", replicated,
+                    " file(s) under --ec's minimum size stored with "
+                    "replicas instead");
+  }
   for (const ingest::IngestResult& x : r.results) {
     for (const std::string& m : x.replaced) {
       absl::StrAppend(&notes, "\nre-placed ", m);
@@ -141,12 +172,12 @@ absl::StatusOr<Table> DirectoryResult(const std::string& local,
 absl::StatusOr<Table> RunFilePut(Context& ctx, Args& a) {
   RANGEFS_RETURN_IF_ERROR(
       a.CheckAllowed({"stripe-unit", "width", "replicas", "overwrite",
-                      "parallel", "recursive", "jobs"}));
+                      "parallel", "recursive", "jobs", "ec", "ec-min-rows"}));
   if (a.positional().size() != 2) {
     return absl::InvalidArgumentError(
         "usage: file put LOCAL|DIR|- PATH|DIR/ [-r] [--jobs=32] "
-        "[--stripe-unit=1M] [--width=N] [--replicas=2] [--overwrite] "
-        "[--parallel=8]");
+        "[--stripe-unit=1M] [--width=N] [--replicas=2] [--ec=K+M] "
+        "[--ec-min-rows=2] [--overwrite] [--parallel=8]");
   }
   const std::string local = a.positional()[0];
   const std::string dest = a.positional()[1];
@@ -166,6 +197,14 @@ absl::StatusOr<Table> RunFilePut(Context& ctx, Args& a) {
   o.parallel = static_cast<int>(std::clamp<int64_t>(parallel, 0, 1 << 20));
   o.overwrite = a.GetBool("overwrite");
   o.agent_tls = ctx.agent_tls;
+  if (a.Has("ec")) {
+    RANGEFS_ASSIGN_OR_RETURN(const auto code,
+                             ParseErasureCode(a.Get("ec", "")));
+    o.ec_data = code.first;
+    o.ec_parity = code.second;
+  }
+  RANGEFS_ASSIGN_OR_RETURN(int64_t min_rows, a.GetInt("ec-min-rows", 2));
+  o.ec_min_rows = static_cast<int>(std::clamp<int64_t>(min_rows, -1, 1 << 20));
 
   ScopedUnlink spooled;
   std::string source = local;
@@ -337,7 +376,27 @@ absl::StatusOr<FsckReport> CheckFiles(Context& ctx, const std::string& dir,
                             rep.object_offset() + e.length(), sidecar});
         }
       }
-      if (l.has_striped() && l.striped().targets_size() > 0) {
+      if (ns::IsErasureCoded(l)) {
+        // Data and parity columns and each parity column's ".cells"
+        // object: present, long enough, sidecars intact. The parity bytes
+        // themselves are not recomputed yet.
+        const ns::EcGeometry g = ns::EcGeometryOf(l);
+        for (int t = 0; t < g.k + g.m; ++t) {
+          const v1::Replica& rep = l.striped().targets(t).replicas(0);
+          checks.push_back({f.path, rep.node_id(), rep.object(),
+                            rep.object_offset() + ns::EcColumnBytes(g, t),
+                            sidecar});
+          if (t >= g.k) {
+            checks.push_back({f.path, rep.node_id(),
+                              ns::EcCellsObject(rep.object()),
+                              ns::EcCellsBytes(g), sidecar});
+          }
+        }
+        report.notes.push_back(
+            absl::StrCat(f.path, ": erasure-coded ", g.k, "+", g.m,
+                         ": parity not checked yet (its objects' sizes",
+                         checksums ? " and sidecars" : "", " are)"));
+      } else if (l.has_striped() && l.striped().targets_size() > 0) {
         const uint64_t w = l.striped().targets_size();
         for (uint64_t t = 0; t < w; ++t) {
           const uint64_t col =
@@ -471,6 +530,8 @@ absl::StatusOr<Table> RunFsck(Context& ctx, Args& a) {
   t.message = absl::StrCat("fsck ", dir, ": ", r.files, " file(s), ",
                            r.objects_checked, " replica object(s) checked, ",
                            r.findings.size(), " problem(s)");
+  for (const std::string& n : r.notes)
+    absl::StrAppend(&t.message, "\nnote: ", n);
   absl::StrAppend(&t.message, ReportSuspects(ctx, r.findings));
   if (!r.findings.empty()) {
     return absl::FailedPreconditionError(

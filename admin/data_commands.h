@@ -71,6 +71,9 @@ struct FsckReport {
   size_t files = 0;
   size_t objects_checked = 0;
   std::vector<FsckFinding> findings;  // Sorted by path, node, object.
+  // Not problems: what was left unchecked, e.g. "PATH: erasure-coded 6+3:
+  // parity not checked yet".
+  std::vector<std::string> notes;
 };
 
 // Checks every file under `dir`: each extent / stripe column object on

@@ -19,9 +19,12 @@
 #include "absl/time/clock.h"
 #include "base/errno_status.h"
 #include "base/status_macros.h"
+#include "ec/codec.h"
 #include "ingest/agents.h"
+#include "ingest/ec_rows.h"
 #include "ingest/replacement.h"
 #include "loadbalancer/placement.h"
+#include "namespace/ec_layout.h"
 #include "namespace/layout.h"
 #include "storage_node/sidecar.h"
 
@@ -30,6 +33,9 @@ namespace ingest {
 namespace {
 
 using node::NodeClient;
+
+static_assert(ns::kMaxEcCellsPerRow == ec::kMaxCellsPerRow,
+              "the record gate's cap on k + m must be the codec's");
 
 constexpr uint64_t kProgressStep = 64 << 20;
 constexpr uint64_t kMaxMessageBytes = 1 << 20;
@@ -106,8 +112,11 @@ struct WriteTask {
 struct Placement {
   std::vector<lb::PlacementNode> candidates;  // what placement saw
   bool striped = false;
-  int width = 1;
+  int width = 1;                                  // data columns
   std::vector<std::vector<std::string>> columns;  // column -> replica nodes
+  // Erasure-coded: columns holds k data then m parity columns.
+  ns::EcGeometry ec;
+  bool coded() const { return ec.k > 0; }
 };
 
 absl::Status ValidateOptions(const std::string& path, const IngestOptions& o) {
@@ -122,7 +131,45 @@ absl::Status ValidateOptions(const std::string& path, const IngestOptions& o) {
   if (o.width < 0 || o.parallel < 1) {
     return absl::InvalidArgumentError("--width >= 1, --parallel >= 1");
   }
+  if (o.ec_data != 0 || o.ec_parity != 0) {
+    absl::Status spec =
+        ec::ValidateCodecSpec({.kind = ec::CodecKind::kRsCauchyGf8,
+                               .k = o.ec_data,
+                               .m = o.ec_parity});
+    if (!spec.ok()) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "--ec=", o.ec_data, "+", o.ec_parity, ": ", spec.message()));
+    }
+    if (o.stripe_unit < node::kMinBlockSize ||
+        o.stripe_unit > node::kMaxBlockSize) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "--ec needs a --stripe-unit (the cell, one CRC block) in [",
+          node::kMinBlockSize, ", ", node::kMaxBlockSize, "]; got ",
+          o.stripe_unit));
+    }
+    if (o.ec_min_rows < 0) {
+      return absl::InvalidArgumentError("--ec-min-rows must be >= 0");
+    }
+  }
   return absl::OkStatus();
+}
+
+// True if a `size`-byte file is erasure-coded under `o` (else replicas).
+bool CodesFile(uint64_t size, const IngestOptions& o) {
+  if (o.ec_data == 0 || size == 0) return false;
+  const uint64_t row = static_cast<uint64_t>(o.ec_data) * o.stripe_unit;
+  return size >= static_cast<uint64_t>(o.ec_min_rows) * row;
+}
+
+ns::EcGeometry Geometry(uint64_t size, const IngestOptions& o) {
+  ns::EcGeometry g;
+  g.k = o.ec_data;
+  g.m = o.ec_parity;
+  g.cell = o.stripe_unit;
+  g.size = size;
+  const uint64_t row = static_cast<uint64_t>(g.k) * g.cell;
+  g.rows = (size + row - 1) / row;
+  return g;
 }
 
 // Opens `local` (a regular file) into `file`; returns its size.
@@ -158,9 +205,11 @@ absl::StatusOr<int64_t> ExistingRevision(ns::NamespaceStore& store,
 }
 
 // Placement candidates from the node and live records that pass the gate.
+// `with_racks`: the zone key is "zone/rack", so that placement spreads
+// over racks too (erasure-coded puts).
 std::vector<lb::PlacementNode> Candidates(
     const std::vector<ns::NodeEntry>& nodes,
-    const std::vector<ns::LiveEntry>& live) {
+    const std::vector<ns::LiveEntry>& live, bool with_racks) {
   std::map<std::string, const v1::LiveRecord*> live_by_id;
   for (const ns::LiveEntry& l : live) {
     if (l.invalid.empty()) live_by_id[l.record.node_id()] = &l.record;
@@ -172,7 +221,8 @@ std::vector<lb::PlacementNode> Candidates(
     const v1::LiveRecord* l = it == live_by_id.end() ? nullptr : it->second;
     lb::PlacementNode p;
     p.id = n.record.id();
-    p.zone = n.record.zone();
+    p.zone = with_racks ? absl::StrCat(n.record.zone(), "/", n.record.rack())
+                        : n.record.zone();
     p.admin = n.record.admin_state() == v1::ACTIVE ? lb::AdminState::kActive
               : n.record.admin_state() == v1::DRAINING
                   ? lb::AdminState::kDraining
@@ -183,6 +233,35 @@ std::vector<lb::PlacementNode> Candidates(
     candidates.push_back(std::move(p));
   }
   return candidates;
+}
+
+// k + m columns of one object each on k + m distinct nodes: one target of
+// k + m replicas for lb::PlaceStripes (distinct nodes; distinct zone/rack
+// keys where there are enough), then one node per column.
+absl::StatusOr<Placement> PlaceCoded(Placement out, const std::string& path,
+                                     uint64_t size, const IngestOptions& o,
+                                     size_t eligible) {
+  out.ec = Geometry(size, o);
+  out.striped = true;
+  out.width = out.ec.k;
+  const int n = out.ec.k + out.ec.m;
+  if (eligible < static_cast<size_t>(n)) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "placing ", path, " with --ec=", out.ec.k, "+", out.ec.m, ": needs ", n,
+        " live active nodes with free space (one per column, all "
+        "distinct), the cluster has ",
+        eligible, "; nothing was written"));
+  }
+  absl::BitGen bitgen;
+  absl::StatusOr<std::vector<std::vector<lb::NodeId>>> placed =
+      lb::PlaceStripes(out.candidates, 1, n, bitgen);
+  if (!placed.ok()) {
+    return absl::Status(placed.status().code(),
+                        absl::StrCat("placing ", path, " with --ec: ",
+                                     placed.status().message()));
+  }
+  for (const lb::NodeId& id : placed->front()) out.columns.push_back({id});
+  return out;
 }
 
 absl::StatusOr<Placement> Place(const std::vector<lb::PlacementNode>& cluster,
@@ -196,6 +275,8 @@ absl::StatusOr<Placement> Place(const std::vector<lb::PlacementNode>& cluster,
     eligible +=
         p.live && p.admin == lb::AdminState::kActive && p.free_bytes > 0;
   }
+  if (CodesFile(size, o))
+    return PlaceCoded(std::move(out), path, size, o, eligible);
   out.striped = size >= o.stripe_unit;
   if (out.striped) {
     out.width =
@@ -228,7 +309,9 @@ std::vector<WriteTask> MakeTasks(const Placement& p, uint64_t size,
       w.node = n;
       w.object = p.striped ? absl::StrCat(prefix, "/c", t)
                            : absl::StrCat(prefix, "/e0");
-      w.bytes = p.striped ? ColumnBytes(size, unit, p.width, t) : size;
+      w.bytes = p.coded()   ? ns::EcColumnBytes(p.ec, static_cast<int>(t))
+                : p.striped ? ColumnBytes(size, unit, p.width, t)
+                            : size;
       tasks.push_back(std::move(w));
     }
   }
@@ -242,6 +325,7 @@ struct WriteState {
   uint64_t total = 0;
   absl::Mutex progress_mu;
   const IngestOptions* options = nullptr;
+  ParityRows* parity = nullptr;  // erasure-coded puts only
 
   void Report(uint64_t before, uint64_t after) {
     if (!options->progress) return;
@@ -259,12 +343,20 @@ absl::Status WriteOne(NodeClient& c, WriteTask& w, const ScopedFile& file,
   const uint64_t unit = state.options->stripe_unit;
   ColumnReader reader(file.fd, local, size, p.striped ? unit : size,
                       p.striped ? p.width : 1, p.striped ? w.unit : 0);
+  // Parity column j = unit - k of an erasure-coded put.
+  std::unique_ptr<ParityColumnReader> parity;
+  if (p.coded() && static_cast<int>(w.unit) >= p.ec.k) {
+    parity = std::make_unique<ParityColumnReader>(
+        *state.parity, static_cast<int>(w.unit) - p.ec.k);
+  }
   uint64_t sent = 0;
   node::WriteCallOptions o;
   o.deadline = absl::Now() + absl::Seconds(60) +
                absl::Seconds(static_cast<double>(w.bytes) / (20 << 20));
   o.overwrite = false;
-  o.block_size = node::kDefaultBlockSize;
+  // Erasure-coded: one sidecar CRC block per cell.
+  o.block_size =
+      p.coded() ? static_cast<uint32_t>(unit) : node::kDefaultBlockSize;
   o.expected_size = static_cast<int64_t>(w.bytes);
   // A message no larger than the object: the client sizes (and zero-fills)
   // its buffer to chunk_bytes per message, 4 MiB by default, which for
@@ -276,7 +368,8 @@ absl::Status WriteOne(NodeClient& c, WriteTask& w, const ScopedFile& file,
       w.object,
       [&](absl::Span<char> dst) -> absl::StatusOr<size_t> {
         if (state.failed.load()) return absl::CancelledError("put aborted");
-        absl::StatusOr<size_t> read = reader.Read(dst);
+        absl::StatusOr<size_t> read =
+            parity != nullptr ? parity->Read(dst) : reader.Read(dst);
         if (!read.ok()) {
           w.local_error = true;
           return read.status();
@@ -328,6 +421,14 @@ v1::FileLayout BuildLayout(const Placement& p, uint64_t size, uint64_t unit,
   if (p.striped) {
     v1::StripedLayout* s = layout.mutable_striped();
     s->set_stripe_unit(unit);
+    if (p.coded()) {
+      layout.set_state(v1::READY_EC);
+      layout.set_checksum_block_size(static_cast<uint32_t>(unit));
+      v1::ErasureCode* e = s->mutable_erasure();
+      e->set_codec(v1::ErasureCode::RS_CAUCHY_GF8);
+      e->set_data_columns(static_cast<uint32_t>(p.ec.k));
+      e->set_parity_columns(static_cast<uint32_t>(p.ec.m));
+    }
     for (size_t t = 0; t < p.columns.size(); ++t) s->add_targets();
     for (const WriteTask& w : tasks) {
       v1::Replica* r = s->mutable_targets(w.unit)->add_replicas();
@@ -382,6 +483,60 @@ std::vector<std::string> RemoveWritten(const std::vector<WriteTask>& tasks,
   return leftovers;
 }
 
+// WriteTask.unit of a ".cells" object.
+constexpr size_t kCellsUnit = static_cast<size_t>(-1);
+
+// Writes each parity column's ".cells" object (the k + m CRCs of every
+// row, ParityRows::CellsObject) next to it, in parallel. Appends the tasks
+// to `all` (so a failed put removes them); the first error, if any.
+absl::Status WriteCellChecksums(const Placement& p,
+                                const std::vector<WriteTask>& tasks,
+                                const ParityRows& parity, Agents& agents,
+                                std::vector<WriteTask>* all) {
+  RANGEFS_ASSIGN_OR_RETURN(const std::string cells, parity.CellsObject());
+  std::vector<WriteTask> writes;
+  for (const WriteTask& w : tasks) {
+    if (static_cast<int>(w.unit) < p.ec.k) continue;
+    WriteTask c;
+    c.unit = kCellsUnit;
+    c.node = w.node;
+    c.object = ns::EcCellsObject(w.object);
+    c.bytes = cells.size();
+    writes.push_back(std::move(c));
+  }
+  ParallelFor(writes.size(), static_cast<int>(writes.size()), [&](size_t i) {
+    WriteTask& c = writes[i];
+    c.started = true;
+    c.status = agents.Call(c.node, [&](NodeClient& client) {
+      size_t at = 0;
+      node::WriteCallOptions o;
+      o.deadline = absl::Now() + kSmallCallTimeout;
+      o.overwrite = false;
+      o.expected_size = static_cast<int64_t>(cells.size());
+      o.chunk_bytes = static_cast<size_t>(
+          std::clamp<uint64_t>(cells.size(), 4096, kMaxMessageBytes));
+      auto r = client.WriteObject(
+          c.object,
+          [&](absl::Span<char> dst) -> absl::StatusOr<size_t> {
+            const size_t n = std::min(dst.size(), cells.size() - at);
+            std::copy_n(cells.data() + at, n, dst.data());
+            at += n;
+            return n;
+          },
+          o);
+      if (!r.ok()) return r.status();
+      if (r->size() != cells.size()) {
+        return absl::DataLossError(absl::StrCat(
+            "stored ", r->size(), " bytes, expected ", cells.size()));
+      }
+      return absl::OkStatus();
+    });
+  });
+  absl::Status error = FirstError(writes);
+  for (WriteTask& c : writes) all->push_back(std::move(c));
+  return error;
+}
+
 absl::Status Undo(const std::string& path, const absl::Status& error,
                   const std::vector<WriteTask>& tasks, Agents& agents,
                   int parallel) {
@@ -402,7 +557,7 @@ absl::Status Undo(const std::string& path, const absl::Status& error,
 class Replacer {
  public:
   Replacer(const Placement& p, std::vector<WriteTask>& tasks)
-      : candidates_(p.candidates), tasks_(tasks) {
+      : candidates_(p.candidates), all_distinct_(p.coded()), tasks_(tasks) {
     for (const lb::PlacementNode& n : candidates_) zone_[n.id] = n.zone;
     for (const WriteTask& w : tasks_) planned_[w.node] += w.bytes;
   }
@@ -417,7 +572,8 @@ class Replacer {
     std::set<lb::NodeId> exclude = failed_nodes_;
     std::set<std::string> zones;
     for (size_t j = 0; j < tasks_.size(); ++j) {
-      if (j == i || tasks_[j].unit != w.unit) continue;
+      // Erasure-coded: every column on its own node.
+      if (j == i || (tasks_[j].unit != w.unit && !all_distinct_)) continue;
       exclude.insert(tasks_[j].node);
       zones.insert(zone_[tasks_[j].node]);
     }
@@ -452,6 +608,7 @@ class Replacer {
 
  private:
   const std::vector<lb::PlacementNode> candidates_;
+  const bool all_distinct_;
   std::vector<WriteTask>& tasks_;
   absl::Mutex mu_;
   std::map<lb::NodeId, std::string> zone_ ABSL_GUARDED_BY(mu_);
@@ -467,6 +624,7 @@ class Replacer {
 // What placement reads of the cluster, and the agents' connections.
 struct IngestSession::View {
   std::vector<lb::PlacementNode> candidates;
+  std::vector<lb::PlacementNode> rack_candidates;  // zone key "zone/rack"
   std::unique_ptr<Agents> agents;
 };
 
@@ -486,7 +644,8 @@ IngestSession::CurrentView() {
                            store_.ListNodes());
   RANGEFS_ASSIGN_OR_RETURN(std::vector<ns::LiveEntry> live, store_.ListLive());
   auto view = std::make_shared<View>();
-  view->candidates = Candidates(nodes, live);
+  view->candidates = Candidates(nodes, live, false);
+  view->rack_candidates = Candidates(nodes, live, true);
   view->agents = std::make_unique<Agents>(std::move(nodes), options_.agent_tls);
   view_ = view;
   view_time_ = now;
@@ -535,13 +694,24 @@ absl::StatusOr<IngestResult> IngestSession::Put(
                              ExistingRevision(store_, path, options.overwrite));
   }
   RANGEFS_ASSIGN_OR_RETURN(std::shared_ptr<const View> view, CurrentView());
-  absl::StatusOr<Placement> placed =
-      Place(view->candidates, path, size, options);
+  std::string note;
+  if (options.ec_data > 0 && !CodesFile(size, options)) {
+    note = absl::StrCat(path, ": ", size, " bytes, under --ec's minimum of ",
+                        options.ec_min_rows, " full rows (",
+                        options.ec_min_rows, " x ", options.ec_data, " x ",
+                        options.stripe_unit, " bytes): stored with ",
+                        options.replicas, " replica(s) instead");
+  }
+  const bool coded = CodesFile(size, options);
+  auto candidates = [&] {
+    return coded ? view->rack_candidates : view->candidates;
+  };
+  absl::StatusOr<Placement> placed = Place(candidates(), path, size, options);
   if (!placed.ok()) {
     // Placement saw a view up to `refresh` old: decide on a fresh one.
     Invalidate();
     RANGEFS_ASSIGN_OR_RETURN(view, CurrentView());
-    placed = Place(view->candidates, path, size, options);
+    placed = Place(candidates(), path, size, options);
   }
   if (!placed.ok()) return placed.status();
   Placement& placement = *placed;
@@ -550,8 +720,17 @@ absl::StatusOr<IngestResult> IngestSession::Put(
 
   Agents& agents = *view->agents;
   WriteState state;
-  state.total = size * static_cast<uint64_t>(options.replicas);
+  state.total = 0;
+  for (const WriteTask& w : tasks) state.total += w.bytes;
   state.options = &options;
+  std::unique_ptr<ec::Codec> codec;
+  std::unique_ptr<ParityRows> parity;
+  if (placement.coded()) {
+    RANGEFS_ASSIGN_OR_RETURN(
+        codec, ec::NewCodec({.k = placement.ec.k, .m = placement.ec.m}));
+    parity = std::make_unique<ParityRows>(file.fd, local, placement.ec, *codec);
+    state.parity = parity.get();
+  }
   Replacer replacer(placement, tasks);
   ParallelFor(tasks.size(), options.parallel, [&](size_t i) {
     WriteTask& w = tasks[i];
@@ -577,6 +756,9 @@ absl::StatusOr<IngestResult> IngestSession::Put(
   for (WriteTask& w : replacer.abandoned()) all.push_back(std::move(w));
 
   absl::Status error = FirstError(tasks);
+  if (error.ok() && placement.coded()) {
+    error = WriteCellChecksums(placement, tasks, *parity, agents, &all);
+  }
   if (!replacer.replaced().empty() || !error.ok()) Invalidate();
   if (!error.ok()) return Undo(path, error, all, agents, options.parallel);
   v1::FileLayout layout =
@@ -610,6 +792,16 @@ absl::StatusOr<IngestResult> IngestSession::Put(
   result.width = placement.width;
   result.file_id = committed->layout.file_id();
   result.objects = tasks.size();
+  result.ec_data = placement.ec.k;
+  result.ec_parity = placement.ec.m;
+  result.note = note;
+  for (size_t i = 0; i < all.size(); ++i) {
+    // The put's objects: the columns' and the ".cells" objects after
+    // `tasks` and the failed attempts (those were removed).
+    if (i < tasks.size() || all[i].unit == kCellsUnit) {
+      result.raw_bytes += all[i].bytes;
+    }
+  }
   return result;
 }
 

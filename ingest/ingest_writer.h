@@ -12,7 +12,11 @@
 // rangefs-keeper's orphan collector (it is in no layout; IngestResult
 // names it). On any other failure nothing becomes visible and the objects
 // written are deleted (objects on unreachable nodes are named in the
-// error). Files smaller than the stripe unit get one extent.
+// error). Files smaller than the stripe unit get one extent. With
+// ec_data/ec_parity the file gets an erasure-coded striped layout
+// (proto/layout.proto: k data columns written exactly as a plain striped
+// file of width k, m parity columns coded while streaming (ec_rows.h),
+// then each parity column's ".cells" object of cell CRCs).
 //
 // `rangefs-admin file put` is a thin front end to this library:
 //
@@ -51,8 +55,21 @@ namespace ingest {
 
 struct IngestOptions {
   uint64_t stripe_unit = uint64_t{1} << 20;  // in (0, 4 GiB]
-  int width = 0;           // stripe columns; 0 = one per eligible node
-  int replicas = 2;        // in [1, ns::kMaxReplicas]
+  int width = 0;     // stripe columns; 0 = one per eligible node
+  int replicas = 2;  // in [1, ns::kMaxReplicas]
+  // Erasure coding (--ec=K+M): ec_data (k) data columns plus ec_parity (m)
+  // parity columns, one object each on k + m distinct nodes (distinct
+  // zone/rack pairs where the node records allow), Reed-Solomon (Cauchy,
+  // GF(2^8)) parity coded row by row while streaming, cell = stripe_unit
+  // (in [4 KiB, 16 MiB]: one sidecar CRC block). 0 = replicas.
+  int ec_data = 0;
+  int ec_parity = 0;
+  // A file under ec_min_rows full rows (ec_min_rows x k x stripe_unit
+  // bytes; 12 MiB for 6+3 with 1 MiB cells) is stored with `replicas`
+  // instead, and IngestResult.note says so: below that, the parity of a
+  // partial row costs more than the code saves. 0: code every non-empty
+  // file (an empty file never has objects).
+  int ec_min_rows = 2;
   bool overwrite = false;  // replace an existing PATH (new objects)
   int parallel = 8;        // concurrent object writes, >= 1
   // Times one object's write moves to another node when its node fails
@@ -68,9 +85,13 @@ struct IngestOptions {
 struct IngestResult {
   uint64_t size = 0;     // bytes of the file
   bool striped = false;  // striped layout (else one extent)
-  int width = 1;         // stripe columns (1 when not striped)
-  uint64_t file_id = 0;  // the committed layout's file_id
-  size_t objects = 0;    // objects written (columns x replicas)
+  int width = 1;         // stripe data columns (1 when not striped)
+  int ec_data = 0;       // k, m when erasure-coded, else 0
+  int ec_parity = 0;
+  uint64_t raw_bytes = 0;  // bytes stored on the agents (data + parity)
+  std::string note;        // e.g. why an --ec put was stored with replicas
+  uint64_t file_id = 0;    // the committed layout's file_id
+  size_t objects = 0;      // objects written (columns x replicas)
   // Writes moved to another node: "OBJECT: FROM -> TO (why)".
   std::vector<std::string> replaced;
   // Failed attempts' objects that could not be deleted ("node:object"):
@@ -82,7 +103,8 @@ struct IngestResult {
 // Blocking; uses at most options.parallel threads, joined before return.
 // Codes: INVALID_ARGUMENT (bad path or options, `local` not a regular
 // file), NOT_FOUND (local file), ALREADY_EXISTS (PATH exists, no
-// overwrite), FAILED_PRECONDITION (too few eligible nodes), agent and etcd
+// overwrite), FAILED_PRECONDITION (too few eligible nodes: for --ec, fewer
+// than k + m, before anything is written), agent and etcd
 // errors as they come (prefixed with what failed and where).
 absl::StatusOr<IngestResult> IngestFile(ns::NamespaceStore& store,
                                         const std::string& local,

@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "namespace/ec_layout.h"
+
 namespace rangefs {
 namespace keeper {
 namespace {
@@ -26,10 +28,13 @@ uint64_t BytesAtRisk(const v1::FileLayout& layout,
   }
   const auto& targets = layout.striped().targets();
   const uint64_t width = static_cast<uint64_t>(targets.size());
+  const ns::EcGeometry g = ns::EcGeometryOf(layout);  // k = 0: not coded
   for (int t = 0; t < targets.size(); ++t) {
     if (!OnMissing(targets[t].replicas(), nodes)) continue;
-    bytes += StripeColumnBytes(layout.size(), layout.striped().stripe_unit(),
-                               width, static_cast<uint64_t>(t));
+    bytes += g.k > 0 ? ns::EcColumnBytes(g, t)
+                     : StripeColumnBytes(layout.size(),
+                                         layout.striped().stripe_unit(), width,
+                                         static_cast<uint64_t>(t));
   }
   return bytes;
 }

@@ -173,6 +173,9 @@ class Keeper {
   std::mutex full_mu_;
   std::map<std::string, absl::Time> full_since_;
   absl::Time last_orphan_scan_ = absl::InfinitePast();
+  // Erasure-coded files skipped in the last round logged (logged again
+  // when the count changes).
+  size_t coded_files_logged_ = 0;
 };
 
 }  // namespace keeper

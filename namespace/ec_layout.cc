@@ -106,15 +106,18 @@ absl::Status ValidateErasureCode(const v1::FileLayout& layout) {
     return absl::InvalidArgumentError(
         absl::StrCat(where, ": codec ", e.codec(), " is unknown"));
   }
-  if (e.data_columns() < 1 || e.data_columns() > kMaxEcDataColumns) {
+  if (e.data_columns() < 1) {
     return absl::InvalidArgumentError(
-        absl::StrCat(where, ": data_columns ", e.data_columns(),
-                     " is not in [1, ", kMaxEcDataColumns, "]"));
+        absl::StrCat(where, ": data_columns is 0 (k >= 1)"));
   }
-  if (e.parity_columns() < 1 || e.parity_columns() > kMaxEcParityColumns) {
+  if (e.parity_columns() < 1) {
     return absl::InvalidArgumentError(
-        absl::StrCat(where, ": parity_columns ", e.parity_columns(),
-                     " is not in [1, ", kMaxEcParityColumns, "]"));
+        absl::StrCat(where, ": parity_columns is 0 (m >= 1)"));
+  }
+  if (uint64_t{e.data_columns()} + e.parity_columns() > kMaxEcCellsPerRow) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(where, ": k + m is above the codec's cap of ",
+                     kMaxEcCellsPerRow, " cells per row"));
   }
   const int n = static_cast<int>(e.data_columns() + e.parity_columns());
   if (s.targets_size() != n) {

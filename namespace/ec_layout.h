@@ -26,10 +26,9 @@ namespace ns {
 
 namespace v1 = ::rangefs::v1;
 
-// Caps on an erasure code in a layout (the codec's own caps, ec/codec.h,
-// are at least these; ingest checks that at compile time).
-inline constexpr int kMaxEcDataColumns = 32;
-inline constexpr int kMaxEcParityColumns = 16;
+// Cap on k + m in a layout: the codec's (ec::kMaxCellsPerRow, ec/codec.h;
+// ingest checks at compile time that they agree).
+inline constexpr int kMaxEcCellsPerRow = 32;
 // Bytes of cell checksums per row and column in a ".cells" object.
 inline constexpr uint64_t kEcCellCrcBytes = 4;
 // Suffix of a parity column's cell-checksum object.
@@ -90,12 +89,11 @@ uint64_t EcCellsOffset(const EcGeometry& g, uint64_t row);
 uint64_t EcCellsBytes(const EcGeometry& g);
 
 // The erasure-code rules of ValidateLayout (which calls this):
-// a known codec, 1 <= k <= kMaxEcDataColumns, 1 <= m <=
-// kMaxEcParityColumns, k + m targets of exactly one replica on k + m
-// distinct nodes, stripe_unit == checksum_block_size with CRC32C sidecars,
-// state READY_EC, valid ".cells" object names. INVALID_ARGUMENT naming the
-// rule. OK for a layout without an erasure code unless its state is
-// READY_EC.
+// a known codec, k >= 1, m >= 1, k + m <= kMaxEcCellsPerRow, k + m targets of
+// exactly one replica on k + m distinct nodes, stripe_unit ==
+// checksum_block_size with CRC32C sidecars, state READY_EC, valid ".cells"
+// object names. INVALID_ARGUMENT naming the rule. OK for a layout without an
+// erasure code unless its state is READY_EC.
 absl::Status ValidateErasureCode(const v1::FileLayout& layout);
 
 }  // namespace ns
