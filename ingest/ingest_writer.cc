@@ -753,7 +753,8 @@ absl::StatusOr<IngestResult> IngestSession::Put(
   // Failed attempts (re-placed) are deleted whether or not the put
   // succeeds.
   std::vector<WriteTask> all = tasks;
-  for (WriteTask& w : replacer.abandoned()) all.push_back(std::move(w));
+  const std::vector<WriteTask> abandoned = replacer.abandoned();
+  all.insert(all.end(), abandoned.begin(), abandoned.end());
 
   absl::Status error = FirstError(tasks);
   if (error.ok() && placement.coded()) {
@@ -784,9 +785,7 @@ absl::StatusOr<IngestResult> IngestSession::Put(
   }
   IngestResult result;
   result.replaced = replacer.replaced();
-  result.leftovers = RemoveWritten(
-      std::vector<WriteTask>(all.begin() + tasks.size(), all.end()), agents,
-      options.parallel);
+  result.leftovers = RemoveWritten(abandoned, agents, options.parallel);
   result.size = size;
   result.striped = placement.striped;
   result.width = placement.width;
@@ -796,8 +795,8 @@ absl::StatusOr<IngestResult> IngestSession::Put(
   result.ec_parity = placement.ec.m;
   result.note = note;
   for (size_t i = 0; i < all.size(); ++i) {
-    // The put's objects: the columns' and the ".cells" objects after
-    // `tasks` and the failed attempts (those were removed).
+    // The put's objects: the columns' and the ".cells" objects (after
+    // `tasks` and the failed attempts, which were removed).
     if (i < tasks.size() || all[i].unit == kCellsUnit) {
       result.raw_bytes += all[i].bytes;
     }

@@ -324,8 +324,8 @@ TEST_F(EcPutTest, DirectoryPutTakesEc) {
   const std::string a = Random(3 * kRow + 11, 8), b = Random(kCell, 9);
   std::ofstream(dir + "/a", std::ios::binary) << a;
   std::ofstream(dir + "/b", std::ios::binary) << b;
-  auto put =
-      Run({"file", "put", "-r", dir, "/tree", "--ec=4+2", "--stripe-unit=64K"});
+  auto put = Run({"file", "put", "--recursive", dir, "/tree", "--ec=4+2",
+                  "--stripe-unit=64K"});
   ASSERT_THAT(put, IsOk());
   EXPECT_THAT(put->message, HasSubstr("1 file(s) under --ec's minimum size"));
   auto fa = cluster_->store()->GetFile("/tree/a");
