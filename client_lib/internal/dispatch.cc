@@ -298,6 +298,11 @@ bool ClientImpl::HasUntriedReplica(const PieceState& p) {
 }
 
 void ClientImpl::FailPiece(Batch& b, PieceState& p) {
+  // An erasure-coded cell: rebuilt from its row instead (ec_read.h).
+  if (b.ec != nullptr &&
+      b.ec->TakeFailed(b, static_cast<int>(&p - b.pieces.data()))) {
+    return;
+  }
   p.done = true;
   b.remaining--;
   const int tried = static_cast<int>(p.reasons.size());
