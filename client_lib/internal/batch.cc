@@ -15,6 +15,7 @@ constexpr uint64_t kCopyUnderLockMax = 16 << 10;
 
 }  // namespace
 
+Batch::Batch() = default;
 Batch::~Batch() = default;
 
 void Batch::Dropped(Attempt* a) {

@@ -39,6 +39,8 @@ namespace client_internal {
 class EcReads;
 
 struct Batch final : AttemptSink {
+  // Out of line: EcReads is incomplete here.
+  Batch();
   ~Batch() override;
   absl::Mutex mu;
   absl::CondVar cv;
