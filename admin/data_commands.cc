@@ -130,14 +130,15 @@ std::string WriterNotes(const BulkPutResult& r) {
 absl::StatusOr<Table> DirectoryResult(const std::string& local,
                                       const std::string& dest,
                                       const PutPlan& plan,
-                                      const BulkPutResult& r, int replicas) {
+                                      const BulkPutResult& r,
+                                      const std::string& protection) {
   const double secs = std::max(1e-3, absl::ToDoubleSeconds(r.elapsed));
   std::string summary = absl::StrCat(
       "put ", local, " as ", dest, ": ", r.files, " file(s), ",
       HumanBytes(r.bytes), " in ", absl::StrFormat("%.1f", secs), " s (",
       absl::StrFormat("%.0f", static_cast<double>(r.files) / secs),
       " files/s, ", HumanBytes(static_cast<uint64_t>(r.bytes / secs)), "/s), ",
-      replicas, " replica(s) each");
+      protection);
   if (!plan.skipped.empty()) {
     absl::StrAppend(&summary, "\nskipped ", plan.skipped.size(), ": ",
                     absl::StrJoin(plan.skipped, ", "));
@@ -227,7 +228,12 @@ absl::StatusOr<Table> RunFilePut(Context& ctx, Args& a) {
   const BulkPutResult r = PutAll(session, plan, static_cast<int>(jobs), meter,
                                  existing.has_value() ? &*existing : nullptr);
   if (plan.directory) {
-    return DirectoryResult(local, dest, plan, r, o.replicas);
+    return DirectoryResult(
+        local, dest, plan, r,
+        o.ec_data > 0
+            ? absl::StrCat("erasure-coded ", o.ec_data, "+", o.ec_parity, " (",
+                           o.replicas, " replica(s) under the minimum)")
+            : absl::StrCat(o.replicas, " replica(s) each"));
   }
   if (!r.failures.empty()) return r.failures.front().status;
   Table t = SingleFileTable(shown, plan.items[0].path, o, r.results[0]);

@@ -236,6 +236,9 @@ Plan PlanMoves(const std::vector<ns::FileEntry>& files,
   Plan plan;
   std::map<std::string, uint64_t> planned;  // Bytes owed to each target.
   for (const ns::FileEntry& f : files) {
+    // READY only: erasure-coded files (READY_EC) have one object per
+    // column and parity that a copy would not rebuild; moving and
+    // repairing them is not implemented yet (rangefs-keeper logs them).
     if (!f.invalid.empty() || f.layout.state() != v1::READY) continue;
     const bool striped = f.layout.extents_size() == 0;
     const int slots =

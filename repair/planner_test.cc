@@ -197,6 +197,33 @@ TEST(PlanMovesTest, SkipsFilesNotReadyAndInvalid) {
   EXPECT_TRUE(PlanMoves({importing, invalid}, nodes, g).moves.empty());
 }
 
+// Erasure-coded columns are no replicas: nothing is moved, repaired or
+// reported stuck, even with a column on a dead node (not implemented yet).
+TEST(PlanMovesTest, SkipsErasureCodedFiles) {
+  absl::BitGen g;
+  auto nodes = Nodes({Node("a", C::kDead), Node("b", C::kUp), Node("c", C::kUp),
+                      Node("d", C::kUp)});
+  ns::FileEntry f;
+  f.path = "/ec";
+  f.layout.set_state(v1::READY_EC);
+  f.layout.set_size(1000);
+  f.layout.set_checksum(v1::CRC32C_SIDECAR);
+  f.layout.set_checksum_block_size(100);
+  f.layout.mutable_striped()->set_stripe_unit(100);
+  v1::ErasureCode* e = f.layout.mutable_striped()->mutable_erasure();
+  e->set_codec(v1::ErasureCode::RS_CAUCHY_GF8);
+  e->set_data_columns(2);
+  e->set_parity_columns(1);
+  for (const char* col : {"a", "b", "c"}) {
+    v1::Replica* r = f.layout.mutable_striped()->add_targets()->add_replicas();
+    r->set_node_id(col);
+    r->set_object(std::string("s/c") + col);
+  }
+  const Plan p = PlanMoves({f}, nodes, g);
+  EXPECT_TRUE(p.moves.empty());
+  EXPECT_TRUE(p.stuck.empty());
+}
+
 TEST(PlanMovesTest, StripedColumns) {
   absl::BitGen g;
   auto nodes =

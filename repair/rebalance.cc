@@ -20,6 +20,7 @@ std::map<std::string, NodeFill> FillOfUpNodes(
     for (auto& [id, f] : fill) f.capacity = 1;
   }
   for (const ns::FileEntry& f : files) {
+    // READY only: erasure-coded (READY_EC) columns are never moved yet.
     if (!f.invalid.empty() || f.layout.state() != v1::READY) continue;
     for (int s = 0; s < SlotCount(f.layout); ++s) {
       for (const v1::Replica& r : SlotReplicas(f.layout, s)) {

@@ -4,9 +4,9 @@
 #   layering_check.sh ROOT [KNOWN_VIOLATIONS]
 #
 # Folders, bottom to top:
-#   base < proto < namespace < loadbalancer < storage_node < client_lib
+#   base < ec < proto < namespace < loadbalancer < storage_node < client_lib
 #        < ingest < repair < mount < python < admin < keeper < tests, deploy
-# Rules, for every .h/.cc under base/ proto/ namespace/ loadbalancer/
+# Rules, for every .h/.cc under base/ ec/ proto/ namespace/ loadbalancer/
 # storage_node/ client_lib/ ingest/ repair/ mount/ python/ admin/ keeper/
 # in ROOT:
 #   1. A file includes (#include "x/...") only headers of its own folder or
@@ -30,18 +30,19 @@ known="${2:-}"
 rank() {
   case "$1" in
     base) echo 0 ;;
-    proto) echo 1 ;;
-    namespace) echo 2 ;;
-    loadbalancer) echo 3 ;;
-    storage_node) echo 4 ;;
-    client_lib) echo 5 ;;
-    ingest) echo 6 ;;
-    repair) echo 7 ;;
-    mount) echo 8 ;;
-    python) echo 9 ;;
-    admin) echo 10 ;;
-    keeper) echo 11 ;;
-    tests | deploy) echo 12 ;;
+    ec) echo 1 ;;
+    proto) echo 2 ;;
+    namespace) echo 3 ;;
+    loadbalancer) echo 4 ;;
+    storage_node) echo 5 ;;
+    client_lib) echo 6 ;;
+    ingest) echo 7 ;;
+    repair) echo 8 ;;
+    mount) echo 9 ;;
+    python) echo 10 ;;
+    admin) echo 11 ;;
+    keeper) echo 12 ;;
+    tests | deploy) echo 13 ;;
     *) echo -1 ;;  # not ours: absl/, grpcpp/, gtest/, google/, ...
   esac
 }
@@ -114,7 +115,7 @@ while IFS= read -r f; do
   f="${f#./}"
   nfiles=$((nfiles + 1))
   check_layers "$f"
-done < <(find -L base proto namespace loadbalancer storage_node client_lib \
+done < <(find -L base ec proto namespace loadbalancer storage_node client_lib \
            ingest repair mount python admin keeper \
            \( -name '*.h' -o -name '*.cc' \) -type f 2>/dev/null | sort)
 check_public_headers

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The layering of the tree (README "Layering"):
-#   1. includes: layering_check.sh over every source file of base/,
+#   1. includes: layering_check.sh over every source file of base/, ec/,
 #      namespace/, loadbalancer/, storage_node/, client_lib/, ingest/,
 #      repair/, mount/, python/, admin/, keeper/ (their :layering_sources
 #      filegroups), with known_violations.txt;
@@ -29,7 +29,8 @@ for want in \
   "LAYERING: namespace/store.cc: base/testing/fake_clock.h (testing header in non-test code)" \
   "LAYERING: client_lib/options.h: storage_node/node_client.h (public client header)" \
   "LAYERING: client_lib/options.h: <grpcpp/grpcpp.h> (public client header)" \
-  "LAYERING: repair/bad.cc: admin/commands.h (admin/ is above repair/)"; do
+  "LAYERING: repair/bad.cc: admin/commands.h (admin/ is above repair/)" \
+  "LAYERING: ec/bad.cc: proto/layout.pb.h (proto/ is above ec/)"; do
   grep -qxF "$want" <<<"$out" || err "checker missed: $want"
 done
 if grep -q "storage_node/sidecar.h\|namespace/layout.h\|absl/time\|ingest/agents.h" <<<"$out"; then
