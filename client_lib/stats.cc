@@ -60,6 +60,12 @@ std::string FormatPrometheus(const ClientStats& s) {
   w.Counter("ec_helper_reads_total",
             "Reads of other cells of a row for erasure-coded rebuilds.",
             s.ec_helper_reads);
+  w.Counter("ec_crc_mismatches_total",
+            "Rebuilt cells that failed their .cells CRC (DATA_LOSS).",
+            s.ec_crc_mismatches);
+  w.Counter("ec_unchecked_cells_total",
+            "Whole cells rebuilt with no readable .cells CRC.",
+            s.ec_unchecked_cells);
   struct NodeMetric {
     const char* name;
     uint64_t NodeStats::*field;

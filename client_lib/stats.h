@@ -94,6 +94,11 @@ struct ClientStats {
   uint64_t ec_parity_hedges = 0;
   uint64_t ec_parity_hedge_wins = 0;
   uint64_t ec_helper_reads = 0;
+  // Whole cells rebuilt whose CRC (the row's ".cells") did not match: the
+  // read failed with DATA_LOSS; and whole cells returned unchecked (no
+  // ".cells" could be read).
+  uint64_t ec_crc_mismatches = 0;
+  uint64_t ec_unchecked_cells = 0;
   uint64_t shared_bytes = 0;
   uint64_t shared_released = 0;
   int64_t shared_waiting = 0;

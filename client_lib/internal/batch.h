@@ -118,7 +118,8 @@ struct Batch final : AttemptSink {
   // counts pieces (ReadOptions::max_in_flight) or rebuilds (their helpers,
   // and a piece being rebuilt: its rebuild ends with it).
   bool NotifiesEach(const PieceState& p) const {
-    return notify_each || p.ec == EcRole::kHelper || p.rebuild >= 0;
+    return notify_each || p.ec == EcRole::kHelper || p.ec == EcRole::kCells ||
+           p.rebuild >= 0;
   }
   // Wakes the caller, wherever it waits.
   void Notify() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu) {

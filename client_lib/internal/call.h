@@ -107,6 +107,7 @@ enum class EcRole : uint8_t {
   kNone,    // a plain piece
   kData,    // a data cell's bytes: rebuilt from its row if unreadable
   kHelper,  // the same range of another cell of a row, for a rebuild
+  kCells,   // a row's cell checksums (a parity column's ".cells" object)
 };
 
 struct PieceState {
@@ -117,6 +118,8 @@ struct PieceState {
   EcRole ec = EcRole::kNone;
   int rebuild = -1;  // kHelper: its rebuild in Batch::ec
   int cell = -1;     // kHelper: its cell in the row
+  // Its object has no sidecar (kCells): never verified against one.
+  bool unverified = false;
   char* dst = nullptr;
   uint64_t stream_key = 0;
   const std::string* path = nullptr;

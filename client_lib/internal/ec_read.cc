@@ -6,6 +6,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "base/crc32c.h"
 
 namespace rangefs {
 namespace client_internal {
@@ -36,12 +37,28 @@ absl::StatusOr<const ec::Codec*> EcCodecs::Get(int k, int m) {
   return c.get();
 }
 
+bool EcCellCrcs::Find(uint64_t file_id, const std::string& parity_object,
+                      uint64_t row, std::vector<uint32_t>* crcs) {
+  absl::MutexLock l(&mu_);
+  auto it = rows_.find({file_id, parity_object, row});
+  if (it == rows_.end()) return false;
+  *crcs = it->second;
+  return true;
+}
+
+void EcCellCrcs::Add(uint64_t file_id, const std::string& parity_object,
+                     uint64_t row, std::vector<uint32_t> crcs) {
+  absl::MutexLock l(&mu_);
+  if (rows_.size() >= kMaxRows) rows_.clear();
+  rows_[{file_id, parity_object, row}] = std::move(crcs);
+}
+
 size_t EcReads::HelperRoom(const Batch& b) {
   size_t room = 0;
   for (const PieceState& p : b.pieces) {
     if (p.ec != EcRole::kData) continue;
     const ns::EcGeometry g = ns::EcGeometryOf(*p.layout);
-    room += static_cast<size_t>(g.k + g.m - 1);
+    room += static_cast<size_t>(g.k + g.m);  // helpers and a ".cells" read
   }
   return room;
 }
@@ -49,8 +66,9 @@ size_t EcReads::HelperRoom(const Batch& b) {
 bool EcReads::TakeFailed(Batch& b, int i) {
   PieceState& p = b.pieces[i];
   if (p.ec == EcRole::kNone) return false;
-  if (p.ec == EcRole::kHelper) {
-    // The helper is over; its rebuild goes on without it.
+  if (p.ec != EcRole::kData) {
+    // The helper (or ".cells" read) is over; its rebuild goes on without
+    // it.
     p.done = true;
     b.remaining--;
   }
@@ -93,7 +111,9 @@ void EcReads::Step(Batch& b, Engine& e) {
   failed.swap(failed_);
   for (int i : failed) {
     PieceState& p = b.pieces[i];
-    if (p.ec == EcRole::kHelper) {
+    if (p.ec == EcRole::kCells) {
+      rebuilds_[p.rebuild]->crc_unavailable = true;
+    } else if (p.ec == EcRole::kHelper) {
       Cell& c = rebuilds_[p.rebuild]->cells[p.cell];
       if (c.state != CellState::kReading || c.piece != i) continue;
       c.state = CellState::kLost;
@@ -142,8 +162,10 @@ void EcReads::StartRebuild(Batch& b, int i, bool hedge, Engine& e) {
       memset(c.buf.get(), 0, r->length);
     }
   }
+  r->check = r->in_cell == 0 && r->length == r->cells[r->lost].read;
   p.rebuild = static_cast<int>(rebuilds_.size());
   rebuilds_.push_back(std::move(r));
+  if (rebuilds_.back()->check) StartCrc(b, *rebuilds_.back(), e);
   Advance(b, *rebuilds_.back(), e);
 }
 
@@ -161,7 +183,7 @@ void EcReads::Advance(Batch& b, Rebuild& r, Engine& e) {
   int present = 0;
   for (int t = 0; t < r.g.k + r.g.m; ++t) present += Present(b, r, t);
   if (present >= r.g.k) {
-    Decode(b, r, e);
+    if (CrcSettled(b, r, e)) Decode(b, r, e);
     return;
   }
   if (!Refill(b, r, e)) Fail(b, r, absl::DataLossError(TooFewCells(b, r)));
@@ -191,11 +213,29 @@ int EcReads::PickCell(const Rebuild& r, const Batch& b, Engine& e) const {
   return fallback;
 }
 
+int EcReads::AddPiece(Batch& b, const Rebuild& r, EcRole role) {
+  // HelperRoom's reserve is never spent (one piece a cell of the row and
+  // one ".cells" read a rebuild): a new piece must never move the others.
+  if (b.pieces.size() == b.pieces.capacity()) return -1;
+  const int i = static_cast<int>(b.pieces.size());
+  PieceState& h = b.pieces.emplace_back();
+  const PieceState& parent = b.pieces[r.piece];
+  h.piece.offset = parent.piece.offset;
+  h.range = -1;
+  h.layout = parent.layout;
+  h.path = parent.path;
+  h.mod_revision = parent.mod_revision;
+  h.file_id = parent.file_id;
+  h.ec = role;
+  h.rebuild = parent.rebuild;
+  b.remaining++;
+  return i;
+}
+
 bool EcReads::StartCell(Batch& b, Rebuild& r, int t, Engine& e) {
   Cell& c = r.cells[t];
-  if (b.pieces.size() == b.pieces.capacity()) {
-    // HelperRoom's reserve is spent (it is not, by construction): a helper
-    // must never move the pieces.
+  const int i = AddPiece(b, r, EcRole::kHelper);
+  if (i < 0) {
     c.state = CellState::kLost;
     c.why = "no room for a helper read";
     return false;
@@ -203,35 +243,80 @@ bool EcReads::StartCell(Batch& b, Rebuild& r, int t, Engine& e) {
   c.buf = std::make_unique<char[]>(r.length);
   // Bytes past the cell's stored end (a partial last cell) are zeros.
   memset(c.buf.get() + c.read, 0, r.length - c.read);
-  const int i = static_cast<int>(b.pieces.size());
-  PieceState& h = b.pieces.emplace_back();  // within capacity: no move
-  const PieceState& parent = b.pieces[r.piece];
-  h.piece.offset = parent.piece.offset;
+  PieceState& h = b.pieces[i];
   h.piece.length = c.read;
-  h.piece.replicas = &parent.layout->striped().targets(t).replicas();
+  h.piece.replicas = &h.layout->striped().targets(t).replicas();
   h.piece.object_delta = r.row * r.g.cell + r.in_cell;
   h.piece.unit = static_cast<uint32_t>(t);
-  h.range = -1;
-  h.layout = parent.layout;
-  h.stream_key = parent.stream_key ^ (uint64_t{0x9E3779B97F4A7C15} * (t + 1));
-  h.path = parent.path;
-  h.mod_revision = parent.mod_revision;
-  h.file_id = parent.file_id;
-  h.ec = EcRole::kHelper;
-  h.rebuild = parent.rebuild;
+  h.stream_key =
+      b.pieces[r.piece].stream_key ^ (uint64_t{0x9E3779B97F4A7C15} * (t + 1));
   h.cell = t;
   h.dst = c.buf.get();
-  b.remaining++;
   c.piece = i;
   c.state = CellState::kReading;
   if (!e.Start(i)) {
-    b.pieces[i].done = true;
+    h.done = true;
     b.remaining--;
     c.state = CellState::kLost;
     c.why = "no replica to read";
     return false;
   }
   counters_.helper_reads++;
+  return true;
+}
+
+void EcReads::StartCrc(Batch& b, Rebuild& r, Engine& e) {
+  const v1::FileLayout& l = *b.pieces[r.piece].layout;
+  const std::string& first = ns::ParityReplica(l, 0).object();
+  std::vector<uint32_t> crcs;
+  if (e.cell_crcs().Find(b.pieces[r.piece].file_id, first, r.row, &crcs)) {
+    r.crc_known = true;
+    r.crc = crcs[r.lost];
+    return;
+  }
+  for (int j = 0; j < r.g.m; ++j) {
+    v1::Replica* o = r.cells_objects.Add();
+    o->set_node_id(ns::ParityReplica(l, j).node_id());
+    o->set_object(ns::EcCellsObject(ns::ParityReplica(l, j).object()));
+  }
+  const int i = AddPiece(b, r, EcRole::kCells);
+  if (i < 0) {
+    r.crc_unavailable = true;
+    return;
+  }
+  const uint64_t n = static_cast<uint64_t>(r.g.k + r.g.m) * ns::kEcCellCrcBytes;
+  r.crc_buf = std::make_unique<char[]>(n);
+  PieceState& h = b.pieces[i];
+  h.piece.length = n;
+  h.piece.replicas = &r.cells_objects;
+  h.piece.object_delta = ns::EcCellsOffset(r.g, r.row);
+  h.piece.unit = static_cast<uint32_t>(r.g.k + r.g.m);
+  h.stream_key = b.pieces[r.piece].stream_key ^ 0xCE115;
+  h.unverified = true;  // no sidecar: the CRCs are their own check
+  h.dst = r.crc_buf.get();
+  r.crc_piece = i;
+  if (!e.Start(i)) {
+    h.done = true;
+    b.remaining--;
+    r.crc_unavailable = true;
+  }
+}
+
+bool EcReads::CrcSettled(Batch& b, Rebuild& r, Engine& e) {
+  if (!r.check || r.crc_known || r.crc_unavailable) return true;
+  if (!b.pieces[r.crc_piece].done) return false;
+  std::vector<uint32_t> crcs(static_cast<size_t>(r.g.k + r.g.m));
+  for (size_t t = 0; t < crcs.size(); ++t) {
+    const unsigned char* p = reinterpret_cast<const unsigned char*>(
+        r.crc_buf.get() + t * ns::kEcCellCrcBytes);
+    crcs[t] = uint32_t{p[0]} | uint32_t{p[1]} << 8 | uint32_t{p[2]} << 16 |
+              uint32_t{p[3]} << 24;
+  }
+  r.crc = crcs[r.lost];
+  r.crc_known = true;
+  const PieceState& p = b.pieces[r.piece];
+  e.cell_crcs().Add(p.file_id, ns::ParityReplica(*p.layout, 0).object(), r.row,
+                    std::move(crcs));
   return true;
 }
 
@@ -259,6 +344,19 @@ void EcReads::Decode(Batch& b, Rebuild& r, Engine& e) {
                                           s.ToString())));
     return;
   }
+  if (r.check && r.crc_known && Crc32cExtend(0, out.get(), r.length) != r.crc) {
+    // A survivor's bytes are wrong (unverified reads): never returned.
+    counters_.crc_mismatches++;
+    Fail(b, r,
+         absl::DataLossError(absl::StrCat(
+             "erasure-coded file ", *b.pieces[r.piece].path, ": ",
+             CellName(r.lost, r.g.k), " of row ", r.row,
+             " rebuilt from its row does not match its CRC32C in the row's "
+             "\".cells\" (a surviving cell's bytes are wrong; read with "
+             "verification to find it)")));
+    return;
+  }
+  if (r.check && !r.crc_known) counters_.unchecked_cells++;
   const bool hedge_won = r.hedge && !r.own_failed;
   End(b, r);  // before Fill, which may release b.mu
   PieceState& p = b.pieces[r.piece];
@@ -279,6 +377,12 @@ void EcReads::End(Batch& b, Rebuild& r) {
     if (c.state != CellState::kReading) continue;
     PieceState& h = b.pieces[c.piece];
     if (h.done) continue;
+    h.done = true;
+    b.remaining--;
+    if (h.last != nullptr && !h.last->finished) h.last->canceller.Cancel();
+  }
+  if (r.crc_piece >= 0 && !b.pieces[r.crc_piece].done) {
+    PieceState& h = b.pieces[r.crc_piece];
     h.done = true;
     b.remaining--;
     if (h.last != nullptr && !h.last->finished) h.last->canceller.Cancel();

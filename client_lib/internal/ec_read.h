@@ -24,6 +24,7 @@
 #include <map>
 #include <memory>
 #include <string>
+#include <tuple>
 #include <utility>
 #include <vector>
 
@@ -50,10 +51,30 @@ class EcCodecs {
       ABSL_GUARDED_BY(mu_);
 };
 
+// Rows' cell checksums (".cells" objects) a client has read, so that a
+// row's are read once. Bounded: forgets all when full. Thread-safe.
+class EcCellCrcs {
+ public:
+  // The k + m CRCs of `row` of the file whose first parity object is
+  // `parity_object`, if known.
+  bool Find(uint64_t file_id, const std::string& parity_object, uint64_t row,
+            std::vector<uint32_t>* crcs);
+  void Add(uint64_t file_id, const std::string& parity_object, uint64_t row,
+           std::vector<uint32_t> crcs);
+
+ private:
+  static constexpr size_t kMaxRows = 1 << 16;
+  absl::Mutex mu_;
+  std::map<std::tuple<uint64_t, std::string, uint64_t>, std::vector<uint32_t>>
+      rows_ ABSL_GUARDED_BY(mu_);
+};
+
 // What a call's erasure-coded reads did (ClientStats).
 struct EcCounters {
   uint64_t degraded_reads = 0;       // pieces served by a rebuild
   uint64_t reconstructed_bytes = 0;  // bytes those rebuilds delivered
+  uint64_t unchecked_cells = 0;      // whole cells rebuilt with no ".cells"
+  uint64_t crc_mismatches = 0;       // rebuilt cells that failed the check
   uint64_t parity_hedges = 0;        // rebuilds started as hedges
   uint64_t parity_hedge_wins = 0;    // ... that answered before the cell
   uint64_t helper_reads = 0;         // helper pieces started
@@ -73,6 +94,7 @@ class EcReads {
     // Takes `reads` reads' worth of the hedge budget; false if not left.
     virtual bool TakeHedgeBudget(int reads) = 0;
     virtual absl::StatusOr<const ec::Codec*> Codec(int k, int m) = 0;
+    virtual EcCellCrcs& cell_crcs() = 0;
   };
 
   EcReads() = default;
@@ -131,6 +153,15 @@ class EcReads {
     bool ended = false;
     bool failed = false;      // ended without the bytes
     std::vector<Cell> cells;  // k + m
+    // A whole cell is rebuilt: checked against the row's ".cells" CRCs,
+    // read by the kCells piece `crc_piece` from any parity column.
+    bool check = false;
+    bool crc_known = false;
+    bool crc_unavailable = false;  // every ".cells" read failed
+    uint32_t crc = 0;
+    int crc_piece = -1;
+    std::unique_ptr<char[]> crc_buf;
+    google::protobuf::RepeatedPtrField<v1::Replica> cells_objects;
   };
 
   void StartRebuild(Batch& b, int i, bool hedge, Engine& e)
@@ -145,6 +176,17 @@ class EcReads {
   // An idle cell of r, one on an admissible node first; -1 if none.
   int PickCell(const Rebuild& r, const Batch& b, Engine& e) const;
   bool StartCell(Batch& b, Rebuild& r, int t, Engine& e)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(b.mu);
+  // Whole-cell rebuilds: the lost cell's CRC, from the cache or a read of
+  // the row's ".cells" (a kCells piece over the m parity nodes).
+  void StartCrc(Batch& b, Rebuild& r, Engine& e)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(b.mu);
+  // Whether the check can be made (or is known impossible) now.
+  bool CrcSettled(Batch& b, Rebuild& r, Engine& e)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(b.mu);
+  // Adds a piece of the row's file (range -1, within the reserved room);
+  // -1 if the room is spent.
+  static int AddPiece(Batch& b, const Rebuild& r, EcRole role)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(b.mu);
   // Whether cell t's bytes are in (read, or zeros).
   bool Present(const Batch& b, const Rebuild& r, int t) const

@@ -157,6 +157,7 @@ struct ClientImpl::EcEngine final : EcReads::Engine {
   absl::StatusOr<const ec::Codec*> Codec(int k, int m) override {
     return self->ec_codecs_.Get(k, m);
   }
+  EcCellCrcs& cell_crcs() override { return self->ec_cell_crcs_; }
   ClientImpl* const self;
   CallLoop& c;
 };
@@ -404,7 +405,7 @@ void ClientImpl::MaybeHedge(CallLoop& c, int i, int64_t started_ns) {
     return;
   }
   p.hedged = true;
-  if (p.ec != EcRole::kNone) {
+  if (p.ec == EcRole::kData || p.ec == EcRole::kHelper) {
     // One replica a cell: the hedge is a rebuild from the row (a data
     // cell) or one more cell (a helper).
     EcEngine e{this, c};
@@ -617,7 +618,9 @@ bool ClientImpl::HasAlternative(CallLoop& c, int i) {
   Batch& b = *c.b;
   b.mu.AssertHeld();  // the loop runs under the batch lock (Execute)
   const PieceState& p = b.pieces[i];
-  if (p.ec != EcRole::kNone) return b.ec->HasAlternative(b, i);
+  if (p.ec == EcRole::kData || p.ec == EcRole::kHelper) {
+    return b.ec->HasAlternative(b, i);
+  }
   return HasUntriedReplica(p);
 }
 
@@ -637,6 +640,8 @@ void ClientImpl::AddEcCounters(const EcCounters& e) {
   ec_parity_hedges_.fetch_add(e.parity_hedges);
   ec_parity_hedge_wins_.fetch_add(e.parity_hedge_wins);
   ec_helper_reads_.fetch_add(e.helper_reads);
+  ec_crc_mismatches_.fetch_add(e.crc_mismatches);
+  ec_unchecked_cells_.fetch_add(e.unchecked_cells);
 }
 
 std::vector<absl::StatusOr<size_t>> ClientImpl::Execute(
