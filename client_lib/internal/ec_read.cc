@@ -162,7 +162,9 @@ void EcReads::StartRebuild(Batch& b, int i, bool hedge, Engine& e) {
       memset(c.buf.get(), 0, r->length);
     }
   }
-  r->check = r->in_cell == 0 && r->length == r->cells[r->lost].read;
+  // The whole lost cell (its stored bytes) is rebuilt: its CRC applies.
+  r->check =
+      r->in_cell == 0 && r->length == ns::DataCellBytes(r->g, r->row, r->lost);
   p.rebuild = static_cast<int>(rebuilds_.size());
   rebuilds_.push_back(std::move(r));
   if (rebuilds_.back()->check) StartCrc(b, *rebuilds_.back(), e);
