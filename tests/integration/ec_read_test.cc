@@ -3,7 +3,9 @@
 // reads back byte-exact through the library's agent path with any 1, 2 or
 // 3 of its 9 cell nodes SIGKILLed (every combination for a small file, a
 // few for a larger one), with a data cell's node SIGSTOPped (no error, in
-// bounded time), and 4 nodes lost gives DATA_LOSS naming the row.
+// bounded time), and 4 nodes lost gives DATA_LOSS naming the row; the
+// FUSE mount reads a degraded file byte-exact too. Runs in a private mount
+// namespace (base/testing:private_mounts_main).
 #include <signal.h>
 #include <sys/stat.h>
 
@@ -26,6 +28,7 @@
 #include "gtest/gtest.h"
 #include "namespace/ec_layout.h"
 #include "namespace/layout.h"
+#include "tests/integration/mount_harness.h"
 #include "tests/testing/agent_cluster.h"
 
 namespace rangefs {
@@ -247,6 +250,24 @@ TEST_F(EcReadTest, StoppedDataCellNodeCostsNoErrorAndBoundedTime) {
   EXPECT_LT(absl::Now() - start, absl::Seconds(5));
   const ClientStats s = client->Stats();
   EXPECT_GE(s.ec_degraded_reads + s.ec_parity_hedge_wins, 1u);
+}
+
+TEST_F(EcReadTest, FuseMountReadsAFileWithAKilledDataCellNode) {
+  const std::string data = Random(3 * kRow + 777, 6);
+  const std::vector<int> columns = PutEc("/fuse/f", data);
+  ASSERT_EQ(columns.size(), 9u);
+  const std::string local = cluster_->dir() + "/fuse-src";
+  std::ofstream(local, std::ios::binary) << data;
+  KillExactly({columns[1]});
+  auto m = testing::MountProcess::Start(cluster_->etcd()->endpoints(),
+                                        cluster_->dir() + "/mnt",
+                                        {"--data_path=agent"});
+  ASSERT_THAT(m, IsOk());
+  const testing::ShResult r = testing::Sh(
+      absl::StrCat("cmp ", testing::Q(local), " ",
+                   testing::Q((*m)->path("/fuse/f")), " && echo same"));
+  EXPECT_EQ(r.code, 0) << r.output;
+  EXPECT_THAT(r.output, HasSubstr("same"));
 }
 
 TEST_F(EcReadTest, FourKilledCellNodesIsDataLossNamingTheRow) {
