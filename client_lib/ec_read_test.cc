@@ -176,6 +176,15 @@ class EcReadTest : public ::testing::Test {
     EXPECT_TRUE(buf.compare(0, want, data, offset, want) == 0) << what;
   }
 
+  static const NodeStats* FindNode(const ClientStats& s,
+                                   const std::string& id) {
+    for (const NodeStats& n : s.nodes) {
+      if (n.node == id) return &n;
+    }
+    static const NodeStats kNone;
+    return &kNone;
+  }
+
   absl::BitGen gen_{std::seed_seq{11}};
   ns::MemoryKv kv_;
   std::unique_ptr<ns::NamespaceStore> store_;
@@ -317,6 +326,24 @@ TEST_F(EcReadTest, HungDataCellNodeIsRebuiltAroundWithoutErrors) {
   EXPECT_LT(absl::Now() - start, absl::Seconds(10));
   const ClientStats s = client->Stats();
   EXPECT_GE(s.ec_degraded_reads + s.ec_parity_hedge_wins, 1u);
+  faulty_.Release();
+}
+
+TEST_F(EcReadTest, HungHelperIsReplacedByAnotherCell) {
+  const std::string data = EcFile("/k", 2 * 4 * kCell, 4, 2);
+  Lose({0});
+  // Cell 1 is one of the first k helpers of cell 0's rebuild; it hangs.
+  faulty_.AddRule({.path_contains = "/n1/", .action = FaultAction::kBlock});
+  ClientOptions o = Options();
+  o.attempt_timeout = absl::Seconds(20);  // only a spare cell can save it
+  Client* client = OpenClient(o);
+  const absl::Time start = absl::Now();
+  ExpectBytes(client, "/k", data, 100, 2000, "cell 0 of row 0");
+  EXPECT_LT(absl::Now() - start, absl::Seconds(10));
+  const ClientStats s = client->Stats();
+  EXPECT_EQ(s.ec_degraded_reads, 1u);
+  EXPECT_GE(s.ec_helper_reads, 5u);  // k, and the spare
+  EXPECT_GE(FindNode(s, "n5")->ec_helper_reads, 1u);
   faulty_.Release();
 }
 
