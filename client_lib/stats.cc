@@ -46,6 +46,26 @@ std::string FormatPrometheus(const ClientStats& s) {
   w.Counter("shared_bytes_total",
             "Bytes served by another read in flight (physical reads saved).",
             s.shared_bytes);
+  w.Counter("ec_degraded_reads_total",
+            "Erasure-coded pieces rebuilt from their row.",
+            s.ec_degraded_reads);
+  w.Counter("ec_reconstructed_bytes_total",
+            "Bytes rebuilt from erasure-coded rows.", s.ec_reconstructed_bytes);
+  w.Counter("ec_parity_hedges_total",
+            "Rebuilds started as hedges of a slow erasure-coded cell.",
+            s.ec_parity_hedges);
+  w.Counter("ec_parity_hedge_wins_total",
+            "Parity hedges that answered before the cell.",
+            s.ec_parity_hedge_wins);
+  w.Counter("ec_helper_reads_total",
+            "Reads of other cells of a row for erasure-coded rebuilds.",
+            s.ec_helper_reads);
+  w.Counter("ec_crc_mismatches_total",
+            "Rebuilt cells that failed their .cells CRC (DATA_LOSS).",
+            s.ec_crc_mismatches);
+  w.Counter("ec_unchecked_cells_total",
+            "Whole cells rebuilt with no readable .cells CRC.",
+            s.ec_unchecked_cells);
   struct NodeMetric {
     const char* name;
     uint64_t NodeStats::*field;
@@ -58,6 +78,7 @@ std::string FormatPrometheus(const ClientStats& s) {
       {"node_stalls_total", &NodeStats::stalls},
       {"node_moved_total", &NodeStats::moved},
       {"node_checksum_failures_total", &NodeStats::checksum_failures},
+      {"node_ec_helper_reads_total", &NodeStats::ec_helper_reads},
   };
   for (const NodeMetric& m : metrics) {
     w.Family(m.name, MetricType::kCounter);

@@ -46,6 +46,8 @@ struct NodeStats {
   // Mount attempts the calling thread copied out of the page cache itself
   // (ClientOptions::page_cache_reads); not counted in uring_reads.
   uint64_t cached_reads = 0;
+  // Reads of this node's cells for erasure-coded rebuilds (helper reads).
+  uint64_t ec_helper_reads = 0;
   bool mount_reported_down = false;  // rangefs-mountd: mount not healthy
   bool local = false;    // this host's node (ClientOptions::local_node)
   int64_t inflight = 0;  // now
@@ -82,6 +84,21 @@ struct ClientStats {
   // saved); followers released to read themselves (the leader's call ended
   // without the bytes); followers waiting now.
   uint64_t shared_pieces = 0;
+  // Erasure-coded files: pieces served by a rebuild from their row (a
+  // cell that could not be read) and the bytes rebuilt; rebuilds started
+  // as hedges of a slow cell (parity hedges, charged to the hedge budget
+  // at k reads each) and those that answered first; helper reads of other
+  // cells those rebuilds sent (per node: NodeStats::ec_helper_reads).
+  uint64_t ec_degraded_reads = 0;
+  uint64_t ec_reconstructed_bytes = 0;
+  uint64_t ec_parity_hedges = 0;
+  uint64_t ec_parity_hedge_wins = 0;
+  uint64_t ec_helper_reads = 0;
+  // Whole cells rebuilt whose CRC (the row's ".cells") did not match: the
+  // read failed with DATA_LOSS; and whole cells returned unchecked (no
+  // ".cells" could be read).
+  uint64_t ec_crc_mismatches = 0;
+  uint64_t ec_unchecked_cells = 0;
   uint64_t shared_bytes = 0;
   uint64_t shared_released = 0;
   int64_t shared_waiting = 0;

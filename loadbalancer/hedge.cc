@@ -20,11 +20,13 @@ void HedgeBudget::OnReads(uint64_t n) {
       std::min(burst_, stats_.tokens + static_cast<double>(n) * max_ratio_);
 }
 
-bool HedgeBudget::TryAcquire() {
+bool HedgeBudget::TryAcquire(int tokens) {
+  // Never more than the bucket holds: a costlier hedge stays possible.
+  const double n = std::min(burst_, static_cast<double>(std::max(tokens, 1)));
   absl::MutexLock l(&mu_);
   // The epsilon absorbs rounding from adding max_ratio many times.
-  if (stats_.tokens >= 1.0 - 1e-9) {
-    stats_.tokens = std::max(0.0, stats_.tokens - 1.0);
+  if (stats_.tokens >= n - 1e-9) {
+    stats_.tokens = std::max(0.0, stats_.tokens - n);
     ++stats_.hedges_granted;
     return true;
   }

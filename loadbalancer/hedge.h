@@ -50,9 +50,10 @@ class HedgeBudget {
   void OnRead() { OnReads(1); }
   // Counts `n` primary reads, with one lock (as n OnRead()s).
   void OnReads(uint64_t n);
-  // Takes one token and returns true, or returns false if less than one is
-  // left. Does not block.
-  bool TryAcquire();
+  // Takes `tokens` tokens (at least one: a hedge that reads as much as
+  // `tokens` reads, e.g. an erasure-coded rebuild from k cells) and returns
+  // true, or returns false if fewer are left. Does not block.
+  bool TryAcquire(int tokens = 1);
   Stats stats() const;
 
  private:

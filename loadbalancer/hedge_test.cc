@@ -38,6 +38,18 @@ TEST(HedgeBudgetTest, HoldsRatioOverTenThousandReads) {
   EXPECT_GT(s.hedges_denied, 0u);
 }
 
+TEST(HedgeBudgetTest, CostlierHedgesTakeSeveralTokensAtMostTheBurst) {
+  HedgeBudget budget(nullptr, 0.05, 10);
+  EXPECT_TRUE(budget.TryAcquire(6));   // an RS(6,3) rebuild: 6 reads
+  EXPECT_FALSE(budget.TryAcquire(6));  // 4 left
+  EXPECT_TRUE(budget.TryAcquire(4));
+  budget.OnReads(1000);  // back to the burst (capped at 10)
+  // Never more than the bucket holds: a 20-read hedge takes all 10.
+  EXPECT_TRUE(budget.TryAcquire(20));
+  EXPECT_FALSE(budget.TryAcquire(1));
+  EXPECT_EQ(budget.stats().hedges_granted, 3u);
+}
+
 TEST(HedgeBudgetTest, TokensCapAtBurst) {
   HedgeBudget budget(nullptr, 0.5, 3);
   for (int i = 0; i < 1000; ++i) budget.OnRead();

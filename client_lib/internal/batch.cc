@@ -2,6 +2,7 @@
 
 #include <cstring>
 
+#include "client_lib/internal/ec_read.h"
 #include "client_lib/internal/single_flight.h"
 
 namespace rangefs {
@@ -13,6 +14,9 @@ namespace {
 constexpr uint64_t kCopyUnderLockMax = 16 << 10;
 
 }  // namespace
+
+Batch::Batch() = default;
+Batch::~Batch() = default;
 
 void Batch::Dropped(Attempt* a) {
   absl::MutexLock l(&mu);
@@ -82,42 +86,16 @@ bool Batch::CompletedLocked(Attempt* a, const absl::StatusOr<size_t>& r,
       // replica left to try.)
       if (p.done) return false;
       p.done = true;
-      if (--remaining == 0 || closed || notify_each) Notify();
+      if (--remaining == 0 || closed || NotifiesEach(p)) Notify();
       return false;
     }
-  } else if (r.ok() && p.landing != nullptr) {
-    // An agent read is landing in the caller's buffer: these bytes win the
-    // piece. It is cancelled and lets go promptly (if it ended meanwhile
-    // with every byte, the piece is done and these are not needed).
-    Attempt* const holder = p.landing;
-    p.takers++;
-    holder->canceller.Cancel();
-    while (p.landing == holder) landing_cv.Wait(&mu);
-    p.takers--;
   }
   if (r.ok()) {
-    if (closed || p.done || p.claimed) return false;
-    if (a->length <= kCopyUnderLockMax && p.flight == nullptr) {
-      // Small and nobody waiting for it: cheaper than leaving the lock and
-      // taking it again.
-      memcpy(p.dst, out, a->length);
-    } else {
-      p.claimed = true;
-      copiers++;
-      std::shared_ptr<Flight> flight = std::move(p.flight);
-      mu.Unlock();
-      memcpy(p.dst, out, a->length);
-      // Pieces of other calls waiting for these bytes (their locks, not
-      // ours).
-      if (flight != nullptr) flight->Publish(out);
-      mu.Lock();
-      copiers--;
-    }
-    p.done = true;
+    if (!CopyIn(p, out, a->length)) return false;
     a->status = absl::OkStatus();
     // Counted before the caller can wake: its Stats() sees the win.
     if (a->hedge && hedge_wins != nullptr) hedge_wins->fetch_add(1);
-    if (--remaining == 0 || closed || notify_each) Notify();
+    if (--remaining == 0 || closed || NotifiesEach(p)) Notify();
     return a->hedge;
   }
   a->status = r.status();
@@ -130,6 +108,45 @@ bool Batch::CompletedLocked(Attempt* a, const absl::StatusOr<size_t>& r,
     Notify();
   }
   return false;
+}
+
+bool Batch::CopyIn(PieceState& p, const char* out, uint64_t length) {
+  if (p.landing != nullptr) {
+    // An agent read is landing in the caller's buffer: these bytes win the
+    // piece. It is cancelled and lets go promptly (if it ended meanwhile
+    // with every byte, the piece is done and these are not needed).
+    Attempt* const holder = p.landing;
+    p.takers++;
+    holder->canceller.Cancel();
+    while (p.landing == holder) landing_cv.Wait(&mu);
+    p.takers--;
+  }
+  if (closed || p.done || p.claimed) return false;
+  if (length <= kCopyUnderLockMax && p.flight == nullptr) {
+    // Small and nobody waiting for it: cheaper than leaving the lock and
+    // taking it again.
+    memcpy(p.dst, out, length);
+  } else {
+    p.claimed = true;
+    copiers++;
+    std::shared_ptr<Flight> flight = std::move(p.flight);
+    mu.Unlock();
+    memcpy(p.dst, out, length);
+    // Pieces of other calls waiting for these bytes (their locks, not
+    // ours).
+    if (flight != nullptr) flight->Publish(out);
+    mu.Lock();
+    copiers--;
+  }
+  p.done = true;
+  return true;
+}
+
+bool Batch::Fill(int i, const char* out, uint64_t length) {
+  PieceState& p = pieces[i];
+  if (!CopyIn(p, out, length)) return false;
+  if (--remaining == 0 || closed || NotifiesEach(p)) Notify();
+  return true;
 }
 
 bool Batch::Deliver(int i, const char* src, uint64_t length) {

@@ -36,7 +36,12 @@
 namespace rangefs {
 namespace client_internal {
 
+class EcReads;
+
 struct Batch final : AttemptSink {
+  // Out of line: EcReads is incomplete here.
+  Batch();
+  ~Batch() override;
   absl::Mutex mu;
   absl::CondVar cv;
   bool closed ABSL_GUARDED_BY(mu) = false;
@@ -98,7 +103,27 @@ struct Batch final : AttemptSink {
   // piece back to the call's loop to read itself. Never with mu held.
   bool Deliver(int i, const char* src, uint64_t length);
   void Release(int i);
+  // Bytes from elsewhere (an erasure-coded rebuild, ec_read.h) for piece
+  // `i`: copied in under the claim rule (a landing read is cancelled and
+  // waited for); false if the piece no longer wants them. May release mu
+  // while it copies.
+  bool Fill(int i, const char* out, uint64_t length)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu);
+  // Erasure-coded reads of this call (ec_read.h); null when it has none.
+  std::unique_ptr<EcReads> ec;
 
+  // The claim rule's copy of `length` bytes from `out` into p.dst (and to
+  // p's single-flight followers); marks p done. False if p no longer wants
+  // them. May release mu while it copies.
+  bool CopyIn(PieceState& p, const char* out, uint64_t length)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu);
+  // Whether p's end wakes the caller even with pieces left: the loop
+  // counts pieces (ReadOptions::max_in_flight) or rebuilds (their helpers,
+  // and a piece being rebuilt: its rebuild ends with it).
+  bool NotifiesEach(const PieceState& p) const {
+    return notify_each || p.ec == EcRole::kHelper || p.ec == EcRole::kCells ||
+           p.rebuild >= 0;
+  }
   // Wakes the caller, wherever it waits.
   void Notify() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu) {
     cv.Signal();

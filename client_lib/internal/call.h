@@ -102,9 +102,24 @@ class AttemptList {
   size_t size_ = 0;
 };
 
+// What a piece is to an erasure-coded read (ec_read.h).
+enum class EcRole : uint8_t {
+  kNone,    // a plain piece
+  kData,    // a data cell's bytes: rebuilt from its row if unreadable
+  kHelper,  // the same range of another cell of a row, for a rebuild
+  kCells,   // a row's cell checksums (a parity column's ".cells" object)
+};
+
 struct PieceState {
   ns::Piece piece;
-  int range = 0;
+  int range = 0;  // -1: a helper piece (no range of the caller's)
+  // The layout the piece maps (for an erasure-coded file's geometry).
+  const v1::FileLayout* layout = nullptr;
+  EcRole ec = EcRole::kNone;
+  int rebuild = -1;  // kHelper: its rebuild in Batch::ec
+  int cell = -1;     // kHelper: its cell in the row
+  // Its object has no sidecar (kCells): never verified against one.
+  bool unverified = false;
   char* dst = nullptr;
   uint64_t stream_key = 0;
   const std::string* path = nullptr;

@@ -447,6 +447,13 @@ ClientStats ClientImpl::Stats() {
   s.shared_bytes = fs.shared_bytes;
   s.shared_released = fs.released;
   s.shared_waiting = fs.waiting;
+  s.ec_degraded_reads = ec_degraded_reads_.load();
+  s.ec_reconstructed_bytes = ec_reconstructed_bytes_.load();
+  s.ec_parity_hedges = ec_parity_hedges_.load();
+  s.ec_parity_hedge_wins = ec_parity_hedge_wins_.load();
+  s.ec_helper_reads = ec_helper_reads_.load();
+  s.ec_crc_mismatches = ec_crc_mismatches_.load();
+  s.ec_unchecked_cells = ec_unchecked_cells_.load();
   s.latency = ToLatencyHistogram(latency_.GlobalCumulativeSnapshot());
   {
     absl::MutexLock l(&capacity_mu_);
@@ -473,6 +480,7 @@ ClientStats ClientImpl::Stats() {
     ns.caller_reads = c.caller_reads.load();
     ns.in_place_reads = c.in_place_reads.load();
     ns.cached_reads = c.cached_reads.load();
+    ns.ec_helper_reads = c.ec_helper_reads.load();
     ns.local = n->local();
     if (ns.local) s.local_bytes += ns.bytes;
     ns.mount_reported_down = n->mount_down();

@@ -92,6 +92,7 @@
 #include "client_lib/internal/call.h"
 #include "client_lib/internal/client_core.h"
 #include "client_lib/internal/client_hooks.h"
+#include "client_lib/internal/ec_read.h"
 #include "client_lib/internal/file_impl.h"
 #include "client_lib/internal/node_runtime.h"
 #include "client_lib/internal/read_ring.h"
@@ -249,8 +250,19 @@ class ClientImpl : public Client, public FileHost {
   bool JudgeAttempt(CallLoop& c, int i, int64_t started_ns);
   void AbandonAttempt(CallLoop& c, int i, bool timed_out, bool stalled,
                       absl::Duration silent, bool started);
-  // Sends piece i to a second replica once its hedge delay has passed.
+  // Sends piece i to a second replica once its hedge delay has passed (an
+  // erasure-coded piece: a rebuild from its row, EcReads::Hedge).
   void MaybeHedge(CallLoop& c, int i, int64_t started_ns);
+  // Erasure-coded reads (ec_read.h): EcReads::Step with the call's engine.
+  struct EcEngine;
+  void StepEc(CallLoop& c);
+  // Whether piece i's stalled or sick attempt may be moved: an untried
+  // replica, or (erasure-coded) a rebuild or another cell of its row.
+  bool HasAlternative(CallLoop& c, int i);
+  // An erasure-coded data piece whose only replica's node is not
+  // admissible: rebuilt from its row at once (no probe, no last resort).
+  bool EcDataNodeDown(CallLoop& c, const PieceState& p);
+  void AddEcCounters(const EcCounters& e);
   absl::Duration HedgeDelayOf(
       NodeRuntime* n,
       std::vector<std::pair<NodeRuntime*, absl::Duration>>& cache);
@@ -312,6 +324,13 @@ class ClientImpl : public Client, public FileHost {
   // Reads in flight that other pieces may join (single_flight.h); shared
   // with the flights, which an I/O thread may end after the client is gone.
   const std::shared_ptr<FlightTable> flights_ = std::make_shared<FlightTable>();
+
+  // Erasure-coded reads: the codecs, and what the calls' EcReads did.
+  EcCodecs ec_codecs_;
+  EcCellCrcs ec_cell_crcs_;
+  std::atomic<uint64_t> ec_degraded_reads_{0}, ec_reconstructed_bytes_{0},
+      ec_parity_hedges_{0}, ec_parity_hedge_wins_{0}, ec_helper_reads_{0},
+      ec_crc_mismatches_{0}, ec_unchecked_cells_{0};
 
   std::atomic<uint64_t> seed_counter_{0};
   std::atomic<uint64_t> reads_{0}, pieces_{0}, bytes_{0}, retries_{0},

@@ -263,11 +263,12 @@ bool ClientImpl::Dispatch(const std::shared_ptr<Batch>& b, int i, bool hedge,
   a->length = p.piece.length;
   a->hedge = hedge;
   a->forced = forced;
-  a->verify = options_.verify == VerifyMode::kFull ||
-              (options_.verify == VerifyMode::kSampled &&
-               verify_counter_.fetch_add(1) %
-                       static_cast<uint64_t>(options_.verify_sample_every) ==
-                   0);
+  a->verify = !p.unverified &&
+              (options_.verify == VerifyMode::kFull ||
+               (options_.verify == VerifyMode::kSampled &&
+                verify_counter_.fetch_add(1) %
+                        static_cast<uint64_t>(options_.verify_sample_every) ==
+                    0));
   a->dispatched = clock_->MonotonicNow();
   p.excluded.push_back(n);
   p.active++;
@@ -299,6 +300,11 @@ bool ClientImpl::HasUntriedReplica(const PieceState& p) {
 }
 
 void ClientImpl::FailPiece(Batch& b, PieceState& p) {
+  // An erasure-coded cell: rebuilt from its row instead (ec_read.h).
+  if (b.ec != nullptr &&
+      b.ec->TakeFailed(b, static_cast<int>(&p - b.pieces.data()))) {
+    return;
+  }
   p.done = true;
   b.remaining--;
   const int tried = static_cast<int>(p.reasons.size());

@@ -128,7 +128,8 @@ class TaskQueue {
 struct NodeCounters {
   std::atomic<uint64_t> bytes{0}, requests{0}, errors{0}, timeouts{0},
       stalls{0}, moved{0}, checksum_failures{0}, mount_reads{0}, agent_reads{0},
-      uring_reads{0}, caller_reads{0}, in_place_reads{0}, cached_reads{0};
+      uring_reads{0}, caller_reads{0}, in_place_reads{0}, cached_reads{0},
+      ec_helper_reads{0};
   std::atomic<int64_t> inflight{0}, outstanding_bytes{0};
   // Of `inflight`: attempts in the node's queue (handed to it by Submit),
   // not yet taken by one of its threads.

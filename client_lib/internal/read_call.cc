@@ -42,6 +42,7 @@
 #include "loadbalancer/hedge.h"
 #include "loadbalancer/latency_tracker.h"
 #include "namespace/cached_layout.h"
+#include "namespace/ec_layout.h"
 #include "namespace/layout.h"
 
 namespace rangefs {
@@ -136,6 +137,31 @@ struct ClientImpl::CallLoop {
   size_t attempts_seen = 0;
 };
 
+// The call's engine as EcReads sees it.
+struct ClientImpl::EcEngine final : EcReads::Engine {
+  EcEngine(ClientImpl* client, CallLoop& loop) : self(client), c(loop) {}
+  bool Start(int i) override {
+    c.b->mu.AssertHeld();  // the loop runs under the batch lock (Execute)
+    if (!self->Dispatch(c.b, i, false, *c.picker, c.memo)) return false;
+    c.dispatched.push_back(i);
+    c.b->pieces[i].last->node->counters().ec_helper_reads.fetch_add(1);
+    return true;
+  }
+  bool Usable(const v1::Replica& r) override {
+    return self->AdmissibleIn(c.memo.admissible,
+                              self->NodeOf(c.memo, r.node_id()));
+  }
+  bool TakeHedgeBudget(int reads) override {
+    return self->budget_.TryAcquire(reads);
+  }
+  absl::StatusOr<const ec::Codec*> Codec(int k, int m) override {
+    return self->ec_codecs_.Get(k, m);
+  }
+  EcCellCrcs& cell_crcs() override { return self->ec_cell_crcs_; }
+  ClientImpl* const self;
+  CallLoop& c;
+};
+
 namespace {
 
 // A call's files and the layouts it reads them with: each file's layout
@@ -199,9 +225,18 @@ void ClientImpl::PlanCall(absl::Span<const Request> reqs, Batch& b,
       s.path = &(*l)->path;
       s.mod_revision = (*l)->mod_revision;
       s.file_id = layout.file_id();
+      s.layout = &layout;
+      if (ns::IsErasureCoded(layout)) s.ec = EcRole::kData;
       total += p.length;
     }
     results[i] = total;
+  }
+  // Erasure-coded pieces: room for their rebuilds' helpers (a helper
+  // piece never moves the others).
+  const size_t room = EcReads::HelperRoom(b);
+  if (room > 0) {
+    b.ec = std::make_unique<EcReads>();
+    b.pieces.reserve(b.pieces.size() + room);
   }
 }
 
@@ -240,7 +275,9 @@ void ClientImpl::DispatchWaiting(CallLoop& c) {
     PieceState& p = b.pieces[i];
     if (p.done) continue;
     ++reads;
-    if (Dispatch(c.b, i, false, *c.picker, c.memo)) {
+    if (EcDataNodeDown(c, p)) {
+      FailPiece(b, p);  // rebuilt from its row (EcReads::TakeFailed)
+    } else if (Dispatch(c.b, i, false, *c.picker, c.memo)) {
       c.dispatched.push_back(i);
     } else {
       p.reasons.push_back("no replica");
@@ -313,7 +350,7 @@ bool ClientImpl::JudgeAttempt(CallLoop& c, int i, int64_t started_ns) {
   // untried replica, or its hedge in flight (then the stall still
   // marks the node, whose other attempts move). The last hope of a
   // piece is waited for up to attempt_timeout.
-  if ((stalled || sick) && p.active <= 1 && !HasUntriedReplica(p)) {
+  if ((stalled || sick) && p.active <= 1 && !HasAlternative(c, i)) {
     stalled = sick = false;
     stall_at = absl::InfiniteFuture();
   }
@@ -376,6 +413,13 @@ void ClientImpl::MaybeHedge(CallLoop& c, int i, int64_t started_ns) {
     return;
   }
   p.hedged = true;
+  if (p.ec == EcRole::kData || p.ec == EcRole::kHelper) {
+    // One replica a cell: the hedge is a rebuild from the row (a data
+    // cell) or one more cell (a helper).
+    EcEngine e{this, c};
+    if (c.b->ec->Hedge(*c.b, i, e)) hedges_.fetch_add(1);
+    return;
+  }
   c.ids.clear();
   for (const v1::Replica& r : *p.piece.replicas) c.ids.push_back(r.node_id());
   if (lb::HedgingAllowed(latency_, c.ids) && budget_.TryAcquire()) {
@@ -495,13 +539,15 @@ void ClientImpl::RunLoop(CallLoop& c) {
     Flush(b);
     c.memo.admissible.clear();  // failures just recorded may have marked nodes
     RetryFailed(c);             // failed attempts: retry elsewhere
+    StepEc(c);                  // erasure-coded rebuilds
     Flush(b);
     if (b.remaining == 0) break;
     // Timers: attempt timeouts, stalls, sick nodes, hedges.
     c.now = clock_->MonotonicNow();
     if (c.now >= b.deadline) break;
     MaybeRunTimers(c);
-    Flush(b);  // moved pieces and hedges
+    StepEc(c);  // pieces the timers gave up on: rebuilt
+    Flush(b);   // moved pieces and hedges
     if (b.remaining == 0) break;
     if (!b.failed.empty()) continue;
     // Pieces this thread finished itself (from the page cache, in Flush)
@@ -549,6 +595,7 @@ void ClientImpl::CloseCall(Batch& b) {
 void ClientImpl::CollectResults(Batch& b,
                                 std::vector<absl::StatusOr<size_t>>& results) {
   for (PieceState& p : b.pieces) {
+    if (p.range < 0) continue;  // an erasure-coded rebuild's helper
     absl::StatusOr<size_t>& res = results[p.range];
     if (!res.ok()) continue;
     if (!p.done && b.cancelled) {
@@ -565,6 +612,44 @@ void ClientImpl::CollectResults(Batch& b,
       res = p.status;
     }
   }
+}
+
+void ClientImpl::StepEc(CallLoop& c) {
+  Batch& b = *c.b;
+  b.mu.AssertHeld();  // the loop runs under the batch lock (Execute)
+  if (b.ec == nullptr) return;
+  EcEngine e{this, c};
+  b.ec->Step(b, e);
+}
+
+bool ClientImpl::HasAlternative(CallLoop& c, int i) {
+  Batch& b = *c.b;
+  b.mu.AssertHeld();  // the loop runs under the batch lock (Execute)
+  const PieceState& p = b.pieces[i];
+  if (p.ec == EcRole::kData || p.ec == EcRole::kHelper) {
+    return b.ec->HasAlternative(b, i);
+  }
+  return HasUntriedReplica(p);
+}
+
+bool ClientImpl::EcDataNodeDown(CallLoop& c, const PieceState& p) {
+  if (p.ec != EcRole::kData) return false;
+  NodeRuntime* n = NodeOf(c.memo, (*p.piece.replicas)[0].node_id());
+  if (AdmissibleIn(c.memo.admissible, n)) return false;
+  c.b->mu.AssertHeld();  // the loop runs under the batch lock (Execute)
+  c.b->pieces[&p - c.b->pieces.data()].reasons.push_back(
+      absl::StrCat("node ", n->id(), ": not admissible"));
+  return true;
+}
+
+void ClientImpl::AddEcCounters(const EcCounters& e) {
+  ec_degraded_reads_.fetch_add(e.degraded_reads);
+  ec_reconstructed_bytes_.fetch_add(e.reconstructed_bytes);
+  ec_parity_hedges_.fetch_add(e.parity_hedges);
+  ec_parity_hedge_wins_.fetch_add(e.parity_hedge_wins);
+  ec_helper_reads_.fetch_add(e.helper_reads);
+  ec_crc_mismatches_.fetch_add(e.crc_mismatches);
+  ec_unchecked_cells_.fetch_add(e.unchecked_cells);
 }
 
 std::vector<absl::StatusOr<size_t>> ClientImpl::Execute(
@@ -632,6 +717,7 @@ std::vector<absl::StatusOr<size_t>> ClientImpl::Execute(
     CloseCall(b);
     CollectResults(b, results);
     if (report != nullptr) report->cached_bytes = b.cached_bytes;
+    if (b.ec != nullptr) AddEcCounters(b.ec->counters());
     for (PieceState& p : b.pieces) {
       if (p.flight != nullptr) led.push_back(std::move(p.flight));
     }

@@ -76,6 +76,13 @@ py::dict StatsToDict(const ClientStats& s) {
   d["shared_bytes"] = s.shared_bytes;
   d["shared_released"] = s.shared_released;
   d["shared_waiting"] = s.shared_waiting;
+  d["ec_degraded_reads"] = s.ec_degraded_reads;
+  d["ec_reconstructed_bytes"] = s.ec_reconstructed_bytes;
+  d["ec_parity_hedges"] = s.ec_parity_hedges;
+  d["ec_parity_hedge_wins"] = s.ec_parity_hedge_wins;
+  d["ec_helper_reads"] = s.ec_helper_reads;
+  d["ec_crc_mismatches"] = s.ec_crc_mismatches;
+  d["ec_unchecked_cells"] = s.ec_unchecked_cells;
   py::dict nodes;
   for (const NodeStats& n : s.nodes) nodes[py::str(n.node)] = NodeToDict(n);
   d["nodes"] = nodes;

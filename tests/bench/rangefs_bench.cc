@@ -777,6 +777,9 @@ int main(int argc, char** argv) {
         "\"warmup_s\": %.3f, \"errors\": %llu, \"mismatches\": %llu, "
         "\"retries\": %llu, \"hedges\": %llu, \"hedge_wins\": %llu, "
         "\"checksum_failures\": %llu, \"shared_bytes\": %llu, "
+        "\"ec_degraded_reads\": %llu, \"ec_reconstructed_bytes\": %llu, "
+        "\"ec_parity_hedges\": %llu, \"ec_parity_hedge_wins\": %llu, "
+        "\"ec_helper_reads\": %llu, "
         "\"files\": %zu, \"nodes\": {%s}, "
         "\"node_attempts\": {%s}, \"last_read_mono_ns\": %lld, "
         "\"metadata_s\": %.4f, \"metadata_etcd_requests\": %llu, "
@@ -792,7 +795,12 @@ int main(int argc, char** argv) {
         static_cast<unsigned long long>(st.hedges),
         static_cast<unsigned long long>(st.hedge_wins),
         static_cast<unsigned long long>(st.checksum_failures),
-        static_cast<unsigned long long>(st.shared_bytes), files.size(),
+        static_cast<unsigned long long>(st.shared_bytes),
+        static_cast<unsigned long long>(st.ec_degraded_reads),
+        static_cast<unsigned long long>(st.ec_reconstructed_bytes),
+        static_cast<unsigned long long>(st.ec_parity_hedges),
+        static_cast<unsigned long long>(st.ec_parity_hedge_wins),
+        static_cast<unsigned long long>(st.ec_helper_reads), files.size(),
         nodes_json.c_str(), detail_json.c_str(),
         static_cast<long long>(last_read_ns.load()), meta_s,
         static_cast<unsigned long long>(meta_requests),
@@ -815,6 +823,16 @@ int main(int argc, char** argv) {
         static_cast<unsigned long long>(st.hedges),
         static_cast<unsigned long long>(st.hedge_wins),
         static_cast<unsigned long long>(st.checksum_failures));
+    if (st.ec_helper_reads > 0) {
+      printf(
+          "  erasure-coded: %llu piece(s) rebuilt (%.1f MB), %llu parity "
+          "hedge(s) (%llu won), %llu helper read(s)\n",
+          static_cast<unsigned long long>(st.ec_degraded_reads),
+          st.ec_reconstructed_bytes / 1e6,
+          static_cast<unsigned long long>(st.ec_parity_hedges),
+          static_cast<unsigned long long>(st.ec_parity_hedge_wins),
+          static_cast<unsigned long long>(st.ec_helper_reads));
+    }
     if (st.shared_bytes > 0) {
       printf(
           "  single flight: %.1f MB read once for several threads (counted "

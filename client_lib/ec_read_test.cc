@@ -1,0 +1,412 @@
+// Reads of erasure-coded files (client_lib/internal/ec_read.h) over
+// MemoryKv and MemoryFs/FaultyFs: the cells are real RS codes (ec::NewCodec),
+// the faults are per node path.
+#include <algorithm>
+#include <memory>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "absl/random/random.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "absl/time/clock.h"
+#include "base/crc32c.h"
+#include "base/testing/status_matchers.h"
+#include "client_lib/client.h"
+#include "client_lib/testing/client_testing.h"
+#include "client_lib/testing/fault_fs.h"
+#include "ec/codec.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "namespace/ec_layout.h"
+#include "namespace/memory_kv.h"
+#include "namespace/store.h"
+#include "storage_node/sidecar.h"
+#include "storage_node/sidecar_format.h"
+
+namespace rangefs {
+namespace {
+
+namespace v1 = ::rangefs::v1;
+using ::testing::HasSubstr;
+
+constexpr int kNodes = 10;
+constexpr uint64_t kCell = 4096;
+constexpr char kMountRoot[] = "/m";
+
+std::string Node(int i) { return absl::StrCat("n", i); }
+
+// Every subset of {0..n-1} with `size` members.
+std::vector<std::vector<int>> Subsets(int n, int size) {
+  std::vector<std::vector<int>> out;
+  for (int mask = 0; mask < (1 << n); ++mask) {
+    if (__builtin_popcount(mask) != size) continue;
+    std::vector<int> s;
+    for (int i = 0; i < n; ++i) {
+      if (mask & (1 << i)) s.push_back(i);
+    }
+    out.push_back(s);
+  }
+  return out;
+}
+
+class EcReadTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    store_ = ns::NewKvStore(&kv_);
+    for (int i = 0; i < kNodes; ++i) {
+      v1::NodeRecord r;
+      r.set_id(Node(i));
+      r.add_addresses("127.0.0.1:1");
+      r.set_export_path("/export");
+      ASSERT_THAT(store_->AddNode(r), IsOk());
+    }
+  }
+  void TearDown() override {
+    faulty_.ClearRules();
+    faulty_.Release();
+    clients_.clear();
+  }
+
+  ClientOptions Options() {
+    ClientOptions o;
+    o.mount_root = kMountRoot;
+    o.data_path = DataPath::kMount;
+    o.seed = 42;
+    o.default_deadline = absl::Seconds(10);
+    return o;
+  }
+  Client* OpenClient(const ClientOptions& o) {
+    ClientTestHooks h;
+    h.kv = &kv_;
+    h.fs = &faulty_;
+    auto c = OpenClientForTesting(o, h);
+    EXPECT_THAT(c, IsOk());
+    clients_.push_back(c.ok() ? std::move(*c) : nullptr);
+    return clients_.back().get();
+  }
+
+  void PutObject(int node, const std::string& object, const std::string& data) {
+    const std::string dir = absl::StrCat(kMountRoot, "/", Node(node));
+    mem_.AddFile(dir + "/" + object, data);
+    node::BlockChecksummer sum(kCell);
+    sum.Update(data.data(), data.size());
+    mem_.AddFile(dir + "/" + node::SidecarPathFor(object),
+                 node::EncodeSidecar(sum.Finish()));
+  }
+
+  // An RS(k, m) file of `size` random bytes: column t (data, then parity)
+  // is object "<path>/c<t>" on node n<t>, cells of kCell bytes; parity
+  // objects have their ".cells" checksums.
+  std::string EcFile(const std::string& path, uint64_t size, int k, int m) {
+    std::string data(size, '\0');
+    for (char& ch : data) ch = static_cast<char>(absl::Uniform<uint8_t>(gen_));
+    const uint64_t rows = (size + k * kCell - 1) / (k * kCell);
+    std::vector<std::string> cols(k + m);
+    std::string crcs;
+    auto codec = ec::NewCodec({.k = k, .m = m});
+    EXPECT_THAT(codec, IsOk());
+    for (uint64_t r = 0; r < rows; ++r) {
+      std::vector<std::string> cells(k + m, std::string(kCell, '\0'));
+      std::vector<uint64_t> stored(k + m, kCell);
+      for (int c = 0; c < k; ++c) {
+        const uint64_t at = (r * k + c) * kCell;
+        stored[c] = at >= size ? 0 : std::min(kCell, size - at);
+        if (stored[c] > 0) cells[c].replace(0, stored[c], data, at, stored[c]);
+      }
+      std::vector<absl::Span<const char>> in;
+      std::vector<absl::Span<char>> out;
+      for (int c = 0; c < k; ++c) in.push_back(cells[c]);
+      for (int j = 0; j < m; ++j) out.push_back(absl::MakeSpan(cells[k + j]));
+      EXPECT_THAT((*codec)->Encode(in, out), IsOk());
+      for (int t = 0; t < k + m; ++t) {
+        cols[t] += cells[t].substr(0, stored[t]);
+        const uint32_t crc = Crc32cExtend(0, cells[t].data(), stored[t]);
+        for (int b = 0; b < 4; ++b)
+          crcs.push_back(static_cast<char>(crc >> (8 * b)));
+      }
+    }
+    v1::FileLayout l;
+    l.set_size(size);
+    l.set_state(v1::READY_EC);
+    l.set_checksum(v1::CRC32C_SIDECAR);
+    l.set_checksum_block_size(kCell);
+    v1::StripedLayout* s = l.mutable_striped();
+    s->set_stripe_unit(kCell);
+    s->mutable_erasure()->set_codec(v1::ErasureCode::RS_CAUCHY_GF8);
+    s->mutable_erasure()->set_data_columns(k);
+    s->mutable_erasure()->set_parity_columns(m);
+    for (int t = 0; t < k + m; ++t) {
+      const std::string obj = absl::StrCat("o", path.substr(1), "/c", t);
+      PutObject(t, obj, cols[t]);
+      if (t >= k) {
+        mem_.AddFile(
+            absl::StrCat(kMountRoot, "/", Node(t), "/", ns::EcCellsObject(obj)),
+            crcs);
+      }
+      v1::Replica* rep = s->add_targets()->add_replicas();
+      rep->set_node_id(Node(t));
+      rep->set_object(obj);
+    }
+    EXPECT_THAT(store_->CreateFile(path, l), IsOk());
+    return data;
+  }
+
+  // Every read of `path` on nodes `lost` fails.
+  void Lose(const std::vector<int>& lost) {
+    faulty_.ClearRules();
+    for (int n : lost) {
+      faulty_.AddRule({.path_contains = absl::StrCat("/", Node(n), "/"),
+                       .error = absl::NotFoundError("object gone")});
+    }
+  }
+
+  // Reads [offset, offset + len) of `path` and checks the bytes.
+  void ExpectBytes(Client* client, const std::string& path,
+                   const std::string& data, uint64_t offset, uint64_t len,
+                   const std::string& what) {
+    auto f = client->OpenFile(path);
+    ASSERT_THAT(f, IsOk());
+    std::string buf(len, '\x5C');
+    auto n = (*f)->Read(offset, absl::MakeSpan(buf));
+    ASSERT_THAT(n, IsOk()) << what;
+    const uint64_t want = std::min<uint64_t>(len, data.size() - offset);
+    ASSERT_EQ(*n, want) << what;
+    EXPECT_TRUE(buf.compare(0, want, data, offset, want) == 0) << what;
+  }
+
+  static const NodeStats* FindNode(const ClientStats& s,
+                                   const std::string& id) {
+    for (const NodeStats& n : s.nodes) {
+      if (n.node == id) return &n;
+    }
+    static const NodeStats kNone;
+    return &kNone;
+  }
+
+  absl::BitGen gen_{std::seed_seq{11}};
+  ns::MemoryKv kv_;
+  std::unique_ptr<ns::NamespaceStore> store_;
+  MemoryFs mem_;
+  FaultyFs faulty_{&mem_};
+  std::vector<std::unique_ptr<Client>> clients_;
+};
+
+TEST_F(EcReadTest, HealthyReadsTouchOnlyDataCells) {
+  const std::string data = EcFile("/h", 3 * 4 * kCell + 5000, 4, 2);
+  ClientOptions o = Options();
+  o.hedging = false;  // a loaded machine may hedge (parity hedges) at will
+  Client* client = OpenClient(o);
+  ExpectBytes(client, "/h", data, 0, data.size(), "whole file");
+  ExpectBytes(client, "/h", data, 4000, 300, "across a cell boundary");
+  const ClientStats s = client->Stats();
+  EXPECT_EQ(s.ec_helper_reads, 0u);
+  EXPECT_EQ(s.ec_degraded_reads, 0u);
+  for (const NodeStats& n : s.nodes) {
+    if (n.node == "n4" || n.node == "n5") {
+      EXPECT_EQ(n.requests, 0u) << n.node;
+    }
+  }
+}
+
+TEST_F(EcReadTest, AnyOneOrTwoLostCellsOfRs42AreRebuilt) {
+  const std::string data = EcFile("/a", 3 * 4 * kCell + 5000, 4, 2);
+  for (int lost = 1; lost <= 2; ++lost) {
+    for (const std::vector<int>& set : Subsets(6, lost)) {
+      Lose(set);
+      Client* client = OpenClient(Options());
+      const std::string what =
+          absl::StrCat("lost nodes ", absl::StrJoin(set, ","));
+      ExpectBytes(client, "/a", data, 0, data.size(), what);
+      ExpectBytes(client, "/a", data, kCell + 100, 1000, what);  // in a cell
+      ExpectBytes(client, "/a", data, data.size() - 700, 700, what);  // tail
+      if (set[0] < 4) {
+        EXPECT_GE(client->Stats().ec_degraded_reads, 1u) << what;
+      }
+    }
+  }
+}
+
+TEST_F(EcReadTest, AnyThreeLostCellsOfRs63AreRebuilt) {
+  const std::string data = EcFile("/b", 2 * 6 * kCell + 3 * kCell + 17, 6, 3);
+  for (const std::vector<int>& set : Subsets(9, 3)) {
+    Lose(set);
+    Client* client = OpenClient(Options());
+    const std::string what =
+        absl::StrCat("lost nodes ", absl::StrJoin(set, ","));
+    ExpectBytes(client, "/b", data, 0, data.size(), what);
+    ExpectBytes(client, "/b", data, 2 * kCell + 9, 4000, what);
+  }
+}
+
+TEST_F(EcReadTest, RebuiltReadCostsTheSameRangeFromKCells) {
+  const std::string data = EcFile("/r", 2 * 6 * kCell, 6, 3);
+  Lose({2});
+  ClientOptions o = Options();
+  o.hedging = false;  // no spare helpers: exactly k reads
+  Client* client = OpenClient(o);
+  ExpectBytes(client, "/r", data, 2 * kCell + 1000, 512, "one range");
+  const ClientStats s = client->Stats();
+  EXPECT_EQ(s.ec_degraded_reads, 1u);
+  EXPECT_EQ(s.ec_reconstructed_bytes, 512u);
+  EXPECT_EQ(s.ec_helper_reads, 6u);  // k helpers of 512 bytes each
+  uint64_t helper_bytes = 0;
+  for (const NodeStats& n : s.nodes) {
+    if (n.node != "n2") helper_bytes += n.bytes;
+  }
+  EXPECT_EQ(helper_bytes, 6u * 512);
+}
+
+TEST_F(EcReadTest, LostParityCellsLeaveHealthyReadsAlone) {
+  const std::string data = EcFile("/p", 2 * 4 * kCell + 1, 4, 2);
+  Lose({4, 5});
+  ClientOptions o = Options();
+  o.hedging = false;  // a loaded machine may hedge (parity hedges) at will
+  Client* client = OpenClient(o);
+  ExpectBytes(client, "/p", data, 0, data.size(), "whole file");
+  const ClientStats s = client->Stats();
+  EXPECT_EQ(s.ec_helper_reads, 0u);
+  for (const NodeStats& n : s.nodes) EXPECT_EQ(n.errors, 0u) << n.node;
+}
+
+TEST_F(EcReadTest, CorruptDataCellIsRebuiltUnderFullVerification) {
+  const std::string data = EcFile("/c", 2 * 4 * kCell, 4, 2);
+  mem_.CorruptByte("/m/n1/oc/c1", 100);  // data cell 1 of row 0
+  ClientOptions o = Options();
+  o.verify = VerifyMode::kFull;
+  Client* client = OpenClient(o);
+  ExpectBytes(client, "/c", data, 0, data.size(), "whole file");
+  ExpectBytes(client, "/c", data, kCell + 50, 100, "in the corrupt cell");
+  const ClientStats s = client->Stats();
+  EXPECT_GE(s.checksum_failures, 1u);
+  EXPECT_GE(s.ec_degraded_reads, 1u);
+}
+
+TEST_F(EcReadTest, RebuiltWholeCellIsCheckedAgainstTheRowsCellsCrc) {
+  const std::string data = EcFile("/x", 2 * 4 * kCell, 4, 2);
+  Lose({0});
+  mem_.CorruptByte("/m/n1/ox/c1", 7);      // a survivor, row 0
+  Client* client = OpenClient(Options());  // no verification of survivors
+  auto f = client->OpenFile("/x");
+  ASSERT_THAT(f, IsOk());
+  std::string buf(kCell, '\0');
+  auto n = (*f)->Read(0, absl::MakeSpan(buf));  // all of data cell 0, row 0
+  ASSERT_THAT(n, StatusIs(absl::StatusCode::kDataLoss));
+  EXPECT_THAT(n.status().message(), HasSubstr("does not match its CRC32C"));
+  EXPECT_THAT(n.status().message(), HasSubstr("row 0"));
+  EXPECT_EQ(client->Stats().ec_crc_mismatches, 1u);
+  // The start of a cell, not all of it: no CRC applies (no false alarm).
+  std::string head(1000, '\0');
+  auto h = (*f)->Read(4 * kCell, absl::MakeSpan(head));  // row 1, cell 0
+  ASSERT_THAT(h, IsOk());
+  EXPECT_TRUE(head == data.substr(4 * kCell, 1000));
+  // Row 1's survivors are sound: its cell 0 is rebuilt and checked.
+  ExpectBytes(client, "/x", data, 4 * kCell, kCell, "row 1");
+  EXPECT_EQ(client->Stats().ec_unchecked_cells, 0u);
+  // Survivors verified against their sidecars: the corrupt one is replaced.
+  ClientOptions o = Options();
+  o.verify = VerifyMode::kFull;
+  Client* verifying = OpenClient(o);
+  ExpectBytes(verifying, "/x", data, 0, data.size(), "verified survivors");
+  EXPECT_GE(verifying->Stats().checksum_failures, 1u);
+}
+
+TEST_F(EcReadTest, HungDataCellNodeIsRebuiltAroundWithoutErrors) {
+  const std::string data = EcFile("/g", 2 * 6 * kCell, 6, 3);
+  faulty_.AddRule({.path_contains = "/n3/", .action = FaultAction::kBlock});
+  ClientOptions o = Options();
+  o.attempt_timeout = absl::Seconds(20);  // only a rebuild can save it
+  Client* client = OpenClient(o);
+  const absl::Time start = absl::Now();
+  for (int i = 0; i < 3; ++i) {
+    ExpectBytes(client, "/g", data, 0, data.size(), "whole file");
+    ExpectBytes(client, "/g", data, 3 * kCell + 10, 100, "in the hung cell");
+  }
+  EXPECT_LT(absl::Now() - start, absl::Seconds(10));
+  const ClientStats s = client->Stats();
+  EXPECT_GE(s.ec_degraded_reads + s.ec_parity_hedge_wins, 1u);
+  faulty_.Release();
+}
+
+TEST_F(EcReadTest, HungHelperIsReplacedByAnotherCell) {
+  const std::string data = EcFile("/k", 2 * 4 * kCell, 4, 2);
+  Lose({0});
+  // Cell 1 is one of the first k helpers of cell 0's rebuild; it hangs.
+  faulty_.AddRule({.path_contains = "/n1/", .action = FaultAction::kBlock});
+  ClientOptions o = Options();
+  o.attempt_timeout = absl::Seconds(20);  // only a spare cell can save it
+  Client* client = OpenClient(o);
+  const absl::Time start = absl::Now();
+  ExpectBytes(client, "/k", data, 100, 2000, "cell 0 of row 0");
+  EXPECT_LT(absl::Now() - start, absl::Seconds(10));
+  const ClientStats s = client->Stats();
+  EXPECT_EQ(s.ec_degraded_reads, 1u);
+  EXPECT_GE(s.ec_helper_reads, 5u);  // k, and the spare
+  EXPECT_GE(FindNode(s, "n5")->ec_helper_reads, 1u);
+  faulty_.Release();
+}
+
+TEST_F(EcReadTest, SlowDataCellIsParityHedged) {
+  const std::string data = EcFile("/s", 6 * kCell, 6, 3);
+  ClientOptions o = Options();
+  o.stall_factor = 0;  // no stall: only a hedge moves it
+  o.attempt_timeout = absl::Seconds(20);
+  // Parity hedges a loaded machine fires while warming (k reads of budget
+  // each) must not leave too little for the one this test is about.
+  o.hedge_burst = 1000;
+  Client* client = OpenClient(o);
+  // Warm the latency window so that hedges are not held back by the cold
+  // prior, then make n2 slow.
+  for (int i = 0; i < 20; ++i) {
+    ExpectBytes(client, "/s", data, 0, data.size(), "warm");
+  }
+  const ClientStats warm = client->Stats();
+  faulty_.AddRule({.path_contains = "/n2/",
+                   .action = FaultAction::kDelay,
+                   .delay = absl::Seconds(3)});
+  const absl::Time start = absl::Now();
+  ExpectBytes(client, "/s", data, 2 * kCell + 5, 300, "slow cell");
+  EXPECT_LT(absl::Now() - start, absl::Seconds(2));
+  const ClientStats s = client->Stats();
+  EXPECT_EQ(s.ec_parity_hedges - warm.ec_parity_hedges, 1u);
+  EXPECT_EQ(s.ec_parity_hedge_wins - warm.ec_parity_hedge_wins, 1u);
+  EXPECT_GE(s.hedges - warm.hedges, 1u);
+}
+
+TEST_F(EcReadTest, MoreThanMLostCellsIsDataLossNamingTheRow) {
+  const std::string data = EcFile("/d", 3 * 4 * kCell, 4, 2);
+  Lose({0, 4, 5});
+  Client* client = OpenClient(Options());
+  auto f = client->OpenFile("/d");
+  ASSERT_THAT(f, IsOk());
+  std::string buf(100, '\0');
+  auto n = (*f)->Read(2 * 4 * kCell + 10, absl::MakeSpan(buf));  // row 2
+  ASSERT_THAT(n, StatusIs(absl::StatusCode::kDataLoss));
+  EXPECT_THAT(n.status().message(), HasSubstr("/d"));
+  EXPECT_THAT(n.status().message(), HasSubstr("row 2"));
+  EXPECT_THAT(n.status().message(), HasSubstr("data cell 0 on node n0"));
+  EXPECT_THAT(n.status().message(), HasSubstr("parity cell 0 on node n4"));
+  EXPECT_THAT(n.status().message(), HasSubstr("parity cell 1 on node n5"));
+  // The other cells of the row still read.
+  ExpectBytes(client, "/d", data, 2 * 4 * kCell + kCell, 100, "cell 1");
+}
+
+TEST_F(EcReadTest, EdgeSizesAreByteExactWithALostCell) {
+  const uint64_t row = 4 * kCell;
+  for (uint64_t size : {uint64_t{1}, kCell - 1, kCell, kCell + 1, row - 1, row,
+                        row + 1, 3 * row + 777}) {
+    const std::string path = absl::StrCat("/e", size);
+    const std::string data = EcFile(path, size, 4, 2);
+    for (int lost : {0, 3, 4}) {
+      Lose({lost});
+      Client* client = OpenClient(Options());
+      const std::string what = absl::StrCat("size ", size, " lost ", lost);
+      ExpectBytes(client, path, data, 0, size, what);
+      ExpectBytes(client, path, data, size - 1, 1, what);
+    }
+  }
+}
+
+}  // namespace
+}  // namespace rangefs

@@ -1,0 +1,441 @@
+#include "client_lib/internal/ec_read.h"
+
+#include <algorithm>
+#include <cstring>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "base/crc32c.h"
+
+namespace rangefs {
+namespace client_internal {
+namespace {
+
+// The name of cell t of a row with k data cells: "data cell 2", "parity
+// cell 0".
+std::string CellName(int t, int k) {
+  return t < k ? absl::StrCat("data cell ", t)
+               : absl::StrCat("parity cell ", t - k);
+}
+
+const v1::Replica& CellReplica(const v1::FileLayout& l, int t, int k) {
+  return t < k ? ns::DataReplica(l, t) : ns::ParityReplica(l, t - k);
+}
+
+}  // namespace
+
+absl::StatusOr<const ec::Codec*> EcCodecs::Get(int k, int m) {
+  absl::MutexLock l(&mu_);
+  std::unique_ptr<ec::Codec>& c = codecs_[{k, m}];
+  if (c == nullptr) {
+    absl::StatusOr<std::unique_ptr<ec::Codec>> made =
+        ec::NewCodec({.kind = ec::CodecKind::kRsCauchyGf8, .k = k, .m = m});
+    if (!made.ok()) return made.status();
+    c = std::move(*made);
+  }
+  return c.get();
+}
+
+bool EcCellCrcs::Find(uint64_t file_id, const std::string& parity_object,
+                      uint64_t row, std::vector<uint32_t>* crcs) {
+  absl::MutexLock l(&mu_);
+  auto it = rows_.find({file_id, parity_object, row});
+  if (it == rows_.end()) return false;
+  *crcs = it->second;
+  return true;
+}
+
+void EcCellCrcs::Add(uint64_t file_id, const std::string& parity_object,
+                     uint64_t row, std::vector<uint32_t> crcs) {
+  absl::MutexLock l(&mu_);
+  if (rows_.size() >= kMaxRows) rows_.clear();
+  rows_[{file_id, parity_object, row}] = std::move(crcs);
+}
+
+size_t EcReads::HelperRoom(const Batch& b) {
+  size_t room = 0;
+  for (const PieceState& p : b.pieces) {
+    if (p.ec != EcRole::kData) continue;
+    const ns::EcGeometry g = ns::EcGeometryOf(*p.layout);
+    room += static_cast<size_t>(g.k + g.m);  // helpers and a ".cells" read
+  }
+  return room;
+}
+
+bool EcReads::TakeFailed(Batch& b, int i) {
+  PieceState& p = b.pieces[i];
+  if (p.ec == EcRole::kNone) return false;
+  if (p.ec != EcRole::kData) {
+    // The helper (or ".cells" read) is over; its rebuild goes on without
+    // it.
+    p.done = true;
+    b.remaining--;
+  }
+  failed_.push_back(i);
+  return true;
+}
+
+bool EcReads::Hedge(Batch& b, int i, Engine& e) {
+  PieceState& p = b.pieces[i];
+  if (p.ec == EcRole::kData) {
+    if (p.rebuild >= 0) return false;
+    const ns::EcGeometry g = ns::EcGeometryOf(*p.layout);
+    if (!e.TakeHedgeBudget(g.k)) return false;
+    counters_.parity_hedges++;
+    StartRebuild(b, i, /*hedge=*/true, e);
+    return true;
+  }
+  if (p.ec != EcRole::kHelper) return false;
+  Rebuild& r = *rebuilds_[p.rebuild];
+  if (r.ended) return false;
+  const int t = PickCell(r, b, e);
+  if (t < 0 || !e.TakeHedgeBudget(1)) return false;
+  return StartCell(b, r, t, e);
+}
+
+bool EcReads::HasAlternative(const Batch& b, int i) const {
+  const PieceState& p = b.pieces[i];
+  if (p.ec == EcRole::kData) {
+    return p.rebuild < 0 || !rebuilds_[p.rebuild]->ended;
+  }
+  if (p.ec != EcRole::kHelper) return false;
+  const Rebuild& r = *rebuilds_[p.rebuild];
+  if (r.ended) return false;
+  return std::any_of(r.cells.begin(), r.cells.end(),
+                     [](const Cell& c) { return c.state == CellState::kIdle; });
+}
+
+void EcReads::Step(Batch& b, Engine& e) {
+  std::vector<int> failed;
+  failed.swap(failed_);
+  for (int i : failed) {
+    PieceState& p = b.pieces[i];
+    if (p.ec == EcRole::kCells) {
+      rebuilds_[p.rebuild]->crc_unavailable = true;
+    } else if (p.ec == EcRole::kHelper) {
+      Cell& c = rebuilds_[p.rebuild]->cells[p.cell];
+      if (c.state != CellState::kReading || c.piece != i) continue;
+      c.state = CellState::kLost;
+      c.why = p.reasons.empty() ? std::string("failed") : p.reasons.back();
+    } else if (p.rebuild < 0) {
+      StartRebuild(b, i, /*hedge=*/false, e);
+    } else {
+      Rebuild& r = *rebuilds_[p.rebuild];
+      r.own_failed = true;
+      // A parity hedge that already gave up: nothing is left to try.
+      if (r.failed && !p.done) {
+        FailPiece(b, i, absl::DataLossError(TooFewCells(b, r)));
+      }
+    }
+  }
+  for (size_t k = 0; k < rebuilds_.size(); ++k) {
+    Rebuild& r = *rebuilds_[k];
+    if (!r.ended) Advance(b, r, e);
+  }
+}
+
+void EcReads::StartRebuild(Batch& b, int i, bool hedge, Engine& e) {
+  PieceState& p = b.pieces[i];
+  auto r = std::make_unique<Rebuild>();
+  r->piece = i;
+  r->g = ns::EcGeometryOf(*p.layout);
+  const ns::CellAddress at = ns::LocateCell(r->g, p.piece.offset);
+  r->row = at.row;
+  r->lost = at.column;
+  r->in_cell = at.offset_in_cell;
+  r->length = p.piece.length;
+  r->hedge = hedge;
+  r->own_failed = !hedge;
+  r->cells.resize(static_cast<size_t>(r->g.k + r->g.m));
+  for (int t = 0; t < r->g.k + r->g.m; ++t) {
+    Cell& c = r->cells[t];
+    const uint64_t stored =
+        t < r->g.k ? ns::DataCellBytes(r->g, r->row, t) : r->g.cell;
+    c.read = stored > r->in_cell ? std::min(r->length, stored - r->in_cell) : 0;
+    if (t == r->lost) {
+      c.state = CellState::kSelf;
+    } else if (c.read == 0) {
+      // Past the file's end (the partial last row): zeros, no read.
+      c.state = CellState::kZero;
+      c.buf = std::make_unique<char[]>(r->length);
+      memset(c.buf.get(), 0, r->length);
+    }
+  }
+  // The whole lost cell (its stored bytes) is rebuilt: its CRC applies.
+  r->check =
+      r->in_cell == 0 && r->length == ns::DataCellBytes(r->g, r->row, r->lost);
+  p.rebuild = static_cast<int>(rebuilds_.size());
+  rebuilds_.push_back(std::move(r));
+  if (rebuilds_.back()->check) StartCrc(b, *rebuilds_.back(), e);
+  Advance(b, *rebuilds_.back(), e);
+}
+
+bool EcReads::Present(const Batch& b, const Rebuild& r, int t) const {
+  const Cell& c = r.cells[t];
+  return c.state == CellState::kZero ||
+         (c.state == CellState::kReading && b.pieces[c.piece].done);
+}
+
+void EcReads::Advance(Batch& b, Rebuild& r, Engine& e) {
+  if (b.pieces[r.piece].done) {  // its own read won (or it failed)
+    End(b, r);
+    return;
+  }
+  int present = 0;
+  for (int t = 0; t < r.g.k + r.g.m; ++t) present += Present(b, r, t);
+  if (present >= r.g.k) {
+    if (CrcSettled(b, r, e)) Decode(b, r, e);
+    return;
+  }
+  if (!Refill(b, r, e)) Fail(b, r, absl::DataLossError(TooFewCells(b, r)));
+}
+
+bool EcReads::Refill(Batch& b, Rebuild& r, Engine& e) {
+  int in_play = 0;
+  for (const Cell& c : r.cells) {
+    in_play += c.state == CellState::kZero || c.state == CellState::kReading;
+  }
+  while (in_play < r.g.k) {
+    const int t = PickCell(r, b, e);
+    if (t < 0) return false;
+    if (StartCell(b, r, t, e)) ++in_play;
+  }
+  return true;
+}
+
+int EcReads::PickCell(const Rebuild& r, const Batch& b, Engine& e) const {
+  const v1::FileLayout& l = *b.pieces[r.piece].layout;
+  int fallback = -1;
+  for (int t = 0; t < r.g.k + r.g.m; ++t) {
+    if (r.cells[t].state != CellState::kIdle) continue;
+    if (e.Usable(CellReplica(l, t, r.g.k))) return t;
+    if (fallback < 0) fallback = t;
+  }
+  return fallback;
+}
+
+int EcReads::AddPiece(Batch& b, const Rebuild& r, EcRole role) {
+  // HelperRoom's reserve is never spent (one piece a cell of the row and
+  // one ".cells" read a rebuild): a new piece must never move the others.
+  if (b.pieces.size() == b.pieces.capacity()) return -1;
+  const int i = static_cast<int>(b.pieces.size());
+  PieceState& h = b.pieces.emplace_back();
+  const PieceState& parent = b.pieces[r.piece];
+  h.piece.offset = parent.piece.offset;
+  h.range = -1;
+  h.layout = parent.layout;
+  h.path = parent.path;
+  h.mod_revision = parent.mod_revision;
+  h.file_id = parent.file_id;
+  h.ec = role;
+  h.rebuild = parent.rebuild;
+  b.remaining++;
+  return i;
+}
+
+bool EcReads::StartCell(Batch& b, Rebuild& r, int t, Engine& e) {
+  Cell& c = r.cells[t];
+  const int i = AddPiece(b, r, EcRole::kHelper);
+  if (i < 0) {
+    c.state = CellState::kLost;
+    c.why = "no room for a helper read";
+    return false;
+  }
+  c.buf = std::make_unique<char[]>(r.length);
+  // Bytes past the cell's stored end (a partial last cell) are zeros.
+  memset(c.buf.get() + c.read, 0, r.length - c.read);
+  PieceState& h = b.pieces[i];
+  h.piece.length = c.read;
+  h.piece.replicas = &h.layout->striped().targets(t).replicas();
+  h.piece.object_delta = r.row * r.g.cell + r.in_cell;
+  h.piece.unit = static_cast<uint32_t>(t);
+  h.stream_key =
+      b.pieces[r.piece].stream_key ^ (uint64_t{0x9E3779B97F4A7C15} * (t + 1));
+  h.cell = t;
+  h.dst = c.buf.get();
+  c.piece = i;
+  c.state = CellState::kReading;
+  if (!e.Start(i)) {
+    h.done = true;
+    b.remaining--;
+    c.state = CellState::kLost;
+    c.why = "no replica to read";
+    return false;
+  }
+  counters_.helper_reads++;
+  return true;
+}
+
+void EcReads::StartCrc(Batch& b, Rebuild& r, Engine& e) {
+  const v1::FileLayout& l = *b.pieces[r.piece].layout;
+  const std::string& first = ns::ParityReplica(l, 0).object();
+  std::vector<uint32_t> crcs;
+  if (e.cell_crcs().Find(b.pieces[r.piece].file_id, first, r.row, &crcs)) {
+    r.crc_known = true;
+    r.crc = crcs[r.lost];
+    return;
+  }
+  for (int j = 0; j < r.g.m; ++j) {
+    v1::Replica* o = r.cells_objects.Add();
+    o->set_node_id(ns::ParityReplica(l, j).node_id());
+    o->set_object(ns::EcCellsObject(ns::ParityReplica(l, j).object()));
+  }
+  const int i = AddPiece(b, r, EcRole::kCells);
+  if (i < 0) {
+    r.crc_unavailable = true;
+    return;
+  }
+  const uint64_t n = static_cast<uint64_t>(r.g.k + r.g.m) * ns::kEcCellCrcBytes;
+  r.crc_buf = std::make_unique<char[]>(n);
+  PieceState& h = b.pieces[i];
+  h.piece.length = n;
+  h.piece.replicas = &r.cells_objects;
+  h.piece.object_delta = ns::EcCellsOffset(r.g, r.row);
+  h.piece.unit = static_cast<uint32_t>(r.g.k + r.g.m);
+  h.stream_key = b.pieces[r.piece].stream_key ^ 0xCE115;
+  h.unverified = true;  // no sidecar: the CRCs are their own check
+  h.dst = r.crc_buf.get();
+  r.crc_piece = i;
+  if (!e.Start(i)) {
+    h.done = true;
+    b.remaining--;
+    r.crc_unavailable = true;
+  }
+}
+
+bool EcReads::CrcSettled(Batch& b, Rebuild& r, Engine& e) {
+  if (!r.check || r.crc_known || r.crc_unavailable) return true;
+  if (!b.pieces[r.crc_piece].done) return false;
+  std::vector<uint32_t> crcs(static_cast<size_t>(r.g.k + r.g.m));
+  for (size_t t = 0; t < crcs.size(); ++t) {
+    const unsigned char* p = reinterpret_cast<const unsigned char*>(
+        r.crc_buf.get() + t * ns::kEcCellCrcBytes);
+    crcs[t] = uint32_t{p[0]} | uint32_t{p[1]} << 8 | uint32_t{p[2]} << 16 |
+              uint32_t{p[3]} << 24;
+  }
+  r.crc = crcs[r.lost];
+  r.crc_known = true;
+  const PieceState& p = b.pieces[r.piece];
+  e.cell_crcs().Add(p.file_id, ns::ParityReplica(*p.layout, 0).object(), r.row,
+                    std::move(crcs));
+  return true;
+}
+
+void EcReads::Decode(Batch& b, Rebuild& r, Engine& e) {
+  absl::StatusOr<const ec::Codec*> codec = e.Codec(r.g.k, r.g.m);
+  if (!codec.ok()) {
+    Fail(b, r, codec.status());
+    return;
+  }
+  std::vector<const char*> cells(r.cells.size(), nullptr);
+  int used = 0;
+  for (int t = 0; t < r.g.k + r.g.m && used < r.g.k; ++t) {
+    if (!Present(b, r, t)) continue;
+    cells[t] = r.cells[t].buf.get();
+    ++used;
+  }
+  auto out = std::make_unique<char[]>(r.length);
+  const int wanted[] = {r.lost};
+  char* const outs[] = {out.get()};
+  const absl::Status s = (*codec)->Decode(cells, wanted, outs, r.length);
+  if (!s.ok()) {
+    Fail(b, r,
+         absl::InternalError(absl::StrCat("decoding row ", r.row, " of ",
+                                          *b.pieces[r.piece].path, ": ",
+                                          s.ToString())));
+    return;
+  }
+  if (r.check && r.crc_known && Crc32cExtend(0, out.get(), r.length) != r.crc) {
+    // A survivor's bytes are wrong (unverified reads): never returned.
+    counters_.crc_mismatches++;
+    Fail(b, r,
+         absl::DataLossError(absl::StrCat(
+             "erasure-coded file ", *b.pieces[r.piece].path, ": ",
+             CellName(r.lost, r.g.k), " of row ", r.row,
+             " rebuilt from its row does not match its CRC32C in the row's "
+             "\".cells\" (a surviving cell's bytes are wrong; read with "
+             "verification to find it)")));
+    return;
+  }
+  if (r.check && !r.crc_known) counters_.unchecked_cells++;
+  const bool hedge_won = r.hedge && !r.own_failed;
+  End(b, r);  // before Fill, which may release b.mu
+  PieceState& p = b.pieces[r.piece];
+  Attempt* own = p.last;
+  if (!b.Fill(r.piece, out.get(), r.length)) return;
+  if (own != nullptr && !own->finished) own->canceller.Cancel();
+  counters_.reconstructed_bytes += r.length;
+  if (hedge_won) {
+    counters_.parity_hedge_wins++;
+  } else {
+    counters_.degraded_reads++;
+  }
+}
+
+void EcReads::End(Batch& b, Rebuild& r) {
+  r.ended = true;
+  for (Cell& c : r.cells) {
+    if (c.state != CellState::kReading) continue;
+    PieceState& h = b.pieces[c.piece];
+    if (h.done) continue;
+    h.done = true;
+    b.remaining--;
+    if (h.last != nullptr && !h.last->finished) h.last->canceller.Cancel();
+  }
+  if (r.crc_piece >= 0 && !b.pieces[r.crc_piece].done) {
+    PieceState& h = b.pieces[r.crc_piece];
+    h.done = true;
+    b.remaining--;
+    if (h.last != nullptr && !h.last->finished) h.last->canceller.Cancel();
+  }
+  if (b.remaining == 0) b.Notify();
+}
+
+void EcReads::Fail(Batch& b, Rebuild& r, const absl::Status& why) {
+  End(b, r);
+  r.failed = true;
+  // A parity hedge that gave up: the cell's own read may still answer.
+  if (r.hedge && !r.own_failed) return;
+  if (!b.pieces[r.piece].done) FailPiece(b, r.piece, why);
+}
+
+void EcReads::FailPiece(Batch& b, int i, const absl::Status& why) {
+  PieceState& p = b.pieces[i];
+  p.done = true;
+  p.status = why;
+  if (--b.remaining == 0) b.Notify();
+}
+
+std::string EcReads::TooFewCells(const Batch& b, const Rebuild& r) const {
+  const PieceState& p = b.pieces[r.piece];
+  const v1::FileLayout& l = *p.layout;
+  std::vector<std::string> lost;
+  int readable = 0;
+  for (int t = 0; t < r.g.k + r.g.m; ++t) {
+    const Cell& c = r.cells[t];
+    const std::string where = absl::StrCat(CellName(t, r.g.k), " on node ",
+                                           CellReplica(l, t, r.g.k).node_id());
+    if (c.state == CellState::kSelf) {
+      lost.push_back(absl::StrCat(
+          where,
+          p.reasons.empty() ? "" : absl::StrCat(" (", p.reasons.back(), ")")));
+    } else if (c.state == CellState::kLost) {
+      lost.push_back(absl::StrCat(where, " (", c.why, ")"));
+    } else {
+      ++readable;
+    }
+  }
+  const uint64_t row_bytes = r.g.cell * static_cast<uint64_t>(r.g.k);
+  return absl::StrCat("erasure-coded file ", *p.path, " (RS ", r.g.k, "+",
+                      r.g.m, "): row ", r.row, " (file bytes [",
+                      r.row * row_bytes, ", ",
+                      std::min(r.g.size, (r.row + 1) * row_bytes), ")) has ",
+                      lost.size(), " cells lost, more than its ", r.g.m,
+                      " parity cells can rebuild; bytes [", p.piece.offset,
+                      ", ", p.piece.offset + p.piece.length,
+                      ") are lost: ", absl::StrJoin(lost, "; "));
+}
+
+}  // namespace client_internal
+}  // namespace rangefs

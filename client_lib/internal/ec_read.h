@@ -1,0 +1,215 @@
+// File: internal/ec_read.h
+//
+// Reads of erasure-coded files (proto/layout.proto, StripedLayout.erasure)
+// in one call. Healthy reads need nothing of this unit: a data cell's piece
+// (EcRole::kData) is read like a plain striped piece. When it cannot be
+// (every attempt failed: a dead or inadmissible node, a missing object, an
+// I/O error, a CRC mismatch under verification, a stall), or when its hedge
+// timer fires (a parity hedge), EcReads rebuilds it: it reads the SAME byte
+// range of other cells of the row (helper pieces, EcRole::kHelper: other
+// data cells, then parity cells; data cells past the file's end are zeros
+// and never read) through the call's usual machinery (node queues,
+// deadlines, health, stall detection, verification against each cell's
+// sidecar), takes the first k that answer out of up to k + m - 1, decodes
+// (ec::Codec) and fills the piece under the claim rule (Batch::Fill). A
+// helper that fails, stalls or is slow is replaced by another cell, never
+// retried in line. More than m cells of a row lost: DATA_LOSS naming the
+// file, the row and the lost cells.
+//
+// Thread-compatible: a call's loop uses its EcReads with Batch::mu held.
+#ifndef RANGEFS_CLIENT_LIB_INTERNAL_EC_READ_H_
+#define RANGEFS_CLIENT_LIB_INTERNAL_EC_READ_H_
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <string>
+#include <tuple>
+#include <utility>
+#include <vector>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/status/statusor.h"
+#include "absl/synchronization/mutex.h"
+#include "client_lib/internal/batch.h"
+#include "ec/codec.h"
+#include "namespace/ec_layout.h"
+
+namespace rangefs {
+namespace client_internal {
+
+// The codecs of a client, one per (k, m), made on first use and kept (their
+// decode tables are cached per erasure pattern). Thread-safe.
+class EcCodecs {
+ public:
+  // The codec for RS(k, m); INVALID_ARGUMENT if the codec refuses them.
+  absl::StatusOr<const ec::Codec*> Get(int k, int m);
+
+ private:
+  absl::Mutex mu_;
+  std::map<std::pair<int, int>, std::unique_ptr<ec::Codec>> codecs_
+      ABSL_GUARDED_BY(mu_);
+};
+
+// Rows' cell checksums (".cells" objects) a client has read, so that a
+// row's are read once. Bounded: forgets all when full. Thread-safe.
+class EcCellCrcs {
+ public:
+  // The k + m CRCs of `row` of the file whose first parity object is
+  // `parity_object`, if known.
+  bool Find(uint64_t file_id, const std::string& parity_object, uint64_t row,
+            std::vector<uint32_t>* crcs);
+  void Add(uint64_t file_id, const std::string& parity_object, uint64_t row,
+           std::vector<uint32_t> crcs);
+
+ private:
+  static constexpr size_t kMaxRows = 1 << 16;
+  absl::Mutex mu_;
+  std::map<std::tuple<uint64_t, std::string, uint64_t>, std::vector<uint32_t>>
+      rows_ ABSL_GUARDED_BY(mu_);
+};
+
+// What a call's erasure-coded reads did (ClientStats).
+struct EcCounters {
+  uint64_t degraded_reads = 0;       // pieces served by a rebuild
+  uint64_t reconstructed_bytes = 0;  // bytes those rebuilds delivered
+  uint64_t unchecked_cells = 0;      // whole cells rebuilt with no ".cells"
+  uint64_t crc_mismatches = 0;       // rebuilt cells that failed the check
+  uint64_t parity_hedges = 0;        // rebuilds started as hedges
+  uint64_t parity_hedge_wins = 0;    // ... that answered before the cell
+  uint64_t helper_reads = 0;         // helper pieces started
+};
+
+class EcReads {
+ public:
+  // What EcReads asks of the call's engine (ClientImpl, read_call.cc).
+  class Engine {
+   public:
+    virtual ~Engine() = default;
+    // Sends piece i's first attempt and puts it under the call's timers;
+    // false if it could not be sent.
+    virtual bool Start(int i) = 0;
+    // Whether the node of `r` is admissible now.
+    virtual bool Usable(const v1::Replica& r) = 0;
+    // Takes `reads` reads' worth of the hedge budget; false if not left.
+    virtual bool TakeHedgeBudget(int reads) = 0;
+    virtual absl::StatusOr<const ec::Codec*> Codec(int k, int m) = 0;
+    virtual EcCellCrcs& cell_crcs() = 0;
+  };
+
+  EcReads() = default;
+  EcReads(const EcReads&) = delete;
+  EcReads& operator=(const EcReads&) = delete;
+
+  // Pieces of room Batch::pieces must have beyond the planned ones, for the
+  // helpers of the kData pieces among them (reserved by PlanCall: a helper
+  // never moves a piece).
+  static size_t HelperRoom(const Batch& b);
+
+  // Piece i (kData or kHelper) has no replica left to try: its rebuild
+  // starts (kData) or its cell is replaced (kHelper) at the next Step.
+  // False for a plain piece (it fails the usual way).
+  bool TakeFailed(Batch& b, int i) ABSL_EXCLUSIVE_LOCKS_REQUIRED(b.mu);
+  // Piece i's hedge timer fired: starts a rebuild of a kData piece (a
+  // parity hedge, k reads of the budget) or one spare helper for a kHelper
+  // piece (one read). True if one started.
+  bool Hedge(Batch& b, int i, Engine& e) ABSL_EXCLUSIVE_LOCKS_REQUIRED(b.mu);
+  // Whether piece i has somewhere to go besides its own cell: a rebuild
+  // (kData) or an untried cell of its row (kHelper).
+  bool HasAlternative(const Batch& b, int i) const
+      ABSL_SHARED_LOCKS_REQUIRED(b.mu);
+  // Starts the rebuilds of failed pieces, replaces lost helpers, decodes
+  // rows that have k cells, fails rows that cannot have them, and drops
+  // rebuilds whose piece was read after all. May release b.mu while it
+  // copies (Batch::Fill).
+  void Step(Batch& b, Engine& e) ABSL_EXCLUSIVE_LOCKS_REQUIRED(b.mu);
+
+  const EcCounters& counters() const { return counters_; }
+
+ private:
+  enum class CellState : uint8_t {
+    kIdle,     // not read (yet)
+    kSelf,     // the cell being rebuilt
+    kZero,     // past the file's end: zeros, no read
+    kReading,  // a helper piece in flight
+    kLost,     // its helper failed
+  };
+  struct Cell {
+    CellState state = CellState::kIdle;
+    int piece = -1;     // its helper piece
+    uint64_t read = 0;  // bytes of the range it holds (the rest: zeros)
+    std::unique_ptr<char[]> buf;
+    std::string why;  // kLost: the helper's last failure
+  };
+  struct Rebuild {
+    int piece = 0;  // the kData piece
+    ns::EcGeometry g;
+    uint64_t row = 0;
+    int lost = 0;  // the piece's cell (its data column)
+    uint64_t in_cell = 0;
+    uint64_t length = 0;
+    bool hedge = false;       // started while the cell's own read ran
+    bool own_failed = false;  // the cell's own read failed meanwhile
+    bool ended = false;
+    bool failed = false;      // ended without the bytes
+    std::vector<Cell> cells;  // k + m
+    // A whole cell is rebuilt: checked against the row's ".cells" CRCs,
+    // read by the kCells piece `crc_piece` from any parity column.
+    bool check = false;
+    bool crc_known = false;
+    bool crc_unavailable = false;  // every ".cells" read failed
+    uint32_t crc = 0;
+    int crc_piece = -1;
+    std::unique_ptr<char[]> crc_buf;
+    google::protobuf::RepeatedPtrField<v1::Replica> cells_objects;
+  };
+
+  void StartRebuild(Batch& b, int i, bool hedge, Engine& e)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(b.mu);
+  // Decodes, starts helpers or fails, as the row's cells allow.
+  void Advance(Batch& b, Rebuild& r, Engine& e)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(b.mu);
+  // Starts helpers until k cells are in or in flight; false if too few
+  // cells are left.
+  bool Refill(Batch& b, Rebuild& r, Engine& e)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(b.mu);
+  // An idle cell of r, one on an admissible node first; -1 if none.
+  int PickCell(const Rebuild& r, const Batch& b, Engine& e) const;
+  bool StartCell(Batch& b, Rebuild& r, int t, Engine& e)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(b.mu);
+  // Whole-cell rebuilds: the lost cell's CRC, from the cache or a read of
+  // the row's ".cells" (a kCells piece over the m parity nodes).
+  void StartCrc(Batch& b, Rebuild& r, Engine& e)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(b.mu);
+  // Whether the check can be made (or is known impossible) now.
+  bool CrcSettled(Batch& b, Rebuild& r, Engine& e)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(b.mu);
+  // Adds a piece of the row's file (range -1, within the reserved room);
+  // -1 if the room is spent.
+  static int AddPiece(Batch& b, const Rebuild& r, EcRole role)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(b.mu);
+  // Whether cell t's bytes are in (read, or zeros).
+  bool Present(const Batch& b, const Rebuild& r, int t) const
+      ABSL_SHARED_LOCKS_REQUIRED(b.mu);
+  void Decode(Batch& b, Rebuild& r, Engine& e)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(b.mu);
+  // Ends r: its helpers in flight are cancelled and no longer awaited.
+  void End(Batch& b, Rebuild& r) ABSL_EXCLUSIVE_LOCKS_REQUIRED(b.mu);
+  // Ends r without the bytes; fails its piece unless the cell's own read
+  // still runs.
+  void Fail(Batch& b, Rebuild& r, const absl::Status& why)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(b.mu);
+  static void FailPiece(Batch& b, int i, const absl::Status& why)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(b.mu);
+  std::string TooFewCells(const Batch& b, const Rebuild& r) const
+      ABSL_SHARED_LOCKS_REQUIRED(b.mu);
+
+  std::vector<std::unique_ptr<Rebuild>> rebuilds_;
+  std::vector<int> failed_;  // pieces handed over by TakeFailed
+  EcCounters counters_;
+};
+
+}  // namespace client_internal
+}  // namespace rangefs
+
+#endif  // RANGEFS_CLIENT_LIB_INTERNAL_EC_READ_H_
