@@ -809,6 +809,29 @@ TEST_F(ClientMountTest, CachedBytesAreCopiedByTheCallingThread) {
   }
 }
 
+// A Reader whose bytes come out of the page cache reads what it is asked
+// for straight into the caller's buffer: no window read ahead in the
+// background (a second copy, for nothing), one piece per MiB asked.
+TEST_F(ClientMountTest, ReaderOverCachedBytesReadsNothingAhead) {
+  const std::string one = OneObjectFile(2, 8 << 20);
+  Client* client = OpenClient(Options());
+  std::unique_ptr<File> f = OpenWarm(client, "/one");
+  ASSERT_NE(f, nullptr);
+  const uint64_t before = client->Stats().bytes;
+  std::unique_ptr<Reader> reader = f->NewReader();
+  std::string got;
+  std::string buf(1 << 20, '\0');
+  for (int i = 0; i < 4; ++i) {
+    auto n = reader->Read(absl::MakeSpan(buf));
+    ASSERT_THAT(n, IsOk());
+    ASSERT_EQ(*n, buf.size());
+    got.append(buf);
+  }
+  EXPECT_TRUE(got == one.substr(0, 4 << 20));
+  EXPECT_EQ(client->Stats().bytes - before, uint64_t{4} << 20);
+  EXPECT_GE(FindNode(client->Stats(), "n2").cached_reads, 4u);
+}
+
 // A piece copied out of the page cache still feeds the pieces that wait
 // for its bytes (single flight), in the same call or another.
 TEST_F(ClientMountTest, PageCachePieceFeedsItsSingleFlightFollowers) {

@@ -16,6 +16,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "absl/synchronization/notification.h"
 #include "absl/time/clock.h"
 #include "base/testing/fake_clock.h"
 #include "base/testing/status_matchers.h"
@@ -564,6 +565,54 @@ TEST_F(ClientTest, StalledNodeIsMarkedDeadAndItsPiecesMoveWithoutHedges) {
   EXPECT_EQ(n0->timeouts, 0u);
   EXPECT_FALSE(n0->admissible);
   EXPECT_EQ(s.hedges, 0u);
+  faulty_.Release();
+}
+
+// The same judged late: on a fake clock that jumps past every stall delay
+// at once (a timers' pass that a loaded machine ran late), the queued pieces
+// are past their own stall delay too. They still move as pieces of a node
+// just marked dead by the started ones' stall, not as stalls of their own.
+TEST_F(ClientTest, QueuedPiecesOfAStalledNodeMoveWhenJudgedLate) {
+  const std::string data = WindowedFile("/sl", 64 * 4096, 4096);
+  ClientOptions o = RoundRobinNoHedging();
+  o.attempt_timeout = absl::Seconds(60);
+  o.stall_min_delay = absl::Milliseconds(30);
+  FakeClock clock;
+  ClientTestHooks hooks = Hooks();
+  hooks.clock = &clock;
+  auto client = OpenClientForTesting(o, hooks);  // destroyed before `clock`
+  ASSERT_THAT(client, IsOk());
+  auto f = (*client)->OpenFile("/sl");
+  ASSERT_THAT(f, IsOk());
+  faulty_.AddRule({.path_contains = "/n0/", .action = FaultAction::kBlock});
+  std::string buf(data.size(), '\0');
+  absl::StatusOr<size_t> n;
+  absl::Notification returned;
+  std::thread caller([&] {
+    n = (*f)->Read(0, absl::MakeSpan(buf), {.deadline = absl::Seconds(30)});
+    returned.Notify();
+  });
+  // n0's 8 workers hold a piece each; its other pieces queue behind them.
+  const bool blocked =
+      faulty_.WaitForBlocked(o.max_inflight_per_node, absl::Seconds(30));
+  clock.Advance(absl::Seconds(2));  // past every stall delay, not the timeout
+  // Bounded: pieces that never move leave the call to its deadline.
+  if (!returned.WaitForNotificationWithTimeout(absl::Seconds(30))) {
+    clock.Advance(absl::Seconds(30));
+  }
+  caller.join();
+  ASSERT_TRUE(blocked);
+  ASSERT_THAT(n, IsOk());
+  EXPECT_TRUE(buf == data);
+  ClientStats s = (*client)->Stats();
+  const NodeStats* n0 = FindNode(s, "n0");
+  EXPECT_GE(n0->stalls, 1u);
+  EXPECT_GE(n0->moved, 1u);
+  EXPECT_EQ(n0->stalls + n0->moved, 32u);  // every piece of n0, once
+  EXPECT_EQ(n0->timeouts, 0u);
+  EXPECT_FALSE(n0->admissible);
+  EXPECT_EQ(s.hedges, 0u);
+  faulty_.ClearRules();
   faulty_.Release();
 }
 

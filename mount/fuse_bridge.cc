@@ -31,7 +31,7 @@ struct BridgeContext {
   double entry_timeout;
   int max_background;
   int readahead_kb;
-  bool direct_io;
+  DirectIoMode direct_io;
   const InitFlagHook* init_hook;
   std::atomic<bool> warned_mmap{false};
 };
@@ -180,7 +180,9 @@ void OpReleasedir(fuse_req_t req, fuse_ino_t, struct fuse_file_info* fi) {
 
 void OpOpen(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info* fi) {
   Ctx* c = C(req);
-  absl::StatusOr<OpenResult> r = c->fs->Open(ino, fi->flags);
+  absl::StatusOr<OpenResult> r =
+      c->fs->Open(ino, fi->flags, c->init_hook->allow_mmap_granted());
+  // (allow_mmap_granted is settled: INIT was answered before any open.)
   if (!r.ok()) {
     if (absl::IsPermissionDenied(r.status())) return ReplyErofs(req);
     return ReplyError(req, "open", r.status(), CallKind::kMetadata);
@@ -188,13 +190,16 @@ void OpOpen(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info* fi) {
   fi->fh = r->handle;
   fi->keep_cache = r->keep_cache ? 1 : 0;
   fi->noflush = 1;
-  if (c->direct_io) {
-    fi->direct_io = 1;
-    if (!c->init_hook->allow_mmap_granted() && !c->warned_mmap.exchange(true)) {
-      RANGEFS_LOG(WARNING) << "direct_io: this kernel did not offer "
-                              "FUSE_DIRECT_IO_ALLOW_MMAP (Linux < 6.6): mmap "
-                              "of files on this mount fails with ENODEV";
-    }
+  const bool mmap_ok = c->init_hook->allow_mmap_granted();
+  if (r->direct_io) fi->direct_io = 1;
+  if (!mmap_ok && c->direct_io != DirectIoMode::kNever &&
+      !c->warned_mmap.exchange(true)) {
+    RANGEFS_LOG(WARNING)
+        << "direct_io: this kernel did not offer FUSE_DIRECT_IO_ALLOW_MMAP "
+           "(Linux < 6.6): "
+        << (c->direct_io == DirectIoMode::kAuto
+                ? "direct_io=auto reads every file through the page cache"
+                : "mmap of files on this mount fails with ENODEV");
   }
   if (fuse_reply_open(req, fi) != 0) c->fs->Release(r->handle);
 }
@@ -404,12 +409,15 @@ absl::StatusOr<std::unique_ptr<FuseMount>> FuseMount::Mount(
                      " (see the libfuse message above)"));
   }
   m->mounted_ = true;
-  if (options.direct_io) {
+  if (options.direct_io != DirectIoMode::kNever) {
     // Before the loop reads INIT: see init_flags.h.
     absl::Status hooked = m->init_hook_.Install(m->se_);
     if (!hooked.ok()) {
-      RANGEFS_LOG(WARNING) << "direct_io: " << hooked
-                           << "; mmap of files on this mount fails (ENODEV)";
+      RANGEFS_LOG(WARNING)
+          << "direct_io: " << hooked
+          << (options.direct_io == DirectIoMode::kAuto
+                  ? "; every file is read through the page cache"
+                  : "; mmap of files on this mount fails (ENODEV)");
     }
   }
   m->SetReadahead();

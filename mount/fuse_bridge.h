@@ -34,6 +34,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
+#include "mount/direct_io_mode.h"
 #include "mount/init_flags.h"
 #include "mount/metrics.h"
 #include "mount/mount_fs.h"
@@ -51,9 +52,10 @@ struct FuseMountOptions {
   int max_threads = 64;
   int max_background = 256;
   int readahead_kb = 16384;  // also written to the mount's bdi (sysfs)
-  // Files are opened FOPEN_DIRECT_IO (mount_options.h direct_io); mmap is
-  // kept working through InitFlagHook (init_flags.h).
-  bool direct_io = false;
+  // Which files are opened FOPEN_DIRECT_IO (direct_io_mode.h; MountFs::Open
+  // decides per open); mmap is kept working through InitFlagHook
+  // (init_flags.h).
+  DirectIoMode direct_io = DirectIoMode::kAuto;
   std::string fsname = "rangefs";
   std::vector<std::string> fuse_options;  // extra -o options for libfuse
 };

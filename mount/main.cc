@@ -195,6 +195,7 @@ absl::Status Serve(const MountOptions& o, int* ready_fd) {
   fo.uid = o.uid >= 0 ? static_cast<uid_t>(o.uid) : getuid();
   fo.gid = o.gid >= 0 ? static_cast<gid_t>(o.gid) : getgid();
   fo.prefetch = o.prefetch;
+  fo.direct_io = o.direct_io;
   fo.read.deadline = o.read_deadline;
   std::atomic<FuseMount*> notify_target{nullptr};
   auto fs = std::make_unique<MountFs>(client.get(), index.get(), cache.get(),

@@ -43,6 +43,7 @@
 #include "absl/types/span.h"
 #include "client_lib/client.h"
 #include "client_lib/file.h"
+#include "mount/direct_io_mode.h"
 #include "mount/inode_table.h"
 #include "mount/metrics.h"
 #include "mount/namespace_index.h"
@@ -64,10 +65,15 @@ struct MountFsOptions {
   // mount's page cache are copied once by the calling thread, where the
   // Reader's window adds a copy and hand-offs to its prefetch threads
   // (tests/bench part M: 1 MiB reads through -o direct_io went from 0.67
-  // to about 1.0 of rangefs-bench). Smaller sequential requests (a stream
-  // read a few KiB at a time) keep the Reader's read-ahead.
+  // to about 1.0 of rangefs-bench), until two in a row made the calling
+  // thread wait (bytes from a disk or the network: the stream then goes
+  // through the Reader, whose read-ahead keeps the device busy; part M run
+  // M6). Smaller sequential requests (a stream read a few KiB at a time)
+  // keep the Reader's read-ahead.
   size_t prefetch_max_request = 512 << 10;
   ReaderOptions reader;
+  // Which opens are answered FOPEN_DIRECT_IO (OpenResult::direct_io).
+  DirectIoMode direct_io = DirectIoMode::kAuto;
   ReadOptions read;
   // How long an open waits for the index to catch up with the layout the
   // library opened (both follow the layout cache's watch; a cold lookup
@@ -87,6 +93,7 @@ struct MountEntry {
 struct OpenResult {
   uint64_t handle = 0;  // opaque; pass to Read/Release
   bool keep_cache = false;
+  bool direct_io = false;  // answer the open FOPEN_DIRECT_IO
 };
 
 struct DirItem {
@@ -132,8 +139,11 @@ class MountFs {
 
   // Read-only: EROFS-worthy flags give PERMISSION_DENIED with a message
   // (the bridge answers EROFS). NOT_FOUND, DATA_LOSS (invalid record),
-  // UNAVAILABLE.
-  absl::StatusOr<OpenResult> Open(uint64_t ino, int flags);
+  // UNAVAILABLE. `mmap_ok`: the kernel lets direct_io files be mmap()ed
+  // (OpenDirect in direct_io_mode.h decides direct_io from it, the
+  // options' mode and the file's size).
+  absl::StatusOr<OpenResult> Open(uint64_t ino, int flags,
+                                  bool mmap_ok = false);
   // The outcome of a read: OK with up to the bytes asked for (fewer only at
   // end of file), or File::Read's codes (ABORTED when the file changed
   // since open). `bytes` is valid only during the call.

@@ -30,6 +30,12 @@ struct MountFs::Handle {
   std::atomic<uint64_t> checked_epoch{0};
   std::atomic<int> inflight{0};
   std::atomic<uint64_t> last_end{0};
+  // Large sequential requests that waited for their bytes (read from a
+  // disk or the network, not the page cache) in a row; at 2 the stream
+  // goes through the Reader (prefetch_large), whose read-ahead keeps the
+  // device busy between requests.
+  std::atomic<int> blocked_in_a_row{0};
+  std::atomic<bool> prefetch_large{false};
   absl::Mutex reader_mu;
   std::unique_ptr<Reader> reader ABSL_GUARDED_BY(reader_mu);
 };

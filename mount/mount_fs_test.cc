@@ -288,6 +288,57 @@ TEST_F(MountFsTest, LargeSequentialRequestsSkipTheReader) {
   EXPECT_GT(counters_.reader_reads.load(), 0u);
   fs_->Release(h->handle);
 }
+// Large sequential requests whose bytes the calling thread had to wait for
+// (this fixture's client has no io_uring: every read is handed to a node
+// worker, as a cold disk read is) switch the stream to the Reader after two
+// in a row, so that its prefetch reads ahead between requests.
+TEST_F(MountFsTest, LargeSequentialRequestsThatWaitGoThroughTheReader) {
+  const std::string data = Pattern(10 << 20, 9);
+  ASSERT_THAT(store_->CreateFile("/cold", Put("cold", data)), IsOk());
+  Start();
+  auto f = fs_->Lookup(kRootInode, "cold");
+  ASSERT_THAT(f, IsOk());
+  auto h = fs_->Open(f->ino, O_RDONLY);
+  ASSERT_THAT(h, IsOk());
+  std::string got;
+  for (uint64_t off = 0; off < data.size(); off += 1 << 20) {
+    auto b = Read(h->handle, off, 1 << 20);
+    ASSERT_THAT(b, IsOk());
+    got += *b;
+  }
+  EXPECT_EQ(got, data);
+  // Read 0 is not yet a stream; after two waits the rest (at most 7 of the
+  // 10) go through the Reader.
+  EXPECT_GE(counters_.reader_reads.load(), 1u);
+  EXPECT_LE(counters_.reader_reads.load(), 7u);
+  fs_->Release(h->handle);
+}
+
+// direct_io=auto (the default): a large file's open is answered
+// FOPEN_DIRECT_IO when the kernel lets such files be mmap()ed; a small one
+// keeps the page cache (direct_io_mode.h).
+TEST_F(MountFsTest, AutoOpensLargeFilesDirect) {
+  const std::string big = Pattern(kAutoDirectIoMinBytes, 3);
+  ASSERT_THAT(store_->CreateFile("/big", Put("big", big)), IsOk());
+  ASSERT_THAT(store_->CreateFile("/small", Put("small", "abc")), IsOk());
+  Start();
+  auto b = fs_->Lookup(kRootInode, "big");
+  auto s = fs_->Lookup(kRootInode, "small");
+  ASSERT_THAT(b, IsOk());
+  ASSERT_THAT(s, IsOk());
+  struct Case {
+    uint64_t ino;
+    bool mmap_ok, direct;
+  } cases[] = {
+      {b->ino, true, true}, {b->ino, false, false}, {s->ino, true, false}};
+  for (const Case& c : cases) {
+    auto h = fs_->Open(c.ino, O_RDONLY, c.mmap_ok);
+    ASSERT_THAT(h, IsOk());
+    EXPECT_EQ(h->direct_io, c.direct) << c.ino << " mmap_ok " << c.mmap_ok;
+    fs_->Release(h->handle);
+  }
+}
+
 TEST_F(MountFsTest, WriteFlagsAreRefused) {
   ASSERT_THAT(store_->CreateFile("/f", Put("f", "abc")), IsOk());
   Start();

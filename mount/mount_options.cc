@@ -30,8 +30,8 @@ constexpr char kUsage[] =
     "  preload data_path=auto|mount|agent mount_root agent_ca agent_cert\n"
     "  agent_key verify=off|sampled|full o_direct io_uring hedging\n"
     "  read_deadline prefetch\n"
-    "  foreground (-f) max_threads readahead_kb direct_io max_background\n"
-    "  attr_timeout"
+    "  foreground (-f) max_threads readahead_kb direct_io=auto|true|false\n"
+    "  max_background attr_timeout"
     " entry_timeout uid gid metrics_port metrics_file metrics_interval\n"
     "  status_dir log_file log_level\n"
     "Other -o options go to libfuse (allow_other, nosuid, nodev, ...).\n"
@@ -235,7 +235,7 @@ absl::Status Apply(const std::string& key, const std::string& v,
     RANGEFS_ASSIGN_OR_RETURN(int64_t n, ParseInt(key, v, 0, 1 << 20));
     o.readahead_kb = static_cast<int>(n);
   } else if (key == "direct_io") {
-    RANGEFS_ASSIGN_OR_RETURN(o.direct_io, ParseBool(key, v));
+    RANGEFS_ASSIGN_OR_RETURN(o.direct_io, ParseDirectIoMode(key, v));
   } else if (key == "max_background") {
     RANGEFS_ASSIGN_OR_RETURN(int64_t n, ParseInt(key, v, 1, 65535));
     o.max_background = static_cast<int>(n);

@@ -26,6 +26,7 @@
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
 #include "client_lib/options.h"
+#include "mount/direct_io_mode.h"
 
 namespace rangefs {
 namespace mount {
@@ -63,12 +64,13 @@ struct MountOptions {
   bool foreground = false;
   int max_threads = 64;      // FUSE worker threads at most
   int readahead_kb = 16384;  // kernel readahead of the mount (sysfs)
-  // Reads bypass the kernel's page cache of the mount (FOPEN_DIRECT_IO):
-  // each read(2) goes to the daemon and its bytes are copied straight
-  // into the reader's buffer, one copy fewer than the cached mode, and the
-  // bytes are not cached twice on this host (the storage mounts' page
-  // cache already holds them). mmap still works (fuse_bridge.h).
-  bool direct_io = false;
+  // Which files' reads bypass the kernel's page cache of the mount
+  // (FOPEN_DIRECT_IO): each read(2) goes to the daemon and its bytes are
+  // copied straight into the reader's buffer, one copy fewer than the
+  // cached mode, and the bytes are not cached twice on this host (the
+  // storage mounts' page cache already holds them). mmap still works
+  // (init_flags.h). auto: files of 8 MiB or more (direct_io_mode.h).
+  DirectIoMode direct_io = DirectIoMode::kAuto;
   // Async kernel requests in flight (readahead, io_uring O_DIRECT reads).
   int max_background = 256;
   double attr_timeout = 1.0;   // seconds; 0 = unset: 1 live, 3600 pinned

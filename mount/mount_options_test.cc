@@ -33,7 +33,8 @@ TEST(MountOptionsTest, Flags) {
   EXPECT_EQ(o->data_path, DataPath::kAgent);
   EXPECT_TRUE(o->foreground);
   EXPECT_EQ(o->mountpoint, "/mnt/x");
-  EXPECT_FALSE(o->direct_io);  // the kernel's page cache by default
+  // Large files direct, small ones through the page cache.
+  EXPECT_EQ(o->direct_io, DirectIoMode::kAuto);
   // A pinned snapshot caches metadata for long.
   EXPECT_EQ(o->attr_timeout, 3600);
   EXPECT_EQ(o->entry_timeout, 3600);
@@ -56,7 +57,7 @@ TEST(MountOptionsTest, FstabStyle) {
   EXPECT_EQ(o->readahead_kb, 4096);
   EXPECT_EQ(o->max_threads, 8);
   EXPECT_TRUE(o->o_direct);
-  EXPECT_TRUE(o->direct_io);
+  EXPECT_EQ(o->direct_io, DirectIoMode::kAlways);  // bare: as =true
   EXPECT_FALSE(o->io_uring);
   EXPECT_FALSE(o->foreground);
   EXPECT_THAT(o->fuse_options, ElementsAre("allow_other", "nosuid"));

@@ -6,8 +6,15 @@
 # anything failed or did not build. Extra arguments go to `bazel test`:
 # target patterns (e.g. tests/run.sh //namespace/...) and flags (e.g.
 # --symlink_prefix=/). Without a target pattern it runs //..., then the
-# fuzz corpus replay again under --config=asan, then builds //... under
-# --config=tsa (clang's thread-safety analysis; a build, not a test run).
+# fuzz corpus replay again under --config=asan, and builds the C++ targets
+# that tests/tsa_targets.py picks under --config=tsa (clang's thread-safety
+# analysis; a build, not a test run) beside them, in an output base of its
+# own at the lowest CPU priority.
+#
+# As many tests run at once as there are cores (--local_test_jobs), as
+# before, but a running test no longer holds a core away from the build:
+# tests mostly wait (on etcd, agents, mounts), so on a cold build the
+# compiles go on beside them.
 #
 #   tests/run.sh --stress[=N] [--stress_runs=U,I] [targets...]
 # runs the same suite on a loaded machine: N busy loops (default: one per
@@ -26,7 +33,8 @@ bash deploy/install-deps.sh || { echo "install-deps failed"; echo "0 passed, 1 f
 
 # The Python tests' pinned virtualenv (python/venv.sh makes it on first use;
 # .cache/ is ignored by git and Bazel).
-flags=("--test_env=RANGEFS_PYTHON_VENV=$PWD/.cache/python-venv")
+flags=("--test_env=RANGEFS_PYTHON_VENV=$PWD/.cache/python-venv"
+       "--local_test_jobs=$(nproc)")
 targets=()
 stress=0
 stress_cpus=$(nproc)
@@ -72,9 +80,43 @@ fi
 log=$(mktemp /tmp/rangefs-test-XXXXXX.log)
 asan_log=$(mktemp /tmp/rangefs-test-asan-XXXXXX.log)
 tsa_log=$(mktemp /tmp/rangefs-test-tsa-XXXXXX.log)
-trap 'rm -f "$log" "$asan_log" "$tsa_log"; [ -n "${load_pid:-}" ] && kill "$load_pid" 2>/dev/null' EXIT
+trap 'rm -f "$log" "$asan_log" "$tsa_log"; [ -n "${load_pid:-}" ] && kill "$load_pid" 2>/dev/null
+      [ -n "${tsa_pid:-}" ] && { pkill -TERM -P "$tsa_pid"; kill "$tsa_pid"; } 2>/dev/null' EXIT
 filter='^(INFO: (From|Analyzed|Found|Build|Elapsed|Invocation|Streaming)|Loading|Analyzing|\[[0-9,]+ / )'
 started=$(date +%s)
+
+# Clang's thread-safety analysis (--config=tsa, .bazelrc): compiles only (no
+# link, no test run), on full runs only, of every C++ target with a source
+# that can see a thread-safety annotation or a Mutex (tests/tsa_targets.py;
+# the others cannot draw its diagnostics: ~1/3 of the compile time; //...
+# if the query fails). It runs beside the tests, from the start: in an
+# output base of its own (a second Bazel server; neither rebuilds after the
+# other, no bazel-* links of its own) and at nice 19, so it takes the CPU
+# time that the build and the tests leave idle and yields it at once to
+# them; whatever it still has to compile when they end, it compiles then
+# (was: ~300 s after them on a cold 2-core machine).
+tsa_rc=0
+tsa_pid=
+if [ "$full" -eq 1 ]; then
+  tsa_base=$(bazel info output_base 2>/dev/null)
+  if [ -n "$tsa_base" ]; then
+    (
+      tsa_bazel=(nice -n 19 bazel --output_base="$tsa_base-tsa" --max_idle_secs=600)
+      tsa_targets=$("${tsa_bazel[@]}" query --noshow_progress --output=xml \
+        'kind("cc_(library|binary|test) rule", //...)' 2>/dev/null | python3 tests/tsa_targets.py) \
+        || tsa_targets=//...
+      echo "tsa: $(wc -w <<<"$tsa_targets") target(s)"
+      [ -z "$tsa_targets" ] && exit 0
+      # shellcheck disable=SC2086  # one label a line
+      exec "${tsa_bazel[@]}" build --noshow_progress --symlink_prefix=/ --config=tsa \
+        --output_groups=compilation_outputs $tsa_targets
+    ) >"$tsa_log" 2>&1 &
+    tsa_pid=$!
+  else
+    echo "run.sh: bazel info output_base failed: no --config=tsa build" >"$tsa_log"
+    tsa_rc=1
+  fi
+fi
 bazel test --noshow_progress "${flags[@]}" "${targets[@]}" 2>&1 | tee "$log" | grep -v -E "$filter"
 rc=${PIPESTATUS[0]}
 testlogs=$(bazel info bazel-testlogs 2>/dev/null)
@@ -90,15 +132,15 @@ if [ "$full" -eq 1 ]; then
   asan_testlogs=$(bazel info --config=asan bazel-testlogs 2>/dev/null)
 fi
 
-# Clang's thread-safety analysis over every package (--config=tsa, .bazelrc):
-# compiles only (no link, no test run), on full runs only.
-tsa_rc=0
 if [ "$full" -eq 1 ]; then
-  echo "tsa: bazel build --config=tsa //... (clang -Wthread-safety, compile only)"
-  bazel build --noshow_progress --config=tsa --output_groups=compilation_outputs //... \
-    >"$tsa_log" 2>&1
-  tsa_rc=$?
-  grep -E "error:|warning:" "$tsa_log" | head -40
+  if [ -n "$tsa_pid" ]; then
+    wait "$tsa_pid"
+    tsa_rc=$?
+    tsa_pid=
+  fi
+  echo "tsa: bazel build --config=tsa (clang -Wthread-safety, compile only):" \
+    "$(grep -m1 -o -E '[0-9]+ target\(s\)' "$tsa_log" || echo "no targets")"
+  grep -E "error:|warning:|run.sh:" "$tsa_log" | head -40
 fi
 
 python3 - "$log" "$testlogs" "$rc" "$asan_log" "$asan_testlogs" "$asan_rc" "$tsa_log" "$tsa_rc" "$started" <<'PY'

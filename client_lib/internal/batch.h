@@ -54,6 +54,9 @@ struct Batch final : AttemptSink {
   int landing_agent ABSL_GUARDED_BY(mu) = 0;
   absl::CondVar landing_cv;
   int remaining ABSL_GUARDED_BY(mu) = 0;
+  // Bytes the calling thread copied straight out of the page cache
+  // (ClientImpl::ReadCachedOnCaller): CallReport::cached_bytes.
+  uint64_t cached_bytes ABSL_GUARDED_BY(mu) = 0;
   std::vector<Attempt*> failed ABSL_GUARDED_BY(mu);
   std::vector<PieceState> pieces;  // fixed after planning; fields: see above
   AttemptList attempts ABSL_GUARDED_BY(mu);

@@ -148,7 +148,8 @@ class ClientImpl : public Client, public FileHost {
 
   // FileHost (used by FileImpl).
   std::vector<absl::StatusOr<size_t>> Execute(
-      absl::Span<const Request> reqs, const ReadOptions& options) override;
+      absl::Span<const Request> reqs, const ReadOptions& options,
+      CallReport* report = nullptr) override;
   ns::LayoutCache* cache() override { return cache_; }
   void CountRefresh() override { layout_refreshes_.fetch_add(1); }
   void CountAbort() override { layout_aborts_.fetch_add(1); }

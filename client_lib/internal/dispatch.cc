@@ -128,6 +128,7 @@ bool ClientImpl::ReadCachedOnCaller(Batch& b, Task& t) {
   p.active--;
   p.done = true;
   b.remaining--;
+  b.cached_bytes += a->length;
   return true;
 }
 

@@ -37,13 +37,23 @@ struct Request {
   absl::Span<char> dst;
 };
 
+// Where a call's bytes came from, for callers that adapt to it (the
+// Reader: internal/reader.h).
+struct CallReport {
+  // Bytes the calling thread copied straight out of the page cache of a
+  // local file system (ClientOptions::page_cache_reads): no I/O waited for.
+  uint64_t cached_bytes = 0;
+};
+
 // What a FileImpl needs of its client (ClientImpl implements it).
 class FileHost {
  public:
   virtual ~FileHost() = default;
-  // Runs one read call over `reqs` (result[i] for reqs[i]).
+  // Runs one read call over `reqs` (result[i] for reqs[i]); fills `report`
+  // if not null.
   virtual std::vector<absl::StatusOr<size_t>> Execute(
-      absl::Span<const Request> reqs, const ReadOptions& options) = 0;
+      absl::Span<const Request> reqs, const ReadOptions& options,
+      CallReport* report = nullptr) = 0;
   // The layouts, current as the namespace watch knows them.
   virtual ns::LayoutCache* cache() = 0;
   // A new layout was adopted / a call ended ABORTED.
@@ -84,8 +94,14 @@ class FileImpl : public File {
 
   absl::StatusOr<size_t> Read(uint64_t offset, absl::Span<char> dst,
                               const ReadOptions& options) override {
+    return ReadReported(offset, dst, options, nullptr);
+  }
+  // Read, telling where the bytes came from.
+  absl::StatusOr<size_t> ReadReported(uint64_t offset, absl::Span<char> dst,
+                                      const ReadOptions& options,
+                                      CallReport* report) {
     Request r{this, offset, dst};
-    return std::move(client_->Execute({&r, 1}, options)[0]);
+    return std::move(client_->Execute({&r, 1}, options, report)[0]);
   }
   std::vector<absl::StatusOr<size_t>> ReadV(
       absl::Span<const ReadRange> ranges, const ReadOptions& options) override {

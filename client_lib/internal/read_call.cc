@@ -337,10 +337,15 @@ bool ClientImpl::JudgeAttempt(CallLoop& c, int i, int64_t started_ns) {
   }
   const bool timed_out = now >= timeout_at;
   bool stalled = !timed_out && now >= stall_at;
-  // Its node went bad (here or in another call): move the piece now.
-  bool sick = !timed_out && !stalled && !a->forced &&
+  // Its node went bad (here or in another call): move the piece now. A
+  // queued attempt is judged so before its own stall: once its node is
+  // marked (by the started ones, which decide first, or by a stall judged
+  // earlier in this pass), its wait is no news of the node, however late
+  // this pass runs (a loaded machine) -- it moves, it is not a stall.
+  bool sick = !timed_out && (!stalled || started_ns == 0) && !a->forced &&
               (started_ns == 0 || options_.stall_factor > 0) &&
               !AdmissibleIn(c.memo.admissible, a->node);
+  if (sick) stalled = false;
   // Stalls and sickness only move a piece that has somewhere to go: an
   // untried replica, or its hedge in flight (then the stall still
   // marks the node, whose other attempts move). The last hope of a
@@ -376,6 +381,9 @@ void ClientImpl::AbandonAttempt(CallLoop& c, int i, bool timed_out,
     health_.RecordFailure(
         a->node->id(), absl::DeadlineExceededError(
                            timed_out ? "attempt timeout" : "attempt stalled"));
+    // The failure marks the node dead: its other attempts, later in this
+    // pass, must see it (the memo may hold it admissible).
+    c.memo.admissible.clear();
   } else {
     nc.moved.fetch_add(1);
   }
@@ -645,7 +653,8 @@ void ClientImpl::AddEcCounters(const EcCounters& e) {
 }
 
 std::vector<absl::StatusOr<size_t>> ClientImpl::Execute(
-    absl::Span<const Request> reqs, const ReadOptions& options) {
+    absl::Span<const Request> reqs, const ReadOptions& options,
+    CallReport* report) {
   std::vector<absl::StatusOr<size_t>> results(reqs.size(), size_t{0});
   if (options.max_in_flight < 0) {
     for (auto& r : results) {
@@ -708,6 +717,7 @@ std::vector<absl::StatusOr<size_t>> ClientImpl::Execute(
     CloseCall(b);
     CollectResults(b, results);
     if (b.ec != nullptr) AddEcCounters(b.ec->counters());
+    if (report != nullptr) report->cached_bytes = b.cached_bytes;
     for (PieceState& p : b.pieces) {
       if (p.flight != nullptr) led.push_back(std::move(p.flight));
     }

@@ -10,8 +10,16 @@
 namespace rangefs {
 namespace client_internal {
 
+namespace {
+// A caller's read at least this big lands straight in the caller's buffer
+// when the Reader holds none of its bytes: one copy, where a window would
+// make two.
+constexpr size_t kDirectMin = size_t{128} << 10;
+}  // namespace
+
 PrefetchReader::PrefetchReader(File* file, ReaderOptions options)
     : file_(file),
+      impl_(dynamic_cast<FileImpl*>(file)),
       options_(options),
       window_(std::max<size_t>(1, options.initial_readahead)) {}
 
@@ -41,10 +49,31 @@ void PrefetchReader::StartPrefetch(uint64_t offset, size_t want) {
       options_.read.canceller, [c = prefetch_.cancel.get()] { c->Cancel(); });
   ReadOptions ro = options_.read;
   ro.canceller = prefetch_.cancel.get();
+  prefetch_.report = CallReport{};
   prefetch_.thread = std::thread([this, offset, want, ro] {
     prefetch_.result =
-        file_->Read(offset, absl::MakeSpan(prefetch_.buffer.data(), want), ro);
+        ReadFile(offset, absl::MakeSpan(prefetch_.buffer.data(), want), ro,
+                 &prefetch_.report);
   });
+}
+
+absl::StatusOr<size_t> PrefetchReader::ReadFile(uint64_t offset,
+                                                absl::Span<char> dst,
+                                                const ReadOptions& options,
+                                                CallReport* report) {
+  if (impl_ == nullptr) return file_->Read(offset, dst, options);
+  return impl_->ReadReported(offset, dst, options, report);
+}
+
+void PrefetchReader::Learn(size_t n, const CallReport& report) {
+  if (n == 0 || impl_ == nullptr) return;
+  source_ = report.cached_bytes >= n ? Source::kMemory : Source::kStorage;
+}
+
+bool PrefetchReader::Prefetching() const {
+  // Unknown (the first fill): as storage, which costs a memory source at
+  // most one window copied twice.
+  return options_.prefetch && source_ != Source::kMemory;
 }
 
 void PrefetchReader::JoinPrefetch() {
@@ -85,23 +114,28 @@ absl::Status PrefetchReader::Refill(size_t need, size_t hint,
     buffer_len_ = *prefetch_.result;
     next_expected_ = position_ + buffer_len_;
     filled_ = true;
-    if (buffer_len_ > 0 && next_expected_ < file_->size()) {
+    Learn(buffer_len_, prefetch_.report);
+    if (Prefetching() && buffer_len_ > 0 && next_expected_ < file_->size()) {
       StartPrefetch(next_expected_, next_want);
     }
     return absl::OkStatus();
   }
   if (prefetch_.pending) DiscardPrefetch();
 
-  const size_t want = std::max(window_, need);
+  // Big caller reads go straight to the caller's buffer.
+  const bool go_direct = direct.size() >= std::max(kDirectMin, window_) ||
+                         (direct.size() >= kDirectMin && !Prefetching());
+  const size_t want = go_direct ? direct.size() : std::max(window_, need);
   // A sequential stream reads its next window while this one is fetched
   // and consumed.
-  if (options_.prefetch && sequential && position_ + want < file_->size()) {
+  if (Prefetching() && sequential && position_ + want < file_->size()) {
     StartPrefetch(position_ + want, next_want);
   }
-  // Big caller reads go straight to the caller's buffer.
-  if (!direct.empty() && direct.size() >= window_) {
+  CallReport call;
+  if (go_direct) {
     RANGEFS_ASSIGN_OR_RETURN(*direct_n,
-                             file_->Read(position_, direct, options_.read));
+                             ReadFile(position_, direct, options_.read, &call));
+    Learn(*direct_n, call);
     position_ += *direct_n;
     next_expected_ = position_;
     buffer_len_ = 0;
@@ -110,8 +144,9 @@ absl::Status PrefetchReader::Refill(size_t need, size_t hint,
   }
   if (buffer_.Reserve(want)) buffer_len_ = 0;  // the old window is gone
   RANGEFS_ASSIGN_OR_RETURN(
-      size_t n, file_->Read(position_, absl::MakeSpan(buffer_.data(), want),
-                            options_.read));
+      size_t n, ReadFile(position_, absl::MakeSpan(buffer_.data(), want),
+                         options_.read, &call));
+  Learn(n, call);
   buffer_offset_ = position_;
   buffer_len_ = n;
   next_expected_ = position_ + n;

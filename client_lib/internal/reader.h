@@ -3,6 +3,17 @@
 // PrefetchReader: the Reader that File::NewReader returns (file.h says what
 // it does). One window buffer, and at most one background read of the next
 // window into a buffer of its own.
+//
+// It adapts to where the bytes come from (CallReport, file_impl.h):
+// - from memory (every byte of the last fill was copied by the calling
+//   thread out of the page cache of a local file system): a read of the
+//   caller's is at the speed of one copy, and a background read would only
+//   add a second copy and a thread. So: no prefetch, and big caller reads
+//   (kDirectMin and up) land straight in the caller's buffer.
+// - from storage (a disk, a network mount, an agent: some byte was waited
+//   for): the next window is read in the background while the caller
+//   consumes this one (options.prefetch), so that the reads overlap.
+// A new Reader starts as from storage; every fill checks again.
 #ifndef RANGEFS_CLIENT_LIB_INTERNAL_READER_H_
 #define RANGEFS_CLIENT_LIB_INTERNAL_READER_H_
 
@@ -16,6 +27,7 @@
 #include "absl/status/statusor.h"
 #include "absl/types/span.h"
 #include "client_lib/file.h"
+#include "client_lib/internal/file_impl.h"
 #include "client_lib/read_canceller.h"
 
 namespace rangefs {
@@ -64,6 +76,7 @@ class PrefetchReader : public Reader {
     uint64_t offset = 0;
     WindowBuffer buffer;
     absl::StatusOr<size_t> result;
+    client_internal::CallReport report;
     std::unique_ptr<ReadCanceller> cancel;
     std::unique_ptr<CancelHook> link;
   };
@@ -75,12 +88,25 @@ class PrefetchReader : public Reader {
   absl::Status Refill(size_t need, size_t hint, absl::Span<char> direct,
                       bool report, size_t* direct_n);
   bool Buffered() const;  // position_ is inside buffer_
+  // Whether fills read ahead in the background now (see above).
+  bool Prefetching() const;
+  // Learns where `n` bytes just read came from.
+  void Learn(size_t n, const client_internal::CallReport& report);
+  // file_->Read, telling where the bytes came from when file_ is ours.
+  absl::StatusOr<size_t> ReadFile(uint64_t offset, absl::Span<char> dst,
+                                  const ReadOptions& options,
+                                  client_internal::CallReport* report);
   void StartPrefetch(uint64_t offset, size_t want);
   void JoinPrefetch();     // waits for the thread, if any
   void DiscardPrefetch();  // cancels and joins it
 
+  // Where the bytes come from, as the last fill found.
+  enum class Source { kUnknown, kMemory, kStorage };
+
   File* const file_;
+  FileImpl* const impl_;  // file_ if it is ours, else null (reports nothing)
   const ReaderOptions options_;
+  Source source_ = Source::kUnknown;
   uint64_t position_ = 0;
   size_t window_;
   bool filled_ = false;  // a fill happened since construction or last seek

@@ -9,9 +9,10 @@
 #     scan --once with M_THREADS threads on the same files. Objects warm in
 #     the page cache on both sides; the mount's own page cache is dropped.
 #     Two mounts of the same namespace take part in each round: the default
-#     (the kernel's page cache of the mount, readahead) and -o direct_io
-#     (each read(2) answered straight into the reader's buffer); the three
-#     sides' order rotates between rounds.
+#     (direct_io=auto since 2026-11-28: these files of FILE_MB MiB >= 8 MiB
+#     are opened FOPEN_DIRECT_IO; before, the kernel's page cache of the
+#     mount with its readahead) and -o direct_io (every file direct); the
+#     three sides' order rotates between rounds. mount/direct_io_mode.h.
 #   4 KiB random: fio io_uring --direct=1 through the mount, 4 jobs x qd32,
 #     vs rangefs-bench lookup, 4 threads x batch 32 (128 reads in flight on
 #     both sides), the same time each, the objects read with O_DIRECT on

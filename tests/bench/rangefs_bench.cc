@@ -11,6 +11,11 @@
 //                 [--prefetch=true] [--zero_copy=false] [--hedging=true]
 //                 [--stall_factor=4] [--attempt_timeout_s=5] [--deadline_s=30]
 //                 [--teardown_timeout_s=1] [--dataset] [--revision=R]
+//   rangefs-bench --api=reader|read|readv --etcd=... --cluster=... [--dir=/]
+//                 [--threads=N] [--io_size=1M] [--batch=32]
+//                 [--lookup_size=4096]
+//                 [--duration_s=10] [--warmup_s=0] [--once] [--o_direct]
+//                 [--json]
 //
 // scan: each thread reads whole files sequentially (Reader with adaptive
 // readahead), files handed out round-robin; with --once every file is read
@@ -76,6 +81,9 @@ ABSL_FLAG(std::string, mount_root, "/mnt/rangefs", "client mount root");
 ABSL_FLAG(std::string, data_path, "auto", "auto | mount | agent");
 ABSL_FLAG(std::string, policy, "least_loaded", "load-balancing policy");
 ABSL_FLAG(std::string, workload, "scan", "scan | lookup | mixed");
+ABSL_FLAG(std::string, api, "",
+          "reader | read | readv: that entry point alone with the library's "
+          "defaults (tuning flags are refused), each thread its own share");
 ABSL_FLAG(std::string, dir, "/", "namespace directory holding the files");
 ABSL_FLAG(bool, dataset, false,
           "open the files from one pinned Dataset of --dir (OpenDataset)");
@@ -212,6 +220,72 @@ class Verifier {
   std::string root_;
 };
 
+// The flags that tune the Client or the reads: refused with --api, whose
+// rows measure the library's defaults.
+constexpr const char* kTuningFlags[] = {"workload",
+                                        "data_path",
+                                        "policy",
+                                        "prefetch",
+                                        "zero_copy",
+                                        "max_in_flight",
+                                        "lookup_buffers",
+                                        "hedging",
+                                        "stall_factor",
+                                        "verify",
+                                        "deadline_s",
+                                        "attempt_timeout_s",
+                                        "inflight_per_node",
+                                        "io_uring",
+                                        "single_flight",
+                                        "page_cache_reads",
+                                        "in_place_reads",
+                                        "io_uring_depth",
+                                        "max_io_size",
+                                        "teardown_timeout_s"};
+
+// The first tuning flag among the arguments (--NAME, --NAME=V, --noNAME),
+// or "".
+std::string TuningFlagGiven(int argc, char** argv) {
+  for (int i = 1; i < argc; ++i) {
+    std::string a = argv[i];
+    if (a == "--") break;
+    if (a.rfind("--", 0) != 0) continue;
+    a = a.substr(2, a.find('=') == std::string::npos ? std::string::npos
+                                                     : a.find('=') - 2);
+    for (const char* f : kTuningFlags) {
+      if (a == f || a == std::string("no") + f) return f;
+    }
+  }
+  return "";
+}
+
+// One thread's share of the files (see --api in the header comment).
+struct Part {
+  File* file;
+  uint64_t begin, end;
+};
+
+std::vector<Part> PartsOf(const std::vector<std::unique_ptr<File>>& files,
+                          int threads, int t) {
+  const size_t n = files.size();
+  std::vector<Part> parts;
+  if (static_cast<size_t>(threads) <= n) {
+    for (size_t i = t; i < n; i += threads) {
+      parts.push_back({files[i].get(), 0, files[i]->size()});
+    }
+    return parts;
+  }
+  File* f = files[t % n].get();
+  // Threads t % n, t % n + n, ... share file t % n; this one is index t / n.
+  const uint64_t sharing = (threads - t % n + n - 1) / n;
+  const uint64_t index = t / n;
+  auto edge = [&](uint64_t k) {
+    return k == sharing ? f->size() : f->size() * k / sharing / 4096 * 4096;
+  };
+  parts.push_back({f, edge(index), edge(index + 1)});
+  return parts;
+}
+
 }  // namespace
 
 constexpr char kUsage[] =
@@ -255,35 +329,51 @@ int main(int argc, char** argv) {
             absl::GetFlag(FLAGS_lookup_buffers));
     return 2;
   }
+  const std::string api = absl::GetFlag(FLAGS_api);
+  if (!api.empty() && api != "reader" && api != "read" && api != "readv") {
+    fprintf(stderr, "rangefs-bench: --api=%s: reader, read or readv\n",
+            api.c_str());
+    return 2;
+  }
+  if (const std::string f = TuningFlagGiven(argc, argv);
+      !api.empty() && !f.empty()) {
+    fprintf(stderr,
+            "rangefs-bench: --%s with --api=%s: --api measures the library's "
+            "defaults, tuning flags are refused\n",
+            f.c_str(), api.c_str());
+    return 2;
+  }
   rangefs::ClientOptions o;
   o.etcd_endpoints = absl::GetFlag(FLAGS_etcd);
   o.cluster = absl::GetFlag(FLAGS_cluster);
   o.mount_root = absl::GetFlag(FLAGS_mount_root);
-  o.lb_policy = absl::GetFlag(FLAGS_policy);
-  o.hedging = absl::GetFlag(FLAGS_hedging);
-  o.stall_factor = absl::GetFlag(FLAGS_stall_factor);
   o.o_direct = absl::GetFlag(FLAGS_o_direct);
   o.agent_tls.ca_file = absl::GetFlag(FLAGS_agent_ca);
   o.agent_tls.cert_file = absl::GetFlag(FLAGS_agent_cert);
   o.agent_tls.key_file = absl::GetFlag(FLAGS_agent_key);
-  o.max_inflight_per_node = absl::GetFlag(FLAGS_inflight_per_node);
-  o.io_uring = absl::GetFlag(FLAGS_io_uring);
-  o.page_cache_reads = absl::GetFlag(FLAGS_page_cache_reads);
-  o.in_place_reads = absl::GetFlag(FLAGS_in_place_reads);
-  o.single_flight = absl::GetFlag(FLAGS_single_flight);
-  o.io_uring_depth = absl::GetFlag(FLAGS_io_uring_depth);
-  o.max_io_size = ParseSize(absl::GetFlag(FLAGS_max_io_size));
-  o.default_deadline = absl::Seconds(absl::GetFlag(FLAGS_deadline_s));
-  o.attempt_timeout = absl::Seconds(absl::GetFlag(FLAGS_attempt_timeout_s));
-  o.teardown_timeout = absl::Seconds(absl::GetFlag(FLAGS_teardown_timeout_s));
-  std::string dp = absl::GetFlag(FLAGS_data_path);
-  o.data_path = dp == "mount"   ? rangefs::DataPath::kMount
-                : dp == "agent" ? rangefs::DataPath::kAgent
-                                : rangefs::DataPath::kAuto;
-  std::string vm = absl::GetFlag(FLAGS_verify);
-  o.verify = vm == "full"      ? rangefs::VerifyMode::kFull
-             : vm == "sampled" ? rangefs::VerifyMode::kSampled
-                               : rangefs::VerifyMode::kOff;
+  if (api.empty()) {  // else the library's defaults, what a user gets
+    o.lb_policy = absl::GetFlag(FLAGS_policy);
+    o.hedging = absl::GetFlag(FLAGS_hedging);
+    o.stall_factor = absl::GetFlag(FLAGS_stall_factor);
+    o.max_inflight_per_node = absl::GetFlag(FLAGS_inflight_per_node);
+    o.io_uring = absl::GetFlag(FLAGS_io_uring);
+    o.page_cache_reads = absl::GetFlag(FLAGS_page_cache_reads);
+    o.in_place_reads = absl::GetFlag(FLAGS_in_place_reads);
+    o.single_flight = absl::GetFlag(FLAGS_single_flight);
+    o.io_uring_depth = absl::GetFlag(FLAGS_io_uring_depth);
+    o.max_io_size = ParseSize(absl::GetFlag(FLAGS_max_io_size));
+    o.default_deadline = absl::Seconds(absl::GetFlag(FLAGS_deadline_s));
+    o.attempt_timeout = absl::Seconds(absl::GetFlag(FLAGS_attempt_timeout_s));
+    o.teardown_timeout = absl::Seconds(absl::GetFlag(FLAGS_teardown_timeout_s));
+    std::string dp = absl::GetFlag(FLAGS_data_path);
+    o.data_path = dp == "mount"   ? rangefs::DataPath::kMount
+                  : dp == "agent" ? rangefs::DataPath::kAgent
+                                  : rangefs::DataPath::kAuto;
+    std::string vm = absl::GetFlag(FLAGS_verify);
+    o.verify = vm == "full"      ? rangefs::VerifyMode::kFull
+               : vm == "sampled" ? rangefs::VerifyMode::kSampled
+                                 : rangefs::VerifyMode::kOff;
+  }
   auto client_or = Client::Open(o);
   if (!client_or.ok()) {
     fprintf(stderr, "rangefs-bench: %s\n",
@@ -351,7 +441,9 @@ int main(int argc, char** argv) {
             absl::GetFlag(FLAGS_dir).c_str());
     return 1;
   }
-  const std::string workload = absl::GetFlag(FLAGS_workload);
+  const std::string workload = api.empty()      ? absl::GetFlag(FLAGS_workload)
+                               : api == "readv" ? "lookup"
+                                                : "scan";
   const int threads = std::max(1, absl::GetFlag(FLAGS_threads));
   const bool once = absl::GetFlag(FLAGS_once);
   const uint64_t io_size = ParseSize(absl::GetFlag(FLAGS_io_size));
@@ -397,6 +489,61 @@ int main(int argc, char** argv) {
     ++errors;
     std::lock_guard<std::mutex> l(samples_mu);
     if (first_errors.size() < 5) first_errors.push_back(s.ToString());
+  };
+
+  // --api=reader|read: one pass over the thread's share per iteration.
+  auto share = [&](int t) {
+    Samples local;
+    std::string buf(io_size, '\0');
+    const std::vector<Part> parts = PartsOf(files, threads, t);
+    // One call: Reader::Read or File::Read of up to io_size bytes at pos.
+    auto one_read = [&](const Part& p, rangefs::Reader* reader, uint64_t pos) {
+      absl::Span<char> dst(buf.data(),
+                           std::min<uint64_t>(io_size, p.end - pos));
+      return reader != nullptr ? reader->Read(dst) : p.file->Read(pos, dst);
+    };
+    bool failed = false;
+    while (!stop.load() && !failed) {
+      for (const Part& p : parts) {
+        std::unique_ptr<rangefs::Reader> reader;
+        if (api == "reader") {
+          reader = p.file->NewReader();
+          if (absl::Status s = reader->Seek(p.begin); !s.ok()) {
+            record_error(s);
+            failed = true;
+            break;
+          }
+        }
+        for (uint64_t pos = p.begin; pos < p.end && !stop.load();) {
+          absl::Time t0 = absl::Now();
+          const int64_t begin_ns = MonotonicNs();
+          absl::StatusOr<size_t> n = one_read(p, reader.get(), pos);
+          if (measuring.load(std::memory_order_relaxed)) {
+            local.Add(absl::Now() - t0);
+          }
+          const int64_t end_ns = MonotonicNs();
+          AtLeast(last_read_ns, end_ns);
+          if (!n.ok() || *n == 0) {
+            record_error(n.ok() ? absl::OutOfRangeError(absl::StrCat(
+                                      p.file->path(), ": no bytes at ", pos))
+                                : n.status());
+            failed = true;
+            break;
+          }
+          if (verifier.enabled() &&
+              !verifier.Check(p.file->path(), pos, buf.data(), *n)) {
+            ++mismatches;
+          }
+          pos += *n;
+          bytes += *n;
+          count_call(begin_ns, end_ns, *n, 1);
+        }
+        if (failed || stop.load()) break;
+      }
+      if (once) break;
+    }
+    std::lock_guard<std::mutex> l(samples_mu);
+    scan_lat.us.insert(scan_lat.us.end(), local.us.begin(), local.us.end());
   };
 
   const bool zero_copy = absl::GetFlag(FLAGS_zero_copy);
@@ -470,6 +617,7 @@ int main(int argc, char** argv) {
     }
     std::vector<rangefs::FileReadRange> ranges(batch);
     std::vector<uint64_t> offs(batch);
+    // --api=readv: ReadOptions{} (max_in_flight is a refused flag there).
     const rangefs::ReadOptions read_options{
         .max_in_flight = absl::GetFlag(FLAGS_max_in_flight)};
     while (!stop.load()) {
@@ -524,7 +672,13 @@ int main(int argc, char** argv) {
     bool is_scan =
         workload == "scan" || (workload == "mixed" && t < (threads + 1) / 2);
     workers.emplace_back([&, t, is_scan] {
-      is_scan ? scan(t) : lookup(t);
+      if (!is_scan) {
+        lookup(t);
+      } else if (!api.empty()) {
+        share(t);
+      } else {
+        scan(t);
+      }
       ++workers_done;
     });
   }
@@ -614,7 +768,8 @@ int main(int argc, char** argv) {
   }
   if (absl::GetFlag(FLAGS_json)) {
     printf(
-        "{\"workload\": \"%s\", \"threads\": %d, \"seconds\": %.3f, "
+        "{\"workload\": \"%s\", \"api\": \"%s\", \"threads\": %d, \"seconds\": "
+        "%.3f, "
         "\"bytes\": %llu, \"gbps\": %.4f, \"ops\": %llu, \"iops\": %.1f, "
         "\"p50_us\": %.1f, \"p99_us\": %.1f, \"p999_us\": %.1f, "
         "\"lookup_p50_us\": %.1f, \"lookup_p99_us\": %.1f, "
@@ -629,7 +784,7 @@ int main(int argc, char** argv) {
         "\"node_attempts\": {%s}, \"last_read_mono_ns\": %lld, "
         "\"metadata_s\": %.4f, \"metadata_etcd_requests\": %llu, "
         "\"start_unix_us\": %lld}\n",
-        workload.c_str(), threads, secs,
+        workload.c_str(), api.c_str(), threads, secs,
         static_cast<unsigned long long>(counted), gbps,
         static_cast<unsigned long long>(counted_ops), iops, p50, p99, p999,
         lp50, lp99, cpu_per_gb, cpu_user, cpu_sys,

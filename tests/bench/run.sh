@@ -36,10 +36,17 @@
 # killed for good: copy throughput against cp of the same objects between
 # the same exports, and a scan's throughput while repair runs at the
 # default throttle against the same scan without repair.
+# Part D (tests/bench/part_d.sh): every entry point with DEFAULT settings
+# (C++ Reader, File::Read, ReadV of 4 KiB, Python readinto and fsspec
+# cat_file, the FUSE mount default and -o direct_io with dd and fio) against
+# fio on the same objects with the same readers (D_READERS, default
+# "1 2 4 8"), warm and cold, CPU s/GB on both sides; OUT/part_d.md with a
+# PASS/FAIL column against issue 34's targets (72 rows: ~1 h with the
+# default RUNTIME and 5 rounds; D_READERS="1 4" or D_KINDS=... for less).
 # Part N: namespace/bench:namespace_bench (its own etcd): random lookups
 # over a 1M-extent namespace on 2 threads, and the cache's RSS in a fresh
 # process (not with --quick).
-# --only=A,B,...: those parts only (a comma list of A, B, H, K, M, N). NODE_FLAGS="..." (environment): extra rangefs-node
+# --only=A,B,...: those parts only (a comma list of A, B, D, H, K, M, N). NODE_FLAGS="..." (environment): extra rangefs-node
 # flags for part B's agents, e.g. --data_listen=off (gRPC reads only).
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
@@ -59,8 +66,8 @@ for a in "$@"; do
     --bin=*) BIN=${a#*=} ;;
     --only=*)
       ONLY=${a#*=}
-      if ! [[ "$ONLY" =~ ^[ABHKMN](,[ABHKMN])*$ ]]; then
-        echo "bench: --only=$ONLY: a comma list of parts A, B, H, K, M, N" >&2; exit 2
+      if ! [[ "$ONLY" =~ ^[ABDHKMN](,[ABDHKMN])*$ ]]; then
+        echo "bench: --only=$ONLY: a comma list of parts A, B, D, H, K, M, N" >&2; exit 2
       fi ;;
     -h|--help) sed -n "2,$(grep -n -m1 '^[^#]' "$0" | cut -d: -f1)p" "$0" | grep '^#'; exit 0 ;;
     *) echo "bench: unknown argument $a" >&2; exit 2 ;;
@@ -131,7 +138,7 @@ if [ -z "$BIN" ]; then
   TARGETS=(//storage_node:rangefs-node //admin:rangefs-admin //tests/bench:rangefs-bench
            //client_lib:blocking_fuse //mount:rangefs-mount //tests/bench:null_fuse
            //tests/bench:sendfile_stream //keeper:rangefs-keeper
-           //namespace/bench:namespace_bench)
+           //namespace/bench:namespace_bench //python:rangefs/_rangefs.so)
   bazel build --symlink_prefix=/ -c opt --noshow_progress "${TARGETS[@]}" 2>&1 | grep -E "^ERROR" || true
   BAZEL_BIN=$(bazel info --symlink_prefix=/ -c opt bazel-bin 2>/dev/null)
   BIN="$WORK/bin"; mkdir -p "$BIN"
@@ -140,6 +147,7 @@ if [ -z "$BIN" ]; then
            tests/bench/sendfile_stream namespace/bench/namespace_bench; do
     cp "$BAZEL_BIN/$b" "$BIN/"
   done
+  cp "$BAZEL_BIN/python/rangefs/_rangefs.so" "$BIN/"  # part D's Python rows
   # Not in $BIN itself: cluster.sh starts a keeper when it finds one there.
   mkdir -p "$BIN/keeper"
   cp "$BAZEL_BIN/keeper/rangefs-keeper" "$BIN/keeper/"
@@ -329,6 +337,12 @@ fi  # part H
 if part M; then
   # shellcheck source=tests/bench/part_m.sh
   source "$ROOT/tests/bench/part_m.sh"
+fi
+
+# ---------------------------------------------------------------- Part D
+if part D; then
+  # shellcheck source=tests/bench/part_d.sh
+  source "$ROOT/tests/bench/part_d.sh"
 fi
 
 # ---------------------------------------------------------------- Part K
