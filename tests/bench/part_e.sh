@@ -25,8 +25,8 @@
 #      each dead run. Target >= 0.7.
 #   4. 4 KiB random reads: rangefs-bench --workload=lookup --batch=1
 #      (each ReadV one 4 KiB read, so the call's p99 is the read's p99),
-#      --data_path=agent, of ec healthy vs with the agent of data column 1
-#      SIGSTOPped for the run (SIGCONT after). p99 ratio (target <= 1.5),
+#      --data_path=agent, no warm-up (E_DUR s), of ec healthy vs with the
+#      agent of data column 1 SIGSTOPped for the run (SIGCONT after). p99 ratio (target <= 1.5),
 #      errors (0), and extra bytes read: the bytes the client read from
 #      all nodes (the JSON's "nodes") per byte delivered, hung over
 #      healthy, minus 1 (target <= 5%); the EC counters (degraded reads,
@@ -170,7 +170,9 @@ e_scan() {  # e_scan NAME DIR [dead]: MB/s
   e_mbps "$j"
   [ -z "$j" ] || [ "$(jget "$j" errors)" = 0 ] || echo "$1: $(jget "$j" errors) read errors" >>"$OUT/e_errors.log"
 }
-LOOKUP=(--workload=lookup --batch=1 --data_path=agent)
+# --warmup_s=0: the JSON's "nodes" bytes count the whole run, its "bytes"
+# only what follows the warm-up; without one both cover the same time.
+LOOKUP=(--workload=lookup --batch=1 --data_path=agent --warmup_s=0)
 e_lookup() {  # e_lookup NAME [hung]: JSON path
   local j pid
   [ "${2:-}" = hung ] && { pid=$(e_agent_pid "$E_HUNG"); kill -STOP "$pid"; }
