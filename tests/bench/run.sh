@@ -46,7 +46,12 @@
 # Part N: namespace/bench:namespace_bench (its own etcd): random lookups
 # over a 1M-extent namespace on 2 threads, and the cache's RSS in a fresh
 # process (not with --quick).
-# --only=A,B,...: those parts only (a comma list of A, B, D, H, K, M, N). NODE_FLAGS="..." (environment): extra rangefs-node
+# Part E (tests/bench/part_e.sh): erasure coding, RS(6,3) on 9 nodes:
+# ingest time and raw bytes vs --replicas=2 and a plain 6-column stripe,
+# healthy scan vs the plain stripe, scan with a data node dead vs healthy,
+# 4 KiB random reads' p99 and extra bytes with a data node hung (OUT/part_e.md).
+# With --quick only when named in --only (not in the smoke test).
+# --only=A,B,...: those parts only (a comma list of A, B, D, E, H, K, M, N). NODE_FLAGS="..." (environment): extra rangefs-node
 # flags for part B's agents, e.g. --data_listen=off (gRPC reads only).
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
@@ -66,8 +71,8 @@ for a in "$@"; do
     --bin=*) BIN=${a#*=} ;;
     --only=*)
       ONLY=${a#*=}
-      if ! [[ "$ONLY" =~ ^[ABDHKMN](,[ABDHKMN])*$ ]]; then
-        echo "bench: --only=$ONLY: a comma list of parts A, B, D, H, K, M, N" >&2; exit 2
+      if ! [[ "$ONLY" =~ ^[ABDEHKMN](,[ABDEHKMN])*$ ]]; then
+        echo "bench: --only=$ONLY: a comma list of parts A, B, D, E, H, K, M, N" >&2; exit 2
       fi ;;
     -h|--help) sed -n "2,$(grep -n -m1 '^[^#]' "$0" | cut -d: -f1)p" "$0" | grep '^#'; exit 0 ;;
     *) echo "bench: unknown argument $a" >&2; exit 2 ;;
@@ -343,6 +348,12 @@ fi
 if part D; then
   # shellcheck source=tests/bench/part_d.sh
   source "$ROOT/tests/bench/part_d.sh"
+fi
+
+# ---------------------------------------------------------------- Part E
+if part E && { [ "$QUICK" = 0 ] || [ -n "$ONLY" ]; }; then
+  # shellcheck source=tests/bench/part_e.sh
+  source "$ROOT/tests/bench/part_e.sh"
 fi
 
 # ---------------------------------------------------------------- Part K

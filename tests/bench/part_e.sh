@@ -1,0 +1,294 @@
+# Part E of tests/bench/run.sh (sourced; uses its helpers and settings):
+# erasure coding (issue 35), RS(6,3) against replicas, same run, same files.
+#
+# A local cluster of 9 nodes (the export directories are the clients'
+# mounts; no keeper). One dataset, E_FILES files of E_FILE_MB MiB (default
+# 8 x 128 MiB = 1 GiB; --quick 4 x 24 MiB), put with rangefs-admin's
+# defaults (1 MiB stripe unit) three ways, each under its own directory:
+#   ec      --ec=6+3: 6 data + 3 parity columns, one cell per node
+#   r2      --replicas=2 (width: every live node)
+#   plain   --replicas=1 --width=6: the same data width as ec, no parity
+# Rows (E_ROUNDS rounds, default REPEAT; sides alternate which goes first;
+# medians and min-max):
+#   1. ingest: wall time of `file put DIR` of each layout, and the raw
+#      bytes it added to the agents' export directories (du -sb before and
+#      after: objects and sidecars) over the logical bytes. Target: ec raw
+#      <= 1.55 x logical. Rounds but the last remove their files again
+#      (`file rm`, then the objects written since the round's mark).
+#   2. healthy scan: rangefs-bench --workload=scan with default settings
+#      (data_path auto: the mount path here), warm objects (cat of every
+#      object first), E_DUR s after E_RAMP s, of ec vs plain. Target >= 0.95.
+#   3. degraded scan: the same scan of ec with the agent of data column 0
+#      SIGKILLed and its entry in the clients' mount_root renamed (its
+#      export unreadable to the client), vs ec healthy. The node is
+#      restarted (cluster.sh restart-node) and its entry restored after
+#      each dead run. Target >= 0.7.
+#   4. 4 KiB random reads: rangefs-bench --workload=lookup --batch=1
+#      (each ReadV one 4 KiB read, so the call's p99 is the read's p99),
+#      --data_path=agent, no warm-up (E_DUR s), of ec healthy vs with the
+#      agent of data column 1 SIGSTOPped for the run (SIGCONT after). p99 ratio (target <= 1.5),
+#      errors (0), and extra bytes read: the bytes the client read from
+#      all nodes (the JSON's "nodes") per byte delivered, hung over
+#      healthy, minus 1 (target <= 5%); the EC counters (degraded reads,
+#      reconstructed bytes, parity hedges and wins) in OUT/e_rounds.md.
+#      A read of a cell on the hung node is rebuilt from the same 4 KiB of
+#      k = 6 other cells: 5 x 4 KiB extra, by the code's arithmetic. The
+#      table's "floor" row is that cost over the dataset: the share of
+#      files whose data columns include the hung node x 1/6 of their bytes
+#      x 5 (reads are uniform over files, then over offsets).
+# OUT/part_e.md: the table; OUT/e_rounds.md: every round; OUT/e_*.json:
+# every run; every command in OUT/commands.log.
+echo "bench: part E (erasure coding: RS(6,3) vs replicas, 9 nodes)"
+E_FILES=${E_FILES:-$([ "$QUICK" = 1 ] && echo 4 || echo 8)}
+E_FILE_MB=${E_FILE_MB:-$([ "$QUICK" = 1 ] && echo 24 || echo 128)}
+E_ROUNDS=${E_ROUNDS:-$REPEAT}
+E_DUR=${E_DUR:-$([ "$QUICK" = 1 ] && echo 1 || echo 5)}
+E_RAMP=${E_RAMP:-$([ "$QUICK" = 1 ] && echo 0 || echo 1)}
+CE="$WORK/clusterE"; CLUSTERS+=("$CE")
+eval "$(deploy/local/cluster.sh up --dir="$CE" --nodes=9 --bin="$BIN" --cluster=benche | tail -n 1)"
+E_ADMIN=("$BIN/rangefs-admin" --etcd="$RANGEFS_ETCD" --cluster=benche --no-progress)
+E_SRC="$WORK/data/e"
+mkdir -p "$E_SRC"
+for i in $(seq 1 "$E_FILES"); do gen "$E_SRC/f$i" "e$i" $((E_FILE_MB << 20)); done
+E_LOGICAL=$((E_FILES * E_FILE_MB << 20))
+rm -f "$OUT/e_errors.log"
+{ echo "# part E rounds"; echo; echo "| row | round | value | note |"; echo "|---|---|---|---|"; } >"$OUT/e_rounds.md"
+e_round() { echo "| $1 | $2 | $3 | ${4:-} |" >>"$OUT/e_rounds.md"; }
+e_log() { echo "$*" >>"$OUT/commands.log"; }
+e_du() { du -sb "$CE/exports" | cut -f1; }
+
+# --- 1. ingest
+e_layout_flags() {
+  case "$1" in
+    ec) echo "--ec=6+3" ;;
+    r2) echo "--replicas=2" ;;
+    plain) echo "--replicas=1 --width=6" ;;
+  esac
+}
+# e_put LAYOUT ROUND: puts the dataset at /e/LAYOUT; "SECONDS RAW_BYTES".
+e_put() {
+  local layout=$1 r=$2 before after t0 t1
+  # shellcheck disable=SC2046
+  local cmd=("${E_ADMIN[@]}" file put "$E_SRC" "/e/$layout" $(e_layout_flags "$layout"))
+  e_log "${cmd[*]}"
+  sync
+  before=$(e_du)
+  t0=$(date +%s.%N)
+  if ! "${cmd[@]}" >"$WORK/e_put.out" 2>&1; then
+    { echo "put $layout round $r failed:"; tail -n 5 "$WORK/e_put.out"; } >>"$OUT/e_errors.log"
+    echo "failed failed"; return
+  fi
+  t1=$(date +%s.%N)
+  sync
+  after=$(e_du)
+  python3 -c "print($t1 - $t0, $after - $before)"
+}
+# e_unput LAYOUT MARK: removes /e/LAYOUT and the objects written since MARK.
+e_unput() {
+  local i
+  for i in $(seq 1 "$E_FILES"); do "${E_ADMIN[@]}" file rm "/e/$1/f$i" >/dev/null 2>&1 || true; done
+  find "$CE/exports" -type f -newer "$2" -delete
+}
+declare -A E_T E_RAW
+for r in $(seq 1 "$E_ROUNDS"); do
+  order="ec r2 plain"
+  [ $((r % 2)) = 0 ] && order="plain r2 ec"
+  for layout in $order; do
+    mark="$WORK/e_mark"; touch "$mark"; sleep 0.01  # the mark's mtime is before every new object's
+    read -r secs raw <<<"$(e_put "$layout" "$r")"
+    E_T[$layout]+="$secs "; E_RAW[$layout]+="$raw "
+    e_round "ingest $layout" "$r" "$(f2 "$secs") s" "raw $(ratio "$raw" "$E_LOGICAL") x logical"
+    if [ "$r" -lt "$E_ROUNDS" ]; then e_unput "$layout" "$mark"; fi
+  done
+done
+# The EC file's columns: node ids of data column 0 (killed) and 1 (hung).
+e_column_node() {  # e_column_node COLUMN: node id of /e/ec/f1's column
+  "${E_ADMIN[@]}" file layout /e/ec/f1 | python3 -c "
+import json, sys
+d = json.load(sys.stdin)
+t = d['striped']['targets']
+print(t[int(sys.argv[1])]['replicas'][0].get('node_id') or t[int(sys.argv[1])]['replicas'][0]['nodeId'])" "$1"
+}
+E_EC_OK=1
+if ! E_DEAD=$(e_column_node 0) || ! E_HUNG=$(e_column_node 1) || [ -z "$E_DEAD" ] || [ -z "$E_HUNG" ]; then
+  echo "part E: /e/ec/f1 has no erasure-coded layout (file layout failed)" >>"$OUT/e_errors.log"
+  E_EC_OK=0
+fi
+# The floor of the extra bytes (see the header): mean over the files of
+# (hung node holds a data column) x 5/6.
+e_floor() {
+  local i
+  for i in $(seq 1 "$E_FILES"); do "${E_ADMIN[@]}" file layout "/e/ec/f$i" >"$WORK/e_layout_$i.json" || return 1; done
+  python3 - "$E_HUNG" "$WORK"/e_layout_*.json <<'PY' 2>>"$OUT/e_errors.log" || echo failed
+import json, sys
+hung, docs = sys.argv[1], [json.load(open(p)) for p in sys.argv[2:]]
+def nid(r): return r.get('node_id') or r.get('nodeId')
+data = [any(nid(t['replicas'][0]) == hung for t in d['striped']['targets'][:6]) for d in docs]
+print(sum(data) / len(data) * 5 / 6 * 100)
+PY
+}
+E_FLOOR=failed
+if [ "$E_EC_OK" = 1 ]; then E_FLOOR=$(e_floor || echo failed); fi
+e_log "part E: dead node (data column 0) $E_DEAD, hung node (data column 1) $E_HUNG"
+
+# --- runs of rangefs-bench
+e_warm() { find "$CE/exports" -type f -path '*/f/*' -exec cat {} + >/dev/null; }
+# e_bench NAME ARGS...: one run, its JSON in OUT/e_NAME.json; prints the
+# JSON's path, or nothing when the run failed (logged).
+e_bench() {
+  local name=$1
+  shift
+  local cmd=("$BIN/rangefs-bench" --etcd="$RANGEFS_ETCD" --cluster=benche --mount_root="$MOUNT_ROOT"
+             --duration_s="$E_DUR" --warmup_s="$E_RAMP" --json "$@")
+  e_log "${cmd[*]}"
+  if "${cmd[@]}" >"$OUT/e_$name.json" 2>"$OUT/e_$name.err" && isnum "$(jget "$OUT/e_$name.json" gbps 2>/dev/null)"; then
+    echo "$OUT/e_$name.json"
+  else
+    { echo "rangefs-bench $name failed:"; tail -n 3 "$OUT/e_$name.err"; } >>"$OUT/e_errors.log"
+  fi
+}
+e_field() {  # e_field JSON FIELD: the value, or "failed" (no JSON)
+  if [ -n "$1" ]; then jget "$1" "$2"; else echo failed; fi
+}
+e_mbps() { if [ -n "$1" ]; then python3 -c "print($(jget "$1" gbps) * 1000)"; else echo failed; fi; }
+e_agent_pid() { cat "$CE/run/node-$1.pid"; }
+e_kill() {  # the dead node: agent SIGKILLed, its mount entry gone
+  kill -KILL "$(e_agent_pid "$E_DEAD")"
+  mv "$MOUNT_ROOT/$E_DEAD" "$MOUNT_ROOT/$E_DEAD.dead"
+}
+e_revive() {
+  mv "$MOUNT_ROOT/$E_DEAD.dead" "$MOUNT_ROOT/$E_DEAD"
+  deploy/local/cluster.sh restart-node "$E_DEAD" --dir="$CE" >>"$WORK/e_restart.log" 2>&1
+}
+SCAN=(--workload=scan)
+e_scan() {  # e_scan NAME DIR [dead]: MB/s
+  local j
+  [ "${3:-}" = dead ] && e_kill
+  e_warm
+  j=$(e_bench "$1" "${SCAN[@]}" --dir="$2")
+  [ "${3:-}" = dead ] && e_revive
+  e_mbps "$j"
+  [ -z "$j" ] || [ "$(jget "$j" errors)" = 0 ] || echo "$1: $(jget "$j" errors) read errors" >>"$OUT/e_errors.log"
+}
+# --warmup_s=0: the JSON's "nodes" bytes count the whole run, its "bytes"
+# only what follows the warm-up; without one both cover the same time.
+LOOKUP=(--workload=lookup --batch=1 --data_path=agent --warmup_s=0)
+e_lookup() {  # e_lookup NAME [hung]: JSON path
+  local j pid
+  [ "${2:-}" = hung ] && { pid=$(e_agent_pid "$E_HUNG"); kill -STOP "$pid"; }
+  j=$(e_bench "$1" "${LOOKUP[@]}" --dir=/e/ec)
+  [ "${2:-}" = hung ] && kill -CONT "$pid"
+  echo "$j"
+}
+# Bytes read from the nodes per byte delivered.
+e_amp() { if [ -n "$1" ]; then python3 -c "
+import json, sys
+d = json.load(open(sys.argv[1]))
+print(sum(d['nodes'].values()) / d['bytes'] if d['bytes'] else 'failed')" "$1"; else echo failed; fi; }
+
+declare -a S_EC=() S_PL=() S_DEAD=() S_HEALTHY=() L_H=() L_X=() A_H=() A_X=()
+E_LERR=0
+if [ "$E_EC_OK" = 1 ]; then
+  for r in $(seq 1 "$E_ROUNDS"); do
+    # 2. healthy scan, ec vs plain
+    if [ $((r % 2)) = 1 ]; then
+      a=$(e_scan "scan_ec_$r" /e/ec); b=$(e_scan "scan_plain_$r" /e/plain)
+    else
+      b=$(e_scan "scan_plain_$r" /e/plain); a=$(e_scan "scan_ec_$r" /e/ec)
+    fi
+    S_EC+=("$a"); S_PL+=("$b")
+    e_round "healthy scan ec / plain (MB/s)" "$r" "$(f0 "$a") / $(f0 "$b")" "$(ratio "$a" "$b")"
+    # 3. ec with data column 0's node dead vs healthy
+    if [ $((r % 2)) = 1 ]; then
+      a=$(e_scan "scan_dead_$r" /e/ec dead); b=$(e_scan "scan_healthy_$r" /e/ec)
+    else
+      b=$(e_scan "scan_healthy_$r" /e/ec); a=$(e_scan "scan_dead_$r" /e/ec dead)
+    fi
+    S_DEAD+=("$a"); S_HEALTHY+=("$b")
+    e_round "ec scan dead / healthy (MB/s)" "$r" "$(f0 "$a") / $(f0 "$b")" \
+      "$(ratio "$a" "$b"); degraded reads $(e_field "$OUT/e_scan_dead_$r.json" ec_degraded_reads)"
+    # 4. 4 KiB random reads, healthy vs data column 1's node hung
+    if [ $((r % 2)) = 1 ]; then
+      jh=$(e_lookup "lookup_healthy_$r"); jx=$(e_lookup "lookup_hung_$r" hung)
+    else
+      jx=$(e_lookup "lookup_hung_$r" hung); jh=$(e_lookup "lookup_healthy_$r")
+    fi
+    L_H+=("$(e_field "$jh" p99_us)"); L_X+=("$(e_field "$jx" p99_us)")
+    A_H+=("$(e_amp "$jh")"); A_X+=("$(e_amp "$jx")")
+    if [ -n "$jx" ]; then E_LERR=$((E_LERR + $(jget "$jx" errors) + $(jget "$jx" mismatches))); fi
+    e_round "4 KiB p99 hung / healthy (us)" "$r" "$(f0 "${L_X[-1]}") / $(f0 "${L_H[-1]}")" \
+      "$(ratio "${L_X[-1]}" "${L_H[-1]}"); node bytes per byte $(f2 "${A_X[-1]}") / $(f2 "${A_H[-1]}"); hung: degraded $(e_field "$jx" ec_degraded_reads), reconstructed $(e_field "$jx" ec_reconstructed_bytes) B, parity hedges $(e_field "$jx" ec_parity_hedges) (won $(e_field "$jx" ec_parity_hedge_wins)), helper reads $(e_field "$jx" ec_helper_reads), errors $(e_field "$jx" errors)"
+  done
+fi
+
+# --- the table
+e_cell() {  # e_cell DIGITS V...: "median (min-max)" or "failed"
+  python3 - "$@" <<'PY'
+import statistics, sys
+d = int(sys.argv[1])
+try: v = [float(x) for x in sys.argv[2:]]
+except ValueError: print("failed"); sys.exit()
+if not v: print("failed"); sys.exit()
+print(f"{statistics.median(v):.{d}f} ({min(v):.{d}f}-{max(v):.{d}f})")
+PY
+}
+e_verdict() {  # e_verdict VALUE OP TARGET: PASS / FAIL / FAIL (not measured)
+  python3 -c "
+import sys
+try: v = float(sys.argv[1])
+except ValueError: print('FAIL (not measured)'); sys.exit()
+t = float(sys.argv[3])
+print('PASS' if (v >= t if sys.argv[2] == '>=' else v <= t) else 'FAIL')" "$@"
+}
+e_rawx() { python3 -c "
+import sys
+try: print(' '.join(str(float(x) / float(sys.argv[1])) for x in sys.argv[2:]))
+except ValueError: print('failed')" "$E_LOGICAL" "$@"; }
+e_row() { echo "| $1 | $2 | $3 | $4 | $5 | $6 |" >>"$OUT/part_e.md"; }
+{ echo "# part E: erasure coding, RS(6,3) vs replicas (9 nodes, same run, same files)"
+  echo
+  echo "$E_FILES files x $E_FILE_MB MiB ($(python3 -c "print(f'{$E_LOGICAL / 2**30:.2f}')") GiB logical), 1 MiB stripe unit;"
+  echo "$E_ROUNDS round(s) per row, the first side alternating; median (min-max); reads: $E_DUR s after $E_RAMP s; $(nproc) cores."
+  echo
+  echo "| measure | ours | baseline | ratio | target | verdict |"
+  echo "|---|---|---|---|---|---|"
+} >"$OUT/part_e.md"
+med_ec_t=$(median ${E_T[ec]}); med_r2_t=$(median ${E_T[r2]}); med_pl_t=$(median ${E_T[plain]})
+# shellcheck disable=SC2046
+raw_ec=$(median $(e_rawx ${E_RAW[ec]})); raw_r2=$(median $(e_rawx ${E_RAW[r2]})); raw_pl=$(median $(e_rawx ${E_RAW[plain]}))
+e_row "ingest time (s): --ec=6+3 vs --replicas=2" "$(e_cell 2 ${E_T[ec]})" "$(e_cell 2 ${E_T[r2]})" \
+  "$(ratio "$med_ec_t" "$med_r2_t")" "info" "-"
+e_row "ingest time (s): --ec=6+3 vs --replicas=1 --width=6" "$(e_cell 2 ${E_T[ec]})" "$(e_cell 2 ${E_T[plain]})" \
+  "$(ratio "$med_ec_t" "$med_pl_t")" "info" "-"
+# shellcheck disable=SC2046
+e_row "raw bytes on the agents / logical: --ec=6+3 vs --replicas=2" "$(e_cell 3 $(e_rawx ${E_RAW[ec]}))" \
+  "$(e_cell 3 $(e_rawx ${E_RAW[r2]}))" "$(ratio "$raw_ec" "$raw_r2")" "ec <= 1.55" "$(e_verdict "$raw_ec" '<=' 1.55)"
+# shellcheck disable=SC2046
+e_row "raw bytes on the agents / logical: --replicas=1 --width=6" "$(e_cell 3 $(e_rawx ${E_RAW[plain]}))" "-" "-" "info" "-"
+if [ "$E_EC_OK" = 1 ]; then
+  r2_=$(ratio "$(median "${S_EC[@]}")" "$(median "${S_PL[@]}")")
+  e_row "healthy scan (MB/s): RS(6,3) vs plain 6 columns" "$(e_cell 0 "${S_EC[@]}")" "$(e_cell 0 "${S_PL[@]}")" \
+    "$r2_" ">= 0.95" "$(e_verdict "$r2_" '>=' 0.95)"
+  r3_=$(ratio "$(median "${S_DEAD[@]}")" "$(median "${S_HEALTHY[@]}")")
+  e_row "scan (MB/s): RS(6,3), 1 of 9 nodes dead (data column) vs healthy" "$(e_cell 0 "${S_DEAD[@]}")" \
+    "$(e_cell 0 "${S_HEALTHY[@]}")" "$r3_" ">= 0.7" "$(e_verdict "$r3_" '>=' 0.7)"
+  r4_=$(ratio "$(median "${L_X[@]}")" "$(median "${L_H[@]}")")
+  e_row "4 KiB random reads p99 (us), agent path: data node hung vs healthy" "$(e_cell 0 "${L_X[@]}")" \
+    "$(e_cell 0 "${L_H[@]}")" "$r4_" "<= 1.5, 0 err ($E_LERR)" \
+    "$(if [ "$E_LERR" = 0 ]; then e_verdict "$r4_" '<=' 1.5; else echo "FAIL (errors)"; fi)"
+  extra=$(python3 -c "
+import statistics, sys
+try: print((statistics.median(map(float, sys.argv[1].split())) / statistics.median(map(float, sys.argv[2].split())) - 1) * 100)
+except (ValueError, ZeroDivisionError): print('failed')" "${A_X[*]}" "${A_H[*]}")
+  e_row "4 KiB random reads: node bytes per byte read, hung vs healthy" "$(e_cell 3 "${A_X[@]}")" \
+    "$(e_cell 3 "${A_H[@]}")" "extra $(f2 "$extra") %" "<= 5 %" "$(e_verdict "$extra" '<=' 5)"
+  e_row "4 KiB random reads: floor of the extra bytes with $E_HUNG hung (its data cells x (k-1))" \
+    "$(f2 "${E_FLOOR:-failed}") %" "-" "-" "info" "-"
+fi
+{ echo
+  [ -s "$OUT/e_errors.log" ] && echo "failures logged: $(wc -l <"$OUT/e_errors.log") line(s) in OUT/e_errors.log."
+  [ "$E_ROUNDS" -lt 5 ] && echo "note: $E_ROUNDS round(s) (< 5): not a result to report."
+  true
+} >>"$OUT/part_e.md"
+echo "part E (erasure coding, OUT/part_e.md): $(grep -c '| PASS |' "$OUT/part_e.md") row(s) PASS, $(grep -c '| FAIL' "$OUT/part_e.md") FAIL" >>"$OUT/report.md"
+deploy/local/cluster.sh down --dir="$CE" >/dev/null
