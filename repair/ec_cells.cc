@@ -71,8 +71,18 @@ uint64_t CellStoredBytes(const ns::EcGeometry& g, uint64_t row, int t) {
   return t < g.k ? ns::DataCellBytes(g, row, t) : g.cell;
 }
 
+std::string CellsObjectBytes(const CellCrcTable& table) {
+  std::string out;
+  out.reserve(table.crcs.size() * ns::kEcCellCrcBytes);
+  for (uint32_t v : table.crcs) {
+    for (int b = 0; b < 4; ++b) out.push_back(static_cast<char>(v >> (8 * b)));
+  }
+  return out;
+}
+
 CellCrcTable ReadCellCrcs(const ObjectReader& read,
-                          const v1::FileLayout& layout) {
+                          const v1::FileLayout& layout,
+                          const std::set<int>& skip) {
   const ns::EcGeometry g = ns::EcGeometryOf(layout);
   CellCrcTable table;
   table.k = g.k;
@@ -83,6 +93,10 @@ CellCrcTable ReadCellCrcs(const ObjectReader& read,
   for (int j = 0; j < g.m; ++j) {
     const v1::Replica& p = ns::ParityReplica(layout, j);
     const std::string name = ns::EcCellsObject(p.object());
+    if (skip.count(g.k + j) > 0) {
+      table.problems[j] = "not read";
+      continue;
+    }
     std::string bytes(ns::EcCellsBytes(g), '\0');
     absl::Status s = ReadExactly(read, p.node_id(), name, 0,
                                  absl::MakeSpan(bytes.data(), bytes.size()));

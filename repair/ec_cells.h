@@ -60,8 +60,13 @@ struct CellCrcTable {
     return crcs[row * static_cast<uint64_t>(k + m) + static_cast<uint64_t>(t)];
   }
 };
+// Parity columns t in `skip` (k <= t < k + m) are not read (a dead node).
 CellCrcTable ReadCellCrcs(const ObjectReader& read,
-                          const v1::FileLayout& layout);
+                          const v1::FileLayout& layout,
+                          const std::set<int>& skip = {});
+
+// The ".cells" object bytes of `table` (its inverse; table not empty).
+std::string CellsObjectBytes(const CellCrcTable& table);
 
 // One row's cells as read: cells[t] holds cell bytes (CellStoredBytes of
 // them stored, zero-padded to a full cell for coding), or nullopt with

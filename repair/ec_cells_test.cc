@@ -110,6 +110,8 @@ TEST_F(EcCellsTest, CleanRowsAreHealthy) {
   const CellCrcTable crcs = ReadCellCrcs(Reader(), layout_);
   ASSERT_FALSE(crcs.empty());
   EXPECT_THAT(crcs.problems, ElementsAre("", ""));
+  const std::string stored = objects_[{"n3", "f/c3.cells"}];
+  EXPECT_TRUE(CellsObjectBytes(crcs) == stored);
   for (uint64_t row = 0; row < g_.rows; ++row) {
     RowHealth h =
         CheckRow(*codec_, g_, row, ReadRow(Reader(), layout_, row), crcs);

@@ -229,5 +229,112 @@ TEST_F(EcRepairTest, FsckNamesADeletedCellObjectAndDataLossPastM) {
   ASSERT_THAT(Run({"file", "rm", "/lost/f"}), IsOk());
 }
 
+// The node of a parity column is killed for good while a library reader
+// scans the file (healthy reads use data cells only: 0 errors); then the
+// node of a data column. The real keeper rebuilds each column on a node
+// holding none of the file's, fsck --checksums is clean and the file reads
+// byte-exact.
+TEST_F(EcRepairTest, KeeperRebuildsTheColumnsOfKilledNodes) {
+  // Two spare nodes: after two kills a 6+3 file still finds a ninth.
+  for (const char* id : {"n10", "n11"}) {
+    auto a = cluster_->AddAgent(id);
+    ASSERT_THAT(a, IsOk());
+    ASSERT_TRUE(cluster_->WaitLive(
+        id, [](bool found, const ns::LiveEntry&) { return found; }, kWait));
+  }
+  const std::string data = Random(7 * kRow + 2 * kCell + 17, 4);
+  const v1::FileLayout before = Put("/heal/f", data);
+  auto keeper = testing::Subprocess::Start(
+      {.argv = {testing::RunfilePath("keeper/rangefs-keeper"),
+                "--etcd_endpoints=" + cluster_->etcd()->endpoints(),
+                "--cluster=it", "--id=k1", "--lease_ttl_s=2",
+                "--interval_s=0.2", "--dead_after_s=2", "--etcd_timeout_s=2",
+                "--rebalance_tolerance=0"},
+       .log_path = cluster_->dir() + "/keeper.log"});
+  ASSERT_THAT(keeper, IsOk());
+
+  std::unique_ptr<Client> client = OpenClient();
+  ASSERT_NE(client, nullptr);
+  std::atomic<bool> stop{false};
+  std::atomic<int> errors{0}, scans{0};
+  std::string first_error;
+  std::thread reader([&] {
+    while (!stop.load()) {
+      const std::string got = ReadBack(*client, "/heal/f");
+      if (got != data) {
+        if (errors.fetch_add(1) == 0) first_error = got.substr(0, 200);
+      }
+      scans.fetch_add(1);
+    }
+  });
+  // Column t's node is killed; waits until the file's layout has moved the
+  // column to a node that was not killed.
+  std::set<std::string> killed;
+  auto kill_and_heal = [&](int t) {
+    auto f = cluster_->store()->GetFile("/heal/f");
+    ASSERT_THAT(f, IsOk());
+    const std::string node =
+        f->layout.striped().targets(t).replicas(0).node_id();
+    ASSERT_THAT(cluster_->agent(Index(node)).process->Kill(), IsOk());
+    killed.insert(node);
+    ASSERT_TRUE(Poll(
+        [&] {
+          auto now = cluster_->store()->GetFile("/heal/f");
+          if (!now.ok()) return false;
+          for (const auto& c : now->layout.striped().targets()) {
+            if (killed.count(c.replicas(0).node_id()) > 0) return false;
+          }
+          return true;
+        },
+        kWait))
+        << "column " << t << " on " << node << " not rebuilt\n"
+        << (*keeper)->Log();
+  };
+  const int scans0 = scans.load();
+  kill_and_heal(6 + 1);  // a parity column
+  if (HasFatalFailure()) {
+    stop.store(true);
+    reader.join();
+    return;
+  }
+  ASSERT_TRUE(Poll([&] { return scans.load() >= scans0 + 3; }, kWait));
+  stop.store(true);
+  reader.join();
+  EXPECT_EQ(errors.load(), 0) << first_error;
+  EXPECT_GT(scans.load(), scans0);
+  // Degraded reads are not this test's business: a data column's node is
+  // killed with no reader running.
+  kill_and_heal(3);
+  if (HasFatalFailure()) return;
+  auto after = cluster_->store()->GetFile("/heal/f");
+  ASSERT_THAT(after, IsOk());
+  std::set<std::string> nodes;
+  for (int t = 0; t < 9; ++t) {
+    const v1::Replica& r = after->layout.striped().targets(t).replicas(0);
+    nodes.insert(r.node_id());
+    EXPECT_EQ(r.object(), before.striped().targets(t).replicas(0).object());
+  }
+  EXPECT_EQ(nodes.size(), 9u) << "k + m distinct nodes after repair";
+  // fsck --checksums: every row of every file clean (other files of this
+  // suite had columns on the killed nodes too).
+  std::string last;
+  ASSERT_TRUE(Poll(
+      [&] {
+        auto [s, text] = Fsck("/");
+        last = text;
+        return s.ok();
+      },
+      kWait))
+      << last << "\n"
+      << (*keeper)->Log();
+  std::unique_ptr<Client> fresh = OpenClient();
+  ASSERT_NE(fresh, nullptr);
+  EXPECT_TRUE(ReadBack(*fresh, "/heal/f") == data);
+  const std::string log = (*keeper)->Log();
+  EXPECT_THAT(log, HasSubstr("rebuilt onto"));
+  EXPECT_THAT(log, HasSubstr("rebuilt column(s) swapped in"));
+  EXPECT_THAT((*keeper)->Kill(), IsOk());
+}
+
 }  // namespace
 }  // namespace rangefs
