@@ -229,7 +229,8 @@ TEST_F(EcRepairTest, FsckNamesADeletedCellObjectAndDataLossPastM) {
   ASSERT_THAT(Run({"file", "rm", "/lost/f"}), IsOk());
 }
 
-// The node of a parity column is killed for good while a library reader
+// A column fsck found corrupt is rebuilt on another node. Then the node
+// of a parity column is killed for good while a library reader
 // scans the file (healthy reads use data cells only: 0 errors); then the
 // node of a data column. The real keeper rebuilds each column on a node
 // holding none of the file's, fsck --checksums is clean and the file reads
@@ -253,8 +254,30 @@ TEST_F(EcRepairTest, KeeperRebuildsTheColumnsOfKilledNodes) {
        .log_path = cluster_->dir() + "/keeper.log"});
   ASSERT_THAT(keeper, IsOk());
 
+  // A corrupt data cell that fsck reports: the keeper rebuilds the column
+  // on another node (the corrupt object goes to the trash).
+  const std::string other = Random(3 * kRow + 1, 5);
+  const v1::FileLayout g0 = Put("/healg/g", other);
+  const std::string bad_node = g0.striped().targets(2).replicas(0).node_id();
+  FlipByte(ColumnPath(g0, 2), kCell + 3);
+  auto [s, text] = Fsck("/healg");
+  ASSERT_TRUE(absl::IsFailedPrecondition(s)) << s << text;
+  EXPECT_THAT(text, HasSubstr("reported to rangefs-keeper"));
+  ASSERT_TRUE(Poll(
+      [&] {
+        auto now = cluster_->store()->GetFile("/healg/g");
+        return now.ok() &&
+               now->layout.striped().targets(2).replicas(0).node_id() !=
+                   bad_node;
+      },
+      kWait))
+      << (*keeper)->Log();
+  auto [s2, text2] = Fsck("/healg");
+  EXPECT_THAT(s2, IsOk()) << text2;
+
   std::unique_ptr<Client> client = OpenClient();
   ASSERT_NE(client, nullptr);
+  EXPECT_TRUE(ReadBack(*client, "/healg/g") == other);
   std::atomic<bool> stop{false};
   std::atomic<int> errors{0}, scans{0};
   std::string first_error;
