@@ -979,6 +979,9 @@ Keeper::Round::Outcome Keeper::Round::DoEcRepair(const EcFileRepair& f,
   for (const EcColumnRepair& c : f.columns) {
     if (!MayAct()) break;
     const absl::Time start = absl::Now();
+    RANGEFS_LOG(INFO) << "keeper: " << what << ": rebuilding column "
+                      << c.column << " (" << c.why << " on " << c.from_node
+                      << ", " << c.bytes << " bytes) onto " << c.target_node;
     absl::StatusOr<RebuildResult> r =
         RebuildColumn(agents_, **codec, *listed, crcs, c, f.unusable,
                       {.bytes_per_sec = rate,

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <map>
+#include <thread>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
@@ -219,23 +220,44 @@ absl::StatusOr<std::string> RebuildCell(const ObjectReader& read,
   std::vector<std::string> held(static_cast<size_t>(n));
   std::vector<const char*> present(static_cast<size_t>(n), nullptr);
   std::vector<std::string> skipped;
+  std::vector<int> candidates;
+  for (int s = 0; s < n; ++s) {
+    if (s != t && unusable.count(s) == 0) candidates.push_back(s);
+  }
   int have = 0;
-  for (int s = 0; s < n && have < g.k; ++s) {
-    if (s == t || unusable.count(s) > 0) continue;
-    absl::StatusOr<std::string> cell = ReadCell(read, layout, g, row, s);
-    if (bytes_read != nullptr) *bytes_read += CellStoredBytes(g, row, s);
-    if (!cell.ok()) {
-      skipped.push_back(
-          absl::StrCat("cell ", s, ": ", cell.status().message()));
-      continue;
+  size_t next = 0;
+  // Reads the missing number of survivors at once, then again for each
+  // one that failed, until k are good or no column is left.
+  while (have < g.k && next < candidates.size()) {
+    const size_t batch =
+        std::min(candidates.size() - next, static_cast<size_t>(g.k - have));
+    std::vector<absl::StatusOr<std::string>> got(
+        batch, absl::UnavailableError("not read"));
+    std::vector<std::thread> threads;
+    for (size_t i = 1; i < batch; ++i) {
+      threads.emplace_back([&, i] {
+        got[i] = ReadCell(read, layout, g, row, candidates[next + i]);
+      });
     }
-    if (!CrcMatches(g, crcs, row, s, *cell)) {
-      skipped.push_back(absl::StrCat("cell ", s, ": checksum mismatch"));
-      continue;
+    got[0] = ReadCell(read, layout, g, row, candidates[next]);
+    for (std::thread& th : threads) th.join();
+    for (size_t i = 0; i < batch; ++i) {
+      const int s = candidates[next + i];
+      if (bytes_read != nullptr) *bytes_read += CellStoredBytes(g, row, s);
+      if (!got[i].ok()) {
+        skipped.push_back(
+            absl::StrCat("cell ", s, ": ", got[i].status().message()));
+        continue;
+      }
+      if (!CrcMatches(g, crcs, row, s, *got[i])) {
+        skipped.push_back(absl::StrCat("cell ", s, ": checksum mismatch"));
+        continue;
+      }
+      held[s] = *std::move(got[i]);
+      present[s] = held[s].data();
+      ++have;
     }
-    held[s] = *std::move(cell);
-    present[s] = held[s].data();
-    ++have;
+    next += batch;
   }
   if (have < g.k) {
     return absl::DataLossError(absl::StrCat("row ", row, ": only ", have,

@@ -93,9 +93,10 @@ RowHealth CheckRow(const ec::Codec& codec, const ns::EcGeometry& g,
                    const CellCrcTable& crcs);
 
 // Rebuilds the stored bytes of cell (row, t) from k other cells of the
-// row, never those in `unusable` (t itself is never read). Survivors are
-// read one by one, checked against `crcs` (a corrupt or unreadable one is
-// replaced by the next), decoded, and the result is checked against the
+// row, never those in `unusable` (t itself is never read). k survivors
+// are read at once (one thread each; the reader must be thread-safe),
+// checked against `crcs` (a corrupt or unreadable one is replaced by the
+// next column), decoded, and the result is checked against the
 // CRC of cell t. DATA_LOSS when fewer than k good survivors remain or the
 // rebuilt bytes fail their CRC. `bytes_read` (may be null) counts the
 // survivor bytes read.
