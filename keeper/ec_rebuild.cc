@@ -1,7 +1,9 @@
 #include "keeper/ec_rebuild.h"
 
 #include <algorithm>
+#include <atomic>
 #include <cstring>
+#include <future>
 #include <string>
 #include <utility>
 
@@ -71,7 +73,21 @@ absl::StatusOr<RebuildResult> RebuildColumn(ingest::Agents& agents,
   const ns::EcGeometry g = ns::EcGeometryOf(layout);
   const ObjectReader read = AgentReader(agents, options.call_timeout);
   RebuildResult result;
-  // The column, streamed row by row into WriteObject.
+  // The column, streamed row by row into WriteObject; row r + 1 is rebuilt
+  // (its survivors read and decoded) while row r is written.
+  std::atomic<uint64_t> bytes_read{0};
+  auto rebuild = [&](uint64_t r) {
+    return std::async(
+        std::launch::async, [&, r]() -> absl::StatusOr<std::string> {
+          uint64_t n = 0;
+          absl::StatusOr<std::string> cell =
+              RebuildCell(read, codec, layout, crcs, r, c.column, unusable, &n);
+          bytes_read.fetch_add(n);
+          return cell;
+        });
+  };
+  std::future<absl::StatusOr<std::string>> pending;
+  if (g.rows > 0) pending = rebuild(0);
   uint64_t row = 0;
   std::string cell;  // the current row's rebuilt cell
   size_t at = 0;     // bytes of `cell` handed out
@@ -79,10 +95,9 @@ absl::StatusOr<RebuildResult> RebuildColumn(ingest::Agents& agents,
   auto next = [&](absl::Span<char> dst) -> absl::StatusOr<size_t> {
     while (at == cell.size()) {
       if (row == g.rows) return size_t{0};
-      RANGEFS_ASSIGN_OR_RETURN(
-          cell, RebuildCell(read, codec, layout, crcs, row, c.column, unusable,
-                            &result.bytes_read));
+      RANGEFS_ASSIGN_OR_RETURN(cell, pending.get());
       ++row;
+      if (row < g.rows) pending = rebuild(row);
       at = 0;
     }
     const size_t n = std::min(dst.size(), cell.size() - at);
@@ -100,9 +115,12 @@ absl::StatusOr<RebuildResult> RebuildColumn(ingest::Agents& agents,
     }
     return n;
   };
-  RANGEFS_RETURN_IF_ERROR(Write(agents, c.target_node, c.object, g.cell,
-                                c.bytes, options.write_timeout, next)
-                              .status());
+  absl::Status written = Write(agents, c.target_node, c.object, g.cell, c.bytes,
+                               options.write_timeout, next)
+                             .status();
+  if (pending.valid()) pending.wait();  // a row still being rebuilt
+  result.bytes_read = bytes_read.load();
+  RANGEFS_RETURN_IF_ERROR(written);
   if (c.column >= g.k) {
     const std::string bytes = CellsObjectBytes(crcs);
     size_t off = 0;

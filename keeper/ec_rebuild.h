@@ -5,10 +5,11 @@
 // read through the agents (each checked by its agent against its sidecar
 // and here against the ".cells" CRCs; a bad one is replaced by another
 // column), decoded (ec::Codec), the rebuilt cell checked against its own
-// CRC, and streamed into the column's object on the target agent
-// (WriteObject: temp file, then rename; nothing partial is ever visible).
-// A parity column gets its ".cells" object too. Reads k x the column's
-// bytes. The layout is not touched (keeper.cc swaps it in).
+// CRC (the next row is rebuilt while one is written), and streamed into the
+// column's object on the target agent (WriteObject: temp file, then rename;
+// nothing partial is ever visible). A parity column gets its ".cells" object
+// too. Reads k x the column's bytes. The layout is not touched (keeper.cc swaps
+// it in).
 #ifndef RANGEFS_KEEPER_EC_REBUILD_H_
 #define RANGEFS_KEEPER_EC_REBUILD_H_
 

@@ -133,12 +133,18 @@ class Keeper::Round {
 
  private:
   enum class Outcome { kDone, kFailed, kAbandoned };
-  // One file's column rebuilds (ec_rebuild.h), then one compare-and-swap
+  // One file's column rebuilds (ec_rebuild.h; a column on a draining node
+  // is copied instead, CopyObject), then one compare-and-swap
   // that puts every rebuilt column in place of the old one (whose object,
   // and .cells object for a parity column, go to the trash first).
   // `*rebuilt`: the columns swapped in and their bytes.
   Outcome DoEcRepair(const EcFileRepair& f, uint64_t rate, int* rebuilt,
                      uint64_t* bytes);
+  // Rebuilds column c of `f` onto c.target_node (ec_rebuild.h); false
+  // (logged) if it failed.
+  bool Rebuild(const std::string& what, const ec::Codec& codec,
+               const v1::FileLayout& layout, const CellCrcTable& crcs,
+               const EcFileRepair& f, const EcColumnRepair& c, uint64_t rate);
   static std::string Describe(const Move& m);  // For the log.
   Outcome DoMove(const Move& m, uint64_t rate);
   // Moves and drops of one file's slots off one node that has no node
@@ -954,6 +960,34 @@ void Keeper::Round::RunEcRepairs(const EcPlan& plan, RoundReport* report) {
   report->bytes_copied += bytes.load();
 }
 
+bool Keeper::Round::Rebuild(const std::string& what, const ec::Codec& codec,
+                            const v1::FileLayout& layout,
+                            const CellCrcTable& crcs, const EcFileRepair& f,
+                            const EcColumnRepair& c, uint64_t rate) {
+  const absl::Time start = absl::Now();
+  RANGEFS_LOG(INFO) << "keeper: " << what << ": rebuilding column " << c.column
+                    << " (" << c.why << " on " << c.from_node << ", " << c.bytes
+                    << " bytes) onto " << c.target_node;
+  absl::StatusOr<RebuildResult> r =
+      RebuildColumn(agents_, codec, layout, crcs, c, f.unusable,
+                    {.bytes_per_sec = rate,
+                     .call_timeout = k_->options_.call_timeout,
+                     .write_timeout = k_->options_.copy_timeout});
+  if (!r.ok()) {
+    RANGEFS_LOG(WARNING) << "keeper: " << what << ": column " << c.column
+                         << " (" << c.why << " on " << c.from_node << ") onto "
+                         << c.target_node << ": " << r.status()
+                         << "; retried next round";
+    return false;
+  }
+  RANGEFS_LOG(INFO) << "keeper: " << what << ": column " << c.column << " ("
+                    << c.why << " on " << c.from_node << ") rebuilt onto "
+                    << c.target_node << " in " << (absl::Now() - start) << " ("
+                    << r->bytes_written << " bytes written, " << r->bytes_read
+                    << " read)";
+  return true;
+}
+
 Keeper::Round::Outcome Keeper::Round::DoEcRepair(const EcFileRepair& f,
                                                  uint64_t rate, int* rebuilt,
                                                  uint64_t* bytes) {
@@ -978,27 +1012,6 @@ Keeper::Round::Outcome Keeper::Round::DoEcRepair(const EcFileRepair& f,
   std::vector<Move> swapped;
   for (const EcColumnRepair& c : f.columns) {
     if (!MayAct()) break;
-    const absl::Time start = absl::Now();
-    RANGEFS_LOG(INFO) << "keeper: " << what << ": rebuilding column "
-                      << c.column << " (" << c.why << " on " << c.from_node
-                      << ", " << c.bytes << " bytes) onto " << c.target_node;
-    absl::StatusOr<RebuildResult> r =
-        RebuildColumn(agents_, **codec, *listed, crcs, c, f.unusable,
-                      {.bytes_per_sec = rate,
-                       .call_timeout = k_->options_.call_timeout,
-                       .write_timeout = k_->options_.copy_timeout});
-    if (!r.ok()) {
-      RANGEFS_LOG(WARNING) << "keeper: " << what << ": column " << c.column
-                           << " (" << c.why << " on " << c.from_node
-                           << ") onto " << c.target_node << ": " << r.status()
-                           << "; retried next round";
-      continue;
-    }
-    RANGEFS_LOG(INFO) << "keeper: " << what << ": column " << c.column << " ("
-                      << c.why << " on " << c.from_node << ") rebuilt onto "
-                      << c.target_node << " in " << (absl::Now() - start)
-                      << " (" << r->bytes_written << " bytes written, "
-                      << r->bytes_read << " read)";
     Move m;
     m.path = f.path;
     m.striped = true;
@@ -1007,6 +1020,20 @@ Keeper::Round::Outcome Keeper::Round::DoEcRepair(const EcFileRepair& f,
     m.from_node = c.from_node;
     m.target_node = c.target_node;
     m.bytes = c.bytes;
+    if (c.why == "draining") {
+      // Still readable where it is: a copy (1 x its bytes, verified
+      // against its sidecar) instead of a rebuild (k x).
+      Move cells = m;
+      cells.object = ns::EcCellsObject(c.object);
+      m.source_node = cells.source_node = c.from_node;
+      if (!Copy(m, what, rate) ||
+          (c.column >= g.k && !Copy(cells, what, rate))) {
+        continue;
+      }
+    } else if (!Rebuild(what, **codec, *listed, crcs, f, c, rate)) {
+      continue;
+    }
+    m.source_node.clear();
     swapped.push_back(m);
     if (c.column >= g.k) {
       m.object = ns::EcCellsObject(c.object);

@@ -233,8 +233,8 @@ TEST_F(EcRepairTest, FsckNamesADeletedCellObjectAndDataLossPastM) {
 // of a parity column is killed for good while a library reader
 // scans the file (healthy reads use data cells only: 0 errors); then the
 // node of a data column. The real keeper rebuilds each column on a node
-// holding none of the file's, fsck --checksums is clean and the file reads
-// byte-exact.
+// holding none of the file's; a draining node's column is copied. fsck
+// --checksums is clean and the file reads byte-exact.
 TEST_F(EcRepairTest, KeeperRebuildsTheColumnsOfKilledNodes) {
   // Two spare nodes: after two kills a 6+3 file still finds a ninth.
   for (const char* id : {"n10", "n11"}) {
@@ -329,6 +329,23 @@ TEST_F(EcRepairTest, KeeperRebuildsTheColumnsOfKilledNodes) {
   // killed with no reader running.
   kill_and_heal(3);
   if (HasFatalFailure()) return;
+  // A draining node's column is still readable: copied, not rebuilt.
+  {
+    auto f = cluster_->store()->GetFile("/heal/f");
+    ASSERT_THAT(f, IsOk());
+    const std::string node =
+        f->layout.striped().targets(0).replicas(0).node_id();
+    ASSERT_THAT(Run({"node", "drain", node}), IsOk());
+    ASSERT_TRUE(Poll(
+        [&] {
+          auto now = cluster_->store()->GetFile("/heal/f");
+          return now.ok() &&
+                 now->layout.striped().targets(0).replicas(0).node_id() != node;
+        },
+        kWait))
+        << (*keeper)->Log();
+    EXPECT_THAT((*keeper)->Log(), HasSubstr("copying from " + node));
+  }
   auto after = cluster_->store()->GetFile("/heal/f");
   ASSERT_THAT(after, IsOk());
   std::set<std::string> nodes;
