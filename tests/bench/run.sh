@@ -39,7 +39,10 @@
 # Part N: namespace/bench:namespace_bench (its own etcd): random lookups
 # over a 1M-extent namespace on 2 threads, and the cache's RSS in a fresh
 # process (not with --quick).
-# --only=A,B,...: those parts only (a comma list of A, B, H, K, M, N). NODE_FLAGS="..." (environment): extra rangefs-node
+# Part R (tests/bench/part_r.sh; only when --only names it): rangefs-keeper
+# rebuilding the erasure-coded columns of a node killed for good, against
+# copying the same bytes.
+# --only=A,B,...: those parts only (a comma list of A, B, H, K, M, N, R). NODE_FLAGS="..." (environment): extra rangefs-node
 # flags for part B's agents, e.g. --data_listen=off (gRPC reads only).
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
@@ -59,8 +62,8 @@ for a in "$@"; do
     --bin=*) BIN=${a#*=} ;;
     --only=*)
       ONLY=${a#*=}
-      if ! [[ "$ONLY" =~ ^[ABHKMN](,[ABHKMN])*$ ]]; then
-        echo "bench: --only=$ONLY: a comma list of parts A, B, H, K, M, N" >&2; exit 2
+      if ! [[ "$ONLY" =~ ^[ABHKMNR](,[ABHKMNR])*$ ]]; then
+        echo "bench: --only=$ONLY: a comma list of parts A, B, H, K, M, N, R" >&2; exit 2
       fi ;;
     -h|--help) sed -n "2,$(grep -n -m1 '^[^#]' "$0" | cut -d: -f1)p" "$0" | grep '^#'; exit 0 ;;
     *) echo "bench: unknown argument $a" >&2; exit 2 ;;
@@ -339,6 +342,12 @@ if part K; then
   else
     echo "bench: no $BIN/keeper/rangefs-keeper: part K skipped" | tee -a "$OUT/report.md"
   fi
+fi
+
+# ---------------------------------------------------------------- Part R
+if [[ ",$ONLY," == *",R,"* ]]; then
+  # shellcheck source=tests/bench/part_r.sh
+  source "$ROOT/tests/bench/part_r.sh"
 fi
 
 # ---------------------------------------------------------------- Part B
