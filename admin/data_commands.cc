@@ -511,12 +511,16 @@ absl::StatusOr<FsckReport> CheckFiles(Context& ctx, const std::string& dir,
 std::string ReportSuspects(Context& ctx,
                            const std::vector<FsckFinding>& findings) {
   etcdserverpb::TxnRequest txn;
+  // An object can have several findings (its sidecar and, erasure-coded,
+  // its cells): etcd refuses a key twice in one transaction.
+  std::set<std::pair<std::string, std::string>> reported;
   for (const FsckFinding& f : findings) {
     if (f.node == "-" || !(absl::StartsWith(f.problem, "checksum mismatch") ||
                            absl::StartsWith(f.problem, "short: ") ||
                            absl::StartsWith(f.problem, "missing: "))) {
       continue;
     }
+    if (!reported.emplace(f.node, f.object).second) continue;
     auto* put = txn.add_success()->mutable_request_put();
     put->set_key(ctx.store->keys().KeeperSuspect(f.node, f.object));
     put->set_value(f.problem);

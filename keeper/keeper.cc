@@ -1005,8 +1005,22 @@ Keeper::Round::Outcome Keeper::Round::DoEcRepair(const EcFileRepair& f,
     RANGEFS_LOG(WARNING) << "keeper: " << what << ": " << codec.status();
     return Outcome::kFailed;
   }
-  const CellCrcTable crcs = ReadCellCrcs(
-      AgentReader(agents_, k_->options_.call_timeout), *listed, f.unusable);
+  const ObjectReader read = AgentReader(agents_, k_->options_.call_timeout);
+  CellCrcTable crcs = ReadCellCrcs(read, *listed, f.unusable);
+  if (crcs.empty()) {
+    // Every .cells object is lost (M = 1 and its parity column, say):
+    // recomputed from the data columns, verified by their sidecars.
+    absl::StatusOr<CellCrcTable> fresh =
+        ComputeCellCrcs(read, **codec, *listed, f.unusable);
+    if (!fresh.ok()) {
+      RANGEFS_LOG(WARNING) << "keeper: " << what << ": " << fresh.status();
+      return Outcome::kFailed;
+    }
+    RANGEFS_LOG(INFO) << "keeper: " << what
+                      << ": no .cells object left; cell CRCs recomputed from "
+                         "the data columns";
+    crcs = *std::move(fresh);
+  }
   // Moves naming each rebuilt column (from = old, target = new), for the
   // trash and copy bookkeeping shared with replica moves.
   std::vector<Move> swapped;

@@ -135,6 +135,44 @@ CellCrcTable ReadCellCrcs(const ObjectReader& read,
   return table;
 }
 
+absl::StatusOr<CellCrcTable> ComputeCellCrcs(const ObjectReader& read,
+                                             const ec::Codec& codec,
+                                             const v1::FileLayout& layout,
+                                             const std::set<int>& unusable) {
+  const ns::EcGeometry g = ns::EcGeometryOf(layout);
+  for (int c = 0; c < g.k; ++c) {
+    if (unusable.count(c) > 0) {
+      return absl::FailedPreconditionError(
+          absl::StrCat("no .cells object left and data column ", c,
+                       " is unreadable: the cell CRCs cannot be recomputed"));
+    }
+  }
+  CellCrcTable table;
+  table.k = g.k;
+  table.m = g.m;
+  table.problems.assign(static_cast<size_t>(g.m), "recomputed");
+  std::set<int> parity;
+  for (int j = 0; j < g.m; ++j) parity.insert(g.k + j);
+  for (uint64_t row = 0; row < g.rows; ++row) {
+    RowCells cells = ReadRow(read, layout, row, parity);
+    std::vector<absl::Span<const char>> data;
+    for (int c = 0; c < g.k; ++c) {
+      if (!cells.cells[c]) return cells.errors[c];
+      const std::string& cell = *cells.cells[c];
+      table.crcs.push_back(
+          Crc32c(absl::string_view(cell.data(), CellStoredBytes(g, row, c))));
+      data.emplace_back(cell.data(), g.cell);
+    }
+    std::vector<std::string> out(static_cast<size_t>(g.m),
+                                 std::string(g.cell, '\0'));
+    std::vector<absl::Span<char>> spans;
+    for (std::string& p : out) spans.emplace_back(p.data(), p.size());
+    RANGEFS_RETURN_IF_ERROR(codec.Encode(data, spans));
+    for (const std::string& p : out) table.crcs.push_back(Crc32c(p));
+  }
+  return table;
+}
+
 RowCells ReadRow(const ObjectReader& read, const v1::FileLayout& layout,
                  uint64_t row, const std::set<int>& skip) {
   const ns::EcGeometry g = ns::EcGeometryOf(layout);

@@ -65,6 +65,17 @@ CellCrcTable ReadCellCrcs(const ObjectReader& read,
                           const v1::FileLayout& layout,
                           const std::set<int>& skip = {});
 
+// The cell CRC table computed afresh, for a file whose ".cells" objects
+// are all lost (e.g. M = 1 and its parity column gone): every row's k data
+// cells are read (none of them may be in `unusable`: FAILED_PRECONDITION),
+// their CRCs taken as read (the reader should have the agents verify their
+// sidecars) and the parity re-encoded for its CRCs. Reads k x the file's
+// data; the reader's errors pass through.
+absl::StatusOr<CellCrcTable> ComputeCellCrcs(const ObjectReader& read,
+                                             const ec::Codec& codec,
+                                             const v1::FileLayout& layout,
+                                             const std::set<int>& unusable);
+
 // The ".cells" object bytes of `table` (its inverse; table not empty).
 std::string CellsObjectBytes(const CellCrcTable& table);
 

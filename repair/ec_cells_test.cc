@@ -148,6 +148,23 @@ TEST_F(EcCellsTest, ParityDifferingFromTheCodecIsCaughtWithoutCrcs) {
   EXPECT_THAT(h.why[kK], HasSubstr("recomputed"));
 }
 
+TEST_F(EcCellsTest, CellCrcsAreRecomputedWhenEveryCellsObjectIsLost) {
+  Build(3 * kK * kCell + kCell + 9);
+  const CellCrcTable stored = ReadCellCrcs(Reader(), layout_);
+  objects_.erase({"n3", "f/c3.cells"});
+  objects_.erase({"n4", "f/c4.cells"});
+  objects_.erase({"n4", "f/c4"});
+  auto fresh = ComputeCellCrcs(Reader(), *codec_, layout_, {kK + 1});
+  ASSERT_THAT(fresh, IsOk());
+  EXPECT_EQ(fresh->crcs, stored.crcs);
+  auto got =
+      RebuildCell(Reader(), *codec_, layout_, *fresh, 1, kK + 1, {kK + 1});
+  ASSERT_THAT(got, IsOk());
+  objects_.erase({"n0", "f/c0"});
+  EXPECT_THAT(ComputeCellCrcs(Reader(), *codec_, layout_, {0, kK + 1}),
+              StatusIs(absl::StatusCode::kFailedPrecondition));
+}
+
 TEST_F(EcCellsTest, DisagreeingCellsObjectIsOutvoted) {
   Build(2 * kK * kCell);
   objects_[{"n4", "f/c4.cells"}][0] ^= 1;

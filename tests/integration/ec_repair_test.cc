@@ -229,7 +229,8 @@ TEST_F(EcRepairTest, FsckNamesADeletedCellObjectAndDataLossPastM) {
   ASSERT_THAT(Run({"file", "rm", "/lost/f"}), IsOk());
 }
 
-// A column fsck found corrupt is rebuilt on another node. Then the node
+// A column fsck found corrupt is rebuilt on another node, and the lost
+// parity column of a 2+1 file with it its only .cells object. Then the node
 // of a parity column is killed for good while a library reader
 // scans the file (healthy reads use data cells only: 0 errors); then the
 // node of a data column. The real keeper rebuilds each column on a node
@@ -274,6 +275,36 @@ TEST_F(EcRepairTest, KeeperRebuildsTheColumnsOfKilledNodes) {
       << (*keeper)->Log();
   auto [s2, text2] = Fsck("/healg");
   EXPECT_THAT(s2, IsOk()) << text2;
+
+  // 2+1: the only parity column and its .cells object are lost; the
+  // keeper recomputes the cell CRCs from the data columns, then rebuilds.
+  const std::string small = Random(5 * 2 * kCell + 77, 6);
+  const std::string local21 = cluster_->dir() + "/local21";
+  std::ofstream(local21, std::ios::binary) << small;
+  ASSERT_THAT(Run({"file", "put", local21, "/heal21/f", "--ec=2+1",
+                   "--stripe-unit=64K", "--ec-min-rows=0"}),
+              IsOk());
+  auto f21 = cluster_->store()->GetFile("/heal21/f");
+  ASSERT_THAT(f21, IsOk());
+  const std::string parity_node =
+      f21->layout.striped().targets(2).replicas(0).node_id();
+  ASSERT_EQ(unlink(ColumnPath(f21->layout, 2).c_str()), 0);
+  ASSERT_EQ(unlink((ColumnPath(f21->layout, 2) + ".cells").c_str()), 0);
+  auto [s3, text3] = Fsck("/heal21");
+  ASSERT_TRUE(absl::IsFailedPrecondition(s3)) << s3 << text3;
+  EXPECT_THAT(text3, HasSubstr("2 replica(s) reported to rangefs-keeper"));
+  ASSERT_TRUE(Poll(
+      [&] {
+        auto now = cluster_->store()->GetFile("/heal21/f");
+        return now.ok() &&
+               now->layout.striped().targets(2).replicas(0).node_id() !=
+                   parity_node;
+      },
+      kWait))
+      << (*keeper)->Log();
+  EXPECT_THAT((*keeper)->Log(), HasSubstr("cell CRCs recomputed"));
+  auto [s4, text4] = Fsck("/heal21");
+  EXPECT_THAT(s4, IsOk()) << text4;
 
   std::unique_ptr<Client> client = OpenClient();
   ASSERT_NE(client, nullptr);
