@@ -158,8 +158,11 @@ const std::vector<CommandSpec>& Commands() {
        "fsck",
        "",
        "[DIR]",
-       "check every replica object (exit 4)",
-       {{"checksums", Kind::kFlag, "recompute block checksums on the agents"},
+       "check every replica object and erasure-coded row (exit 4; 1 on data "
+       "loss)",
+       {{"checksums", Kind::kFlag,
+         "recompute block checksums on the agents; erasure-coded files: every "
+         "row's cells and parity"},
         {"parallel", Kind::kInt, "concurrent checks"}}},
       {"",
        "repair",

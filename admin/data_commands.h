@@ -72,21 +72,27 @@ struct FsckReport {
   size_t objects_checked = 0;
   std::vector<FsckFinding> findings;  // Sorted by path, node, object.
   // Not problems: what was left unchecked, e.g. "PATH: erasure-coded 6+3:
-  // parity not checked yet".
+  // cells and parity not checked (--checksums checks them)".
   std::vector<std::string> notes;
+  // Erasure-coded files with a row of fewer than k good cells.
+  std::vector<std::string> data_loss;
 };
 
 // Checks every file under `dir`: each extent / stripe column object on
 // each replica exists and is long enough (StatObject); with `checksums`,
 // recomputes its block checksums on the agent and compares them to the
-// sidecar (ChecksumObject). Errors only for namespace failures.
+// sidecar (ChecksumObject), and reads every row of each erasure-coded
+// file: each cell against the ".cells" CRCs, the parity against the codec
+// (ec_fsck.h). Errors only for namespace failures.
 absl::StatusOr<FsckReport> CheckFiles(Context& ctx, const std::string& dir,
                                       bool checksums, int parallel);
 
 // `fsck [DIR] [--checksums] [--parallel=N]`: the table of findings. With
 // findings the result is FAILED_PRECONDITION (exit code 4) whose message
-// holds the table. Replicas found corrupt, short or missing are recorded
-// for rangefs-keeper (keys.h KeeperSuspect), which repairs them in place.
+// holds the table; DATA_LOSS (exit code 1) when an erasure-coded file has
+// a row with fewer than k good cells (the finding names the rows). Replicas
+// found corrupt, short or missing are recorded for rangefs-keeper (keys.h
+// KeeperSuspect), which repairs them in place.
 absl::StatusOr<Table> RunFsck(Context& ctx, Args& args);
 
 }  // namespace admin

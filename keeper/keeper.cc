@@ -12,12 +12,15 @@
 #include "absl/synchronization/mutex.h"
 #include "base/logging.h"
 #include "base/status_macros.h"
+#include "ec/codec.h"
 #include "ingest/agents.h"
 #include "keeper/at_risk.h"
+#include "keeper/ec_rebuild.h"
 #include "namespace/ec_layout.h"
 #include "namespace/kv.h"
 #include "namespace/layout.h"
 #include "proto/layout.pb.h"
+#include "repair/ec_cells.h"
 #include "storage_node/node_client.h"
 
 namespace rangefs {
@@ -123,9 +126,25 @@ class Keeper::Round {
   // Returns, for each move, whether it was done.
   std::vector<bool> RunMoves(const std::vector<Move>& moves,
                              RoundReport* report);
+  // Rebuilds erasure-coded columns (plan order: fewest good columns
+  // first), parallel_copies files at once; adds to the report's moves
+  // done and failed and bytes copied (the bytes rebuilt).
+  void RunEcRepairs(const EcPlan& plan, RoundReport* report);
 
  private:
   enum class Outcome { kDone, kFailed, kAbandoned };
+  // One file's column rebuilds (ec_rebuild.h; a column on a draining node
+  // is copied instead, CopyObject), then one compare-and-swap
+  // that puts every rebuilt column in place of the old one (whose object,
+  // and .cells object for a parity column, go to the trash first).
+  // `*rebuilt`: the columns swapped in and their bytes.
+  Outcome DoEcRepair(const EcFileRepair& f, uint64_t rate, int* rebuilt,
+                     uint64_t* bytes);
+  // Rebuilds column c of `f` onto c.target_node (ec_rebuild.h); false
+  // (logged) if it failed.
+  bool Rebuild(const std::string& what, const ec::Codec& codec,
+               const v1::FileLayout& layout, const CellCrcTable& crcs,
+               const EcFileRepair& f, const EcColumnRepair& c, uint64_t rate);
   static std::string Describe(const Move& m);  // For the log.
   Outcome DoMove(const Move& m, uint64_t rate);
   // Moves and drops of one file's slots off one node that has no node
@@ -263,8 +282,6 @@ absl::StatusOr<Keeper::Listing> Keeper::List(bool absent_is_dead,
     for (ns::FileEntry& f : page.files) l.files.push_back(std::move(f));
   } while (!lo.page_token.empty());
   l.revision = lo.revision;
-  size_t coded = 0;
-  std::string first_coded;
   for (const ns::FileEntry& f : l.files) {
     auto add = [&](const v1::Replica& r) {
       l.referenced.emplace(r.node_id(), r.object());
@@ -277,25 +294,12 @@ absl::StatusOr<Keeper::Listing> Keeper::List(bool absent_is_dead,
     }
     if (ns::IsErasureCoded(f.layout)) {
       // A parity column's cell checksums are referenced with it. Coded
-      // files are not moved or repaired yet: PlanMoves takes READY files
-      // only, and READY_EC columns are never slots or replicas.
+      // columns are rebuilt (PlanEcRepairs), never moved as replicas.
       const ns::EcGeometry g = ns::EcGeometryOf(f.layout);
       for (int j = 0; j < g.m; ++j) {
         const v1::Replica& p = ns::ParityReplica(f.layout, j);
         l.referenced.emplace(p.node_id(), ns::EcCellsObject(p.object()));
       }
-      if (coded == 0) first_coded = f.path;
-      ++coded;
-    }
-  }
-  if (coded != coded_files_logged_) {
-    coded_files_logged_ = coded;
-    if (coded > 0) {
-      RANGEFS_LOG(WARNING)
-          << "keeper: " << coded << " erasure-coded file(s) (e.g. "
-          << first_coded
-          << ") are skipped: moving and repairing coded columns is not "
-             "implemented yet (their objects are kept, never collected)";
     }
   }
   AddSuspects(&l);
@@ -388,10 +392,12 @@ void Keeper::CountUnderReplicated(const Plan& plan, RoundReport* report) {
   report->under_replicated_files = static_cast<int>(files.size());
 }
 
-Plan Keeper::MakePlan(const Listing& l, RoundReport* report_out) {
+Plan Keeper::MakePlan(const Listing& l, RoundReport* report_out,
+                      EcPlan* ec_out) {
   RoundReport& report = *report_out;
   const absl::Time now = clock_->Now();
   Plan plan = PlanMoves(l.files, l.views, bitgen_);
+  EcPlan ec = PlanEcRepairs(l.files, l.views, bitgen_);
   // Replicas repaired lately stay listed until their node scrubs again.
   plan.moves.erase(
       std::remove_if(plan.moves.begin(), plan.moves.end(),
@@ -402,15 +408,31 @@ Plan Keeper::MakePlan(const Listing& l, RoundReport* report_out) {
                               now - it->second < options_.repair_backoff;
                      }),
       plan.moves.end());
-  CountUnderReplicated(plan, &report);
-  if (plan.moves.empty() && report.missing_nodes == 0) {
+  // Coded columns to rebuild count as under-replicated slots.
+  Plan counted = plan;
+  int ec_columns = 0;
+  for (const EcFileRepair& f : ec.files) {
+    for (const EcColumnRepair& c : f.columns) {
+      Move m;
+      m.path = f.path;
+      m.slot = c.column;
+      m.bytes = c.bytes;
+      counted.moves.push_back(std::move(m));
+      ++ec_columns;
+    }
+  }
+  counted.stuck.insert(counted.stuck.end(), ec.stuck.begin(), ec.stuck.end());
+  CountUnderReplicated(counted, &report);
+  if (plan.moves.empty() && ec.files.empty() && report.missing_nodes == 0) {
     plan.moves = PlanRebalance(l.files, l.views, options_.rebalance);
     report.rebalance_moves = static_cast<int>(plan.moves.size());
     for (const Move& m : plan.moves) plan.bytes += m.bytes;
   }
-  report.moves_planned = static_cast<int>(plan.moves.size());
-  report.bytes_planned = plan.bytes;
-  report.stuck = static_cast<int>(plan.stuck.size());
+  report.moves_planned = static_cast<int>(plan.moves.size()) + ec_columns;
+  report.bytes_planned = plan.bytes + ec.bytes;
+  report.stuck = static_cast<int>(plan.stuck.size() + ec.stuck.size());
+  plan.stuck.insert(plan.stuck.end(), ec.stuck.begin(), ec.stuck.end());
+  if (ec_out != nullptr) *ec_out = std::move(ec);
   return plan;
 }
 
@@ -428,7 +450,8 @@ absl::StatusOr<RoundReport> Keeper::RunRound(
   }
   const absl::Time now = clock_->Now();
   RANGEFS_ASSIGN_OR_RETURN(Listing l, List(/*absent_is_dead=*/false, &report));
-  Plan plan = MakePlan(l, &report);
+  EcPlan ec;
+  Plan plan = MakePlan(l, &report, &ec);
   for (const StuckSlot& s : plan.stuck) {
     RANGEFS_LOG(WARNING) << "keeper " << options_.id << ": " << s.path
                          << " slot " << s.slot
@@ -443,6 +466,7 @@ absl::StatusOr<RoundReport> Keeper::RunRound(
     round.ScanOrphans(&report);
   }
   const std::vector<bool> done = round.RunMoves(plan.moves, &report);
+  round.RunEcRepairs(ec, &report);
   DropSuspects(suspects, plan.moves, done, may_act);
   for (size_t i = 0; i < plan.moves.size(); ++i) {
     if (done[i] && plan.moves[i].in_place) {
@@ -899,6 +923,197 @@ void Keeper::Round::DeleteUnreferencedCopy(const Move& m) {
     RANGEFS_LOG(WARNING) << "keeper: deleting the unused copy of " << m.object
                          << " on " << m.target_node << ": " << s;
   }
+}
+
+// ------------------------------------------------------ erasure-coded columns
+
+void Keeper::Round::RunEcRepairs(const EcPlan& plan, RoundReport* report) {
+  if (plan.files.empty()) return;
+  const int threads = std::max(1, k_->options_.parallel_copies);
+  uint64_t rate = k_->options_.ec_rebuild_bytes_per_sec;
+  if (k_->options_.copy_bytes_per_sec > 0) {
+    const uint64_t share =
+        k_->options_.copy_bytes_per_sec /
+        static_cast<uint64_t>(std::min<size_t>(threads, plan.files.size()));
+    rate = rate == 0 ? share : std::min(rate, share);
+  }
+  std::atomic<int> done{0}, failed{0}, abandoned{0};
+  std::atomic<uint64_t> bytes{0};
+  ingest::ParallelFor(plan.files.size(), threads, [&](size_t i) {
+    if (!MayAct()) return;
+    const EcFileRepair& f = plan.files[i];
+    int rebuilt = 0;
+    uint64_t b = 0;
+    const Outcome o = DoEcRepair(f, rate, &rebuilt, &b);
+    const int n = static_cast<int>(f.columns.size());
+    done.fetch_add(rebuilt);
+    bytes.fetch_add(b);
+    if (o == Outcome::kAbandoned) {
+      abandoned.fetch_add(n - rebuilt);
+    } else {
+      failed.fetch_add(n - rebuilt);
+    }
+  });
+  report->moves_done += done.load();
+  report->moves_failed += failed.load();
+  report->moves_abandoned += abandoned.load();
+  report->bytes_copied += bytes.load();
+}
+
+bool Keeper::Round::Rebuild(const std::string& what, const ec::Codec& codec,
+                            const v1::FileLayout& layout,
+                            const CellCrcTable& crcs, const EcFileRepair& f,
+                            const EcColumnRepair& c, uint64_t rate) {
+  const absl::Time start = absl::Now();
+  RANGEFS_LOG(INFO) << "keeper: " << what << ": rebuilding column " << c.column
+                    << " (" << c.why << " on " << c.from_node << ", " << c.bytes
+                    << " bytes) onto " << c.target_node;
+  absl::StatusOr<RebuildResult> r =
+      RebuildColumn(agents_, codec, layout, crcs, c, f.unusable,
+                    {.bytes_per_sec = rate,
+                     .call_timeout = k_->options_.call_timeout,
+                     .write_timeout = k_->options_.copy_timeout});
+  if (!r.ok()) {
+    RANGEFS_LOG(WARNING) << "keeper: " << what << ": column " << c.column
+                         << " (" << c.why << " on " << c.from_node << ") onto "
+                         << c.target_node << ": " << r.status()
+                         << "; retried next round";
+    return false;
+  }
+  RANGEFS_LOG(INFO) << "keeper: " << what << ": column " << c.column << " ("
+                    << c.why << " on " << c.from_node << ") rebuilt onto "
+                    << c.target_node << " in " << (absl::Now() - start) << " ("
+                    << r->bytes_written << " bytes written, " << r->bytes_read
+                    << " read)";
+  return true;
+}
+
+Keeper::Round::Outcome Keeper::Round::DoEcRepair(const EcFileRepair& f,
+                                                 uint64_t rate, int* rebuilt,
+                                                 uint64_t* bytes) {
+  *rebuilt = 0;
+  *bytes = 0;
+  const v1::FileLayout* listed = Listed(f.path);
+  if (listed == nullptr) return Outcome::kAbandoned;
+  const ns::EcGeometry g = ns::EcGeometryOf(*listed);
+  const std::string what = absl::StrCat(
+      "rebuild of ", f.path, " (erasure-coded ", g.k, "+", g.m, ", ",
+      f.good_columns, " of ", g.k + g.m, " columns readable)");
+  absl::StatusOr<std::unique_ptr<ec::Codec>> codec =
+      ec::NewCodec({.k = g.k, .m = g.m});
+  if (!codec.ok()) {
+    RANGEFS_LOG(WARNING) << "keeper: " << what << ": " << codec.status();
+    return Outcome::kFailed;
+  }
+  const ObjectReader read = AgentReader(agents_, k_->options_.call_timeout);
+  CellCrcTable crcs = ReadCellCrcs(read, *listed, f.unusable);
+  if (crcs.empty()) {
+    // Every .cells object is lost (M = 1 and its parity column, say):
+    // recomputed from the data columns, verified by their sidecars.
+    absl::StatusOr<CellCrcTable> fresh =
+        ComputeCellCrcs(read, **codec, *listed, f.unusable);
+    if (!fresh.ok()) {
+      RANGEFS_LOG(WARNING) << "keeper: " << what << ": " << fresh.status();
+      return Outcome::kFailed;
+    }
+    RANGEFS_LOG(INFO) << "keeper: " << what
+                      << ": no .cells object left; cell CRCs recomputed from "
+                         "the data columns";
+    crcs = *std::move(fresh);
+  }
+  // Moves naming each rebuilt column (from = old, target = new), for the
+  // trash and copy bookkeeping shared with replica moves.
+  std::vector<Move> swapped;
+  for (const EcColumnRepair& c : f.columns) {
+    if (!MayAct()) break;
+    Move m;
+    m.path = f.path;
+    m.striped = true;
+    m.slot = c.column;
+    m.object = c.object;
+    m.from_node = c.from_node;
+    m.target_node = c.target_node;
+    m.bytes = c.bytes;
+    if (c.why == "draining") {
+      // Still readable where it is: a copy (1 x its bytes, verified
+      // against its sidecar) instead of a rebuild (k x).
+      Move cells = m;
+      cells.object = ns::EcCellsObject(c.object);
+      m.source_node = cells.source_node = c.from_node;
+      if (!Copy(m, what, rate) ||
+          (c.column >= g.k && !Copy(cells, what, rate))) {
+        continue;
+      }
+    } else if (!Rebuild(what, **codec, *listed, crcs, f, c, rate)) {
+      continue;
+    }
+    m.source_node.clear();
+    swapped.push_back(m);
+    if (c.column >= g.k) {
+      m.object = ns::EcCellsObject(c.object);
+      swapped.push_back(m);
+    }
+  }
+  if (swapped.empty()) return Outcome::kFailed;
+  v1::TrashRecord t;
+  t.set_path(f.path);
+  absl::StatusOr<ns::FileEntry> r = CasLayout(
+      what, f.path,
+      [&](const ns::FileEntry& e) -> absl::StatusOr<v1::FileLayout> {
+        v1::FileLayout next = e.layout;
+        if (!ns::IsErasureCoded(next) ||
+            ns::EcGeometryOf(next).size != g.size) {
+          return absl::FailedPreconditionError("the file was rewritten");
+        }
+        for (const Move& m : swapped) {
+          if (m.object != next.striped().targets(m.slot).replicas(0).object() &&
+              m.object !=
+                  ns::EcCellsObject(
+                      next.striped().targets(m.slot).replicas(0).object())) {
+            return absl::FailedPreconditionError(
+                absl::StrCat("column ", m.slot, " changed"));
+          }
+          v1::Replica* rep =
+              next.mutable_striped()->mutable_targets(m.slot)->mutable_replicas(
+                  0);
+          if (rep->node_id() != m.from_node || rep->object() != m.object) {
+            continue;  // The .cells entry, or already swapped.
+          }
+          v1::Replica fresh;
+          fresh.set_node_id(m.target_node);
+          fresh.set_object(m.object);
+          *rep = fresh;
+        }
+        for (const Move& m : swapped) {
+          RANGEFS_RETURN_IF_ERROR(TrashBeforeSwap(m, &t));
+        }
+        return next;
+      });
+  if (absl::IsNotFound(r.status()) || absl::IsFailedPrecondition(r.status())) {
+    LogAbandoned(what, r.status());
+    for (const Move& m : swapped) DeleteUnreferencedCopy(m);
+    return Outcome::kAbandoned;
+  }
+  if (!r.ok()) {
+    RANGEFS_LOG(WARNING) << "keeper: " << what << ": swapping in the rebuilt "
+                         << "column(s): " << r.status()
+                         << "; the new objects are left unreferenced";
+    for (const Move& m : swapped) TrashCopy(m, what);
+    return Outcome::kFailed;
+  }
+  t.set_dropped_revision(r->mod_revision);
+  for (const Move& m : swapped) {
+    RecordDropRevision(what, m, t);
+    if (m.object == listed->striped().targets(m.slot).replicas(0).object()) {
+      ++*rebuilt;
+      *bytes += m.bytes;
+    }
+  }
+  RANGEFS_LOG(INFO) << "keeper: " << what << ": " << *rebuilt
+                    << " rebuilt column(s) swapped in (revision "
+                    << r->mod_revision << ")";
+  return *rebuilt == static_cast<int>(f.columns.size()) ? Outcome::kDone
+                                                        : Outcome::kFailed;
 }
 
 // ------------------------------------------------------------------ trash

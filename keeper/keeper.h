@@ -43,6 +43,7 @@
 #include "keeper/leader_guard.h"
 #include "namespace/etcd/etcd_client.h"
 #include "namespace/store.h"
+#include "repair/ec_plan.h"
 #include "repair/planner.h"
 #include "repair/rebalance.h"
 #include "storage_node/tls_client.h"
@@ -65,6 +66,10 @@ struct KeeperOptions {
   // own --copy_max_bytes_per_sec).
   uint64_t copy_bytes_per_sec = 0;
   absl::Duration copy_timeout = absl::Minutes(30);  // Per CopyObject.
+  // Each erasure-coded column rebuild (ec_rebuild.h) writes at most this
+  // many bytes/s (it reads k times that from the survivors); with
+  // copy_bytes_per_sec set, its share of that when lower. 0: unpaced.
+  uint64_t ec_rebuild_bytes_per_sec = 100 << 20;
   absl::Duration call_timeout = absl::Seconds(30);  // Other agent calls.
   // Every this often (and in the first round) each reachable node's
   // objects are listed; one that no layout references, no trash record
@@ -156,7 +161,9 @@ class Keeper {
                     const std::function<bool()>& may_act);
 
   absl::StatusOr<Listing> List(bool absent_is_dead, RoundReport* report);
-  Plan MakePlan(const Listing& l, RoundReport* report);
+  // The replica moves, and in `ec` (may be null) the erasure-coded column
+  // rebuilds (repair/ec_plan.h), counted in the report's moves.
+  Plan MakePlan(const Listing& l, RoundReport* report, EcPlan* ec = nullptr);
   static void CountUnderReplicated(const Plan& plan, RoundReport* report);
 
   KeeperOptions options_;
@@ -173,9 +180,6 @@ class Keeper {
   std::mutex full_mu_;
   std::map<std::string, absl::Time> full_since_;
   absl::Time last_orphan_scan_ = absl::InfinitePast();
-  // Erasure-coded files skipped in the last round logged (logged again
-  // when the count changes).
-  size_t coded_files_logged_ = 0;
 };
 
 }  // namespace keeper

@@ -63,6 +63,10 @@ ABSL_FLAG(int64_t, copy_bytes_per_sec, 400 << 20,
           "Cluster-wide cap on the bytes/s of all copies together; 0: none "
           "(each agent also caps its own: rangefs-node "
           "--copy_max_bytes_per_sec).");
+ABSL_FLAG(int64_t, ec_rebuild_bytes_per_sec, 100 << 20,
+          "Pace of each erasure-coded column rebuild, in rebuilt bytes/s (it "
+          "reads k times that from the surviving columns); with "
+          "--copy_bytes_per_sec, its share of that when lower; 0: unpaced.");
 ABSL_FLAG(bool, dry_run, false,
           "Print the moves a round would make now (repairs, drains, "
           "rebalancing; nodes without a live record count as dead) and "
@@ -276,6 +280,8 @@ int main(int argc, char** argv) {
   ko.rebalance.max_moves = 2 * ko.parallel_copies;
   ko.copy_bytes_per_sec = static_cast<uint64_t>(
       std::max<int64_t>(0, absl::GetFlag(FLAGS_copy_bytes_per_sec)));
+  ko.ec_rebuild_bytes_per_sec = static_cast<uint64_t>(
+      std::max<int64_t>(0, absl::GetFlag(FLAGS_ec_rebuild_bytes_per_sec)));
   ko.agent_tls.ca_file = absl::GetFlag(FLAGS_agent_ca);
   ko.agent_tls.cert_file = absl::GetFlag(FLAGS_agent_cert);
   ko.agent_tls.key_file = absl::GetFlag(FLAGS_agent_key);

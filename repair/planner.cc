@@ -36,10 +36,8 @@ bool NeedsMove(NodeCondition c) {
   return c == NodeCondition::kDead || c == NodeCondition::kDraining;
 }
 
-// Picks the target of one new replica of `bytes` for a slot whose
-// replicas are on `used` nodes (zones `used_zones`): a node whose free
-// space, less the bytes already planned onto it, holds the slot. Empty if
-// no node is eligible.
+}  // namespace
+
 std::string PickTarget(const std::map<std::string, NodeView>& nodes,
                        const std::map<std::string, uint64_t>& planned,
                        const std::set<std::string>& used,
@@ -65,6 +63,8 @@ std::string PickTarget(const std::map<std::string, NodeView>& nodes,
   }
   return "";
 }
+
+namespace {
 
 bool Healthy(const std::map<std::string, NodeView>& nodes,
              const v1::Replica& r) {

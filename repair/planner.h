@@ -77,6 +77,17 @@ NodeView MakeNodeView(const v1::NodeRecord& node, const v1::LiveRecord* live,
                       absl::Time missing_since, absl::Time now,
                       absl::Duration dead_after);
 
+// Picks the node for one new replica (or erasure-coded column) of `bytes`
+// whose slot is on `used` nodes (zones `used_zones`): an up node not in
+// `used` whose free space, less the bytes already `planned` onto it,
+// holds it; a zone not in used_zones first, then the ingest placement
+// rules (most free space). Empty if no node is eligible.
+std::string PickTarget(const std::map<std::string, NodeView>& nodes,
+                       const std::map<std::string, uint64_t>& planned,
+                       const std::set<std::string>& used,
+                       const std::set<std::string>& used_zones, uint64_t bytes,
+                       absl::BitGenRef bitgen);
+
 // One replica replacement: copy `object` from `source_node` to
 // `target_node`, add it to slot `slot` of `path`'s layout with the replica
 // on `from_node` marked leaving (AddReplica), then remove that one

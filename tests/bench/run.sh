@@ -51,7 +51,10 @@
 # healthy scan vs the plain stripe, scan with a data node dead vs healthy,
 # 4 KiB random reads' p99 and extra bytes with a data node hung (OUT/part_e.md).
 # With --quick only when named in --only (not in the smoke test).
-# --only=A,B,...: those parts only (a comma list of A, B, D, E, H, K, M, N). NODE_FLAGS="..." (environment): extra rangefs-node
+# Part R (tests/bench/part_r.sh; only when --only names it): rangefs-keeper
+# rebuilding the erasure-coded columns of a node killed for good, against
+# copying the same bytes.
+# --only=A,B,...: those parts only (a comma list of A, B, D, E, H, K, M, N, R). NODE_FLAGS="..." (environment): extra rangefs-node
 # flags for part B's agents, e.g. --data_listen=off (gRPC reads only).
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
@@ -71,8 +74,8 @@ for a in "$@"; do
     --bin=*) BIN=${a#*=} ;;
     --only=*)
       ONLY=${a#*=}
-      if ! [[ "$ONLY" =~ ^[ABDEHKMN](,[ABDEHKMN])*$ ]]; then
-        echo "bench: --only=$ONLY: a comma list of parts A, B, D, E, H, K, M, N" >&2; exit 2
+      if ! [[ "$ONLY" =~ ^[ABDEHKMNR](,[ABDEHKMNR])*$ ]]; then
+        echo "bench: --only=$ONLY: a comma list of parts A, B, D, E, H, K, M, N, R" >&2; exit 2
       fi ;;
     -h|--help) sed -n "2,$(grep -n -m1 '^[^#]' "$0" | cut -d: -f1)p" "$0" | grep '^#'; exit 0 ;;
     *) echo "bench: unknown argument $a" >&2; exit 2 ;;
@@ -364,6 +367,12 @@ if part K; then
   else
     echo "bench: no $BIN/keeper/rangefs-keeper: part K skipped" | tee -a "$OUT/report.md"
   fi
+fi
+
+# ---------------------------------------------------------------- Part R
+if [[ ",$ONLY," == *",R,"* ]]; then
+  # shellcheck source=tests/bench/part_r.sh
+  source "$ROOT/tests/bench/part_r.sh"
 fi
 
 # ---------------------------------------------------------------- Part B
