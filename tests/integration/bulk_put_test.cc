@@ -61,13 +61,7 @@ class BulkPutTest : public ::testing::Test {
     cluster_ = *std::move(c);
     ctx_.store = cluster_->store();
     ctx_.cluster = "it";
-    for (int i = 0; i < 3; ++i) {
-      auto a = cluster_->AddAgent(absl::StrCat("n", i));
-      ASSERT_THAT(a, IsOk());
-      ASSERT_TRUE(cluster_->WaitLive(
-          (*a)->id, [](bool found, const ns::LiveEntry&) { return found; },
-          kWait));
-    }
+    ASSERT_THAT(cluster_->AddLiveAgents(3, kWait), IsOk());
     src_ = absl::StrCat(cluster_->dir(), "/src");
     // Nested directories, UTF-8 names, an empty file, a file striped over
     // the nodes (3 MiB > the 1 MiB stripe unit) and small ones.

@@ -85,15 +85,11 @@ class EcPutTest : public ::testing::Test {
     cluster_ = std::move(*c).release();
     mounts_ = new std::string(cluster_->dir() + "/mnt");
     ASSERT_EQ(mkdir(mounts_->c_str(), 0755), 0);
-    for (int i = 0; i < kAgents; ++i) {
-      auto a = cluster_->AddAgent(absl::StrCat("n", i));
-      ASSERT_THAT(a, IsOk());
-      ASSERT_TRUE(cluster_->WaitLive(
-          (*a)->id, [](bool found, const ns::LiveEntry&) { return found; },
-          kWait));
+    ASSERT_THAT(cluster_->AddLiveAgents(kAgents, kWait), IsOk());
+    for (size_t i = 0; i < cluster_->agents(); ++i) {
       // The export dir stands in for the node's NFS mount.
-      ASSERT_EQ(symlink((*a)->export_dir.c_str(),
-                        (*mounts_ + "/" + (*a)->id).c_str()),
+      const testing::AgentProcess& a = cluster_->agent(i);
+      ASSERT_EQ(symlink(a.export_dir.c_str(), (*mounts_ + "/" + a.id).c_str()),
                 0);
     }
   }

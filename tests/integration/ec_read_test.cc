@@ -70,13 +70,7 @@ class EcReadTest : public ::testing::Test {
     auto c = testing::AgentCluster::Start("ec_read_test");
     ASSERT_THAT(c, IsOk());
     cluster_ = std::move(*c).release();
-    for (int i = 0; i < kAgents; ++i) {
-      auto a = cluster_->AddAgent(absl::StrCat("n", i));
-      ASSERT_THAT(a, IsOk());
-      ASSERT_TRUE(cluster_->WaitLive(
-          (*a)->id, [](bool found, const ns::LiveEntry&) { return found; },
-          kWait));
-    }
+    ASSERT_THAT(cluster_->AddLiveAgents(kAgents, kWait), IsOk());
   }
   static void TearDownTestSuite() {
     delete cluster_;
@@ -186,12 +180,16 @@ class EcReadTest : public ::testing::Test {
     const ClientStats s = client->Stats();
     const bool data_lost =
         std::any_of(cells.begin(), cells.end(), [](int c) { return c < 6; });
-    if (data_lost) EXPECT_GE(s.ec_degraded_reads, 1u) << what;
+    if (data_lost) {
+      EXPECT_GE(s.ec_degraded_reads, 1u) << what;
+    }
     // Rebuilt whole cells are checked against the agents' ".cells" while a
     // parity node is left to read them from.
     const bool parity_left = std::count_if(cells.begin(), cells.end(),
                                            [](int c) { return c >= 6; }) < 3;
-    if (parity_left) EXPECT_EQ(s.ec_unchecked_cells, 0u) << what;
+    if (parity_left) {
+      EXPECT_EQ(s.ec_unchecked_cells, 0u) << what;
+    }
     EXPECT_EQ(s.ec_crc_mismatches, 0u) << what;
   }
 

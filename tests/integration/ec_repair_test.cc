@@ -81,13 +81,7 @@ class EcRepairTest : public ::testing::Test {
     auto c = testing::AgentCluster::Start("ec_repair_test");
     ASSERT_THAT(c, IsOk());
     cluster_ = std::move(*c).release();
-    for (int i = 0; i < kAgents; ++i) {
-      auto a = cluster_->AddAgent(absl::StrCat("n", i));
-      ASSERT_THAT(a, IsOk());
-      ASSERT_TRUE(cluster_->WaitLive(
-          (*a)->id, [](bool found, const ns::LiveEntry&) { return found; },
-          kWait));
-    }
+    ASSERT_THAT(cluster_->AddLiveAgents(kAgents, kWait), IsOk());
   }
   static void TearDownTestSuite() {
     delete cluster_;

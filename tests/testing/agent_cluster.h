@@ -137,6 +137,23 @@ class AgentCluster {
     return false;
   }
 
+  // Adds agents n<first>..n<first + count - 1> (AddAgent's defaults) and
+  // waits until each one's live record is there.
+  absl::Status AddLiveAgents(int count, absl::Duration timeout, int first = 0) {
+    for (int i = first; i < first + count; ++i) {
+      RANGEFS_ASSIGN_OR_RETURN(AgentProcess * a,
+                               AddAgent(absl::StrCat("n", i)));
+      if (!WaitLive(
+              a->id, [](bool found, const ns::LiveEntry&) { return found; },
+              timeout)) {
+        return absl::DeadlineExceededError(
+            absl::StrCat("agent ", a->id, " not live after ",
+                         absl::FormatDuration(timeout)));
+      }
+    }
+    return absl::OkStatus();
+  }
+
   // Polls until `pred(found, entry)` holds; false on timeout.
   bool WaitLive(const std::string& id,
                 const std::function<bool(bool, const ns::LiveEntry&)>& pred,
