@@ -13,8 +13,11 @@
 namespace rangefs {
 namespace testing {
 
-// Returns a TCP port on 127.0.0.1 that was free a moment ago (bind to port
-// 0). Another process may still take it; callers retry a failed start.
+// Returns a TCP port on 127.0.0.1 that was free a moment ago: a random one
+// between 10000 and the kernel's ephemeral range, so that no outgoing
+// connection (which gets an ephemeral port) can take it while its server
+// is down for a restart; port 0's pick if none of 64 tries is free.
+// Another test may still pick it; callers retry a failed start.
 absl::StatusOr<int> PickUnusedPort();
 
 // Returns true if 127.0.0.1:`port` accepts a TCP connection.
