@@ -10,6 +10,7 @@
 #include <mutex>
 #include <string>
 #include <thread>
+#include <utility>
 
 #include "absl/flags/flag.h"
 #include "absl/flags/parse.h"
@@ -246,6 +247,19 @@ int main(int argc, char** argv) {
   });
   signals.detach();
 
+  // A negative rate is a mistake, not "unpaced" (that is 0).
+  for (const auto& [name, value] :
+       {std::pair<const char*, int64_t>{
+            "copy_bytes_per_sec", absl::GetFlag(FLAGS_copy_bytes_per_sec)},
+        {"ec_rebuild_bytes_per_sec",
+         absl::GetFlag(FLAGS_ec_rebuild_bytes_per_sec)}}) {
+    if (value < 0) {
+      fprintf(stderr,
+              "rangefs-keeper: --%s=%lld: want bytes/s >= 0 (0: unpaced)\n",
+              name, static_cast<long long>(value));
+      return 2;
+    }
+  }
   std::string id = absl::GetFlag(FLAGS_id);
   if (id.empty()) id = DefaultId();
   rangefs::etcd::EtcdSettings es;
@@ -278,10 +292,10 @@ int main(int argc, char** argv) {
       absl::Seconds(absl::GetFlag(FLAGS_orphan_scan_interval_s));
   ko.rebalance.tolerance = absl::GetFlag(FLAGS_rebalance_tolerance);
   ko.rebalance.max_moves = 2 * ko.parallel_copies;
-  ko.copy_bytes_per_sec = static_cast<uint64_t>(
-      std::max<int64_t>(0, absl::GetFlag(FLAGS_copy_bytes_per_sec)));
-  ko.ec_rebuild_bytes_per_sec = static_cast<uint64_t>(
-      std::max<int64_t>(0, absl::GetFlag(FLAGS_ec_rebuild_bytes_per_sec)));
+  ko.copy_bytes_per_sec =
+      static_cast<uint64_t>(absl::GetFlag(FLAGS_copy_bytes_per_sec));
+  ko.ec_rebuild_bytes_per_sec =
+      static_cast<uint64_t>(absl::GetFlag(FLAGS_ec_rebuild_bytes_per_sec));
   ko.agent_tls.ca_file = absl::GetFlag(FLAGS_agent_ca);
   ko.agent_tls.cert_file = absl::GetFlag(FLAGS_agent_cert);
   ko.agent_tls.key_file = absl::GetFlag(FLAGS_agent_key);
