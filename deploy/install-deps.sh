@@ -20,6 +20,11 @@ PACKAGES=(
   # getfattr through the mount)
   etcd-server etcd-client fuse3 iproute2 procps psmisc openssl python3 curl
   systemd fio attr
+  # real NFS in userspace (issue 37): nfs-ganesha serves node exports
+  # (deploy/node/export.sh --ganesha, cluster.sh up --nfs, the tests' harness
+  # tests/testing/ganesha_server.h), rpcbind for its NFSv3, libnfs-utils'
+  # nfs-cat / nfs-ls check and read them
+  nfs-ganesha nfs-ganesha-vfs rpcbind libnfs-utils
   # benchmarks (gnuplot draws tests/bench/run.sh's timelines)
   iperf3 gnuplot-nox
 )

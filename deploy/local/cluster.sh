@@ -8,7 +8,7 @@
 #                              [--rate=800mbit] [--dir=DIR] [--cluster=NAME]
 #                              [--tls | --insecure]
 #                              [--node-flags="--data_listen=off ..."]
-#                              [--dead-after=SECONDS]
+#                              [--dead-after=SECONDS] [--nfs[=4|3]]
 #   deploy/local/cluster.sh status [--dir=DIR]
 #   deploy/local/cluster.sh restart-node ID [--dir=DIR]
 #   deploy/local/cluster.sh down   [--dir=DIR] [--purge]
@@ -39,6 +39,14 @@
 #   --insecure; each warns every minute). Benchmarks only.
 # --dead-after=SECONDS: the keeper's --dead_after_s (default 600): how long
 #   a node is unreachable before its replicas are re-created elsewhere.
+# --nfs[=4|3]: also one nfs-ganesha per node (a real userspace NFS server,
+#   read-only, config from deploy/node/export.sh --ganesha; in --hosts=netns
+#   inside the node's namespace on port 2049), each in private PID/mount
+#   namespaces with, for v3, a private rpcbind (deploy/local/ganesha_private.sh);
+#   each agent publishes it (rangefs-node --nfs_export=nfs://HOST:PORT/EXPORT
+#   ?mountport=P --nfs_version=4|3). `up` and `status` print every export
+#   and a libnfs URL for nfs-cat / nfs-ls; logs in <dir>/logs/ganesha-*.log;
+#   `down` stops them (SIGTERM, then SIGKILL).
 # restart-node ID: stops agent ID if it runs (SIGTERM, then SIGKILL) and
 #   starts it again with the same flags; returns once it is live again.
 # Each agent serves Prometheus metrics (rangefs-node --metrics_port): `up`
@@ -51,7 +59,7 @@ ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 cmd=${1:-}
 [ -n "$cmd" ] && shift || true
 case "$cmd" in
-  -h|--help|help) sed -n '2,41p' "$0"; exit 0 ;;
+  -h|--help|help) sed -n '2,55p' "$0"; exit 0 ;;
 esac
 
 DIR=/tmp/rangefs-local
@@ -68,6 +76,8 @@ NODE_FLAGS=()
 EXEC_ARGS=()
 DEAD_AFTER=""
 RESTART_ID=""
+NFS=0
+NFS_VERSION=4
 while [ $# -gt 0 ]; do
   case "$1" in
     --dir=*) DIR=${1#*=} ;;
@@ -82,8 +92,10 @@ while [ $# -gt 0 ]; do
     --tls) TLS=1 ;;
     --insecure) INSECURE=1 ;;
     --dead-after=*) DEAD_AFTER=${1#*=} ;;
+    --nfs) NFS=1 ;;
+    --nfs=*) NFS=1; NFS_VERSION=${1#*=} ;;
     --) shift; EXEC_ARGS=("$@"); break ;;
-    -h|--help) sed -n '2,41p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,55p' "$0"; exit 0 ;;
     [!-]*) [ "$cmd" = restart-node ] && [ -z "$RESTART_ID" ] || {
         echo "cluster.sh: unknown argument $1" >&2; exit 2; }
       RESTART_ID=$1 ;;
@@ -161,6 +173,8 @@ TAG=$TAG
 RATE=$RATE
 MOUNT_ROOT=$DIR/mnt
 TLS=$TLS
+NFS=$NFS
+NFS_VERSION=$NFS_VERSION
 ENV
 }
 
@@ -238,13 +252,19 @@ cmd_up() {
   [ "$HOSTS" = local ] || [ "$HOSTS" = netns ] || die "--hosts must be local or netns"
   [ "$NODES" -ge 1 ] || die "--nodes must be >= 1"
   [ "$TLS" = 1 ] && [ "$INSECURE" = 1 ] && die "--tls and --insecure exclude each other"
+  [ "$NFS_VERSION" = 4 ] || [ "$NFS_VERSION" = 3 ] || die "--nfs must be 4 or 3, not '$NFS_VERSION'"
+  if [ "$NFS" = 1 ]; then
+    [ -x /usr/bin/ganesha.nfsd ] && [ -e /usr/lib/x86_64-linux-gnu/ganesha/libfsalvfs.so ] \
+      && command -v nfs-ls >/dev/null && command -v rpcbind >/dev/null \
+      || die "--nfs needs nfs-ganesha, nfs-ganesha-vfs, rpcbind and libnfs-utils (deploy/install-deps.sh)"
+  fi
   [ -z "$DEAD_AFTER" ] || [[ "$DEAD_AFTER" =~ ^[0-9]+([.][0-9]+)?$ ]] ||
     die "--dead-after must be a number of seconds, not '$DEAD_AFTER'"
   if [ "$HOSTS" = netns ] && [ "$TLS" = 0 ] && [ "$INSECURE" = 0 ]; then
     die "--hosts=netns: agents listen on veth addresses, and rangefs-node serves a network address only with mTLS; pass --tls (mTLS, certificates made here) or --insecure (plaintext, benchmarks only)"
   fi
   # A fresh cluster: no data of a previous one (its bin/ stays).
-  rm -rf "$DIR/run" "$DIR/logs" "$DIR/exports" "$DIR/mnt" "$DIR/etcd" "$TLS_DIR"
+  rm -rf "$DIR/run" "$DIR/logs" "$DIR/exports" "$DIR/mnt" "$DIR/etcd" "$DIR/nfs" "$TLS_DIR"
   mkdir -p "$DIR/run" "$DIR/logs" "$DIR/exports" "$DIR/mnt" "$DIR/etcd"
   build_binaries
   trap 'log "start-up failed; tearing down"; cmd_down; exit 1' ERR
@@ -317,13 +337,18 @@ cmd_up() {
     elif [ "$INSECURE" = 1 ]; then
       sec=(--insecure)
     fi
+    local nfs=()
+    if [ "$NFS" = 1 ]; then
+      start_ganesha "$i" "$export" "$ns"
+      nfs=(--nfs_export="$(cat "$DIR/run/nfs-n$i.url")" --nfs_version="$NFS_VERSION")
+    fi
     admin node add "$id" --address="$addr" --export="$export" --zone="z$(( (i - 1) % 2 ))" >/dev/null
     local metrics
     metrics=$(metrics_flags "$i")
     # shellcheck disable=SC2086
     save_agent "$id" "$ns" "$BIN/rangefs-node" --node_id="$id" --export_root="$export" \
       --listen="$addr" --etcd_endpoints="$ETCD_ENDPOINTS" --cluster="$CLUSTER" \
-      ${sec[@]+"${sec[@]}"} $metrics ${NODE_FLAGS[@]+"${NODE_FLAGS[@]}"}
+      ${sec[@]+"${sec[@]}"} $metrics ${nfs[@]+"${nfs[@]}"} ${NODE_FLAGS[@]+"${NODE_FLAGS[@]}"}
     start_agent "$id"
   done
   for i in $(seq 1 "$NODES"); do
@@ -351,6 +376,7 @@ cmd_up() {
   [ "$INSECURE" = 1 ] && security="INSECURE (--insecure)"
   log "up: $NODES node(s), etcd $ETCD_ENDPOINTS, cluster '$CLUSTER', hosts=$HOSTS, agents $security, dir $DIR"
   print_metrics
+  print_nfs
   write_config
   log "the tools are in $BIN; every tool, rangefs-mount and Python use this cluster (fast path included) after:"
   echo "export RANGEFS_CONFIG=$DIR/rangefs.conf"
@@ -385,6 +411,50 @@ cmd_status() {
   load_state
   admin status
   print_metrics
+  print_nfs
+}
+
+# start_ganesha I EXPORT NETNS|-: node I's nfs-ganesha, serving EXPORT
+# read-only (config written by deploy/node/export.sh --ganesha), in private
+# namespaces (ganesha_private.sh); returns once it answers nfs-ls. Writes
+# <dir>/run/nfs-n<I>.url (the agent's --nfs_export) and .libnfs (a libnfs
+# URL of the export for nfs-cat / nfs-ls).
+start_ganesha() {
+  local i=$1 export=$2 ns=$3 host port mport clients bind protocols=4 v3=()
+  if [ "$HOSTS" = netns ]; then
+    host="10.250.${TAG}.$((10 + i))"; port=2049; mport=20048
+    clients="10.250.${TAG}.0/24"; bind=$host
+  else
+    # Every address (no --bind): ganesha cannot resolve 127.0.0.1 where
+    # loopback is the only interface; only 127.0.0.1 is admitted.
+    host=127.0.0.1; port=$(free_port); mport=$(free_port)
+    clients=127.0.0.1; bind=""
+  fi
+  if [ "$NFS_VERSION" = 3 ]; then protocols=3,4; v3=(--v3); fi
+  mkdir -p "$DIR/nfs"
+  bash "$ROOT/deploy/node/export.sh" --ganesha --export="$export" --clients="$clients" \
+    --bind="$bind" --nfs-port="$port" --mount-port="$mport" --protocols="$protocols" \
+    --ganesha-conf="$DIR/nfs/n$i.conf" --recovery="$DIR/nfs/n$i.recovery" --no-restart \
+    >>"$DIR/logs/ganesha-n$i.log" || die "writing the ganesha config of n$i failed"
+  start_bg "$DIR/logs/ganesha-n$i.log" "$DIR/run/ganesha-n$i.pid" "$ns" \
+    /bin/sh "$ROOT/deploy/local/ganesha_private.sh" ${v3[@]+"${v3[@]}"} \
+    "$DIR/nfs/n$i.conf" "$DIR/logs/ganesha-n$i.nfsd.log"
+  local url="nfs://$host:$port$export?mountport=$mport"
+  [ "$port" = 2049 ] && url="nfs://$host$export?mountport=$mport"
+  echo "$url" >"$DIR/run/nfs-n$i.url"
+  echo "nfs://$host$export?version=$NFS_VERSION&nfsport=$port&mountport=$mport" >"$DIR/run/nfs-n$i.libnfs"
+  wait_for "nfs-ganesha of n$i answering on $host:$port" 60 \
+    in_client timeout 2 nfs-ls "$(cat "$DIR/run/nfs-n$i.libnfs")"
+}
+
+print_nfs() {
+  local f id u
+  for f in "$DIR"/run/nfs-n*.url; do
+    [ -e "$f" ] || continue
+    id=${f##*/nfs-}; id=${id%.url}
+    u=$(cat "$DIR/run/nfs-$id.libnfs")
+    log "node $id NFS export $(cat "$f") (v$NFS_VERSION; read with: nfs-cat '${u%%\?*}/PATH?${u#*\?}')"
+  done
 }
 
 # Agent metrics: a free loopback port each (--hosts=local), or port 9470 on

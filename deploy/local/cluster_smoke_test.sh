@@ -7,7 +7,11 @@
 # a reader cannot ingest. Also: netns mode without --tls/--insecure is
 # refused; in local mode (--dead-after=3600) an agent's metrics URL
 # answers, kill -9 of agent n1 shows in status as unreachable with files
-# at risk and a countdown, and restart-node n1 brings it back live. Checks that nothing is left behind: no processes, no namespaces.
+# at risk and a countdown, and restart-node n1 brings it back live.
+# --nfs (v4 in local mode, v3 in netns mode): one nfs-ganesha per node, each
+# agent's live record carries its export, nfs-cat reads an object through
+# node n1's ganesha byte-exact, and down leaves no ganesha or rpcbind.
+# Checks that nothing is left behind: no processes, no namespaces.
 set -uo pipefail
 RF="$TEST_SRCDIR/$TEST_WORKSPACE"
 # Namespaces, veths and mounts die with the test, even when it is killed.
@@ -28,7 +32,7 @@ run_mode() {
         --bin="$BIN" --cluster=smoke --rate=400mbit | tail -n 1) || fail "$hosts: up failed"
   eval "$env"
   local writer=() reader=()
-  if [ "$security" = --tls ]; then
+  if [[ " $security " == *" --tls "* ]]; then
     [ -s "$AGENT_TLS_DIR/ca.crt" ] || fail "$hosts: no AGENT_TLS_DIR from up: $env"
     local give_up=$((SECONDS + 60))  # the line follows "serving on" closely
     until grep -q "(mTLS)" "$DIR/logs/node-n1.log" || [ "$SECONDS" -ge "$give_up" ]; do
@@ -48,7 +52,7 @@ run_mode() {
       "$TEST_TMPDIR/data-$hosts/d/$f" "/d/$f" --replicas=2 --stripe-unit=1M >/dev/null \
       || fail "$hosts: put $f"
   done
-  if [ "$security" = --tls ]; then
+  if [[ " $security " == *" --tls "* ]]; then
     # The reader's certificate cannot ingest.
     local t=$AGENT_TLS_DIR out
     if out=$(bash "$CLUSTER_SH" exec --dir="$DIR" -- "$BIN/rangefs-admin" --etcd="$RANGEFS_ETCD" \
@@ -83,15 +87,45 @@ run_mode() {
       || fail "bench with RANGEFS_CONFIG: $(cat "$TEST_TMPDIR/scan-conf.json")"
     grep -q '"mismatches": 0' "$TEST_TMPDIR/scan-conf.json" || fail "bench with RANGEFS_CONFIG: $(cat "$TEST_TMPDIR/scan-conf.json")"
   fi
+  check_nfs "$hosts"
   [ "$hosts" = local ] && check_unreachable_and_restart "$nodes"
-  local pids
+  local pids p
   pids=$(cat "$DIR"/run/*.pid)
+  # ganesha runs as the child of its launcher (the pid file's process).
+  for p in $(cat "$DIR"/run/ganesha-*.pid); do
+    pids="$pids $(cat "/proc/$p/task/$p/children" 2>/dev/null)"
+  done
   bash "$CLUSTER_SH" down --dir="$DIR" --purge >/dev/null 2>&1 || fail "$hosts: down"
   for p in $pids; do
     kill -0 "$p" 2>/dev/null && fail "$hosts: process $p still runs after down"
   done
   [ -e "$DIR" ] && fail "$hosts: $DIR left behind"
   return 0
+}
+
+# --nfs: node n1's ganesha serves one of its objects byte-exact to nfs-cat
+# (libnfs, in the client's network), and its live record names the export.
+check_nfs() {
+  local hosts=$1 object libnfs url got="$TEST_TMPDIR/nfs-got-$hosts"
+  [ -s "$DIR/run/nfs-n1.libnfs" ] || fail "$hosts: no NFS export for n1 (up --nfs)"
+  local status
+  status=$(bash "$CLUSTER_SH" status --dir="$DIR" 2>&1) || fail "$hosts: status: $status"
+  grep -q "node n1 NFS export nfs://" <<<"$status" \
+    || fail "$hosts: status does not show n1's NFS export: $status"
+  object=$(cd "$DIR/exports/n1" && find f -type f ! -name '.*' | head -n 1)
+  [ -n "$object" ] || fail "$hosts: no object on n1"
+  libnfs=$(cat "$DIR/run/nfs-n1.libnfs")
+  url="${libnfs%%\?*}/$object?${libnfs#*\?}"
+  bash "$CLUSTER_SH" exec --dir="$DIR" -- timeout 30 nfs-cat "$url" >"$got" \
+    || fail "$hosts: nfs-cat $url: $(tail -5 "$DIR/logs/ganesha-n1.nfsd.log")"
+  cmp "$got" "$DIR/exports/n1/$object" || fail "$hosts: nfs-cat returned other bytes for $object"
+  [ -s "$got" ] || fail "$hosts: $object is empty"
+  if command -v etcdctl >/dev/null; then
+    local live
+    live=$(ETCDCTL_API=3 bash "$CLUSTER_SH" exec --dir="$DIR" -- etcdctl --endpoints="$RANGEFS_ETCD" \
+      get /rangefs/v1/smoke/live/n1 --print-value-only | tr -d '\0') || fail "$hosts: etcdctl get"
+    grep -aqF "$(cat "$DIR/run/nfs-n1.url")" <<<"$live" || fail "$hosts: n1's live record lacks its NFS export"
+  fi
 }
 
 # Local mode, up with --dead-after=3600: each agent's metrics URL (status
@@ -128,7 +162,8 @@ check_unreachable_and_restart() {
 
 bash "$CLUSTER_SH" --help | grep -q -- "--dead-after=SECONDS" || fail "--help lacks --dead-after"
 bash "$CLUSTER_SH" --help | grep -q "restart-node ID" || fail "--help lacks restart-node"
-run_mode local 3 --dead-after=3600
+bash "$CLUSTER_SH" --help | grep -q -- "--nfs" || fail "--help lacks --nfs"
+run_mode local 3 "--dead-after=3600 --nfs"
 if ip netns add rfs-smoke-probe 2>/dev/null; then
   ip netns del rfs-smoke-probe
   DIR="$TEST_TMPDIR/c-refused"
@@ -136,7 +171,7 @@ if ip netns add rfs-smoke-probe 2>/dev/null; then
     fail "netns mode without --tls or --insecure came up"
   fi
   echo "$out" | grep -q -- "--tls" || fail "netns refusal does not say what to do: $out"
-  run_mode netns 2 --tls
+  run_mode netns 2 "--tls --nfs=3"
   # This run's namespaces only (cluster.sh names them rfs<TAG>-*, TAG from
   # the cluster dir): other tests' clusters may run on the machine meanwhile.
   tag=$(printf '%s' "$TEST_TMPDIR/c-netns" | cksum | awk '{print $1 % 200 + 20}')

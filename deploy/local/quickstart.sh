@@ -8,7 +8,12 @@
 #
 #   deploy/local/quickstart.sh [--nodes=4] [--big=3] [--big-size=256M]
 #                              [--small=200] [--dir=/tmp/rangefs-quickstart]
-#                              [--down]
+#                              [--down] [--nfs[=4|3]]
+#
+# --nfs: the storage nodes are also served by real NFS servers (one
+# nfs-ganesha per node, cluster.sh up --nfs) and the read jobs read over
+# NFS in userspace (rangefs-bench --data_path=nfs: libnfs, no kernel
+# mount); the report names the data path.
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 cd "$ROOT"
@@ -19,6 +24,7 @@ BIG_SIZE=256M
 SMALL=200
 DIR=/tmp/rangefs-quickstart
 DOWN=0
+NFS=""
 for arg in "$@"; do
   case "$arg" in
     --nodes=*) NODES=${arg#*=} ;;
@@ -27,12 +33,19 @@ for arg in "$@"; do
     --small=*) SMALL=${arg#*=} ;;
     --dir=*) DIR=${arg#*=} ;;
     --down) DOWN=1 ;;
-    -h|--help) sed -n '2,14p' "$0"; exit 0 ;;
+    --nfs) NFS=4 ;;
+    --nfs=*) NFS=${arg#*=} ;;
+    -h|--help) sed -n '2,16p' "$0"; exit 0 ;;
     *) echo "quickstart: unknown argument $arg" >&2; exit 2 ;;
   esac
 done
 
 say() { echo "==> $*"; }
+case "$NFS" in
+  "") DATA_PATH=auto; CLUSTER_NFS=() ;;
+  3|4) DATA_PATH=nfs; CLUSTER_NFS=(--nfs="$NFS") ;;
+  *) echo "quickstart: --nfs must be 4 or 3, not '$NFS'" >&2; exit 2 ;;
+esac
 
 say "installing missing Debian packages (deploy/install-deps.sh)"
 bash deploy/install-deps.sh
@@ -54,9 +67,9 @@ if [ -e "$DIR/cluster/cluster.env" ]; then
   say "stopping the previous quickstart cluster"
   deploy/local/cluster.sh down --dir="$DIR/cluster"
 fi
-say "starting a local cluster: etcd + $NODES storage nodes"
+say "starting a local cluster: etcd + $NODES storage nodes${NFS:+, each behind an nfs-ganesha (NFSv$NFS)}"
 eval "$(deploy/local/cluster.sh up --dir="$DIR/cluster" --nodes="$NODES" \
-  --bin="$BIN" --cluster=quickstart | tail -n 1)"
+  --bin="$BIN" --cluster=quickstart ${CLUSTER_NFS[@]+"${CLUSTER_NFS[@]}"} | tail -n 1)"
 export RANGEFS_ETCD RANGEFS_CLUSTER
 trap 'echo "quickstart: failed; stopping the cluster (logs in $DIR/cluster/logs)" >&2; deploy/local/cluster.sh down --dir="$DIR/cluster"' ERR
 ADMIN=("$BIN/rangefs-admin" --etcd="$RANGEFS_ETCD" --cluster="$RANGEFS_CLUSTER")
@@ -90,20 +103,25 @@ total_bytes=$(du -sb "$DATA" | awk '{print $1}')
 
 say "read job: every file scanned once in parallel, every byte verified"
 "$BIN/rangefs-bench" --etcd="$RANGEFS_ETCD" --cluster="$RANGEFS_CLUSTER" \
-  --mount_root="$DIR/cluster/mnt" --workload=scan --once --threads=4 \
+  --mount_root="$DIR/cluster/mnt" --data_path="$DATA_PATH" --workload=scan --once --threads=4 \
   --verify_against="$DATA" --json >"$DIR/scan.json"
 say "lookup job: 4 KiB random ReadV batches for 3 s, verified"
 "$BIN/rangefs-bench" --etcd="$RANGEFS_ETCD" --cluster="$RANGEFS_CLUSTER" \
-  --mount_root="$DIR/cluster/mnt" --workload=lookup --threads=4 --duration_s=3 \
+  --mount_root="$DIR/cluster/mnt" --data_path="$DATA_PATH" --workload=lookup --threads=4 --duration_s=3 \
   --verify_against="$DATA" --json >"$DIR/lookup.json"
 
-python3 - "$DIR/scan.json" "$DIR/lookup.json" "$total_bytes" "$t0" "$t1" <<'PY'
+python3 - "$DIR/scan.json" "$DIR/lookup.json" "$total_bytes" "$t0" "$t1" "$DATA_PATH" "$NFS" <<'PY'
 import json, sys
 scan = json.load(open(sys.argv[1])); look = json.load(open(sys.argv[2]))
 total, t0, t1 = int(sys.argv[3]), float(sys.argv[4]), float(sys.argv[5])
+data_path, nfs = sys.argv[6], sys.argv[7]
 print()
 print("rangefs quickstart report")
 print("-------------------------")
+if data_path == "nfs":
+    print(f"data path         nfs: libnfs (userspace) to one nfs-ganesha per node, NFSv{nfs}")
+else:
+    print(f"data path         {data_path}")
 print(f"dataset           {total/1e6:.1f} MB in {scan['files']} files, ingested in {t1-t0:.1f} s "
       f"({total/1e6/(t1-t0):.0f} MB/s, 2 replicas)")
 print(f"scan              {scan['gbps']:.2f} GB/s, {scan['bytes']/1e6:.1f} MB read, "

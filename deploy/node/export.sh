@@ -24,7 +24,7 @@
 # beside this script (read-only VFS export of --export, NFSv3 and v4.0/4.1,
 # TCP, root squashed, only --clients) and restarts rangefs-ganesha.service
 # (deploy/systemd) when the file changed. Options of this mode:
-#   [--bind=ADDR] (0.0.0.0) [--nfs-port=2049] [--mount-port=20048]
+#   [--bind=ADDR] (default: every address) [--nfs-port=2049] [--mount-port=20048]
 #   [--protocols=3,4] (or 4) [--lease=60] [--squash=root|none]
 #   [--ganesha-conf=/etc/ganesha/rangefs.conf] [--recovery=/var/lib/rangefs/ganesha]
 #   [--no-restart] (only write the file: deploy/local/cluster.sh runs its own)
@@ -40,7 +40,7 @@ usage() {
 }
 
 export_dir="" clients="" threads=64 rdma_port=20049 fsid="" dry_run=0 root=""
-ganesha=0 bind=0.0.0.0 nfs_port=2049 mount_port=20048 protocols=3,4 lease=60 squash=root
+ganesha=0 bind="" nfs_port=2049 mount_port=20048 protocols=3,4 lease=60 squash=root
 ganesha_conf=/etc/ganesha/rangefs.conf recovery=/var/lib/rangefs/ganesha restart=1
 for arg in "$@"; do
   case "$arg" in

@@ -8,7 +8,7 @@ is_port() { [[ "$1" =~ ^[0-9]{1,5}$ ]] && [ "$1" -ge 1 ] && [ "$1" -le 65535 ]; 
 is_port "$nfs_port" || ganesha_fail "bad --nfs-port=$nfs_port (1..65535)"
 is_port "$mount_port" || ganesha_fail "bad --mount-port=$mount_port (1..65535)"
 [ "$nfs_port" != "$mount_port" ] || ganesha_fail "--nfs-port and --mount-port are both $nfs_port"
-[[ "$bind" =~ ^[0-9A-Za-z.:_-]+$ ]] || ganesha_fail "bad --bind=$bind (an address)"
+[ -z "$bind" ] || [[ "$bind" =~ ^[0-9A-Za-z.:_-]+$ ]] || ganesha_fail "bad --bind=$bind (an address)"
 case "$protocols" in
   3,4) ganesha_protocols="3, 4" ;;
   4) ganesha_protocols="4" ;;
@@ -37,8 +37,12 @@ fi
 
 template="$(dirname "${BASH_SOURCE[0]}")/ganesha.conf.in"
 [ -r "$template" ] || { echo "export.sh: missing template $template" >&2; exit 1; }
-conf=$(cat "$template")
-conf=${conf//@BIND_ADDR@/"$bind"}
+if [ -z "$bind" ]; then  # every address: no Bind_addr line
+  conf=$(grep -v "@BIND_ADDR@" "$template")
+else
+  conf=$(cat "$template")
+  conf=${conf//@BIND_ADDR@/"$bind"}
+fi
 conf=${conf//@NFS_PORT@/"$nfs_port"}
 conf=${conf//@MNT_PORT@/"$mount_port"}
 conf=${conf//@PROTOCOLS@/"$ganesha_protocols"}

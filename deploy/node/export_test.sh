@@ -66,7 +66,7 @@ echo "$out"
 for want in \
   "would create directory /var/lib/rangefs/ganesha" \
   "would write /etc/ganesha/rangefs.conf:" \
-  "Bind_addr = 0.0.0.0;" "NFS_Port = 2049;" "MNT_Port = 20048;" "Protocols = 3, 4;" \
+  "NFS_Port = 2049;" "MNT_Port = 20048;" "Protocols = 3, 4;" \
   "Minor_Versions = 0, 1;" "Lease_Lifetime = 60;" 'RecoveryRoot = "/var/lib/rangefs/ganesha";' \
   'Path = "/srv/rangefs/sn-01";' 'Pseudo = "/srv/rangefs/sn-01";' "Access_Type = RO;" \
   "Access_Type = None;" "Clients = 10.1.0.0/16, 10.2.0.0/16;" "Squash = Root_Squash;" \
@@ -76,6 +76,7 @@ for want in \
   grep -qF -- "$want" <<<"$out" || fail "ganesha dry run output lacks: $want"
 done
 grep -q "@[A-Z_]*@" <<<"$out" && fail "ganesha config keeps a placeholder"
+grep -q "Bind_addr" <<<"$out" && fail "ganesha config binds one address without --bind"
 out=$(bash "$script" "${gargs[@]}") || fail "ganesha real run failed: $out"
 echo "$out"
 conf="$root/etc/ganesha/rangefs.conf"
@@ -112,6 +113,7 @@ if [ "$(id -u)" = 0 ] && [ -x /usr/bin/ganesha.nfsd ] && command -v nfs-cat >/de
     --nfs-port="$port" --mount-port="$mport" --protocols=4 --no-restart \
     --ganesha-conf="$srv.conf" --recovery="$srv.rec" --root= >/dev/null \
     || fail "writing a live ganesha config failed"
+  grep -qF "Bind_addr = 127.0.0.1;" "$srv.conf" || fail "--bind=127.0.0.1 not in the config"
   /bin/sh "$launcher" "$srv.conf" "$srv.log" &
   gpid=$!
   trap 'kill -KILL $gpid 2>/dev/null; rm -rf "$root" "$srv" "$srv.conf" "$srv.rec" "$srv.log"' EXIT

@@ -10,9 +10,11 @@
 #include <utility>
 #include <vector>
 
+#include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_replace.h"
+#include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
 #include "absl/time/clock.h"
 #include "base/errno_status.h"
@@ -128,10 +130,18 @@ absl::Status GaneshaServer::WriteConfig() const {
   if (mkdir(recovery.c_str(), 0700) != 0 && errno != EEXIST) {
     return ErrnoStatus(errno, absl::StrCat("mkdir ", recovery));
   }
+  // Every address (no Bind_addr line): ganesha cannot resolve 127.0.0.1
+  // in a network namespace with only a loopback interface; the CLIENT
+  // block admits 127.0.0.1 only.
+  std::string kept;
+  for (absl::string_view line : absl::StrSplit(conf, '\n')) {
+    if (!absl::StrContains(line, "@BIND_ADDR@"))
+      absl::StrAppend(&kept, line, "\n");
+  }
+  conf = std::move(kept);
   conf = absl::StrReplaceAll(
       conf,
-      {{"@BIND_ADDR@", kHost},
-       {"@NFS_PORT@", absl::StrCat(port_)},
+      {{"@NFS_PORT@", absl::StrCat(port_)},
        {"@MNT_PORT@", absl::StrCat(mount_port_)},
        {"@PROTOCOLS@", v3 ? "3, 4" : "4"},
        {"@LEASE_LIFETIME@", absl::StrCat(options_.lease_lifetime_s)},
