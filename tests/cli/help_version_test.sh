@@ -48,6 +48,15 @@ for f in copy_bytes_per_sec ec_rebuild_bytes_per_sec; do
   { [ "$rc" = 2 ] && printf '%s' "$got" | grep -q -- "--$f=-5: want bytes/s >= 0"; } \
     || { echo "FAIL keeper --$f=-5 (rc $rc): $got"; fail=1; }
 done
+# A bad NFS export is refused before anything starts, naming the rule.
+got=$(storage_node/rangefs-node --node_id=x --export_root=/tmp --nfs_export=nfs://h/a/../b 2>&1) \
+  && rc=0 || rc=$?
+{ [ "$rc" = 2 ] && printf '%s' "$got" | grep -q -- "--nfs_export.*not normalized"; } \
+  || { echo "FAIL rangefs-node bad --nfs_export (rc $rc): $got"; fail=1; }
+got=$(storage_node/rangefs-node --node_id=x --export_root=/tmp --nfs_export=nfs://h/a \
+  --nfs_version=4.2 2>&1) && rc=0 || rc=$?
+{ [ "$rc" = 2 ] && printf '%s' "$got" | grep -q "not 3, 4 or 4.1"; } \
+  || { echo "FAIL rangefs-node bad --nfs_version (rc $rc): $got"; fail=1; }
 # mount -t rangefs: mount.rangefs finds rangefs-mount on $PATH.
 tmp=${TEST_TMPDIR:-$(mktemp -d)}
 mkdir -p "$tmp/bin" "$tmp/helper"
