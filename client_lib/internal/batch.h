@@ -119,10 +119,11 @@ struct Batch final : AttemptSink {
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu);
   // Whether p's end wakes the caller even with pieces left: the loop
   // counts pieces (ReadOptions::max_in_flight) or rebuilds (their helpers,
-  // and a piece being rebuilt: its rebuild ends with it).
+  // and a piece being rebuilt: its rebuild ends with it; a piece a
+  // rebuild takes bytes from).
   bool NotifiesEach(const PieceState& p) const {
     return notify_each || p.ec == EcRole::kHelper || p.ec == EcRole::kCells ||
-           p.rebuild >= 0;
+           p.rebuild >= 0 || p.ec_survivor;
   }
   // Wakes the caller, wherever it waits.
   void Notify() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu) {

@@ -167,12 +167,70 @@ void EcReads::StartRebuild(Batch& b, int i, bool hedge, Engine& e) {
       r->in_cell == 0 && r->length == ns::DataCellBytes(r->g, r->row, r->lost);
   p.rebuild = static_cast<int>(rebuilds_.size());
   rebuilds_.push_back(std::move(r));
-  if (rebuilds_.back()->check) StartCrc(b, *rebuilds_.back(), e);
-  Advance(b, *rebuilds_.back(), e);
+  Rebuild& added = *rebuilds_.back();
+  TakeOwnCells(b, added);
+  if (added.check) StartCrc(b, added, e);
+  Advance(b, added, e);
+}
+
+void EcReads::TakeOwnCells(Batch& b, Rebuild& r) {
+  const v1::FileLayout* layout = b.pieces[r.piece].layout;
+  for (int t = 0; t < r.g.k; ++t) {
+    Cell& c = r.cells[t];
+    // Only a cell whose piece holds the whole range (the caller's buffer
+    // has no zeros past a short cell's end).
+    if (c.state != CellState::kIdle || c.read != r.length) continue;
+    const uint64_t offset =
+        (r.row * static_cast<uint64_t>(r.g.k) + t) * r.g.cell + r.in_cell;
+    const char* at = nullptr;
+    const int i = call_cells_.Find(b, layout, offset, r.length, &at);
+    if (i < 0 || i == r.piece) continue;
+    PieceState& p = b.pieces[i];
+    // Sent (or done): a piece the call holds back (ReadOptions::
+    // max_in_flight) or that follows another call's flight may wait for
+    // this very rebuild's room; a helper reads that cell instead.
+    if (!p.done && p.last == nullptr) continue;
+    c.state = CellState::kOwn;
+    c.piece = i;
+    c.own = at;
+    p.ec_survivor = true;  // its end wakes the loop (Batch::NotifiesEach)
+  }
+  DropLostOwnCells(b, r);
+}
+
+void EcReads::DropLostOwnCells(const Batch& b, Rebuild& r) const {
+  for (Cell& c : r.cells) {
+    if (c.state != CellState::kOwn) continue;
+    const PieceState& p = b.pieces[c.piece];
+    // Its own read still runs (a parity hedge of it may win first): its
+    // bytes come either way.
+    if (p.done ? p.status.ok()
+               : p.rebuild < 0 || !rebuilds_[p.rebuild]->own_failed) {
+      continue;
+    }
+    // Failed, or lost and rebuilt itself: another cell stands in (never a
+    // rebuild waiting on another's).
+    c.state = CellState::kLost;
+    c.why = p.done
+                ? p.status.ToString()
+                : absl::StrCat("being rebuilt itself",
+                               p.reasons.empty()
+                                   ? std::string()
+                                   : absl::StrCat(" (", p.reasons.back(), ")"));
+  }
+}
+
+const char* EcReads::Bytes(const Rebuild& r, int t) {
+  const Cell& c = r.cells[t];
+  return c.state == CellState::kOwn ? c.own : c.buf.get();
 }
 
 bool EcReads::Present(const Batch& b, const Rebuild& r, int t) const {
   const Cell& c = r.cells[t];
+  if (c.state == CellState::kOwn) {
+    const PieceState& p = b.pieces[c.piece];
+    return p.done && p.status.ok();
+  }
   return c.state == CellState::kZero ||
          (c.state == CellState::kReading && b.pieces[c.piece].done);
 }
@@ -182,6 +240,7 @@ void EcReads::Advance(Batch& b, Rebuild& r, Engine& e) {
     End(b, r);
     return;
   }
+  DropLostOwnCells(b, r);
   int present = 0;
   for (int t = 0; t < r.g.k + r.g.m; ++t) present += Present(b, r, t);
   if (present >= r.g.k) {
@@ -194,7 +253,8 @@ void EcReads::Advance(Batch& b, Rebuild& r, Engine& e) {
 bool EcReads::Refill(Batch& b, Rebuild& r, Engine& e) {
   int in_play = 0;
   for (const Cell& c : r.cells) {
-    in_play += c.state == CellState::kZero || c.state == CellState::kReading;
+    in_play += c.state == CellState::kZero || c.state == CellState::kReading ||
+               c.state == CellState::kOwn;
   }
   while (in_play < r.g.k) {
     const int t = PickCell(r, b, e);
@@ -207,7 +267,11 @@ bool EcReads::Refill(Batch& b, Rebuild& r, Engine& e) {
 int EcReads::PickCell(const Rebuild& r, const Batch& b, Engine& e) const {
   const v1::FileLayout& l = *b.pieces[r.piece].layout;
   int fallback = -1;
-  for (int t = 0; t < r.g.k + r.g.m; ++t) {
+  // Parity first: a data cell may be read by the caller's next call too
+  // (a scan's window that ends inside this row).
+  const int n = r.g.k + r.g.m;
+  for (int u = 0; u < n; ++u) {
+    const int t = (u + r.g.k) % n;
     if (r.cells[t].state != CellState::kIdle) continue;
     if (e.Usable(CellReplica(l, t, r.g.k))) return t;
     if (fallback < 0) fallback = t;
@@ -332,7 +396,7 @@ void EcReads::Decode(Batch& b, Rebuild& r, Engine& e) {
   int used = 0;
   for (int t = 0; t < r.g.k + r.g.m && used < r.g.k; ++t) {
     if (!Present(b, r, t)) continue;
-    cells[t] = r.cells[t].buf.get();
+    cells[t] = Bytes(r, t);
     ++used;
   }
   auto out = std::make_unique<char[]>(r.length);
