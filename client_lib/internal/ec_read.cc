@@ -158,7 +158,7 @@ void EcReads::StartRebuild(Batch& b, int i, bool hedge, Engine& e) {
     } else if (c.read == 0) {
       // Past the file's end (the partial last row): zeros, no read.
       c.state = CellState::kZero;
-      c.buf = std::make_unique<char[]>(r->length);
+      c.buf.reset(new char[r->length]);
       memset(c.buf.get(), 0, r->length);
     }
   }
@@ -306,7 +306,7 @@ bool EcReads::StartCell(Batch& b, Rebuild& r, int t, Engine& e) {
     c.why = "no room for a helper read";
     return false;
   }
-  c.buf = std::make_unique<char[]>(r.length);
+  c.buf.reset(new char[r.length]);  // not zeroed: the read fills it
   // Bytes past the cell's stored end (a partial last cell) are zeros.
   memset(c.buf.get() + c.read, 0, r.length - c.read);
   PieceState& h = b.pieces[i];
@@ -399,24 +399,37 @@ void EcReads::Decode(Batch& b, Rebuild& r, Engine& e) {
     cells[t] = Bytes(r, t);
     ++used;
   }
-  auto out = std::make_unique<char[]>(r.length);
+  // Into the caller's buffer itself when the piece can be claimed (no
+  // copy), without b.mu (the cells read are done: nothing writes them);
+  // else into a buffer of our own, then Fill.
+  PieceState& p = b.pieces[r.piece];
+  char* const in_place = b.ClaimForFill(r.piece);
+  std::unique_ptr<char[]> own;
+  if (in_place == nullptr) own.reset(new char[r.length]);
+  char* const out = in_place != nullptr ? in_place : own.get();
   const int wanted[] = {r.lost};
-  char* const outs[] = {out.get()};
+  char* const outs[] = {out};
+  if (in_place != nullptr) b.mu.Unlock();
   const absl::Status s = (*codec)->Decode(cells, wanted, outs, r.length);
+  const bool crc_ok = !s.ok() || !r.check || !r.crc_known ||
+                      Crc32cExtend(0, out, r.length) == r.crc;
+  if (in_place != nullptr) b.mu.Lock();
+  if (!s.ok() || !crc_ok) {
+    if (in_place != nullptr) b.EndFill(r.piece, false);
+  }
   if (!s.ok()) {
     Fail(b, r,
          absl::InternalError(absl::StrCat("decoding row ", r.row, " of ",
-                                          *b.pieces[r.piece].path, ": ",
-                                          s.ToString())));
+                                          *p.path, ": ", s.ToString())));
     return;
   }
-  if (r.check && r.crc_known && Crc32cExtend(0, out.get(), r.length) != r.crc) {
+  if (!crc_ok) {
     // A survivor's bytes are wrong (unverified reads): never returned.
     counters_.crc_mismatches++;
     Fail(b, r,
          absl::DataLossError(absl::StrCat(
-             "erasure-coded file ", *b.pieces[r.piece].path, ": ",
-             CellName(r.lost, r.g.k), " of row ", r.row,
+             "erasure-coded file ", *p.path, ": ", CellName(r.lost, r.g.k),
+             " of row ", r.row,
              " rebuilt from its row does not match its CRC32C in the row's "
              "\".cells\" (a surviving cell's bytes are wrong; read with "
              "verification to find it)")));
@@ -425,10 +438,13 @@ void EcReads::Decode(Batch& b, Rebuild& r, Engine& e) {
   if (r.check && !r.crc_known) counters_.unchecked_cells++;
   const bool hedge_won = r.hedge && !r.own_failed;
   End(b, r);  // before Fill, which may release b.mu
-  PieceState& p = b.pieces[r.piece];
-  Attempt* own = p.last;
-  if (!b.Fill(r.piece, out.get(), r.length)) return;
-  if (own != nullptr && !own->finished) own->canceller.Cancel();
+  Attempt* own_read = p.last;
+  if (in_place != nullptr) {
+    b.EndFill(r.piece, true);
+  } else if (!b.Fill(r.piece, out, r.length)) {
+    return;
+  }
+  if (own_read != nullptr && !own_read->finished) own_read->canceller.Cancel();
   counters_.reconstructed_bytes += r.length;
   if (hedge_won) {
     counters_.parity_hedge_wins++;
