@@ -40,6 +40,9 @@
 # once, no ingest rounds, no rows 2 and 4), e.g. to compare builds of the
 # degraded read path quickly. Row 3 also reports the scans' CPU s/GB
 # (rangefs-bench's cpu_s_per_gb: the client's user + system CPU).
+# E_SCAN_FLAGS (environment): extra rangefs-bench flags for the scans of
+# rows 2 and 3 (both sides), e.g. --io_size=6M: reads of whole RS(6,3)
+# rows (the default 4 MiB reads end inside a row two calls in three).
 # OUT/part_e.md: the table; OUT/e_rounds.md: every round; OUT/e_*.json:
 # every run; every command in OUT/commands.log.
 echo "bench: part E (erasure coding: RS(6,3) vs replicas, 9 nodes)"
@@ -171,7 +174,8 @@ e_revive() {
   mv "$MOUNT_ROOT/$E_DEAD.dead" "$MOUNT_ROOT/$E_DEAD"
   deploy/local/cluster.sh restart-node "$E_DEAD" --dir="$CE" >>"$WORK/e_restart.log" 2>&1
 }
-SCAN=(--workload=scan)
+# shellcheck disable=SC2206
+SCAN=(--workload=scan ${E_SCAN_FLAGS:-})
 e_scan() {  # e_scan NAME DIR [dead]: MB/s
   local j
   [ "${3:-}" = dead ] && e_kill
@@ -269,6 +273,7 @@ e_row() { echo "| $1 | $2 | $3 | $4 | $5 | $6 |" >>"$OUT/part_e.md"; }
   echo
   echo "$E_FILES files x $E_FILE_MB MiB ($(python3 -c "print(f'{$E_LOGICAL / 2**30:.2f}')") GiB logical), 1 MiB stripe unit;"
   echo "$E_ROUNDS round(s) per row, the first side alternating; median (min-max); reads: $E_DUR s after $E_RAMP s; $(nproc) cores."
+  echo "Scans: rangefs-bench --workload=scan${E_SCAN_FLAGS:+ $E_SCAN_FLAGS} (E_ROWS=$E_ROWS)."
   echo
   echo "| measure | ours | baseline | ratio | target | verdict |"
   echo "|---|---|---|---|---|---|"
