@@ -22,6 +22,10 @@
 // reads only the cells still missing, parity cells first (a data cell
 // outside the call may be read by the next call as well). A whole row in
 // one call thus costs k cell reads, as a healthy one does, plus a decode.
+// Reading k + 1 cells for a whole-cell rebuild and decoding from the
+// first k was measured (tests/bench/RESULTS.md, part E): with a node dead
+// it cost 1.9x a healthy scan's CPU against 1.5x for k, for no gain; it
+// is not done.
 //
 // Thread-compatible: a call's loop uses its EcReads with Batch::mu held.
 #ifndef RANGEFS_CLIENT_LIB_INTERNAL_EC_READ_H_
