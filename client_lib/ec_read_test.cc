@@ -258,6 +258,62 @@ TEST_F(EcReadTest, RebuiltReadCostsTheSameRangeFromKCells) {
   EXPECT_EQ(helper_bytes, 6u * 512);
 }
 
+// The row plan: a call that covers whole rows takes a lost cell's
+// survivors from its own pieces of the row; each survivor is read once, and
+// only the missing cells (parity first) are read besides.
+TEST_F(EcReadTest, RowPlanReadsEachSurvivorOnce) {
+  constexpr int k = 6, m = 3;
+  constexpr uint64_t kRows = 3;  // full rows, then a partial one
+  const uint64_t size = kRows * k * kCell + 2 * kCell + 100;
+  const std::string data = EcFile("/w", size, k, m);
+  // Data column t's cells and bytes (the partial row: cells 0, 1 full,
+  // cell 2 100 bytes, cells 3 to 5 none).
+  auto cells_of = [&](int t) { return kRows + (t < 3 ? 1 : 0); };
+  auto bytes_of = [&](int t) {
+    return kRows * kCell + (t < 2 ? kCell : t == 2 ? 100 : 0);
+  };
+  for (int lost = 0; lost < k + m; ++lost) {
+    Lose({lost});
+    ClientOptions o = Options();
+    o.hedging = false;  // no spare helpers: only the cells wanted
+    Client* client = OpenClient(o);
+    const std::string what = absl::StrCat("lost node ", lost);
+    ExpectBytes(client, "/w", data, 0, size, what);  // one call
+    const ClientStats s = client->Stats();
+    for (int t = 0; t < k; ++t) {
+      if (t == lost) continue;
+      const NodeStats* n = FindNode(s, Node(t));
+      EXPECT_EQ(n->requests, cells_of(t)) << what << ", data node " << t;
+      EXPECT_EQ(n->bytes, bytes_of(t)) << what << ", data node " << t;
+    }
+    // Helpers: a parity cell a full row; the partial row's zero cells
+    // count as read, so it needs 2 (cell 0 or 1 lost) or 1 (cell 2).
+    const uint64_t last_row = lost < 2 ? 2 : lost == 2 ? 1 : 0;
+    EXPECT_EQ(s.ec_helper_reads, lost >= k ? 0 : kRows + last_row) << what;
+    EXPECT_EQ(s.ec_degraded_reads, lost >= k ? 0 : kRows + (lost < 3)) << what;
+    EXPECT_EQ(s.ec_unchecked_cells, 0u) << what;
+  }
+}
+
+// The row plan never waits for a piece the call holds back: with
+// ReadOptions::max_in_flight the rebuild's room comes first.
+TEST_F(EcReadTest, RowPlanUnderMaxInFlight) {
+  const std::string data = EcFile("/q", 4 * 6 * kCell + 5, 6, 3);
+  for (int cap : {1, 2, 5}) {
+    Lose({cap % 6});
+    Client* client = OpenClient(Options());
+    auto f = client->OpenFile("/q");
+    ASSERT_THAT(f, IsOk());
+    std::string buf(data.size(), '\0');
+    ReadOptions ro;
+    ro.max_in_flight = cap;
+    ro.deadline = absl::Seconds(5);
+    auto n = (*f)->Read(0, absl::MakeSpan(buf), ro);
+    ASSERT_THAT(n, IsOk()) << "max_in_flight " << cap;
+    EXPECT_TRUE(buf == data) << "max_in_flight " << cap;
+  }
+}
+
 TEST_F(EcReadTest, LostParityCellsLeaveHealthyReadsAlone) {
   const std::string data = EcFile("/p", 2 * 4 * kCell + 1, 4, 2);
   Lose({4, 5});

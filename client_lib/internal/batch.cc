@@ -142,6 +142,29 @@ bool Batch::CopyIn(PieceState& p, const char* out, uint64_t length) {
   return true;
 }
 
+char* Batch::ClaimForFill(int i) {
+  PieceState& p = pieces[i];
+  if (closed || p.done || p.claimed || p.landing != nullptr ||
+      p.flight != nullptr) {
+    return nullptr;
+  }
+  p.claimed = true;
+  copiers++;
+  return p.dst;
+}
+
+void Batch::EndFill(int i, bool filled) {
+  PieceState& p = pieces[i];
+  copiers--;
+  if (!filled) {
+    p.claimed = false;
+    if (closed) Notify();  // CloseCall waits for the copiers
+    return;
+  }
+  p.done = true;
+  if (--remaining == 0 || closed || NotifiesEach(p)) Notify();
+}
+
 bool Batch::Fill(int i, const char* out, uint64_t length) {
   PieceState& p = pieces[i];
   if (!CopyIn(p, out, length)) return false;

@@ -109,6 +109,15 @@ struct Batch final : AttemptSink {
   // while it copies.
   bool Fill(int i, const char* out, uint64_t length)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu);
+  // An erasure-coded rebuild that decodes piece `i`'s bytes straight into
+  // its buffer (ec_read.h): claims the piece and counts a copier, as
+  // CopyIn does, and returns the buffer; null if it cannot (done, claimed,
+  // an agent read landing in it, a flight's followers to feed, closed):
+  // then Fill. The caller writes without mu, then EndFill(i, true) (the
+  // piece is done) or EndFill(i, false) (bad bytes: the piece is open
+  // again, its buffer holding anything).
+  char* ClaimForFill(int i) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu);
+  void EndFill(int i, bool filled) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu);
   // Erasure-coded reads of this call (ec_read.h); null when it has none.
   std::unique_ptr<EcReads> ec;
 
@@ -119,10 +128,11 @@ struct Batch final : AttemptSink {
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu);
   // Whether p's end wakes the caller even with pieces left: the loop
   // counts pieces (ReadOptions::max_in_flight) or rebuilds (their helpers,
-  // and a piece being rebuilt: its rebuild ends with it).
+  // and a piece being rebuilt: its rebuild ends with it; a piece a
+  // rebuild takes bytes from).
   bool NotifiesEach(const PieceState& p) const {
     return notify_each || p.ec == EcRole::kHelper || p.ec == EcRole::kCells ||
-           p.rebuild >= 0;
+           p.rebuild >= 0 || p.ec_survivor;
   }
   // Wakes the caller, wherever it waits.
   void Notify() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu) {

@@ -118,6 +118,9 @@ struct PieceState {
   EcRole ec = EcRole::kNone;
   int rebuild = -1;  // kHelper: its rebuild in Batch::ec
   int cell = -1;     // kHelper: its cell in the row
+  // kData: a rebuild of another cell of its row takes its bytes (the row
+  // plan, ec_call_cells.h): its end wakes the call's loop.
+  bool ec_survivor = false;
   // Its object has no sidecar (kCells): never verified against one.
   bool unverified = false;
   char* dst = nullptr;

@@ -158,7 +158,7 @@ void EcReads::StartRebuild(Batch& b, int i, bool hedge, Engine& e) {
     } else if (c.read == 0) {
       // Past the file's end (the partial last row): zeros, no read.
       c.state = CellState::kZero;
-      c.buf = std::make_unique<char[]>(r->length);
+      c.buf.reset(new char[r->length]);
       memset(c.buf.get(), 0, r->length);
     }
   }
@@ -167,12 +167,70 @@ void EcReads::StartRebuild(Batch& b, int i, bool hedge, Engine& e) {
       r->in_cell == 0 && r->length == ns::DataCellBytes(r->g, r->row, r->lost);
   p.rebuild = static_cast<int>(rebuilds_.size());
   rebuilds_.push_back(std::move(r));
-  if (rebuilds_.back()->check) StartCrc(b, *rebuilds_.back(), e);
-  Advance(b, *rebuilds_.back(), e);
+  Rebuild& added = *rebuilds_.back();
+  TakeOwnCells(b, added);
+  if (added.check) StartCrc(b, added, e);
+  Advance(b, added, e);
+}
+
+void EcReads::TakeOwnCells(Batch& b, Rebuild& r) {
+  const v1::FileLayout* layout = b.pieces[r.piece].layout;
+  for (int t = 0; t < r.g.k; ++t) {
+    Cell& c = r.cells[t];
+    // Only a cell whose piece holds the whole range (the caller's buffer
+    // has no zeros past a short cell's end).
+    if (c.state != CellState::kIdle || c.read != r.length) continue;
+    const uint64_t offset =
+        (r.row * static_cast<uint64_t>(r.g.k) + t) * r.g.cell + r.in_cell;
+    const char* at = nullptr;
+    const int i = call_cells_.Find(b, layout, offset, r.length, &at);
+    if (i < 0 || i == r.piece) continue;
+    PieceState& p = b.pieces[i];
+    // Sent (or done): a piece the call holds back (ReadOptions::
+    // max_in_flight) or that follows another call's flight may wait for
+    // this very rebuild's room; a helper reads that cell instead.
+    if (!p.done && p.last == nullptr) continue;
+    c.state = CellState::kOwn;
+    c.piece = i;
+    c.own = at;
+    p.ec_survivor = true;  // its end wakes the loop (Batch::NotifiesEach)
+  }
+  DropLostOwnCells(b, r);
+}
+
+void EcReads::DropLostOwnCells(const Batch& b, Rebuild& r) const {
+  for (Cell& c : r.cells) {
+    if (c.state != CellState::kOwn) continue;
+    const PieceState& p = b.pieces[c.piece];
+    // Its own read still runs (a parity hedge of it may win first): its
+    // bytes come either way.
+    if (p.done ? p.status.ok()
+               : p.rebuild < 0 || !rebuilds_[p.rebuild]->own_failed) {
+      continue;
+    }
+    // Failed, or lost and rebuilt itself: another cell stands in (never a
+    // rebuild waiting on another's).
+    c.state = CellState::kLost;
+    c.why = p.done
+                ? p.status.ToString()
+                : absl::StrCat("being rebuilt itself",
+                               p.reasons.empty()
+                                   ? std::string()
+                                   : absl::StrCat(" (", p.reasons.back(), ")"));
+  }
+}
+
+const char* EcReads::Bytes(const Rebuild& r, int t) {
+  const Cell& c = r.cells[t];
+  return c.state == CellState::kOwn ? c.own : c.buf.get();
 }
 
 bool EcReads::Present(const Batch& b, const Rebuild& r, int t) const {
   const Cell& c = r.cells[t];
+  if (c.state == CellState::kOwn) {
+    const PieceState& p = b.pieces[c.piece];
+    return p.done && p.status.ok();
+  }
   return c.state == CellState::kZero ||
          (c.state == CellState::kReading && b.pieces[c.piece].done);
 }
@@ -182,6 +240,7 @@ void EcReads::Advance(Batch& b, Rebuild& r, Engine& e) {
     End(b, r);
     return;
   }
+  DropLostOwnCells(b, r);
   int present = 0;
   for (int t = 0; t < r.g.k + r.g.m; ++t) present += Present(b, r, t);
   if (present >= r.g.k) {
@@ -194,7 +253,8 @@ void EcReads::Advance(Batch& b, Rebuild& r, Engine& e) {
 bool EcReads::Refill(Batch& b, Rebuild& r, Engine& e) {
   int in_play = 0;
   for (const Cell& c : r.cells) {
-    in_play += c.state == CellState::kZero || c.state == CellState::kReading;
+    in_play += c.state == CellState::kZero || c.state == CellState::kReading ||
+               c.state == CellState::kOwn;
   }
   while (in_play < r.g.k) {
     const int t = PickCell(r, b, e);
@@ -207,7 +267,11 @@ bool EcReads::Refill(Batch& b, Rebuild& r, Engine& e) {
 int EcReads::PickCell(const Rebuild& r, const Batch& b, Engine& e) const {
   const v1::FileLayout& l = *b.pieces[r.piece].layout;
   int fallback = -1;
-  for (int t = 0; t < r.g.k + r.g.m; ++t) {
+  // Parity first: a data cell may be read by the caller's next call too
+  // (a scan's window that ends inside this row).
+  const int n = r.g.k + r.g.m;
+  for (int u = 0; u < n; ++u) {
+    const int t = (u + r.g.k) % n;
     if (r.cells[t].state != CellState::kIdle) continue;
     if (e.Usable(CellReplica(l, t, r.g.k))) return t;
     if (fallback < 0) fallback = t;
@@ -242,7 +306,7 @@ bool EcReads::StartCell(Batch& b, Rebuild& r, int t, Engine& e) {
     c.why = "no room for a helper read";
     return false;
   }
-  c.buf = std::make_unique<char[]>(r.length);
+  c.buf.reset(new char[r.length]);  // not zeroed: the read fills it
   // Bytes past the cell's stored end (a partial last cell) are zeros.
   memset(c.buf.get() + c.read, 0, r.length - c.read);
   PieceState& h = b.pieces[i];
@@ -332,27 +396,40 @@ void EcReads::Decode(Batch& b, Rebuild& r, Engine& e) {
   int used = 0;
   for (int t = 0; t < r.g.k + r.g.m && used < r.g.k; ++t) {
     if (!Present(b, r, t)) continue;
-    cells[t] = r.cells[t].buf.get();
+    cells[t] = Bytes(r, t);
     ++used;
   }
-  auto out = std::make_unique<char[]>(r.length);
+  // Into the caller's buffer itself when the piece can be claimed (no
+  // copy), without b.mu (the cells read are done: nothing writes them);
+  // else into a buffer of our own, then Fill.
+  PieceState& p = b.pieces[r.piece];
+  char* const in_place = b.ClaimForFill(r.piece);
+  std::unique_ptr<char[]> own;
+  if (in_place == nullptr) own.reset(new char[r.length]);
+  char* const out = in_place != nullptr ? in_place : own.get();
   const int wanted[] = {r.lost};
-  char* const outs[] = {out.get()};
+  char* const outs[] = {out};
+  if (in_place != nullptr) b.mu.Unlock();
   const absl::Status s = (*codec)->Decode(cells, wanted, outs, r.length);
+  const bool crc_ok = !s.ok() || !r.check || !r.crc_known ||
+                      Crc32cExtend(0, out, r.length) == r.crc;
+  if (in_place != nullptr) b.mu.Lock();
+  if (!s.ok() || !crc_ok) {
+    if (in_place != nullptr) b.EndFill(r.piece, false);
+  }
   if (!s.ok()) {
     Fail(b, r,
          absl::InternalError(absl::StrCat("decoding row ", r.row, " of ",
-                                          *b.pieces[r.piece].path, ": ",
-                                          s.ToString())));
+                                          *p.path, ": ", s.ToString())));
     return;
   }
-  if (r.check && r.crc_known && Crc32cExtend(0, out.get(), r.length) != r.crc) {
+  if (!crc_ok) {
     // A survivor's bytes are wrong (unverified reads): never returned.
     counters_.crc_mismatches++;
     Fail(b, r,
          absl::DataLossError(absl::StrCat(
-             "erasure-coded file ", *b.pieces[r.piece].path, ": ",
-             CellName(r.lost, r.g.k), " of row ", r.row,
+             "erasure-coded file ", *p.path, ": ", CellName(r.lost, r.g.k),
+             " of row ", r.row,
              " rebuilt from its row does not match its CRC32C in the row's "
              "\".cells\" (a surviving cell's bytes are wrong; read with "
              "verification to find it)")));
@@ -361,10 +438,13 @@ void EcReads::Decode(Batch& b, Rebuild& r, Engine& e) {
   if (r.check && !r.crc_known) counters_.unchecked_cells++;
   const bool hedge_won = r.hedge && !r.own_failed;
   End(b, r);  // before Fill, which may release b.mu
-  PieceState& p = b.pieces[r.piece];
-  Attempt* own = p.last;
-  if (!b.Fill(r.piece, out.get(), r.length)) return;
-  if (own != nullptr && !own->finished) own->canceller.Cancel();
+  Attempt* own_read = p.last;
+  if (in_place != nullptr) {
+    b.EndFill(r.piece, true);
+  } else if (!b.Fill(r.piece, out, r.length)) {
+    return;
+  }
+  if (own_read != nullptr && !own_read->finished) own_read->canceller.Cancel();
   counters_.reconstructed_bytes += r.length;
   if (hedge_won) {
     counters_.parity_hedge_wins++;

@@ -16,6 +16,17 @@
 // retried in line. More than m cells of a row lost: DATA_LOSS naming the
 // file, the row and the lost cells.
 //
+// The row plan (ec_call_cells.h): the cells of the row that the call
+// reads anyway as its own pieces (a scan's window holds whole rows) serve
+// the rebuild from the caller's buffer, never read twice; the rebuild
+// reads only the cells still missing, parity cells first (a data cell
+// outside the call may be read by the next call as well). A whole row in
+// one call thus costs k cell reads, as a healthy one does, plus a decode.
+// Reading k + 1 cells for a whole-cell rebuild and decoding from the
+// first k was measured (tests/bench/RESULTS.md, part E): with a node dead
+// it cost 1.9x a healthy scan's CPU against 1.5x for k, for no gain; it
+// is not done.
+//
 // Thread-compatible: a call's loop uses its EcReads with Batch::mu held.
 #ifndef RANGEFS_CLIENT_LIB_INTERNAL_EC_READ_H_
 #define RANGEFS_CLIENT_LIB_INTERNAL_EC_READ_H_
@@ -32,6 +43,7 @@
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
 #include "client_lib/internal/batch.h"
+#include "client_lib/internal/ec_call_cells.h"
 #include "ec/codec.h"
 #include "namespace/ec_layout.h"
 
@@ -133,13 +145,15 @@ class EcReads {
     kZero,     // past the file's end: zeros, no read
     kReading,  // a helper piece in flight
     kLost,     // its helper failed
+    kOwn,      // the call's own piece reads it (the row plan): no helper
   };
   struct Cell {
     CellState state = CellState::kIdle;
-    int piece = -1;     // its helper piece
+    int piece = -1;     // its helper piece; kOwn: the call's piece
     uint64_t read = 0;  // bytes of the range it holds (the rest: zeros)
     std::unique_ptr<char[]> buf;
-    std::string why;  // kLost: the helper's last failure
+    const char* own = nullptr;  // kOwn: the range in the caller's buffer
+    std::string why;            // kLost: the helper's last failure
   };
   struct Rebuild {
     int piece = 0;  // the kData piece
@@ -166,6 +180,14 @@ class EcReads {
 
   void StartRebuild(Batch& b, int i, bool hedge, Engine& e)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(b.mu);
+  // The row plan: the cells of r's row the call's own pieces read.
+  void TakeOwnCells(Batch& b, Rebuild& r) ABSL_EXCLUSIVE_LOCKS_REQUIRED(b.mu);
+  // kOwn cells whose piece failed, or lost its own read and is being
+  // rebuilt itself: lost to r.
+  void DropLostOwnCells(const Batch& b, Rebuild& r) const
+      ABSL_SHARED_LOCKS_REQUIRED(b.mu);
+  // Cell t's bytes (r.length of them) once Present.
+  static const char* Bytes(const Rebuild& r, int t);
   // Decodes, starts helpers or fails, as the row's cells allow.
   void Advance(Batch& b, Rebuild& r, Engine& e)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(b.mu);
@@ -173,7 +195,8 @@ class EcReads {
   // cells are left.
   bool Refill(Batch& b, Rebuild& r, Engine& e)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(b.mu);
-  // An idle cell of r, one on an admissible node first; -1 if none.
+  // An idle cell of r, one on an admissible node first, a parity cell
+  // before a data cell; -1 if none.
   int PickCell(const Rebuild& r, const Batch& b, Engine& e) const;
   bool StartCell(Batch& b, Rebuild& r, int t, Engine& e)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(b.mu);
@@ -205,6 +228,7 @@ class EcReads {
       ABSL_SHARED_LOCKS_REQUIRED(b.mu);
 
   std::vector<std::unique_ptr<Rebuild>> rebuilds_;
+  EcCallCells call_cells_;
   std::vector<int> failed_;  // pieces handed over by TakeFailed
   EcCounters counters_;
 };

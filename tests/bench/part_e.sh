@@ -36,6 +36,13 @@
 #      table's "floor" row is that cost over the dataset: the share of
 #      files whose data columns include the hung node x 1/6 of their bytes
 #      x 5 (reads are uniform over files, then over offsets).
+# E_ROWS=dead (environment; default all): row 3 alone (the ec layout put
+# once, no ingest rounds, no rows 2 and 4), e.g. to compare builds of the
+# degraded read path quickly. Row 3 also reports the scans' CPU s/GB
+# (rangefs-bench's cpu_s_per_gb: the client's user + system CPU).
+# E_SCAN_FLAGS (environment): extra rangefs-bench flags for the scans of
+# rows 2 and 3 (both sides), e.g. --io_size=6M: reads of whole RS(6,3)
+# rows (the default 4 MiB reads end inside a row two calls in three).
 # OUT/part_e.md: the table; OUT/e_rounds.md: every round; OUT/e_*.json:
 # every run; every command in OUT/commands.log.
 echo "bench: part E (erasure coding: RS(6,3) vs replicas, 9 nodes)"
@@ -44,6 +51,10 @@ E_FILE_MB=${E_FILE_MB:-$([ "$QUICK" = 1 ] && echo 24 || echo 128)}
 E_ROUNDS=${E_ROUNDS:-$REPEAT}
 E_DUR=${E_DUR:-$([ "$QUICK" = 1 ] && echo 1 || echo 5)}
 E_RAMP=${E_RAMP:-$([ "$QUICK" = 1 ] && echo 0 || echo 1)}
+E_ROWS=${E_ROWS:-all}
+if [ "$E_ROWS" != all ] && [ "$E_ROWS" != dead ]; then
+  echo "bench: part E: E_ROWS=$E_ROWS: all or dead" >&2; exit 2
+fi
 CE="$WORK/clusterE"; CLUSTERS+=("$CE")
 eval "$(deploy/local/cluster.sh up --dir="$CE" --nodes=9 --bin="$BIN" --cluster=benche | tail -n 1)"
 E_ADMIN=("$BIN/rangefs-admin" --etcd="$RANGEFS_ETCD" --cluster=benche --no-progress)
@@ -90,15 +101,18 @@ e_unput() {
   find "$CE/exports" -type f -newer "$2" -delete
 }
 declare -A E_T E_RAW
-for r in $(seq 1 "$E_ROUNDS"); do
+E_PUT_ROUNDS=$E_ROUNDS
+[ "$E_ROWS" = dead ] && E_PUT_ROUNDS=1
+for r in $(seq 1 "$E_PUT_ROUNDS"); do
   order="ec r2 plain"
   [ $((r % 2)) = 0 ] && order="plain r2 ec"
+  [ "$E_ROWS" = dead ] && order=ec
   for layout in $order; do
     mark="$WORK/e_mark"; touch "$mark"; sleep 0.01  # the mark's mtime is before every new object's
     read -r secs raw <<<"$(e_put "$layout" "$r")"
     E_T[$layout]+="$secs "; E_RAW[$layout]+="$raw "
     e_round "ingest $layout" "$r" "$(f2 "$secs") s" "raw $(ratio "$raw" "$E_LOGICAL") x logical"
-    if [ "$r" -lt "$E_ROUNDS" ]; then e_unput "$layout" "$mark"; fi
+    if [ "$r" -lt "$E_PUT_ROUNDS" ]; then e_unput "$layout" "$mark"; fi
   done
 done
 # The EC file's columns: node ids of data column 0 (killed) and 1 (hung).
@@ -128,7 +142,7 @@ print(sum(data) / len(data) * 5 / 6 * 100)
 PY
 }
 E_FLOOR=failed
-if [ "$E_EC_OK" = 1 ]; then E_FLOOR=$(e_floor || echo failed); fi
+if [ "$E_EC_OK" = 1 ] && [ "$E_ROWS" = all ]; then E_FLOOR=$(e_floor || echo failed); fi
 e_log "part E: dead node (data column 0) $E_DEAD, hung node (data column 1) $E_HUNG"
 
 # --- runs of rangefs-bench
@@ -160,7 +174,8 @@ e_revive() {
   mv "$MOUNT_ROOT/$E_DEAD.dead" "$MOUNT_ROOT/$E_DEAD"
   deploy/local/cluster.sh restart-node "$E_DEAD" --dir="$CE" >>"$WORK/e_restart.log" 2>&1
 }
-SCAN=(--workload=scan)
+# shellcheck disable=SC2206
+SCAN=(--workload=scan ${E_SCAN_FLAGS:-})
 e_scan() {  # e_scan NAME DIR [dead]: MB/s
   local j
   [ "${3:-}" = dead ] && e_kill
@@ -180,24 +195,31 @@ e_lookup() {  # e_lookup NAME [hung]: JSON path
   [ "${2:-}" = hung ] && kill -CONT "$pid"
   echo "$j"
 }
+e_cpu() {  # e_cpu JSON: the run's client CPU s/GB, or "failed"
+  if [ -s "$1" ]; then jget "$1" cpu_s_per_gb; else echo failed; fi
+}
 # Bytes read from the nodes per byte delivered.
 e_amp() { if [ -n "$1" ]; then python3 -c "
 import json, sys
 d = json.load(open(sys.argv[1]))
 print(sum(d['nodes'].values()) / d['bytes'] if d['bytes'] else 'failed')" "$1"; else echo failed; fi; }
 
-declare -a S_EC=() S_PL=() S_DEAD=() S_HEALTHY=() L_H=() L_X=() A_H=() A_X=()
+declare -a S_EC=() S_PL=() S_DEAD=() S_HEALTHY=() C_DEAD=() C_HEALTHY=() L_H=() L_X=() A_H=() A_X=()
 E_LERR=0
 if [ "$E_EC_OK" = 1 ]; then
   for r in $(seq 1 "$E_ROUNDS"); do
     # 2. healthy scan, ec vs plain
-    if [ $((r % 2)) = 1 ]; then
+    if [ "$E_ROWS" != all ]; then
+      :
+    elif [ $((r % 2)) = 1 ]; then
       a=$(e_scan "scan_ec_$r" /e/ec); b=$(e_scan "scan_plain_$r" /e/plain)
     else
       b=$(e_scan "scan_plain_$r" /e/plain); a=$(e_scan "scan_ec_$r" /e/ec)
     fi
-    S_EC+=("$a"); S_PL+=("$b")
-    e_round "healthy scan ec / plain (MB/s)" "$r" "$(f0 "$a") / $(f0 "$b")" "$(ratio "$a" "$b")"
+    if [ "$E_ROWS" = all ]; then
+      S_EC+=("$a"); S_PL+=("$b")
+      e_round "healthy scan ec / plain (MB/s)" "$r" "$(f0 "$a") / $(f0 "$b")" "$(ratio "$a" "$b")"
+    fi
     # 3. ec with data column 0's node dead vs healthy
     if [ $((r % 2)) = 1 ]; then
       a=$(e_scan "scan_dead_$r" /e/ec dead); b=$(e_scan "scan_healthy_$r" /e/ec)
@@ -205,8 +227,10 @@ if [ "$E_EC_OK" = 1 ]; then
       b=$(e_scan "scan_healthy_$r" /e/ec); a=$(e_scan "scan_dead_$r" /e/ec dead)
     fi
     S_DEAD+=("$a"); S_HEALTHY+=("$b")
+    C_DEAD+=("$(e_cpu "$OUT/e_scan_dead_$r.json")"); C_HEALTHY+=("$(e_cpu "$OUT/e_scan_healthy_$r.json")")
     e_round "ec scan dead / healthy (MB/s)" "$r" "$(f0 "$a") / $(f0 "$b")" \
-      "$(ratio "$a" "$b"); degraded reads $(e_field "$OUT/e_scan_dead_$r.json" ec_degraded_reads)"
+      "$(ratio "$a" "$b"); CPU s/GB $(f2 "${C_DEAD[-1]}") / $(f2 "${C_HEALTHY[-1]}"); degraded reads $(e_field "$OUT/e_scan_dead_$r.json" ec_degraded_reads), helper reads $(e_field "$OUT/e_scan_dead_$r.json" ec_helper_reads)"
+    [ "$E_ROWS" = all ] || continue
     # 4. 4 KiB random reads, healthy vs data column 1's node hung
     if [ $((r % 2)) = 1 ]; then
       jh=$(e_lookup "lookup_healthy_$r"); jx=$(e_lookup "lookup_hung_$r" hung)
@@ -249,10 +273,12 @@ e_row() { echo "| $1 | $2 | $3 | $4 | $5 | $6 |" >>"$OUT/part_e.md"; }
   echo
   echo "$E_FILES files x $E_FILE_MB MiB ($(python3 -c "print(f'{$E_LOGICAL / 2**30:.2f}')") GiB logical), 1 MiB stripe unit;"
   echo "$E_ROUNDS round(s) per row, the first side alternating; median (min-max); reads: $E_DUR s after $E_RAMP s; $(nproc) cores."
+  echo "Scans: rangefs-bench --workload=scan${E_SCAN_FLAGS:+ $E_SCAN_FLAGS} (E_ROWS=$E_ROWS)."
   echo
   echo "| measure | ours | baseline | ratio | target | verdict |"
   echo "|---|---|---|---|---|---|"
 } >"$OUT/part_e.md"
+if [ "$E_ROWS" = all ]; then
 med_ec_t=$(median ${E_T[ec]}); med_r2_t=$(median ${E_T[r2]}); med_pl_t=$(median ${E_T[plain]})
 # shellcheck disable=SC2046
 raw_ec=$(median $(e_rawx ${E_RAW[ec]})); raw_r2=$(median $(e_rawx ${E_RAW[r2]})); raw_pl=$(median $(e_rawx ${E_RAW[plain]}))
@@ -265,13 +291,20 @@ e_row "raw bytes on the agents / logical: --ec=6+3 vs --replicas=2" "$(e_cell 3 
   "$(e_cell 3 $(e_rawx ${E_RAW[r2]}))" "$(ratio "$raw_ec" "$raw_r2")" "ec <= 1.55" "$(e_verdict "$raw_ec" '<=' 1.55)"
 # shellcheck disable=SC2046
 e_row "raw bytes on the agents / logical: --replicas=1 --width=6" "$(e_cell 3 $(e_rawx ${E_RAW[plain]}))" "-" "-" "info" "-"
-if [ "$E_EC_OK" = 1 ]; then
+fi
+if [ "$E_EC_OK" = 1 ] && [ "$E_ROWS" = all ]; then
   r2_=$(ratio "$(median "${S_EC[@]}")" "$(median "${S_PL[@]}")")
   e_row "healthy scan (MB/s): RS(6,3) vs plain 6 columns" "$(e_cell 0 "${S_EC[@]}")" "$(e_cell 0 "${S_PL[@]}")" \
     "$r2_" ">= 0.95" "$(e_verdict "$r2_" '>=' 0.95)"
+fi
+if [ "$E_EC_OK" = 1 ]; then
   r3_=$(ratio "$(median "${S_DEAD[@]}")" "$(median "${S_HEALTHY[@]}")")
   e_row "scan (MB/s): RS(6,3), 1 of 9 nodes dead (data column) vs healthy" "$(e_cell 0 "${S_DEAD[@]}")" \
     "$(e_cell 0 "${S_HEALTHY[@]}")" "$r3_" ">= 0.7" "$(e_verdict "$r3_" '>=' 0.7)"
+  e_row "scan client CPU s/GB: RS(6,3), 1 of 9 nodes dead vs healthy" "$(e_cell 2 "${C_DEAD[@]}")" \
+    "$(e_cell 2 "${C_HEALTHY[@]}")" "$(ratio "$(median "${C_DEAD[@]}")" "$(median "${C_HEALTHY[@]}")")" "info" "-"
+fi
+if [ "$E_EC_OK" = 1 ] && [ "$E_ROWS" = all ]; then
   r4_=$(ratio "$(median "${L_X[@]}")" "$(median "${L_H[@]}")")
   e_row "4 KiB random reads p99 (us), agent path: data node hung vs healthy" "$(e_cell 0 "${L_X[@]}")" \
     "$(e_cell 0 "${L_H[@]}")" "$r4_" "<= 1.5, 0 err ($E_LERR)" \
