@@ -105,9 +105,11 @@ class FileImpl : public File {
                                       const ReadOptions& options,
                                       CallReport* report) {
     Request r{this, offset, dst};
+    CallReport mine;  // Execute sets it
+    if (report == nullptr) report = &mine;
     absl::StatusOr<size_t> n =
         std::move(client_->Execute({&r, 1}, options, report)[0]);
-    if (n.ok()) Hint(offset, *n);
+    if (n.ok()) Hint(offset, *n, report->cached_bytes < *n);
     return n;
   }
   std::vector<absl::StatusOr<size_t>> ReadV(
@@ -157,9 +159,9 @@ class FileImpl : public File {
 
  private:
   // Hints the bytes ahead of a sequential reader whose call read `n` bytes
-  // at `offset` (readahead_hints.h).
-  void Hint(uint64_t offset, size_t n) {
-    const HintRange h = hints_.Observe(offset, n, size_);
+  // at `offset`, `waited` for some (readahead_hints.h).
+  void Hint(uint64_t offset, size_t n, bool waited) {
+    const HintRange h = hints_.Observe(offset, n, size_, waited);
     if (h.length == 0) return;
     std::shared_ptr<const ns::CachedLayout> l;
     {

@@ -6,7 +6,7 @@ namespace rangefs {
 namespace client_internal {
 
 HintRange ReadaheadHints::Observe(uint64_t offset, uint64_t length,
-                                  uint64_t size) {
+                                  uint64_t size, bool waited) {
   if (length == 0) return {};
   absl::MutexLock l(&mu_);
   ++clock_;
@@ -25,6 +25,7 @@ HintRange ReadaheadHints::Observe(uint64_t offset, uint64_t length,
   s->end = offset + length;
   s->last_use = clock_;
   if (s->end >= size) return {};
+  if (s->window == 0 && !waited) return {};  // cached so far: no cost
   const uint64_t from = std::max(s->hinted_end, s->end);
   if (s->window != 0 && s->hinted_end >= s->end + s->window / 2) return {};
   s->window = s->window == 0

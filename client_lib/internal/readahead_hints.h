@@ -11,15 +11,18 @@
 //   file ended (a few streams per file: readers sharing a file, a Reader
 //   and its prefetch); anything else starts a new stream and hints nothing
 //   (random reads never hint);
-// - from the second call of a stream on, the bytes up to `window` past the
-//   stream's end are hinted; `window` starts at 4 calls' worth (at least
-//   min_window) and doubles with every hint, up to max_window;
+// - a stream starts hinting at its first call (not its first: that one is
+//   no stream yet) that waited for some byte (CallReport: not all from the
+//   page cache), so that reads of cached files cost nothing; then the
+//   bytes up to `window` past the stream's end are hinted; `window` starts at 4
+//   calls' worth (at least min_window) and doubles with every hint, up to
+//   max_window;
 // - a stream hints again only when what it hinted runs within half a
 //   window of its end: one hint per half window read, so cached data
 //   costs a syscall per half window, not per call.
 //
 //   ReadaheadHints hints({.min_window = 1 << 20, .max_window = 32 << 20});
-//   HintRange h = hints.Observe(offset, n, file_size);
+//   HintRange h = hints.Observe(offset, n, file_size, /*waited=*/true);
 //   if (h.length > 0) WillNeed(h.offset, h.length);
 //
 // Thread-safe.
@@ -55,9 +58,10 @@ class ReadaheadHints {
   explicit ReadaheadHints(ReadaheadWindow w) : w_(w) {}
 
   // A read call of `length` bytes at `offset` of a file of `size` bytes
-  // returned. Returns the range to hint now (clipped at `size`), or an
-  // empty one.
-  HintRange Observe(uint64_t offset, uint64_t length, uint64_t size);
+  // returned; `waited`: not every byte came from the page cache. Returns
+  // the range to hint now (clipped at `size`), or an empty one.
+  HintRange Observe(uint64_t offset, uint64_t length, uint64_t size,
+                    bool waited);
 
  private:
   struct Stream {

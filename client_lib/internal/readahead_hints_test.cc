@@ -19,7 +19,7 @@ TEST(ReadaheadHintsTest, SequentialStreamHintsAheadInGrowingBoundedWindows) {
   std::vector<HintRange> got;
   uint64_t hinted_end = 0;
   for (uint64_t off = 0; off < 200 * kMiB; off += kMiB) {
-    const HintRange h = hints.Observe(off, kMiB, kSize);
+    const HintRange h = hints.Observe(off, kMiB, kSize, true);
     if (h.length == 0) {
       // Between hints, what was hinted stays at least half a window ahead.
       if (off > kMiB) EXPECT_GT(hinted_end, off + kMiB) << off;
@@ -44,12 +44,29 @@ TEST(ReadaheadHintsTest, SequentialStreamHintsAheadInGrowingBoundedWindows) {
   EXPECT_LE(got.size(), 200u / 8 + 4);
 }
 
+TEST(ReadaheadHintsTest, CachedStreamsHintNothingUntilACallWaits) {
+  ReadaheadHints hints({.min_window = kMiB, .max_window = 8 * kMiB});
+  for (uint64_t off = 0; off < 64 * kMiB; off += kMiB) {
+    EXPECT_EQ(hints.Observe(off, kMiB, kSize, false).length, 0u) << off;
+  }
+  // The first call that waits starts the hints, which then go on while
+  // the hinted bytes come from the page cache.
+  const HintRange h = hints.Observe(64 * kMiB, kMiB, kSize, true);
+  EXPECT_EQ(h.offset, 65 * kMiB);
+  EXPECT_EQ(h.length, 4 * kMiB);
+  int more = 0;
+  for (uint64_t off = 65 * kMiB; off < 100 * kMiB; off += kMiB) {
+    if (hints.Observe(off, kMiB, kSize, false).length > 0) ++more;
+  }
+  EXPECT_GE(more, 3);
+}
+
 TEST(ReadaheadHintsTest, RandomReadsNeverHint) {
   ReadaheadHints hints(ReadaheadWindow{});
   absl::BitGen gen;
   for (int i = 0; i < 10000; ++i) {
     const uint64_t off = absl::Uniform<uint64_t>(gen, 0, kSize / 4096) * 4096;
-    const HintRange h = hints.Observe(off, 4096, kSize);
+    const HintRange h = hints.Observe(off, 4096, kSize, true);
     EXPECT_EQ(h.length, 0u) << i << " at " << off;
   }
 }
@@ -59,8 +76,8 @@ TEST(ReadaheadHintsTest, InterleavedStreamsEachHint) {
   uint64_t a = 0, b = 512 * kMiB;
   int hinted_a = 0, hinted_b = 0;
   for (int i = 0; i < 20; ++i) {
-    const HintRange ha = hints.Observe(a, kMiB, kSize);
-    const HintRange hb = hints.Observe(b, kMiB, kSize);
+    const HintRange ha = hints.Observe(a, kMiB, kSize, true);
+    const HintRange hb = hints.Observe(b, kMiB, kSize, true);
     a += kMiB;
     b += kMiB;
     if (ha.length > 0) {
@@ -82,7 +99,8 @@ TEST(ReadaheadHintsTest, HintsStopAtTheEndOfTheFile) {
   const uint64_t size = 5 * kMiB + 100;
   uint64_t last_end = 0;
   for (uint64_t off = 0; off < size; off += kMiB) {
-    const HintRange h = hints.Observe(off, std::min(kMiB, size - off), size);
+    const HintRange h =
+        hints.Observe(off, std::min(kMiB, size - off), size, true);
     if (h.length > 0) last_end = h.offset + h.length;
   }
   EXPECT_EQ(last_end, size);
@@ -90,10 +108,10 @@ TEST(ReadaheadHintsTest, HintsStopAtTheEndOfTheFile) {
 
 TEST(ReadaheadHintsTest, ASeekStartsOver) {
   ReadaheadHints hints({.min_window = kMiB, .max_window = 8 * kMiB});
-  EXPECT_EQ(hints.Observe(0, kMiB, kSize).length, 0u);
-  EXPECT_GT(hints.Observe(kMiB, kMiB, kSize).length, 0u);
-  EXPECT_EQ(hints.Observe(100 * kMiB, kMiB, kSize).length, 0u);  // a seek
-  const HintRange h = hints.Observe(101 * kMiB, kMiB, kSize);
+  EXPECT_EQ(hints.Observe(0, kMiB, kSize, true).length, 0u);
+  EXPECT_GT(hints.Observe(kMiB, kMiB, kSize, true).length, 0u);
+  EXPECT_EQ(hints.Observe(100 * kMiB, kMiB, kSize, true).length, 0u);  // a seek
+  const HintRange h = hints.Observe(101 * kMiB, kMiB, kSize, true);
   EXPECT_EQ(h.offset, 102 * kMiB);
   EXPECT_EQ(h.length, 4 * kMiB);  // a new stream's first window
 }
