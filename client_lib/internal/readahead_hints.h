@@ -11,12 +11,12 @@
 //   file ended (a few streams per file: readers sharing a file, a Reader
 //   and its prefetch); anything else starts a new stream and hints nothing
 //   (random reads never hint);
-// - a stream starts hinting at its first call (not its first: that one is
-//   no stream yet) that waited for some byte (CallReport: not all from the
-//   page cache), so that reads of cached files cost nothing; then the
-//   bytes up to `window` past the stream's end are hinted; `window` starts at 4
-//   calls' worth (at least min_window) and doubles with every hint, up to
-//   max_window;
+// - a stream's first call hints nothing (it is no stream yet); it starts
+//   hinting at a later call that waited for some byte (CallReport: not
+//   all from the page cache), so that reads of cached files cost nothing;
+//   then the bytes up to `window` past the stream's end are hinted;
+//   `window` starts at 4 calls' worth (at least min_window) and doubles
+//   with every hint, up to max_window;
 // - a stream hints again only when what it hinted runs within half a
 //   window of its end: one hint per half window read, so cached data
 //   costs a syscall per half window, not per call.
