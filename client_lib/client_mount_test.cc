@@ -7,6 +7,7 @@
 #include <dirent.h>
 #include <fcntl.h>
 #include <stdlib.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -333,6 +334,111 @@ uint64_t Sum(const ClientStats& s, uint64_t NodeStats::*field) {
   uint64_t n = 0;
   for (const NodeStats& x : s.nodes) n += x.*field;
   return n;
+}
+
+// Pages of [offset, offset + length) of `path` in the page cache; -1 if
+// it cannot tell.
+int64_t ResidentPages(const std::string& path, uint64_t offset,
+                      uint64_t length) {
+  const int fd = open(path.c_str(), O_RDONLY);
+  if (fd < 0) return -1;
+  void* p = mmap(nullptr, offset + length, PROT_READ, MAP_SHARED, fd, 0);
+  close(fd);
+  if (p == MAP_FAILED) return -1;
+  const size_t page = static_cast<size_t>(sysconf(_SC_PAGESIZE));
+  std::vector<unsigned char> vec((offset + length + page - 1) / page);
+  int64_t n = -1;
+  if (mincore(p, offset + length, vec.data()) == 0) {
+    n = 0;
+    for (size_t i = offset / page; i < vec.size(); ++i) n += vec[i] & 1;
+  }
+  munmap(p, offset + length);
+  return n;
+}
+
+// Drops `path` from the page cache (written back first); false if it
+// stays (a file system that keeps it: the test cannot tell then).
+bool DropCached(const std::string& path, uint64_t size) {
+  const int fd = open(path.c_str(), O_RDONLY);
+  if (fd < 0) return false;
+  fdatasync(fd);
+  const bool ok = posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED) == 0;
+  close(fd);
+  return ok && ResidentPages(path, 0, size) == 0;
+}
+
+// Sequential reads of a striped file ask the kernel for the next window
+// of every column (readahead_hints.h): pages of columns that no read has
+// touched since the cache was dropped come in ahead of the reader; random
+// reads ask for nothing.
+TEST_F(ClientMountTest, SequentialReadsHintTheColumnsAheadAndRandomOnesDoNot) {
+  constexpr uint64_t kUnit = 1 << 20;
+  constexpr uint64_t kColumn = 4 * kUnit;  // 4 rows
+  const std::string data = RandomBytes(kNodes * kColumn);
+  v1::FileLayout l;
+  l.set_size(data.size());
+  l.set_state(v1::READY);
+  auto* s = l.mutable_striped();
+  s->set_stripe_unit(kUnit);
+  std::vector<std::string> objects;
+  for (int t = 0; t < kNodes; ++t) {
+    std::string column;
+    for (uint64_t k = t; k < data.size() / kUnit; k += kNodes) {
+      column += data.substr(k * kUnit, kUnit);
+    }
+    const std::string obj = absl::StrCat("col", t);
+    PutObject(Node(t), obj, column);
+    objects.push_back(absl::StrCat(root_, "/", Node(t), "/", obj));
+    auto* r = s->add_targets()->add_replicas();
+    r->set_node_id(Node(t));
+    r->set_object(obj);
+  }
+  ASSERT_THAT(store_->CreateFile("/striped", l), IsOk());
+  Client* client = OpenClient(Options());
+  ASSERT_NE(client, nullptr);
+  std::unique_ptr<File> f = OpenWarm(client, "/striped");
+  ASSERT_NE(f, nullptr);
+  std::string all(data.size(), '\0');  // opens every column's object
+  ASSERT_THAT(f->Read(0, absl::MakeSpan(all)), IsOk());
+  ASSERT_TRUE(all == data);
+  auto drop_all = [&] {
+    for (const std::string& o : objects) {
+      if (!DropCached(o, kColumn)) return false;
+    }
+    return true;
+  };
+  if (!drop_all()) GTEST_SKIP() << "the page cache of " << root_ << " stays";
+
+  // Random: rows 0, 1, 2 of columns 0, 1, 3, never adjacent. Column 2
+  // gets no read and no hint.
+  std::string buf(kUnit, '\0');
+  for (uint64_t unit : {0, 5, 11, 4}) {
+    ASSERT_THAT(f->Read(unit * kUnit, absl::MakeSpan(buf)), IsOk());
+    EXPECT_TRUE(buf == data.substr(unit * kUnit, kUnit)) << unit;
+  }
+  EXPECT_EQ(ResidentPages(objects[2], 0, kColumn), 0);
+
+  // Sequential: units 0 and 1 (columns 0 and 1, row 0). The second call
+  // hints the next 4 units: row 0 of columns 2 and 3, which no read
+  // touched, and row 1 of columns 0 and 1.
+  ASSERT_TRUE(drop_all());
+  // A new stream: not the continuation of an earlier call.
+  ASSERT_THAT(f->Read(8 * kUnit + 7, absl::MakeSpan(buf.data(), 1)), IsOk());
+  ASSERT_TRUE(drop_all());
+  for (uint64_t unit : {0, 1}) {
+    ASSERT_THAT(f->Read(unit * kUnit, absl::MakeSpan(buf)), IsOk());
+    EXPECT_TRUE(buf == data.substr(unit * kUnit, kUnit)) << unit;
+  }
+  const int64_t unit_pages = kUnit / sysconf(_SC_PAGESIZE);
+  for (int t : {2, 3}) {
+    EXPECT_TRUE(Eventually([&] {
+      return ResidentPages(objects[t], 0, kUnit) == unit_pages;
+    })) << "column "
+        << t << ": " << ResidentPages(objects[t], 0, kUnit) << " of "
+        << unit_pages << " pages";
+    // Not past the window: row 1 of columns 2, 3 is not asked for.
+    EXPECT_EQ(ResidentPages(objects[t], kUnit, kUnit), 0) << "column " << t;
+  }
 }
 
 TEST_F(ClientMountTest, RingAndWorkerPathsAreByteExact) {

@@ -151,6 +151,7 @@ class ClientImpl : public Client, public FileHost {
       absl::Span<const Request> reqs, const ReadOptions& options,
       CallReport* report = nullptr) override;
   ns::LayoutCache* cache() override { return cache_; }
+  void HintAhead(const ns::CachedLayout& layout, HintRange r) override;
   void CountRefresh() override { layout_refreshes_.fetch_add(1); }
   void CountAbort() override { layout_aborts_.fetch_add(1); }
   // The health table's verdict, and with kMount also a mount that

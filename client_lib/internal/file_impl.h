@@ -18,6 +18,7 @@
 #include "absl/synchronization/mutex.h"
 #include "absl/types/span.h"
 #include "client_lib/file.h"
+#include "client_lib/internal/readahead_hints.h"
 #include "client_lib/options.h"
 #include "namespace/content_id.h"
 #include "namespace/ec_layout.h"
@@ -56,6 +57,9 @@ class FileHost {
       CallReport* report = nullptr) = 0;
   // The layouts, current as the namespace watch knows them.
   virtual ns::LayoutCache* cache() = 0;
+  // Asks for bytes [r.offset, +r.length) of a file with `layout` ahead of
+  // a sequential reader (readahead_hints.h); a hint only, never blocks.
+  virtual void HintAhead(const ns::CachedLayout& /*layout*/, HintRange /*r*/) {}
   // A new layout was adopted / a call ended ABORTED.
   virtual void CountRefresh() = 0;
   virtual void CountAbort() = 0;
@@ -101,7 +105,12 @@ class FileImpl : public File {
                                       const ReadOptions& options,
                                       CallReport* report) {
     Request r{this, offset, dst};
-    return std::move(client_->Execute({&r, 1}, options, report)[0]);
+    CallReport mine;  // Execute sets it
+    if (report == nullptr) report = &mine;
+    absl::StatusOr<size_t> n =
+        std::move(client_->Execute({&r, 1}, options, report)[0]);
+    if (n.ok()) Hint(offset, *n, report->cached_bytes < *n);
+    return n;
   }
   std::vector<absl::StatusOr<size_t>> ReadV(
       absl::Span<const ReadRange> ranges, const ReadOptions& options) override {
@@ -149,12 +158,26 @@ class FileImpl : public File {
   }
 
  private:
+  // Hints the bytes ahead of a sequential reader whose call read `n` bytes
+  // at `offset`, `waited` for some (readahead_hints.h).
+  void Hint(uint64_t offset, size_t n, bool waited) {
+    const HintRange h = hints_.Observe(offset, n, size_, waited);
+    if (h.length == 0) return;
+    std::shared_ptr<const ns::CachedLayout> l;
+    {
+      absl::MutexLock lock(&mu_);
+      l = layout_;
+    }
+    client_->HintAhead(*l, h);
+  }
+
   FileHost* const client_;
   const std::string path_;
   const bool pinned_;
   mutable absl::Mutex mu_;
   std::shared_ptr<const ns::CachedLayout> layout_ ABSL_GUARDED_BY(mu_);
   const uint64_t size_;  // layout_'s, for its whole life
+  ReadaheadHints hints_{ReadaheadWindow{}};
 };
 
 }  // namespace client_internal

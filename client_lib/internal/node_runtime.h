@@ -299,6 +299,11 @@ class NodeRuntime : public std::enable_shared_from_this<NodeRuntime> {
   // cached, a checksum mismatch, an error): `dst` may then hold anything,
   // and the attempt goes its usual way.
   bool ReadCached(Attempt* a, char* dst);
+  // Asks the kernel to read `length` bytes of `object` at `offset` into
+  // the page cache (POSIX_FADV_WILLNEED, hint_ahead.cc), when ReadCached
+  // could serve them later: a mount known good on a local file system,
+  // its file already open. Never blocks on a mount. True if hinted.
+  bool WillNeed(const std::string& object, uint64_t offset, uint64_t length);
   // Tells the threads to stop: queued attempts (of calls that returned) end
   // as not needed; the ring thread leaves once its reads have ended. No new
   // thread starts.

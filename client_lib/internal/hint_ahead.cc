@@ -1,0 +1,73 @@
+// Readahead hints for sequential readers (readahead_hints.h): the hinted
+// range of a file, mapped onto its column objects, becomes one
+// POSIX_FADV_WILLNEED per piece on the object file its read would use. The
+// kernel starts reading those pages without waiting for them; the reader's
+// later calls then find them in the page cache and copy them on the
+// calling thread (cached_read.cc): one copy per byte, as a plain pread has.
+#include <fcntl.h>
+
+#include <memory>
+#include <string>
+
+#include "client_lib/internal/client_impl.h"
+#include "client_lib/internal/node_runtime.h"
+#include "namespace/cached_layout.h"
+
+namespace rangefs {
+namespace client_internal {
+
+bool NodeRuntime::WillNeed(const std::string& object, uint64_t offset,
+                           uint64_t length) {
+  const ClientOptions& o = client_->options();
+  if (!o.page_cache_reads || o.o_direct || o.data_path == DataPath::kAgent ||
+      mount_down() || !caller_ok_.load(std::memory_order_relaxed)) {
+    return false;
+  }
+  if (o.data_path == DataPath::kAuto &&
+      mount_state_.load(std::memory_order_relaxed) != 1) {
+    return false;
+  }
+  // Only files already open on a local file system: an open, or a hint
+  // to a network or FUSE mount, may block the calling thread.
+  std::shared_ptr<RingFile> file =
+      OpenRingFd(MountPath{mount_dir(), object}, /*direct=*/false);
+  if (file == nullptr || !file->caller_safe()) return false;
+  if (posix_fadvise(file->fd(), static_cast<off_t>(offset),
+                    static_cast<off_t>(length), POSIX_FADV_WILLNEED) != 0) {
+    return false;
+  }
+  return true;
+}
+
+void ClientImpl::HintAhead(const ns::CachedLayout& layout, HintRange r) {
+  if (r.length == 0) return;
+  absl::StatusOr<ns::MappedRange> m =
+      ns::MapRange(layout, r.offset, r.length, 0);
+  if (!m.ok()) return;  // a hint only: the reads report any error
+  for (const ns::Piece& p : m->pieces) {
+    // The replica Dispatch would read: this host's node, or the only
+    // admissible one. With a choice left to the balancer, no hint (it
+    // could cost a disk the bytes another one serves).
+    const v1::Replica* pick = nullptr;
+    NodeRuntime* node = nullptr;
+    int admissible = 0;
+    for (const v1::Replica& rep : *p.replicas) {
+      NodeRuntime* n = Node(rep.node_id());
+      if (!Admissible(n)) continue;
+      ++admissible;
+      if (n->local()) {
+        pick = &rep;
+        node = n;
+        admissible = 1;
+        break;
+      }
+      pick = &rep;
+      node = n;
+    }
+    if (admissible != 1) continue;
+    node->WillNeed(pick->object(), p.ObjectOffset(*pick), p.length);
+  }
+}
+
+}  // namespace client_internal
+}  // namespace rangefs
