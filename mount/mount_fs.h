@@ -83,6 +83,10 @@ struct MountFsOptions {
   // stream go through the ReadBatcher (0 = never).
   size_t batch_max_bytes = 64 << 10;
   ReadBatcherOptions batch;
+  // ReadSpliced serves reads of at least splice_min_bytes whose bytes lie
+  // in object files the library has open on a local file system.
+  bool splice = true;
+  size_t splice_min_bytes = 64 << 10;
 };
 
 struct MountEntry {
@@ -153,6 +157,19 @@ class MountFs {
   // before returning or later on another thread (a small read joining a
   // batch). The handle must not be released before `done` ran.
   void Read(uint64_t handle, uint64_t offset, size_t size, ReadDone done);
+  // Answers a read with no copy here (options.splice): the pieces of
+  // [offset, offset + size) (clipped at the end of file) as ranges of
+  // object files (File::LocalSpans), handed to `reply`, which sends them
+  // (the bridge splices them into the FUSE reply) and returns its
+  // outcome. False, with `reply` not called, when the read should go
+  // through Read: splice off, a small read, a stream the Reader serves
+  // (cold bytes: see Read), bytes the library would check, rebuild or
+  // fetch from elsewhere (File::LocalSpans' FAILED_PRECONDITION), a file
+  // changed since open (Read answers ESTALE). True once `reply` ran.
+  using SpliceReply =
+      std::function<absl::Status(absl::Span<const ObjectSpan> spans)>;
+  bool ReadSpliced(uint64_t handle, uint64_t offset, size_t size,
+                   const SpliceReply& reply);
   void Release(uint64_t handle);
 
   // NOT_FOUND (no such attribute: ENODATA) or the errors of a lookup.

@@ -288,6 +288,12 @@ class NodeRuntime : public std::enable_shared_from_this<NodeRuntime> {
   // cached, a checksum mismatch, an error): `dst` may then hold anything,
   // and the attempt goes its usual way.
   bool ReadCached(Attempt* a, char* dst);
+  // The open file of `object` when a caller may read it itself, with no
+  // check of ours (File::LocalSpans, local_spans.cc): a mount known good on
+  // a local file system, the file already open (never blocks); null
+  // otherwise. Counts `length` bytes read from the node.
+  std::shared_ptr<RingFile> LocalObject(const std::string& object,
+                                        uint64_t offset, uint64_t length);
   // Tells the threads to stop: queued attempts (of calls that returned) end
   // as not needed; the ring thread leaves once its reads have ended. No new
   // thread starts.
