@@ -94,6 +94,11 @@ struct ObjectSpan {
   uint64_t object_offset = 0;
   uint64_t length = 0;
   std::shared_ptr<const void> hold;
+  // Whether every byte was in the page cache when looked up (cachestat(2),
+  // Linux 6.5 and later): a reader of kCached bytes does not wait for a
+  // disk (unless they are evicted meanwhile).
+  enum class Residency { kUnknown, kCached, kNotCached };
+  Residency residency = Residency::kUnknown;
 };
 
 class File {
@@ -136,7 +141,8 @@ class File {
   // has open already (agent path, network mount, first read of an object:
   // Read it); OUT_OF_RANGE if offset > size(); ABORTED as Read. The bytes
   // are whatever the object holds when the caller reads them: an I/O
-  // error then is the caller's (no other replica is tried).
+  // error then is the caller's (no other replica is tried); ClientStats
+  // does not count them.
   virtual absl::StatusOr<std::vector<ObjectSpan>> LocalSpans(uint64_t offset,
                                                              uint64_t length);
 

@@ -15,7 +15,9 @@
 // sequential streams read one small request at a time, a Reader (file.h)
 // that prefetches the next window; large requests and concurrent requests
 // (kernel readahead) go to File::Read directly, and concurrent small ones
-// (random 4 KiB) are grouped into Client::ReadV batches (read_batcher.h). A
+// (random 4 KiB) are grouped into Client::ReadV batches (read_batcher.h);
+// ReadSpliced answers reads whose bytes lie in local object files with the
+// files themselves (File::LocalSpans; the bridge splices them). A
 // read never returns bytes of a different content than the open saw: the
 // library's ABORTED and the index's content tags (namespace_index.h) both give
 // ESTALE. Thread-safe. `client`, `index` and `cache` are not owned and must

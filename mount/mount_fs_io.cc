@@ -265,8 +265,6 @@ bool MountFs::ReadSpliced(uint64_t handle, uint64_t offset, size_t size,
                           const SpliceReply& reply) {
   if (!options_.splice || size < options_.splice_min_bytes) return false;
   Handle& h = *reinterpret_cast<Handle*>(handle);
-  // A stream whose bytes were waited for goes through the Reader (ReadNow).
-  if (h.prefetch_large.load(std::memory_order_relaxed)) return false;
   const uint64_t fsize = h.file->size();
   if (offset >= fsize) return false;
   size = static_cast<size_t>(std::min<uint64_t>(size, fsize - offset));
@@ -279,6 +277,18 @@ bool MountFs::ReadSpliced(uint64_t handle, uint64_t offset, size_t size,
     }
     return false;
   }
+  // Bytes not in the objects' page cache go the copy path, whose Reader
+  // reads ahead while the device works (ReadNow). Where the kernel cannot
+  // tell (no cachestat), a stream whose splices waited twice in a row does
+  // (prefetch_large, below).
+  bool unknown = false;
+  for (const ObjectSpan& s : *spans) {
+    if (s.residency == ObjectSpan::Residency::kNotCached) return false;
+    unknown = unknown || s.residency == ObjectSpan::Residency::kUnknown;
+  }
+  if (unknown && h.prefetch_large.load(std::memory_order_relaxed)) {
+    return false;
+  }
   if (!CheckCurrent(h).ok()) return false;
   counters_->reads.fetch_add(1, std::memory_order_relaxed);
   counters_->spliced_reads.fetch_add(1, std::memory_order_relaxed);
@@ -288,8 +298,8 @@ bool MountFs::ReadSpliced(uint64_t handle, uint64_t offset, size_t size,
   h.last_end.store(offset + size, std::memory_order_relaxed);
   // As ReadNow: a sequential stream whose splices wait (the objects' bytes
   // come from a disk) twice in a row goes through the Reader's read-ahead.
-  const bool watch =
-      options_.prefetch && sequential && size >= options_.prefetch_max_request;
+  const bool watch = unknown && options_.prefetch && sequential &&
+                     size >= options_.prefetch_max_request;
   absl::ReaderMutexLock l(&h.splice_mu);
   const int64_t waits_before = watch ? VoluntarySwitches() : 0;
   const absl::Status s = reply(*spans);

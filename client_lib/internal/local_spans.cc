@@ -6,7 +6,12 @@
 // check or work around (verification, erasure coding, a mount not known
 // good, an object not open yet, a network file system) is refused with
 // FAILED_PRECONDITION, and the caller reads the usual way.
+#include <sys/syscall.h>
+#include <unistd.h>
+
 #include <algorithm>
+#include <atomic>
+#include <cerrno>
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -32,10 +37,40 @@ absl::StatusOr<std::vector<ObjectSpan>> File::LocalSpans(uint64_t, uint64_t) {
 }
 
 namespace client_internal {
+namespace {
+
+#ifndef __NR_cachestat
+#define __NR_cachestat 451  // the same on every architecture (Linux 6.5)
+#endif
+
+// Whether [offset, offset + length) of `fd` is wholly in the page cache.
+ObjectSpan::Residency Residency(int fd, uint64_t offset, uint64_t length) {
+  static std::atomic<bool> unsupported{false};
+  if (length == 0 || unsupported.load(std::memory_order_relaxed)) {
+    return ObjectSpan::Residency::kUnknown;
+  }
+  struct {
+    uint64_t off, len;
+  } range{offset, length};
+  struct {
+    uint64_t nr_cache, nr_dirty, nr_writeback, nr_evicted, nr_recently_evicted;
+  } stat{};
+  if (syscall(__NR_cachestat, fd, &range, &stat, 0) != 0) {
+    if (errno == ENOSYS) unsupported.store(true, std::memory_order_relaxed);
+    return ObjectSpan::Residency::kUnknown;
+  }
+  static const uint64_t page = static_cast<uint64_t>(getpagesize());
+  const uint64_t pages = (offset + length - 1) / page - offset / page + 1;
+  return stat.nr_cache >= pages ? ObjectSpan::Residency::kCached
+                                : ObjectSpan::Residency::kNotCached;
+}
+
+}  // namespace
 
 std::shared_ptr<RingFile> NodeRuntime::LocalObject(const std::string& object,
                                                    uint64_t offset,
                                                    uint64_t length) {
+  // Not counted as a read of the node: the caller may not read it.
   const ClientOptions& o = client_->options();
   if (o.data_path == DataPath::kAgent || o.o_direct || mount_down()) {
     return nullptr;
@@ -49,8 +84,6 @@ std::shared_ptr<RingFile> NodeRuntime::LocalObject(const std::string& object,
   if (!mount_reader_.Plan(piece, mount_dir(), &plan).ok()) return nullptr;
   std::shared_ptr<RingFile> file = OpenRingFd(plan.path, /*direct=*/false);
   if (file == nullptr || !file->caller_safe()) return nullptr;
-  counters_.mount_reads.fetch_add(1);
-  counters_.bytes.fetch_add(length);
   return file;
 }
 
@@ -130,7 +163,9 @@ absl::StatusOr<std::vector<ObjectSpan>> ClientImpl::LocalSpans(
                              .length = p.length,
                              .hold = std::move(f)});
   }
-  bytes_.fetch_add(length);
+  for (ObjectSpan& s : out) {
+    s.residency = Residency(s.fd, s.object_offset, s.length);
+  }
   return out;
 }
 

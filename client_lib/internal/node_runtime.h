@@ -291,7 +291,7 @@ class NodeRuntime : public std::enable_shared_from_this<NodeRuntime> {
   // The open file of `object` when a caller may read it itself, with no
   // check of ours (File::LocalSpans, local_spans.cc): a mount known good on
   // a local file system, the file already open (never blocks); null
-  // otherwise. Counts `length` bytes read from the node.
+  // otherwise.
   std::shared_ptr<RingFile> LocalObject(const std::string& object,
                                         uint64_t offset, uint64_t length);
   // Tells the threads to stop: queued attempts (of calls that returned) end

@@ -19,6 +19,7 @@
 #include "absl/strings/ascii.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
 #include "base/status_macros.h"
 #include "base/testing/ports.h"
 #include "base/testing/status_matchers.h"
@@ -205,6 +206,42 @@ TEST_F(FuseSpliceTest, SplicedReadsAreByteExactAtEdgeOffsets) {
   for (MountProcess* m : {dio, pc}) {
     EXPECT_EQ(Sh("sha256sum < " + Q(m->path("/s/big"))).output, want);
   }
+}
+
+// One open file read twice in 1 MiB requests (a direct mount: each read a
+// request): the first pass opens the objects through the copy path
+// (which may wait, and then hands the stream to the Reader); the second
+// finds every byte in the objects' page cache and is spliced, whatever
+// the first pass decided.
+TEST_F(FuseSpliceTest, SecondPassOfOneOpenIsSpliced) {
+  int port = 0;
+  MountProcess* m = Mount("twice", {"-o", "direct_io=true"}, &port);
+  ASSERT_NE(m, nullptr);
+  const std::string py = absl::StrCat(
+      "/usr/bin/python3 -c \"import os, sys, urllib.request\n"
+      "def spliced():\n"
+      "  t = urllib.request.urlopen('http://127.0.0.1:",
+      port,
+      "/metrics', timeout=5).read().decode()\n"
+      "  return int([l.split()[1] for l in t.splitlines() if "
+      "l.startswith('rangefs_mount_spliced_reads_total ')][0])\n"
+      "f = os.open(sys.argv[1], os.O_RDONLY)\n"
+      "want = open(sys.argv[2], 'rb').read()\n"
+      "for p in range(2):\n"
+      "  s0 = spliced(); got = b''\n"
+      "  while True:\n"
+      "    b = os.pread(f, 1 << 20, len(got))\n"
+      "    if not b: break\n"
+      "    got += b\n"
+      "  print(p, got == want, spliced() - s0)\" ",
+      Q(m->path("/s/big")), " ", Q(src_));
+  ShResult r = Sh(py);
+  ASSERT_EQ(r.code, 0) << r.output;
+  std::vector<std::string> lines = absl::StrSplit(r.output, '\n');
+  ASSERT_GE(lines.size(), 2u) << r.output;
+  EXPECT_THAT(lines[0], ::testing::StartsWith("0 True ")) << r.output;
+  // 9 requests (8 MiB + 12345 bytes); every one spliced.
+  EXPECT_EQ(lines[1], "1 True 9") << r.output;
 }
 
 TEST_F(FuseSpliceTest, OffMeansNoSplicing) {
