@@ -34,6 +34,9 @@ struct BridgeContext {
   DirectIoMode direct_io;
   bool splice;
   const InitFlagHook* init_hook;
+  // INIT granted FUSE_CAP_SPLICE_WRITE: replies of file descriptors are
+  // spliced (else libfuse copies them, at a cost above the copy path's).
+  std::atomic<bool> splice_granted{false};
   std::atomic<bool> warned_mmap{false};
 };
 
@@ -87,6 +90,10 @@ void OpInit(void* userdata, struct fuse_conn_info* conn) {
   // offers it whenever it was built with splice, any kernel takes it.
   if (c->splice && (conn->capable & FUSE_CAP_SPLICE_WRITE)) {
     conn->want |= FUSE_CAP_SPLICE_WRITE;
+    c->splice_granted.store(true, std::memory_order_release);
+  } else if (c->splice) {
+    RANGEFS_LOG(WARNING) << "splice: libfuse cannot splice replies on this "
+                            "session; every read is copied";
   }
   // No writes ever: no writeback cache.
   conn->want &= ~FUSE_CAP_WRITEBACK_CACHE;
@@ -247,7 +254,7 @@ void OpRead(fuse_req_t req, fuse_ino_t, size_t size, off_t off,
     fuse_reply_err(req, EINVAL);
     return;
   }
-  if (c->splice &&
+  if (c->splice_granted.load(std::memory_order_acquire) &&
       c->fs->ReadSpliced(fi->fh, static_cast<uint64_t>(off), size,
                          [req](absl::Span<const ObjectSpan> spans) {
                            return ReplySpans(req, spans);
