@@ -3,8 +3,10 @@
 #include "mount/fuse_bridge.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <fuse_lowlevel.h>
 #include <signal.h>
+#include <unistd.h>
 
 #include <atomic>
 #include <cstring>
@@ -75,6 +77,31 @@ void ReplyErofs(fuse_req_t req) {
 // Worker threads of libfuse block the stop signals already; a thread the
 // client library starts from one (node workers, prefetch) inherits that.
 
+// Whether this process may size a pipe for a whole kMaxRead reply: libfuse
+// splices a reply through a per-thread pipe of the reply's size plus a
+// page per buffer (2 MiB for 1 MiB requests), and copies any reply its
+// pipe cannot hold (a read into a fresh mmap'd buffer, dearer than our
+// copy path). Above /proc/sys/fs/pipe-max-size (1 MiB by default) that
+// takes CAP_SYS_RESOURCE.
+bool PipeHoldsAReply(std::string* why) {
+  int p[2];
+  if (pipe(p) != 0) {
+    *why = absl::StrCat("pipe: ", strerror(errno));
+    return false;
+  }
+  const int want = 2 * static_cast<int>(kMaxRead);
+  const bool ok = fcntl(p[0], F_SETPIPE_SZ, want) >= want;
+  if (!ok) {
+    *why =
+        absl::StrCat("a pipe of ", want, " bytes is refused (", strerror(errno),
+                     "): raise fs.pipe-max-size to at least ", want,
+                     " (sysctl) or run with CAP_SYS_RESOURCE");
+  }
+  close(p[0]);
+  close(p[1]);
+  return ok;
+}
+
 void OpInit(void* userdata, struct fuse_conn_info* conn) {
   Ctx* c = static_cast<Ctx*>(userdata);
   conn->max_read = kMaxRead;  // must match the max_read mount option
@@ -88,12 +115,15 @@ void OpInit(void* userdata, struct fuse_conn_info* conn) {
   }
   // Replies from a pipe (fuse_reply_data of file descriptors): libfuse
   // offers it whenever it was built with splice, any kernel takes it.
-  if (c->splice && (conn->capable & FUSE_CAP_SPLICE_WRITE)) {
-    conn->want |= FUSE_CAP_SPLICE_WRITE;
-    c->splice_granted.store(true, std::memory_order_release);
-  } else if (c->splice) {
+  std::string why;
+  if (c->splice && !(conn->capable & FUSE_CAP_SPLICE_WRITE)) {
     RANGEFS_LOG(WARNING) << "splice: libfuse cannot splice replies on this "
                             "session; every read is copied";
+  } else if (c->splice && !PipeHoldsAReply(&why)) {
+    RANGEFS_LOG(WARNING) << "splice: off, every read is copied: " << why;
+  } else if (c->splice) {
+    conn->want |= FUSE_CAP_SPLICE_WRITE;
+    c->splice_granted.store(true, std::memory_order_release);
   }
   // No writes ever: no writeback cache.
   conn->want &= ~FUSE_CAP_WRITEBACK_CACHE;

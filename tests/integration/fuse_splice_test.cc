@@ -9,7 +9,9 @@
 // does.
 //
 // Runs in a private mount namespace (base/testing:private_mounts_main).
+#include <fcntl.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <fstream>
 #include <memory>
@@ -78,7 +80,24 @@ class FuseSpliceTest : public ::testing::Test {
     const absl::Status s = Start();
     ASSERT_TRUE(s.ok()) << s;
   }
+  // A splice reply of 1 MiB needs a 2 MiB pipe: above the default
+  // fs.pipe-max-size without CAP_SYS_RESOURCE (as in some containers), the
+  // mount refuses to splice (and says so). The test raises the limit for
+  // its duration, as deploy/README.md tells operators to.
+  static std::string RaisePipeMaxSize() {
+    int p[2];
+    if (pipe(p) != 0) return "";
+    const bool ok = fcntl(p[0], F_SETPIPE_SZ, 2 << 20) >= (2 << 20);
+    close(p[0]);
+    close(p[1]);
+    if (ok) return "";
+    std::string old = Sh("cat /proc/sys/fs/pipe-max-size").output;
+    Sh("echo 2097152 > /proc/sys/fs/pipe-max-size");
+    return std::string(absl::StripAsciiWhitespace(old));
+  }
+
   absl::Status Start() {
+    old_pipe_max_ = RaisePipeMaxSize();
     RANGEFS_ASSIGN_OR_RETURN(cluster_, AgentCluster::Start("fuse_splice_test"));
     for (const char* id : {"n0", "n1"}) {
       RANGEFS_ASSIGN_OR_RETURN(testing::AgentProcess * a,
@@ -114,6 +133,9 @@ class FuseSpliceTest : public ::testing::Test {
     mounts_.clear();
     for (const std::string& b : binds_) Sh("umount -l " + Q(b));
     cluster_.reset();
+    if (!old_pipe_max_.empty()) {
+      Sh("echo " + old_pipe_max_ + " > /proc/sys/fs/pipe-max-size");
+    }
   }
 
   // A mount over the mount path with `flags`; its metrics on a port.
@@ -174,6 +196,7 @@ class FuseSpliceTest : public ::testing::Test {
   std::unique_ptr<AgentCluster> cluster_;
   admin::Context ctx_;
   std::string src_, mroot_;
+  std::string old_pipe_max_;  // to restore; "" = unchanged
   std::vector<std::string> binds_;
   std::vector<std::unique_ptr<MountProcess>> mounts_;
 };
