@@ -86,6 +86,21 @@ class Reader {
   virtual size_t readahead() const = 0;
 };
 
+// A run of a file's bytes that lies in one object file on a local file
+// system (File::LocalSpans): `length` bytes at `object_offset` of the open
+// file `fd` are the file's bytes, in order.
+struct ObjectSpan {
+  int fd = -1;  // read-only; open while `hold` (or a copy of it) lives
+  uint64_t object_offset = 0;
+  uint64_t length = 0;
+  std::shared_ptr<const void> hold;
+  // Whether every byte was in the page cache when looked up (cachestat(2),
+  // Linux 6.5 and later): a reader of kCached bytes does not wait for a
+  // disk (unless they are evicted meanwhile).
+  enum class Residency { kUnknown, kCached, kNotCached };
+  Residency residency = Residency::kUnknown;
+};
+
 class File {
  public:
   virtual ~File() = default;
@@ -112,6 +127,24 @@ class File {
   // returns.
   virtual std::vector<absl::StatusOr<size_t>> ReadV(
       absl::Span<const ReadRange> ranges, const ReadOptions& options = {}) = 0;
+
+  // Where the bytes [offset, offset + length) (clipped at size()) lie, for
+  // a caller that moves them itself (rangefs-mount splices them into its
+  // FUSE replies): one span per piece, in file order, covering the whole
+  // range, each on the replica a Read would choose now (this host's node,
+  // else the load-balancing policy's pick among the healthy replicas).
+  // Never blocks. Only when no byte needs our checks or a fallback that a
+  // Read would do: FAILED_PRECONDITION when verifying
+  // (ClientOptions::verify is not kOff: a Read would check the bytes'
+  // CRCs), for an erasure-coded file, or when a piece's chosen replica is
+  // not a mount known good on a local file system whose object the client
+  // has open already (agent path, network mount, first read of an object:
+  // Read it); OUT_OF_RANGE if offset > size(); ABORTED as Read. The bytes
+  // are whatever the object holds when the caller reads them: an I/O
+  // error then is the caller's (no other replica is tried); ClientStats
+  // does not count them.
+  virtual absl::StatusOr<std::vector<ObjectSpan>> LocalSpans(uint64_t offset,
+                                                             uint64_t length);
 
   // A sequential Reader over this File (see Reader above).
   std::unique_ptr<Reader> NewReader(ReaderOptions options = {});

@@ -3,8 +3,10 @@
 #include "mount/fuse_bridge.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <fuse_lowlevel.h>
 #include <signal.h>
+#include <unistd.h>
 
 #include <atomic>
 #include <cstring>
@@ -32,7 +34,11 @@ struct BridgeContext {
   int max_background;
   int readahead_kb;
   DirectIoMode direct_io;
+  bool splice;
   const InitFlagHook* init_hook;
+  // INIT granted FUSE_CAP_SPLICE_WRITE: replies of file descriptors are
+  // spliced (else libfuse copies them, at a cost above the copy path's).
+  std::atomic<bool> splice_granted{false};
   std::atomic<bool> warned_mmap{false};
 };
 
@@ -71,6 +77,31 @@ void ReplyErofs(fuse_req_t req) {
 // Worker threads of libfuse block the stop signals already; a thread the
 // client library starts from one (node workers, prefetch) inherits that.
 
+// Whether this process may size a pipe for a whole kMaxRead reply: libfuse
+// splices a reply through a per-thread pipe of the reply's size plus a
+// page per buffer (2 MiB for 1 MiB requests), and copies any reply its
+// pipe cannot hold (a read into a fresh mmap'd buffer, dearer than our
+// copy path). Above /proc/sys/fs/pipe-max-size (1 MiB by default) that
+// takes CAP_SYS_RESOURCE.
+bool PipeHoldsAReply(std::string* why) {
+  int p[2];
+  if (pipe(p) != 0) {
+    *why = absl::StrCat("pipe: ", strerror(errno));
+    return false;
+  }
+  const int want = 2 * static_cast<int>(kMaxRead);
+  const bool ok = fcntl(p[0], F_SETPIPE_SZ, want) >= want;
+  if (!ok) {
+    *why =
+        absl::StrCat("a pipe of ", want, " bytes is refused (", strerror(errno),
+                     "): raise fs.pipe-max-size to at least ", want,
+                     " (sysctl) or run with CAP_SYS_RESOURCE");
+  }
+  close(p[0]);
+  close(p[1]);
+  return ok;
+}
+
 void OpInit(void* userdata, struct fuse_conn_info* conn) {
   Ctx* c = static_cast<Ctx*>(userdata);
   conn->max_read = kMaxRead;  // must match the max_read mount option
@@ -81,6 +112,18 @@ void OpInit(void* userdata, struct fuse_conn_info* conn) {
   if (conn->capable & FUSE_CAP_ASYNC_READ) conn->want |= FUSE_CAP_ASYNC_READ;
   if (conn->capable & FUSE_CAP_READDIRPLUS) {
     conn->want |= FUSE_CAP_READDIRPLUS;
+  }
+  // Replies from a pipe (fuse_reply_data of file descriptors): libfuse
+  // offers it whenever it was built with splice, any kernel takes it.
+  std::string why;
+  if (c->splice && !(conn->capable & FUSE_CAP_SPLICE_WRITE)) {
+    RANGEFS_LOG(WARNING) << "splice: libfuse cannot splice replies on this "
+                            "session; every read is copied";
+  } else if (c->splice && !PipeHoldsAReply(&why)) {
+    RANGEFS_LOG(WARNING) << "splice: off, every read is copied: " << why;
+  } else if (c->splice) {
+    conn->want |= FUSE_CAP_SPLICE_WRITE;
+    c->splice_granted.store(true, std::memory_order_release);
   }
   // No writes ever: no writeback cache.
   conn->want &= ~FUSE_CAP_WRITEBACK_CACHE;
@@ -204,11 +247,48 @@ void OpOpen(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info* fi) {
   if (fuse_reply_open(req, fi) != 0) c->fs->Release(r->handle);
 }
 
+// Answers `req` with the bytes of `spans`, spliced by libfuse from the
+// files into /dev/fuse through its per-thread pipe (no copy in our memory;
+// the kernel copies them once, pipe to the reader's buffer or the mount's
+// page). libfuse itself falls back to reading them into a buffer when the
+// pipe cannot hold the reply (F_SETPIPE_SZ refused). Pages are copied, not
+// moved (no FUSE_BUF_SPLICE_MOVE): moving would take them out of the
+// object file's page cache.
+absl::Status ReplySpans(fuse_req_t req, absl::Span<const ObjectSpan> spans) {
+  const size_t n = spans.empty() ? 1 : spans.size();
+  std::vector<char> mem(sizeof(fuse_bufvec) + (n - 1) * sizeof(fuse_buf));
+  fuse_bufvec* v = reinterpret_cast<fuse_bufvec*>(mem.data());
+  v->count = spans.size();
+  v->idx = 0;
+  v->off = 0;
+  for (size_t i = 0; i < spans.size(); ++i) {
+    fuse_buf& b = v->buf[i];
+    b.size = spans[i].length;
+    b.flags = static_cast<fuse_buf_flags>(FUSE_BUF_IS_FD | FUSE_BUF_FD_SEEK);
+    b.mem = nullptr;
+    b.fd = spans[i].fd;
+    b.pos = static_cast<off_t>(spans[i].object_offset);
+  }
+  // 0: sent (the bytes, or an error reply if reading a file failed);
+  // < 0: the kernel took no reply (an interrupted request).
+  const int rc = fuse_reply_data(req, v, static_cast<fuse_buf_copy_flags>(0));
+  if (rc == 0) return absl::OkStatus();
+  return absl::UnavailableError(
+      absl::StrCat("splice reply: ", strerror(rc < 0 ? -rc : rc)));
+}
+
 void OpRead(fuse_req_t req, fuse_ino_t, size_t size, off_t off,
             struct fuse_file_info* fi) {
   Ctx* c = C(req);
   if (off < 0) {
     fuse_reply_err(req, EINVAL);
+    return;
+  }
+  if (c->splice_granted.load(std::memory_order_acquire) &&
+      c->fs->ReadSpliced(fi->fh, static_cast<uint64_t>(off), size,
+                         [req](absl::Span<const ObjectSpan> spans) {
+                           return ReplySpans(req, spans);
+                         })) {
     return;
   }
   // Answered here or, for a small read joining a batch, on the thread that
@@ -395,7 +475,7 @@ absl::StatusOr<std::unique_ptr<FuseMount>> FuseMount::Mount(
   m->ctx_.reset(new BridgeContext{fs, counters, options.attr_timeout,
                                   options.entry_timeout, options.max_background,
                                   options.readahead_kb, options.direct_io,
-                                  &m->init_hook_});
+                                  options.splice, &m->init_hook_});
   m->se_ = fuse_session_new(&args, &ops, sizeof(ops), m->ctx_.get());
   fuse_opt_free_args(&args);
   if (m->se_ == nullptr) {

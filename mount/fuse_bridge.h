@@ -56,6 +56,10 @@ struct FuseMountOptions {
   // decides per open); mmap is kept working through InitFlagHook
   // (init_flags.h).
   DirectIoMode direct_io = DirectIoMode::kAuto;
+  // Ask libfuse for splice replies (FUSE_CAP_SPLICE_WRITE): reads that
+  // MountFs::ReadSpliced takes go from the object files to /dev/fuse
+  // through a pipe, never through our memory.
+  bool splice = true;
   std::string fsname = "rangefs";
   std::vector<std::string> fuse_options;  // extra -o options for libfuse
 };

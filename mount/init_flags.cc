@@ -2,6 +2,7 @@
 
 #include "mount/init_flags.h"
 
+#include <fcntl.h>
 #include <fuse_lowlevel.h>
 #include <linux/fuse.h>
 #include <unistd.h>
@@ -34,6 +35,14 @@ ssize_t HookWritev(int fd, struct iovec* iov, int count, void*) {
   return writev(fd, iov, count);
 }
 
+// Spliced replies (fuse_reply_data of file descriptors) unchanged: without
+// this hook libfuse would not offer FUSE_CAP_SPLICE_WRITE on a session
+// with custom I/O, and would copy every such reply.
+ssize_t HookSpliceSend(int fdin, off_t* offin, int fdout, off_t* offout,
+                       size_t len, unsigned int flags, void*) {
+  return splice(fdin, offin, fdout, offout, len, flags);
+}
+
 }  // namespace
 
 absl::Status InitFlagHook::Install(struct fuse_session* se) {
@@ -42,7 +51,8 @@ absl::Status InitFlagHook::Install(struct fuse_session* se) {
     return absl::FailedPreconditionError(
         "another FUSE session in this process has an init-flag hook");
   }
-  static const fuse_custom_io kIo = {HookWritev, HookRead, nullptr, nullptr};
+  static const fuse_custom_io kIo = {HookWritev, HookRead, nullptr,
+                                     HookSpliceSend};
   const int rc = fuse_session_custom_io(se, &kIo, fuse_session_fd(se));
   if (rc != 0) {
     g_hook.store(nullptr);

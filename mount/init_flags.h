@@ -15,7 +15,8 @@
 //
 // It works through libfuse's custom-io hooks (fuse_session_custom_io) on
 // the session's own /dev/fuse descriptor: every request and reply passes
-// through unchanged except the INIT reply, whose flags2 gains the bit when
+// through unchanged (spliced replies too: HookSpliceSend) except the INIT
+// reply, whose flags2 gains the bit when
 // the kernel offered it in its INIT request (an older kernel never sees
 // it). Thread-safe: the hooks run on libfuse's worker threads.
 #ifndef RANGEFS_MOUNT_INIT_FLAGS_H_

@@ -195,6 +195,7 @@ absl::Status Serve(const MountOptions& o, int* ready_fd) {
   fo.uid = o.uid >= 0 ? static_cast<uid_t>(o.uid) : getuid();
   fo.gid = o.gid >= 0 ? static_cast<gid_t>(o.gid) : getgid();
   fo.prefetch = o.prefetch;
+  fo.splice = o.splice;
   fo.direct_io = o.direct_io;
   fo.read.deadline = o.read_deadline;
   std::atomic<FuseMount*> notify_target{nullptr};
@@ -212,6 +213,7 @@ absl::Status Serve(const MountOptions& o, int* ready_fd) {
   fmo.max_background = o.max_background;
   fmo.readahead_kb = o.readahead_kb;
   fmo.direct_io = o.direct_io;
+  fmo.splice = o.splice;
   fmo.fsname = absl::StrCat("rangefs:", o.cluster, ":", o.dir);
   if (o.revision > 0) absl::StrAppend(&fmo.fsname, "@", o.revision);
   fmo.fuse_options = o.fuse_options;

@@ -24,6 +24,9 @@ std::string MountPrometheusText(const MountCounters& c, const IndexGauges& g) {
   w.Counter("reader_reads_total",
             "reads served by a handle's sequential prefetching Reader",
             Get(c.reader_reads));
+  w.Counter("spliced_reads_total",
+            "reads answered by splicing object files into the reply",
+            Get(c.spliced_reads));
   w.Counter("getxattrs_total", "getxattr calls", Get(c.getxattrs));
   w.Counter("errors_total", "calls answered with an errno", Get(c.errors));
   w.Counter("read_errors_total", "reads answered with an errno",

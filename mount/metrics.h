@@ -27,7 +27,8 @@ struct MountCounters {
   std::atomic<uint64_t> opens{0};
   std::atomic<uint64_t> reads{0};
   std::atomic<uint64_t> read_bytes{0};
-  std::atomic<uint64_t> reader_reads{0};  // served by a handle's Reader
+  std::atomic<uint64_t> reader_reads{0};   // served by a handle's Reader
+  std::atomic<uint64_t> spliced_reads{0};  // answered by MountFs::ReadSpliced
   std::atomic<uint64_t> getxattrs{0};
   std::atomic<uint64_t> errors{0};  // any call answered with an errno
   std::atomic<uint64_t> read_errors{0};

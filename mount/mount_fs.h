@@ -15,7 +15,9 @@
 // sequential streams read one small request at a time, a Reader (file.h)
 // that prefetches the next window; large requests and concurrent requests
 // (kernel readahead) go to File::Read directly, and concurrent small ones
-// (random 4 KiB) are grouped into Client::ReadV batches (read_batcher.h). A
+// (random 4 KiB) are grouped into Client::ReadV batches (read_batcher.h);
+// ReadSpliced answers reads whose bytes lie in local object files with the
+// files themselves (File::LocalSpans; the bridge splices them). A
 // read never returns bytes of a different content than the open saw: the
 // library's ABORTED and the index's content tags (namespace_index.h) both give
 // ESTALE. Thread-safe. `client`, `index` and `cache` are not owned and must
@@ -83,6 +85,10 @@ struct MountFsOptions {
   // stream go through the ReadBatcher (0 = never).
   size_t batch_max_bytes = 64 << 10;
   ReadBatcherOptions batch;
+  // ReadSpliced serves reads of at least splice_min_bytes whose bytes lie
+  // in object files the library has open on a local file system.
+  bool splice = true;
+  size_t splice_min_bytes = 64 << 10;
 };
 
 struct MountEntry {
@@ -153,6 +159,19 @@ class MountFs {
   // before returning or later on another thread (a small read joining a
   // batch). The handle must not be released before `done` ran.
   void Read(uint64_t handle, uint64_t offset, size_t size, ReadDone done);
+  // Answers a read with no copy here (options.splice): the pieces of
+  // [offset, offset + size) (clipped at the end of file) as ranges of
+  // object files (File::LocalSpans), handed to `reply`, which sends them
+  // (the bridge splices them into the FUSE reply) and returns its
+  // outcome. False, with `reply` not called, when the read should go
+  // through Read: splice off, a small read, a stream the Reader serves
+  // (cold bytes: see Read), bytes the library would check, rebuild or
+  // fetch from elsewhere (File::LocalSpans' FAILED_PRECONDITION), a file
+  // changed since open (Read answers ESTALE). True once `reply` ran.
+  using SpliceReply =
+      std::function<absl::Status(absl::Span<const ObjectSpan> spans)>;
+  bool ReadSpliced(uint64_t handle, uint64_t offset, size_t size,
+                   const SpliceReply& reply);
   void Release(uint64_t handle);
 
   // NOT_FOUND (no such attribute: ENODATA) or the errors of a lookup.

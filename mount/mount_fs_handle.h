@@ -36,6 +36,10 @@ struct MountFs::Handle {
   // device busy between requests.
   std::atomic<int> blocked_in_a_row{0};
   std::atomic<bool> prefetch_large{false};
+  // Held shared while ReadSpliced answers the kernel (and counts after):
+  // Release waits for it before the handle goes away.
+  absl::Mutex splice_mu;
+  std::atomic<bool> splice_refusal_logged{false};  // once per handle
   absl::Mutex reader_mu;
   std::unique_ptr<Reader> reader ABSL_GUARDED_BY(reader_mu);
 };

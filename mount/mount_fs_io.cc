@@ -261,6 +261,65 @@ void MountFs::ReadNow(Handle& h, uint64_t offset, size_t size, bool sequential,
   Finish(h, offset, std::move(n), buf.data(), finish);
 }
 
+bool MountFs::ReadSpliced(uint64_t handle, uint64_t offset, size_t size,
+                          const SpliceReply& reply) {
+  if (!options_.splice || size < options_.splice_min_bytes) return false;
+  Handle& h = *reinterpret_cast<Handle*>(handle);
+  const uint64_t fsize = h.file->size();
+  if (offset >= fsize) return false;
+  size = static_cast<size_t>(std::min<uint64_t>(size, fsize - offset));
+  absl::StatusOr<std::vector<ObjectSpan>> spans =
+      h.file->LocalSpans(offset, size);
+  if (!spans.ok()) {
+    if (!h.splice_refusal_logged.exchange(true, std::memory_order_relaxed)) {
+      RANGEFS_LOG(DEBUG) << "splice: " << index_->NamespacePath(h.path)
+                         << " read by copy: " << spans.status();
+    }
+    return false;
+  }
+  // Bytes not in the objects' page cache go the copy path, whose Reader
+  // reads ahead while the device works (ReadNow). Where the kernel cannot
+  // tell (no cachestat), a stream whose splices waited twice in a row does
+  // (prefetch_large, below).
+  bool unknown = false;
+  for (const ObjectSpan& s : *spans) {
+    if (s.residency == ObjectSpan::Residency::kNotCached) return false;
+    unknown = unknown || s.residency == ObjectSpan::Residency::kUnknown;
+  }
+  if (unknown && h.prefetch_large.load(std::memory_order_relaxed)) {
+    return false;
+  }
+  if (!CheckCurrent(h).ok()) return false;
+  counters_->reads.fetch_add(1, std::memory_order_relaxed);
+  counters_->spliced_reads.fetch_add(1, std::memory_order_relaxed);
+  const int now = h.inflight.fetch_add(1, std::memory_order_relaxed) + 1;
+  const bool sequential = now == 1 && offset > 0 &&
+                          offset == h.last_end.load(std::memory_order_relaxed);
+  h.last_end.store(offset + size, std::memory_order_relaxed);
+  // As ReadNow: a sequential stream whose splices wait (the objects' bytes
+  // come from a disk) twice in a row goes through the Reader's read-ahead.
+  const bool watch = unknown && options_.prefetch && sequential &&
+                     size >= options_.prefetch_max_request;
+  absl::ReaderMutexLock l(&h.splice_mu);
+  const int64_t waits_before = watch ? VoluntarySwitches() : 0;
+  const absl::Status s = reply(*spans);
+  if (watch && s.ok()) {
+    if (VoluntarySwitches() == waits_before) {
+      h.blocked_in_a_row.store(0, std::memory_order_relaxed);
+    } else if (h.blocked_in_a_row.fetch_add(1, std::memory_order_relaxed) >=
+               kWaitsToPrefetch - 1) {
+      h.prefetch_large.store(true, std::memory_order_relaxed);
+    }
+  }
+  if (s.ok()) {
+    counters_->read_bytes.fetch_add(size, std::memory_order_relaxed);
+  } else {
+    counters_->read_errors.fetch_add(1, std::memory_order_relaxed);
+  }
+  h.inflight.fetch_sub(1, std::memory_order_relaxed);
+  return true;
+}
+
 void MountFs::Release(uint64_t handle) {
   std::unique_ptr<Handle> h;
   {
@@ -274,6 +333,7 @@ void MountFs::Release(uint64_t handle) {
   // A sequential read answers the kernel while it holds reader_mu and
   // unlocks right after: wait for that unlock before the mutex goes away.
   { absl::MutexLock l(&h->reader_mu); }
+  { absl::MutexLock l(&h->splice_mu); }  // likewise for ReadSpliced
   h.reset();  // outside mu_: joins an in-flight prefetch
 }
 

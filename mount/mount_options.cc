@@ -29,7 +29,7 @@ constexpr char kUsage[] =
     "  etcd_key etcd_user etcd_password_file etcd_timeout max_staleness\n"
     "  preload data_path=auto|mount|agent mount_root agent_ca agent_cert\n"
     "  agent_key verify=off|sampled|full o_direct io_uring hedging\n"
-    "  read_deadline prefetch\n"
+    "  read_deadline prefetch splice\n"
     "  foreground (-f) max_threads readahead_kb direct_io=auto|true|false\n"
     "  max_background attr_timeout"
     " entry_timeout uid gid metrics_port metrics_file metrics_interval\n"
@@ -70,6 +70,7 @@ constexpr const char* kOwnKeys[] = {"etcd_endpoints",
                                     "verify",
                                     "read_deadline",
                                     "prefetch",
+                                    "splice",
                                     "foreground",
                                     "max_threads",
                                     "readahead_kb",
@@ -226,6 +227,8 @@ absl::Status Apply(const std::string& key, const std::string& v,
     }
   } else if (key == "prefetch") {
     RANGEFS_ASSIGN_OR_RETURN(o.prefetch, ParseBool(key, v));
+  } else if (key == "splice") {
+    RANGEFS_ASSIGN_OR_RETURN(o.splice, ParseBool(key, v));
   } else if (key == "foreground") {
     RANGEFS_ASSIGN_OR_RETURN(o.foreground, ParseBool(key, v));
   } else if (key == "max_threads") {

@@ -59,6 +59,10 @@ struct MountOptions {
   bool hedging = true;    // hedged reads (ClientOptions::hedging)
   absl::Duration read_deadline = absl::Seconds(30);
   bool prefetch = true;  // per-handle sequential prefetch (file.h Reader)
+  // Reads whose bytes lie in objects on a local file system (verify=off,
+  // replicated files) are spliced from the object files into the FUSE
+  // reply (File::LocalSpans, MountFs::ReadSpliced): no copy in the daemon.
+  bool splice = true;
 
   // --- FUSE ---
   bool foreground = false;

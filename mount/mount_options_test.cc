@@ -35,6 +35,7 @@ TEST(MountOptionsTest, Flags) {
   EXPECT_EQ(o->mountpoint, "/mnt/x");
   // Large files direct, small ones through the page cache.
   EXPECT_EQ(o->direct_io, DirectIoMode::kAuto);
+  EXPECT_TRUE(o->splice);  // replies spliced from the object files
   // A pinned snapshot caches metadata for long.
   EXPECT_EQ(o->attr_timeout, 3600);
   EXPECT_EQ(o->entry_timeout, 3600);
@@ -61,6 +62,9 @@ TEST(MountOptionsTest, FstabStyle) {
   EXPECT_FALSE(o->io_uring);
   EXPECT_FALSE(o->foreground);
   EXPECT_THAT(o->fuse_options, ElementsAre("allow_other", "nosuid"));
+  o = Parse({"-o", "splice=false", "e:1", "/m"});
+  ASSERT_THAT(o, IsOk());
+  EXPECT_FALSE(o->splice);
   // -oLIST and the placeholder SPEC.
   o = Parse({"-oetcd=e:1", "rangefs", "/m"});
   ASSERT_THAT(o, IsOk());

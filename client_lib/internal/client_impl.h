@@ -154,6 +154,9 @@ class ClientImpl : public Client, public FileHost {
   void HintAhead(const ns::CachedLayout& layout, HintRange r) override;
   void CountRefresh() override { layout_refreshes_.fetch_add(1); }
   void CountAbort() override { layout_aborts_.fetch_add(1); }
+  absl::StatusOr<std::vector<ObjectSpan>> LocalSpans(FileImpl* file,
+                                                     uint64_t offset,
+                                                     uint64_t length) override;
   // The health table's verdict, and with kMount also a mount that
   // rangefs-mountd reports down.
   bool Admissible(NodeRuntime* n) {

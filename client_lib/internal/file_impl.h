@@ -63,6 +63,11 @@ class FileHost {
   // A new layout was adopted / a call ended ABORTED.
   virtual void CountRefresh() = 0;
   virtual void CountAbort() = 0;
+  // File::LocalSpans of `file` (local_spans.cc).
+  virtual absl::StatusOr<std::vector<ObjectSpan>> LocalSpans(
+      FileImpl* /*file*/, uint64_t /*offset*/, uint64_t /*length*/) {
+    return absl::UnimplementedError("no local spans here");
+  }
 };
 
 class FileImpl : public File {
@@ -118,6 +123,11 @@ class FileImpl : public File {
     reqs.reserve(ranges.size());
     for (const ReadRange& r : ranges) reqs.push_back({this, r.offset, r.dst});
     return client_->Execute(reqs, options);
+  }
+
+  absl::StatusOr<std::vector<ObjectSpan>> LocalSpans(uint64_t offset,
+                                                     uint64_t length) override {
+    return client_->LocalSpans(this, offset, length);
   }
 
   // The layout to read with now (see file.h for the ABORTED rule).

@@ -304,6 +304,12 @@ class NodeRuntime : public std::enable_shared_from_this<NodeRuntime> {
   // could serve them later: a mount known good on a local file system,
   // its file already open. Never blocks on a mount. True if hinted.
   bool WillNeed(const std::string& object, uint64_t offset, uint64_t length);
+  // The open file of `object` when a caller may read it itself, with no
+  // check of ours (File::LocalSpans, local_spans.cc): a mount known good on
+  // a local file system, the file already open (never blocks); null
+  // otherwise.
+  std::shared_ptr<RingFile> LocalObject(const std::string& object,
+                                        uint64_t offset, uint64_t length);
   // Tells the threads to stop: queued attempts (of calls that returned) end
   // as not needed; the ring thread leaves once its reads have ended. No new
   // thread starts.

@@ -55,7 +55,10 @@
 # path): D_READERS=2, every row read once (readv: 0.3 s), one row per
 # entry point (Reader, File::Read, Python readinto, FUSE dd, ReadV) warm and
 # the Reader cold.
-# D_READERS, D_KINDS, D_COLD_KINDS, D_BATCH (environment) pick the rows.
+# D_READERS, D_KINDS, D_COLD_KINDS, D_BATCH (environment) pick the rows;
+# D_FUSE_OPTS (e.g. "-o splice=false") is added to both mounts' options,
+# before the direct mount's -o direct_io=true (for A/B runs of a mount
+# option; the defaults are what the rows are about).
 echo "bench: part D (every entry point with default settings vs fio, same objects)"
 D_READERS=${D_READERS:-$([ "$QUICK" = 1 ] && echo 2 || echo "1 2 4 8")}
 D_BATCH=${D_BATCH:-32}
@@ -100,7 +103,7 @@ d_mount() {  # d_mount DIR [-o OPTS]: rangefs-mount with its defaults
   shift
   mkdir -p "$dir" "$dir.status"
   local cmd=("$BIN/rangefs-mount" --etcd="$RANGEFS_ETCD" --cluster=benchd --mount_root="$MOUNT_ROOT"
-             --status_dir="$dir.status" --log_file="$dir.log" "$@" "$dir")
+             --status_dir="$dir.status" --log_file="$dir.log" ${D_FUSE_OPTS:-} "$@" "$dir")
   echo "${cmd[*]}" >>"$OUT/commands.log"
   "${cmd[@]}"
 }
