@@ -11,11 +11,13 @@
 #include "admin/data_commands.h"
 #include "admin/file_get.h"
 #include "admin/keeper_info.h"
+#include "admin/policy_commands.h"
 #include "admin/repair_command.h"
 #include "base/status_macros.h"
 #include "google/protobuf/util/json_util.h"
 #include "namespace/ec_layout.h"
 #include "namespace/layout.h"
+#include "namespace/storage_policy.h"
 #include "namespace/subtree_snapshot.h"
 #include "nlohmann/json.hpp"
 
@@ -220,6 +222,17 @@ std::string Shape(const v1::FileLayout& l) {
   return absl::StrCat(l.extents_size(), " extent(s)");
 }
 
+// The policy a file is under and how it stands with it (storage_policy.h):
+// {"/crawl", "met"}, {"/crawl", "pending"}; two null cells when none.
+std::pair<Cell, Cell> PolicyCells(const ns::PolicyTable& policies,
+                                  const FileEntry& f, absl::Time now) {
+  const ns::PolicyResolution r =
+      ns::ResolvePolicy(policies, f.path, f.layout.size(),
+                        absl::FromUnixMillis(f.layout.created_unix_ms()), now);
+  if (r.policy == nullptr) return {Cell::Null(), Cell::Null()};
+  return {Cell(r.policy->dir), Cell(ns::PolicyState(r, f.layout))};
+}
+
 absl::StatusOr<Table> FileStat(Context& ctx, Args& a) {
   RANGEFS_RETURN_IF_ERROR(a.CheckAllowed({"revision"}));
   RANGEFS_RETURN_IF_ERROR(WantPositional(a, 1, "file stat PATH"));
@@ -258,6 +271,17 @@ absl::StatusOr<Table> FileStat(Context& ctx, Args& a) {
   t.AddRow({"created", FormatTime(l.created_unix_ms())});
   t.AddRow({"modified", FormatTime(l.modified_unix_ms())});
   t.AddRow({"mod_revision", Cell::Int(f.mod_revision)});
+  RANGEFS_ASSIGN_OR_RETURN(
+      ns::PolicyTable policies,
+      ns::LoadPolicies(*ctx.store->kv(), ctx.store->keys(), rev));
+  const ns::PolicyResolution r =
+      ns::ResolvePolicy(policies, f.path, l.size(),
+                        absl::FromUnixMillis(l.created_unix_ms()), absl::Now());
+  t.AddRow({"policy", r.policy == nullptr
+                          ? Cell::Null()
+                          : Cell(ns::DescribePolicy(*r.policy))});
+  t.AddRow({"policy_state",
+            r.policy == nullptr ? Cell::Null() : Cell(ns::PolicyState(r, l))});
   return t;
 }
 
@@ -281,21 +305,32 @@ absl::StatusOr<Table> FileLs(Context& ctx, Args& a) {
   RANGEFS_ASSIGN_OR_RETURN(int64_t rev, a.GetInt("revision", 0));
   RANGEFS_ASSIGN_OR_RETURN(int64_t limit, a.GetInt("limit", 0));
   Table t;
-  t.columns = {"path", "size", "state", "layout", "replicas", "generation"};
+  t.columns = {"path",     "size",       "state",  "layout",
+               "replicas", "generation", "policy", "policy_state"};
   ns::ListFilesOptions o{.dir = dir, .page_size = 1000, .revision = rev};
+  const absl::Time now = absl::Now();
+  ns::PolicyTable policies;
   while (true) {
     RANGEFS_ASSIGN_OR_RETURN(ns::ListFilesResult r, ctx.store->ListFiles(o));
+    if (o.page_token.empty()) {
+      // The policies as of the listing's revision.
+      RANGEFS_ASSIGN_OR_RETURN(
+          policies,
+          ns::LoadPolicies(*ctx.store->kv(), ctx.store->keys(), r.revision));
+    }
     for (const FileEntry& f : r.files) {
       if (limit > 0 && static_cast<int64_t>(t.rows.size()) >= limit) break;
       if (!f.invalid.empty()) {
         t.AddRow({f.path, Cell::Null(), "invalid", f.invalid, Cell::Null(),
-                  Cell::Null()});
+                  Cell::Null(), Cell::Null(), Cell::Null()});
         continue;
       }
+      const auto [policy, state] = PolicyCells(policies, f, now);
       t.AddRow({f.path, Cell::Int(static_cast<int64_t>(f.layout.size())),
                 std::string(ns::FileStateName(f.layout.state())),
                 Shape(f.layout), Cell::Int(Replicas(f.layout)),
-                Cell::Int(static_cast<int64_t>(f.layout.generation()))});
+                Cell::Int(static_cast<int64_t>(f.layout.generation())), policy,
+                state});
     }
     if (r.next_page_token.empty() ||
         (limit > 0 && static_cast<int64_t>(t.rows.size()) >= limit)) {
@@ -686,12 +721,30 @@ std::string Usage(const std::string& group) {
                                        --ec=6+3: Reed-Solomon, K data + M
                                        parity columns on K+M distinct nodes,
                                        files under --ec-min-rows full rows
-                                       of K x stripe unit get --replicas)
+                                       of K x stripe unit get --replicas;
+                                       without --replicas and --ec, a file
+                                       below a storage policy follows it:
+                                       see policy commands)
   file get PATH|DIR LOCAL|LOCALDIR/ [--overwrite] [--jobs=8]
                                        (verified copy out; a directory
                                        recursively)
   file cat PATH...                     (verified bytes to stdout)
   file register PATH --replica=NODE:OBJECT[,NODE:OBJECT] [--size=N]
+)";
+  std::string policy = R"(policy commands (storage policies per directory):
+  policy set DIR (--replicas=N | --ec=K+M) [--min-size=BYTES] [--min-age=DURATION]
+                            files below DIR (the nearest policy above a
+                            file applies) should have N replicas or an
+                            erasure code K+M; files under --min-size or
+                            younger than --min-age (36h, 90m, 7d) keep
+                            their ingest layout. `file put` below DIR
+                            follows it unless --replicas/--ec is given;
+                            rangefs-keeper converts existing files.
+                            Refused (exit 4) when the cluster cannot place
+                            it: fewer live ACTIVE nodes than N or K+M, or
+                            fewer racks than K+M where nodes have racks
+  policy ls                 every policy, and whether it can be placed now
+  policy rm DIR             remove DIR's policy (files keep their layout)
 )";
   std::string other = R"(other commands:
   status                    nodes, live state, capacity, rangefs-keeper's
@@ -711,6 +764,7 @@ std::string Usage(const std::string& group) {
 )";
   if (group == "node") return node;
   if (group == "file") return file;
+  if (group == "policy") return policy;
   return absl::StrCat(
       "usage: rangefs-admin [--etcd=HOST:PORT,...] [--cluster=NAME] [--json]\n"
       "                     [--ca=PEM --cert=PEM --key=PEM] [--user=U "
@@ -725,7 +779,7 @@ std::string Usage(const std::string& group) {
       "--version prints the version and git commit. Exit status: 0 ok, 1 "
       "error,\n2 usage, 3 not found, 4 conflict or problems found, 5 etcd "
       "or agents\nunavailable (doctor: see below).\n\n",
-      node, "\n", file, "\n", other);
+      node, "\n", file, "\n", policy, "\n", other);
 }
 
 absl::StatusOr<Table> RunCommand(Context& ctx, Args& args) {
@@ -760,6 +814,7 @@ absl::StatusOr<Table> RunCommand(Context& ctx, Args& args) {
     return absl::InvalidArgumentError(
         absl::StrCat("unknown file command \"", verb, "\"\n", Usage("file")));
   }
+  if (group == "policy") return RunPolicyCommand(ctx, args);
   if (group == "status") return Status(ctx, args);
   if (group == "fsck") return RunFsck(ctx, args);
   if (group == "repair") return RunRepair(ctx, args);

@@ -78,6 +78,25 @@ std::optional<LayoutGoal> GoalForFile(const PolicyTable& table,
   return ResolvePolicy(table, path, size, created, now).goal;
 }
 
+std::string PolicyState(const PolicyResolution& resolution,
+                        const v1::FileLayout& layout) {
+  if (resolution.policy == nullptr) return "";
+  if (!resolution.goal.has_value()) {
+    return absl::StrCat("exempt (", resolution.exempt, ")");
+  }
+  return LayoutMeetsGoal(layout, *resolution.goal) ? "met" : "pending";
+}
+
+std::string DescribePolicy(const StoragePolicy& policy) {
+  std::string out = absl::StrCat(policy.goal.ToString(), " from ", policy.dir);
+  if (policy.min_size > 0)
+    absl::StrAppend(&out, ", min-size ", policy.min_size);
+  if (policy.min_age > absl::ZeroDuration()) {
+    absl::StrAppend(&out, ", min-age ", absl::FormatDuration(policy.min_age));
+  }
+  return out;
+}
+
 v1::StoragePolicyRecord ToRecord(const StoragePolicy& policy) {
   v1::StoragePolicyRecord r;
   r.set_dir(policy.dir);

@@ -104,6 +104,16 @@ std::optional<LayoutGoal> GoalForFile(const PolicyTable& table,
                                       absl::string_view path, uint64_t size,
                                       absl::Time created, absl::Time now);
 
+// How a file stands with its policy, as `file stat`, `file ls` and the
+// mount's xattrs show it: "" (no policy applies), "met" (LayoutMeetsGoal),
+// "pending" (the keeper has yet to convert it), or "exempt (below min-size
+// N)" / "exempt (younger than min-age D)" (it keeps its ingest layout).
+std::string PolicyState(const PolicyResolution& resolution,
+                        const v1::FileLayout& layout);
+
+// "ec=6+3 from /crawl" plus ", min-size 1048576, min-age 24h" when set.
+std::string DescribePolicy(const StoragePolicy& policy);
+
 // Reads every policy record under keys.PolicyPrefix() at `revision` (0 =
 // latest) through the record gate. A record the gate refuses goes to
 // invalid() and is skipped. Errors: only the store's (UNAVAILABLE,

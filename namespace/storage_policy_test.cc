@@ -101,6 +101,35 @@ TEST(StoragePolicyTest, MinAgeKeepsYoungFilesAsIngested) {
             LayoutGoal::Ec(6, 3));
 }
 
+v1::FileLayout Replicated(int n) {
+  v1::FileLayout l;
+  l.set_size(10);
+  v1::Extent* e = l.add_extents();
+  e->set_length(10);
+  for (int i = 0; i < n; ++i) {
+    v1::Replica* r = e->add_replicas();
+    r->set_node_id("n" + std::to_string(i));
+    r->set_object("o");
+  }
+  return l;
+}
+
+TEST(StoragePolicyTest, PolicyStateSaysMetPendingExemptOrNothing) {
+  PolicyTable t = Table({P("/r3", LayoutGoal::Replicas(3), 100),
+                         P("/r2", LayoutGoal::Replicas(2))});
+  const v1::FileLayout two = Replicated(2);
+  EXPECT_EQ(PolicyState(ResolvePolicy(t, "/none/f", 10, kNow, kNow), two), "");
+  EXPECT_EQ(PolicyState(ResolvePolicy(t, "/r2/f", 10, kNow, kNow), two), "met");
+  EXPECT_EQ(PolicyState(ResolvePolicy(t, "/r3/f", 100, kNow, kNow), two),
+            "pending");
+  EXPECT_EQ(PolicyState(ResolvePolicy(t, "/r3/f", 10, kNow, kNow), two),
+            "exempt (below min-size 100)");
+  EXPECT_EQ(DescribePolicy(*t.Nearest("/r3/f")),
+            "replicas=3 from /r3, min-size 100");
+  EXPECT_EQ(DescribePolicy(P("/c", LayoutGoal::Ec(6, 3), 0, absl::Hours(2))),
+            "ec=6+3 from /c, min-age 2h");
+}
+
 TEST(StoragePolicyTest, FromPoliciesRefusesDuplicatesAndBadPolicies) {
   EXPECT_THAT(PolicyTable::FromPolicies({P("/a", LayoutGoal::Replicas(2)),
                                          P("/a", LayoutGoal::Replicas(3))}),
