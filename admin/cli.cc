@@ -213,7 +213,8 @@ const std::vector<CommandSpec>& Commands() {
        "doctor",
        "",
        "",
-       "check etcd, TLS, clocks, records, mounts, RDMA (exit 0: all OK, "
+       "check etcd, TLS, clocks, records, storage policies, mounts, RDMA "
+       "(exit 0: all OK, "
        "1: a failure, 6: warnings only)",
        {{"mount-root", Kind::kString, "client mount root"},
         {"mount-status", Kind::kString, "rangefs-mountd status file"},

@@ -752,6 +752,7 @@ std::string Usage(const std::string& group) {
                             "node", then one "kind": "keeper" row)
   doctor [--mount-root=DIR] [--mount-status=FILE] [--fuse-status=DIR]
          [--mounts=no]      checks etcd, TLS, clock skew, node/live records,
+                            storage policies the cluster cannot place,
                             mounts, rangefs-mount file systems and RDMA;
                             prints each finding with its fix; exit 0: all
                             OK, 1: a FAIL, 6: warnings only
