@@ -572,6 +572,33 @@ absl::StatusOr<Table> Status(Context& ctx, Args& a) {
   return t;
 }
 
+// " and 2 storage policy(ies)", or "" for none.
+std::string PoliciesPart(int n) {
+  return n == 0 ? "" : absl::StrCat(" and ", n, " storage policy(ies)");
+}
+
+// Restores the dump's policies that the cluster does not have; returns
+// how many it wrote; `skipped` counts those left as they are.
+absl::StatusOr<int> RestorePolicies(Context& ctx, const v1::NamespaceDump& dump,
+                                    size_t& skipped) {
+  if (dump.policies_size() == 0) return 0;
+  RANGEFS_ASSIGN_OR_RETURN(
+      ns::PolicyTable existing,
+      ns::LoadPolicies(*ctx.store->kv(), ctx.store->keys()));
+  int restored = 0;
+  for (const v1::StoragePolicyRecord& r : dump.policies()) {
+    if (existing.Nearest(r.dir()) != nullptr &&
+        existing.Nearest(r.dir())->dir == r.dir()) {
+      ++skipped;
+      continue;
+    }
+    RANGEFS_RETURN_IF_ERROR(ns::PutPolicy(*ctx.store->kv(), ctx.store->keys(),
+                                          ns::FromRecord(r.dir(), r)));
+    ++restored;
+  }
+  return restored;
+}
+
 absl::StatusOr<Table> Dump(Context& ctx, Args& a) {
   RANGEFS_RETURN_IF_ERROR(a.CheckAllowed({"out"}));
   v1::NamespaceDump dump;
@@ -604,12 +631,20 @@ absl::StatusOr<Table> Dump(Context& ctx, Args& a) {
     o.page_token = r.next_page_token;
     o.revision = r.revision;
   }
+  RANGEFS_ASSIGN_OR_RETURN(
+      ns::PolicyTable policies,
+      ns::LoadPolicies(*ctx.store->kv(), ctx.store->keys(), dump.revision()));
+  for (const ns::StoragePolicy& p : policies.policies()) {
+    *dump.add_policies() = ns::ToRecord(p);
+  }
+  invalid.insert(invalid.end(), policies.invalid().begin(),
+                 policies.invalid().end());
   if (!invalid.empty()) {
     // A dump that silently dropped records would lose them on restore.
     return absl::DataLossError(absl::StrCat(
         "dump refused: ", invalid.size(),
         " record(s) fail validation; fix them or remove them (file rm, "
-        "node rm) first:\n  ",
+        "node rm, policy rm) first:\n  ",
         absl::StrJoin(invalid, "\n  ")));
   }
   dump.set_dumped_unix_ms(absl::ToUnixMillis(absl::Now()));
@@ -625,7 +660,8 @@ absl::StatusOr<Table> Dump(Context& ctx, Args& a) {
   f.close();
   if (!f) return absl::UnavailableError(absl::StrCat("cannot write ", out));
   t.message = absl::StrCat("dumped ", dump.nodes_size(), " node(s) and ",
-                           dump.files_size(), " file(s) at revision ",
+                           dump.files_size(), " file(s)",
+                           PoliciesPart(dump.policies_size()), " at revision ",
                            dump.revision(), " to ", out);
   return t;
 }
@@ -653,6 +689,14 @@ absl::StatusOr<Table> Restore(Context& ctx, Args& a) {
       return absl::InvalidArgumentError(
           absl::StrCat("dump entry ", f.path(), ": ",
                        (p.ok() ? l : p).message(), " (nothing was restored)"));
+    }
+  }
+  for (const v1::StoragePolicyRecord& r : dump.policies()) {
+    if (absl::Status s = ns::ValidatePolicy(ns::FromRecord(r.dir(), r));
+        !s.ok()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("dump policy ", r.dir(), ": ", s.message(),
+                       " (nothing was restored)"));
     }
   }
   size_t nodes = 0, files = 0, skipped = 0;
@@ -684,10 +728,12 @@ absl::StatusOr<Table> Restore(Context& ctx, Args& a) {
     }
   }
   if (ctx.progress) ctx.progress(total, total);
+  RANGEFS_ASSIGN_OR_RETURN(const int policies,
+                           RestorePolicies(ctx, dump, skipped));
   Table t;
-  t.message =
-      absl::StrCat("restored ", nodes, " node(s) and ", files, " file(s); ",
-                   skipped, " already present and left unchanged");
+  t.message = absl::StrCat("restored ", nodes, " node(s) and ", files,
+                           " file(s)", PoliciesPart(policies), "; ", skipped,
+                           " already present and left unchanged");
   return t;
 }
 
@@ -756,8 +802,9 @@ std::string Usage(const std::string& group) {
                             mounts, rangefs-mount file systems and RDMA;
                             prints each finding with its fix; exit 0: all
                             OK, 1: a FAIL, 6: warnings only
-  dump [--out=FILE]         whole namespace as JSON (stdout by default)
-  restore --in=FILE         re-create nodes and files from a dump
+  dump [--out=FILE]         whole namespace as JSON (stdout by default):
+                            nodes, files and storage policies
+  restore --in=FILE         re-create nodes, files and policies from a dump
   fsck [DIR] [--checksums]  check every replica object (exit 4 on problems)
   repair --dry-run [--rebalance-tolerance=0.10]
                             the moves rangefs-keeper would make now (dead or
