@@ -40,6 +40,34 @@ expect_rc 2 "${A[@]}" file stat crawl/relative
 expect_rc 0 "${A[@]}" status
 grep -q "2 node(s), 0 live" "$TEST_TMPDIR/out" || fail "status: $(cat "$TEST_TMPDIR/out")"
 
+# Storage policies: refused when the cluster cannot place them (no agent
+# runs here: no live node), with the reason and exit 4; usage errors exit 2;
+# removing a policy that is not there exits 3; the help names the commands.
+expect_rc 4 "${A[@]}" policy set /crawl --ec=2+1
+grep -q 'policy set /crawl ec=2+1 refused: ec=2+1 needs 3 live ACTIVE nodes.*has 0 (none)' "$TEST_TMPDIR/err" \
+  || fail "policy set refusal: $(cat "$TEST_TMPDIR/err")"
+expect_rc 2 "${A[@]}" policy set /crawl --ec=2+1 --replicas=2
+grep -q 'exactly one of --replicas=N and --ec=K+M' "$TEST_TMPDIR/err" || fail "both flags: $(cat "$TEST_TMPDIR/err")"
+expect_rc 2 "${A[@]}" policy set /crawl --replicas=x
+expect_rc 2 "${A[@]}" policy set /crawl --ec=40+40
+expect_rc 2 "${A[@]}" policy sett /crawl --ec=2+1
+grep -q 'did you mean "set"' "$TEST_TMPDIR/err" || fail "policy did you mean: $(cat "$TEST_TMPDIR/err")"
+expect_rc 3 "${A[@]}" policy rm /crawl
+expect_rc 0 "${A[@]}" policy ls
+grep -q '0 policy(ies)' "$TEST_TMPDIR/out" || fail "policy ls: $(cat "$TEST_TMPDIR/out")"
+expect_rc 0 "$admin" help policy
+grep -q 'policy set DIR (--replicas=N | --ec=K+M)' "$TEST_TMPDIR/out" || fail "help policy: $(cat "$TEST_TMPDIR/out")"
+# A policy record written by hand that the record gate refuses: listed as
+# invalid, ignored by `file stat`, reported by doctor.
+ETCDCTL_API=3 etcdctl --endpoints="$ETCD_ENDPOINTS" \
+  put /rangefs/v1/clitest/policies/crawl garbage >/dev/null || fail "etcdctl put"
+expect_rc 0 "${A[@]}" policy ls
+grep -q 'invalid.*policies/crawl: not a decodable storage policy' "$TEST_TMPDIR/out" \
+  || fail "invalid policy in ls: $(cat "$TEST_TMPDIR/out")"
+expect_rc 0 "${A[@]}" file stat /crawl/a
+grep -q '^policy  *-' "$TEST_TMPDIR/out" || fail "stat with a bad policy: $(cat "$TEST_TMPDIR/out")"
+expect_rc 0 "${A[@]}" policy rm /crawl
+
 # The same settings from a config file (and a bad file is a clear error).
 printf 'etcd_endpoints = %s\ncluster = clitest\n' "$ETCD_ENDPOINTS" >"$TEST_TMPDIR/rangefs.conf"
 expect_rc 0 "$admin" --config="$TEST_TMPDIR/rangefs.conf" node list

@@ -121,10 +121,13 @@ const std::vector<CommandSpec>& Commands() {
         {"jobs", Kind::kInt, "files put at once (default 32)"},
         {"stripe-unit", Kind::kString, "stripe unit (default 1M)"},
         {"width", Kind::kInt, "stripe columns (default: live nodes)"},
-        {"replicas", Kind::kInt, "replicas (default 2)"},
+        {"replicas", Kind::kInt,
+         "replicas (default: the storage policy of the destination, else "
+         "2)"},
         {"ec", Kind::kString,
          "K+M: erasure-code with K data + M parity columns on K+M distinct "
-         "nodes, e.g. 6+3 (1.5x raw, any 3 nodes lost)"},
+         "nodes, e.g. 6+3 (1.5x raw, any 3 nodes lost); with --replicas, "
+         "overrides a storage policy"},
         {"ec-min-rows", Kind::kInt,
          "with --ec: files under this many full rows (K x stripe unit "
          "each) get --replicas instead (default 2)"},
@@ -147,6 +150,28 @@ const std::vector<CommandSpec>& Commands() {
        "record objects already on the nodes as PATH",
        {{"replica", Kind::kRepeated, "NODE:OBJECT[,NODE:OBJECT]"},
         {"size", Kind::kString, "expected size in bytes"}}},
+      {"policy",
+       "set",
+       "",
+       "DIR",
+       "give files below DIR a storage policy: N replicas or an erasure "
+       "code (new puts follow it; rangefs-keeper converts existing files); "
+       "refused when the cluster cannot place it",
+       {{"replicas", Kind::kInt, "N full replicas of every file"},
+        {"ec", Kind::kString,
+         "K+M: Reed-Solomon, K data + M parity columns on K+M distinct "
+         "nodes (and racks, where node records carry racks)"},
+        {"min-size", Kind::kString,
+         "files smaller than this keep their ingest layout (e.g. 16M)"},
+        {"min-age", Kind::kString,
+         "files younger than this keep their ingest layout (e.g. 36h, 7d)"}}},
+      {"policy",
+       "ls",
+       "list",
+       "",
+       "list storage policies and whether the cluster can place each",
+       {}},
+      {"policy", "rm", "remove", "DIR", "remove DIR's storage policy", {}},
       {"",
        "status",
        "",
@@ -176,19 +201,20 @@ const std::vector<CommandSpec>& Commands() {
        "dump",
        "",
        "",
-       "whole namespace as JSON",
+       "whole namespace as JSON: nodes, files, storage policies",
        {{"out", Kind::kString, "output file (default stdout)"}}},
       {"",
        "restore",
        "",
        "",
-       "re-create nodes and files from a dump",
+       "re-create nodes, files and storage policies from a dump",
        {{"in", Kind::kString, "dump file"}}},
       {"",
        "doctor",
        "",
        "",
-       "check etcd, TLS, clocks, records, mounts, RDMA (exit 0: all OK, "
+       "check etcd, TLS, clocks, records, storage policies, mounts, RDMA "
+       "(exit 0: all OK, "
        "1: a failure, 6: warnings only)",
        {{"mount-root", Kind::kString, "client mount root"},
         {"mount-status", Kind::kString, "rangefs-mountd status file"},
@@ -381,7 +407,7 @@ class Parser {
     app_.fallthrough();
     AddOptions(app_, GlobalOptions(), global_);
     help_ = app_.add_subcommand("help", "help for all or one command group");
-    help_->add_option("group", help_group_, "node|file");
+    help_->add_option("group", help_group_, "node|file|policy");
     for (const CommandSpec& c : Commands()) AddCommand(c);
   }
   Parser(const Parser&) = delete;

@@ -11,11 +11,13 @@
 #include "admin/data_commands.h"
 #include "admin/file_get.h"
 #include "admin/keeper_info.h"
+#include "admin/policy_commands.h"
 #include "admin/repair_command.h"
 #include "base/status_macros.h"
 #include "google/protobuf/util/json_util.h"
 #include "namespace/ec_layout.h"
 #include "namespace/layout.h"
+#include "namespace/storage_policy.h"
 #include "namespace/subtree_snapshot.h"
 #include "nlohmann/json.hpp"
 
@@ -220,6 +222,17 @@ std::string Shape(const v1::FileLayout& l) {
   return absl::StrCat(l.extents_size(), " extent(s)");
 }
 
+// The policy a file is under and how it stands with it (storage_policy.h):
+// {"/crawl", "met"}, {"/crawl", "pending"}; two null cells when none.
+std::pair<Cell, Cell> PolicyCells(const ns::PolicyTable& policies,
+                                  const FileEntry& f, absl::Time now) {
+  const ns::PolicyResolution r =
+      ns::ResolvePolicy(policies, f.path, f.layout.size(),
+                        absl::FromUnixMillis(f.layout.created_unix_ms()), now);
+  if (r.policy == nullptr) return {Cell::Null(), Cell::Null()};
+  return {Cell(r.policy->dir), Cell(ns::PolicyState(r, f.layout))};
+}
+
 absl::StatusOr<Table> FileStat(Context& ctx, Args& a) {
   RANGEFS_RETURN_IF_ERROR(a.CheckAllowed({"revision"}));
   RANGEFS_RETURN_IF_ERROR(WantPositional(a, 1, "file stat PATH"));
@@ -258,6 +271,17 @@ absl::StatusOr<Table> FileStat(Context& ctx, Args& a) {
   t.AddRow({"created", FormatTime(l.created_unix_ms())});
   t.AddRow({"modified", FormatTime(l.modified_unix_ms())});
   t.AddRow({"mod_revision", Cell::Int(f.mod_revision)});
+  RANGEFS_ASSIGN_OR_RETURN(
+      ns::PolicyTable policies,
+      ns::LoadPolicies(*ctx.store->kv(), ctx.store->keys(), rev));
+  const ns::PolicyResolution r =
+      ns::ResolvePolicy(policies, f.path, l.size(),
+                        absl::FromUnixMillis(l.created_unix_ms()), absl::Now());
+  t.AddRow({"policy", r.policy == nullptr
+                          ? Cell::Null()
+                          : Cell(ns::DescribePolicy(*r.policy))});
+  t.AddRow({"policy_state",
+            r.policy == nullptr ? Cell::Null() : Cell(ns::PolicyState(r, l))});
   return t;
 }
 
@@ -281,21 +305,32 @@ absl::StatusOr<Table> FileLs(Context& ctx, Args& a) {
   RANGEFS_ASSIGN_OR_RETURN(int64_t rev, a.GetInt("revision", 0));
   RANGEFS_ASSIGN_OR_RETURN(int64_t limit, a.GetInt("limit", 0));
   Table t;
-  t.columns = {"path", "size", "state", "layout", "replicas", "generation"};
+  t.columns = {"path",     "size",       "state",  "layout",
+               "replicas", "generation", "policy", "policy_state"};
   ns::ListFilesOptions o{.dir = dir, .page_size = 1000, .revision = rev};
+  const absl::Time now = absl::Now();
+  ns::PolicyTable policies;
   while (true) {
     RANGEFS_ASSIGN_OR_RETURN(ns::ListFilesResult r, ctx.store->ListFiles(o));
+    if (o.page_token.empty()) {
+      // The policies as of the listing's revision.
+      RANGEFS_ASSIGN_OR_RETURN(
+          policies,
+          ns::LoadPolicies(*ctx.store->kv(), ctx.store->keys(), r.revision));
+    }
     for (const FileEntry& f : r.files) {
       if (limit > 0 && static_cast<int64_t>(t.rows.size()) >= limit) break;
       if (!f.invalid.empty()) {
         t.AddRow({f.path, Cell::Null(), "invalid", f.invalid, Cell::Null(),
-                  Cell::Null()});
+                  Cell::Null(), Cell::Null(), Cell::Null()});
         continue;
       }
+      const auto [policy, state] = PolicyCells(policies, f, now);
       t.AddRow({f.path, Cell::Int(static_cast<int64_t>(f.layout.size())),
                 std::string(ns::FileStateName(f.layout.state())),
                 Shape(f.layout), Cell::Int(Replicas(f.layout)),
-                Cell::Int(static_cast<int64_t>(f.layout.generation()))});
+                Cell::Int(static_cast<int64_t>(f.layout.generation())), policy,
+                state});
     }
     if (r.next_page_token.empty() ||
         (limit > 0 && static_cast<int64_t>(t.rows.size()) >= limit)) {
@@ -537,6 +572,33 @@ absl::StatusOr<Table> Status(Context& ctx, Args& a) {
   return t;
 }
 
+// " and 2 storage policy(ies)", or "" for none.
+std::string PoliciesPart(int n) {
+  return n == 0 ? "" : absl::StrCat(" and ", n, " storage policy(ies)");
+}
+
+// Restores the dump's policies that the cluster does not have; returns
+// how many it wrote; `skipped` counts those left as they are.
+absl::StatusOr<int> RestorePolicies(Context& ctx, const v1::NamespaceDump& dump,
+                                    size_t& skipped) {
+  if (dump.policies_size() == 0) return 0;
+  RANGEFS_ASSIGN_OR_RETURN(
+      ns::PolicyTable existing,
+      ns::LoadPolicies(*ctx.store->kv(), ctx.store->keys()));
+  int restored = 0;
+  for (const v1::StoragePolicyRecord& r : dump.policies()) {
+    if (existing.Nearest(r.dir()) != nullptr &&
+        existing.Nearest(r.dir())->dir == r.dir()) {
+      ++skipped;
+      continue;
+    }
+    RANGEFS_RETURN_IF_ERROR(ns::PutPolicy(*ctx.store->kv(), ctx.store->keys(),
+                                          ns::FromRecord(r.dir(), r)));
+    ++restored;
+  }
+  return restored;
+}
+
 absl::StatusOr<Table> Dump(Context& ctx, Args& a) {
   RANGEFS_RETURN_IF_ERROR(a.CheckAllowed({"out"}));
   v1::NamespaceDump dump;
@@ -569,12 +631,20 @@ absl::StatusOr<Table> Dump(Context& ctx, Args& a) {
     o.page_token = r.next_page_token;
     o.revision = r.revision;
   }
+  RANGEFS_ASSIGN_OR_RETURN(
+      ns::PolicyTable policies,
+      ns::LoadPolicies(*ctx.store->kv(), ctx.store->keys(), dump.revision()));
+  for (const ns::StoragePolicy& p : policies.policies()) {
+    *dump.add_policies() = ns::ToRecord(p);
+  }
+  invalid.insert(invalid.end(), policies.invalid().begin(),
+                 policies.invalid().end());
   if (!invalid.empty()) {
     // A dump that silently dropped records would lose them on restore.
     return absl::DataLossError(absl::StrCat(
         "dump refused: ", invalid.size(),
         " record(s) fail validation; fix them or remove them (file rm, "
-        "node rm) first:\n  ",
+        "node rm, policy rm) first:\n  ",
         absl::StrJoin(invalid, "\n  ")));
   }
   dump.set_dumped_unix_ms(absl::ToUnixMillis(absl::Now()));
@@ -590,7 +660,8 @@ absl::StatusOr<Table> Dump(Context& ctx, Args& a) {
   f.close();
   if (!f) return absl::UnavailableError(absl::StrCat("cannot write ", out));
   t.message = absl::StrCat("dumped ", dump.nodes_size(), " node(s) and ",
-                           dump.files_size(), " file(s) at revision ",
+                           dump.files_size(), " file(s)",
+                           PoliciesPart(dump.policies_size()), " at revision ",
                            dump.revision(), " to ", out);
   return t;
 }
@@ -618,6 +689,14 @@ absl::StatusOr<Table> Restore(Context& ctx, Args& a) {
       return absl::InvalidArgumentError(
           absl::StrCat("dump entry ", f.path(), ": ",
                        (p.ok() ? l : p).message(), " (nothing was restored)"));
+    }
+  }
+  for (const v1::StoragePolicyRecord& r : dump.policies()) {
+    if (absl::Status s = ns::ValidatePolicy(ns::FromRecord(r.dir(), r));
+        !s.ok()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("dump policy ", r.dir(), ": ", s.message(),
+                       " (nothing was restored)"));
     }
   }
   size_t nodes = 0, files = 0, skipped = 0;
@@ -649,10 +728,12 @@ absl::StatusOr<Table> Restore(Context& ctx, Args& a) {
     }
   }
   if (ctx.progress) ctx.progress(total, total);
+  RANGEFS_ASSIGN_OR_RETURN(const int policies,
+                           RestorePolicies(ctx, dump, skipped));
   Table t;
-  t.message =
-      absl::StrCat("restored ", nodes, " node(s) and ", files, " file(s); ",
-                   skipped, " already present and left unchanged");
+  t.message = absl::StrCat("restored ", nodes, " node(s) and ", files,
+                           " file(s)", PoliciesPart(policies), "; ", skipped,
+                           " already present and left unchanged");
   return t;
 }
 
@@ -686,12 +767,30 @@ std::string Usage(const std::string& group) {
                                        --ec=6+3: Reed-Solomon, K data + M
                                        parity columns on K+M distinct nodes,
                                        files under --ec-min-rows full rows
-                                       of K x stripe unit get --replicas)
+                                       of K x stripe unit get --replicas;
+                                       without --replicas and --ec, a file
+                                       below a storage policy follows it:
+                                       see policy commands)
   file get PATH|DIR LOCAL|LOCALDIR/ [--overwrite] [--jobs=8]
                                        (verified copy out; a directory
                                        recursively)
   file cat PATH...                     (verified bytes to stdout)
   file register PATH --replica=NODE:OBJECT[,NODE:OBJECT] [--size=N]
+)";
+  std::string policy = R"(policy commands (storage policies per directory):
+  policy set DIR (--replicas=N | --ec=K+M) [--min-size=BYTES] [--min-age=DURATION]
+                            files below DIR (the nearest policy above a
+                            file applies) should have N replicas or an
+                            erasure code K+M; files under --min-size or
+                            younger than --min-age (36h, 90m, 7d) keep
+                            their ingest layout. `file put` below DIR
+                            follows it unless --replicas/--ec is given;
+                            rangefs-keeper converts existing files.
+                            Refused (exit 4) when the cluster cannot place
+                            it: fewer live ACTIVE nodes than N or K+M, or
+                            fewer racks than K+M where nodes have racks
+  policy ls                 every policy, and whether it can be placed now
+  policy rm DIR             remove DIR's policy (files keep their layout)
 )";
   std::string other = R"(other commands:
   status                    nodes, live state, capacity, rangefs-keeper's
@@ -699,11 +798,13 @@ std::string Usage(const std::string& group) {
                             "node", then one "kind": "keeper" row)
   doctor [--mount-root=DIR] [--mount-status=FILE] [--fuse-status=DIR]
          [--mounts=no]      checks etcd, TLS, clock skew, node/live records,
+                            storage policies the cluster cannot place,
                             mounts, rangefs-mount file systems and RDMA;
                             prints each finding with its fix; exit 0: all
                             OK, 1: a FAIL, 6: warnings only
-  dump [--out=FILE]         whole namespace as JSON (stdout by default)
-  restore --in=FILE         re-create nodes and files from a dump
+  dump [--out=FILE]         whole namespace as JSON (stdout by default):
+                            nodes, files and storage policies
+  restore --in=FILE         re-create nodes, files and policies from a dump
   fsck [DIR] [--checksums]  check every replica object (exit 4 on problems)
   repair --dry-run [--rebalance-tolerance=0.10]
                             the moves rangefs-keeper would make now (dead or
@@ -711,6 +812,7 @@ std::string Usage(const std::string& group) {
 )";
   if (group == "node") return node;
   if (group == "file") return file;
+  if (group == "policy") return policy;
   return absl::StrCat(
       "usage: rangefs-admin [--etcd=HOST:PORT,...] [--cluster=NAME] [--json]\n"
       "                     [--ca=PEM --cert=PEM --key=PEM] [--user=U "
@@ -725,7 +827,7 @@ std::string Usage(const std::string& group) {
       "--version prints the version and git commit. Exit status: 0 ok, 1 "
       "error,\n2 usage, 3 not found, 4 conflict or problems found, 5 etcd "
       "or agents\nunavailable (doctor: see below).\n\n",
-      node, "\n", file, "\n", other);
+      node, "\n", file, "\n", policy, "\n", other);
 }
 
 absl::StatusOr<Table> RunCommand(Context& ctx, Args& args) {
@@ -760,6 +862,7 @@ absl::StatusOr<Table> RunCommand(Context& ctx, Args& args) {
     return absl::InvalidArgumentError(
         absl::StrCat("unknown file command \"", verb, "\"\n", Usage("file")));
   }
+  if (group == "policy") return RunPolicyCommand(ctx, args);
   if (group == "status") return Status(ctx, args);
   if (group == "fsck") return RunFsck(ctx, args);
   if (group == "repair") return RunRepair(ctx, args);

@@ -8,6 +8,7 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "namespace/memory_kv.h"
+#include "namespace/storage_policy.h"
 #include "nlohmann/json.hpp"
 
 namespace rangefs {
@@ -176,6 +177,85 @@ TEST_F(CommandsTest, FileCommandsAndDumpRestore) {
   ASSERT_THAT(Run({"file", "rm", "/e/a"}), IsOk());
   EXPECT_THAT(Run({"file", "rm", "/e/a"}),
               StatusIs(absl::StatusCode::kNotFound));
+}
+
+// policy set/ls/rm over the fake store (real etcd and agents:
+// tests/integration/policy_test.cc), and policies through dump/restore.
+TEST_F(CommandsTest, PolicyCommandsAndDumpRestore) {
+  for (const char* id : {"n1", "n2", "n3"}) {
+    ASSERT_THAT(Run({"node", "add", id, "--address=h:1", "--export=/e"}),
+                IsOk());
+  }
+  EXPECT_THAT(Run({"policy", "set", "/cold", "--ec=2+1"}),
+              StatusIs(absl::StatusCode::kFailedPrecondition,
+                       HasSubstr("has 0 (none)")));
+  for (const char* id : {"n1", "n2", "n3"}) {
+    v1::LiveRecord l;
+    l.set_node_id(id);
+    l.set_health(v1::LiveRecord::HEALTHY);
+    ASSERT_THAT(store_->PutLive(l, 0), IsOk());
+  }
+  auto set = Run(
+      {"policy", "set", "/cold/", "--ec=2+1", "--min-size=1M", "--min-age=7d"});
+  ASSERT_THAT(set, IsOk());
+  EXPECT_THAT(set->message,
+              HasSubstr("ec=2+1 from /cold, min-size 1048576, min-age 168h"));
+  ASSERT_THAT(Run({"policy", "set", "/", "--replicas=3"}), IsOk());
+  EXPECT_THAT(
+      Run({"policy", "set", "/x", "--replicas=2", "--min-age=1.5s"}),
+      StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("whole seconds")));
+  EXPECT_THAT(Run({"policy", "set", "/x", "--replicas=2", "--min-age=-1h"}),
+              StatusIs(absl::StatusCode::kInvalidArgument));
+  EXPECT_THAT(Run({"policy", "bogus"}),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr("unknown policy command")));
+  auto ls = Run({"policy", "ls"});
+  ASSERT_THAT(ls, IsOk());
+  ASSERT_EQ(ls->rows.size(), 2u) << FormatHuman(*ls);
+  EXPECT_EQ(ls->rows[0][0], "/");
+  EXPECT_EQ(ls->rows[1][0], "/cold");
+  EXPECT_EQ(ls->rows[1][2], "1048576");
+  EXPECT_EQ(ls->rows[1][3], "168h");
+  EXPECT_EQ(ls->rows[1][5], "yes");
+  // The cluster shrinks: ls says which policy cannot be placed, and why.
+  ASSERT_THAT(Run({"node", "drain", "n3"}), IsOk());
+  ls = Run({"policy", "ls"});
+  ASSERT_THAT(ls, IsOk());
+  EXPECT_THAT(ls->rows[0][5], HasSubstr("no: replicas=3 needs 3"));
+  EXPECT_THAT(ls->rows[1][5], HasSubstr("no: ec=2+1 needs 3"));
+
+  std::string dump_path =
+      std::string(getenv("TEST_TMPDIR")) + "/policy-dump.json";
+  auto dumped = Run({"dump", "--out=" + dump_path});
+  ASSERT_THAT(dumped, IsOk());
+  EXPECT_THAT(dumped->message, HasSubstr("and 2 storage policy(ies)"));
+  ns::MemoryKv other_kv;
+  auto other = ns::NewKvStore(&other_kv, {.cluster = "t"});
+  Context other_ctx;
+  other_ctx.store = other.get();
+  other_ctx.cluster = "t";
+  auto a = Args::Parse({"restore", "--in=" + dump_path});
+  ASSERT_THAT(a, IsOk());
+  auto restored = RunCommand(other_ctx, *a);
+  ASSERT_THAT(restored, IsOk());
+  EXPECT_THAT(restored->message, HasSubstr("and 2 storage policy(ies)"));
+  auto copied = ns::LoadPolicies(other_kv, other->keys());
+  ASSERT_THAT(copied, IsOk());
+  ASSERT_EQ(copied->policies().size(), 2u);
+  EXPECT_EQ(copied->policies()[1].goal, ns::LayoutGoal::Ec(2, 1));
+  EXPECT_EQ(copied->policies()[1].min_age, absl::Hours(168));
+
+  ASSERT_THAT(Run({"policy", "rm", "/cold"}), IsOk());
+  EXPECT_THAT(Run({"policy", "rm", "/cold"}),
+              StatusIs(absl::StatusCode::kNotFound));
+  // A record the gate refuses: listed as invalid, and dump refuses.
+  PutKey(store_->keys().Policy("/bad"), "\xff\xff");
+  ls = Run({"policy", "ls"});
+  ASSERT_THAT(ls, IsOk());
+  EXPECT_EQ(ls->rows.back()[1], "invalid");
+  EXPECT_THAT(ls->message, HasSubstr("1 invalid record(s)"));
+  EXPECT_THAT(Run({"dump", "--out=" + dump_path}),
+              StatusIs(absl::StatusCode::kDataLoss, HasSubstr("policies/bad")));
 }
 
 TEST_F(CommandsTest, FileDirectoryClashesAreRefusedAndFsckFindsOldOnes) {

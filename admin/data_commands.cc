@@ -36,6 +36,7 @@
 #include "ingest/ingest_writer.h"
 #include "namespace/ec_layout.h"
 #include "namespace/layout.h"
+#include "namespace/storage_policy.h"
 #include "namespace/tree_clash.h"
 #include "storage_node/node_client.h"
 #include "storage_node/sidecar.h"
@@ -85,7 +86,7 @@ Table SingleFileTable(const std::string& shown, const std::string& path,
                "stripe unit", "file id", "raw bytes"};
   const std::string protection =
       r.ec_data > 0 ? absl::StrCat("ec ", r.ec_data, "+", r.ec_parity)
-                    : absl::StrCat(o.replicas);
+                    : absl::StrCat(r.replicas > 0 ? r.replicas : o.replicas);
   t.AddRow({path, Cell::Bytes(r.size), Cell::Int(r.striped ? r.width : 0),
             protection, r.striped ? Cell::Bytes(o.stripe_unit) : Cell::Null(),
             Cell::Int(static_cast<int64_t>(r.file_id)),
@@ -96,8 +97,25 @@ Table SingleFileTable(const std::string& shown, const std::string& path,
     absl::StrAppend(&t.message, ", erasure-coded ", r.ec_data, "+", r.ec_parity,
                     " (", r.raw_bytes, " bytes stored)");
   }
+  if (!r.policy.empty()) {
+    absl::StrAppend(&t.message, ", following the storage policy of ", r.policy);
+  }
   if (!r.note.empty()) absl::StrAppend(&t.message, "\nnote: ", r.note);
   return t;
+}
+
+// "; 12 file(s) followed the storage policies of /crawl, /cold" or "".
+std::string PolicyNote(const BulkPutResult& r) {
+  std::set<std::string> dirs;
+  size_t files = 0;
+  for (const ingest::IngestResult& x : r.results) {
+    if (x.policy.empty()) continue;
+    dirs.insert(x.policy);
+    ++files;
+  }
+  if (files == 0) return "";
+  return absl::StrCat("; ", files, " file(s) followed the storage policies of ",
+                      absl::StrJoin(dirs, ", "));
 }
 
 // Re-placements and leftovers of the puts, for the summary.
@@ -139,7 +157,7 @@ absl::StatusOr<Table> DirectoryResult(const std::string& local,
       HumanBytes(r.bytes), " in ", absl::StrFormat("%.1f", secs), " s (",
       absl::StrFormat("%.0f", static_cast<double>(r.files) / secs),
       " files/s, ", HumanBytes(static_cast<uint64_t>(r.bytes / secs)), "/s), ",
-      protection);
+      protection, PolicyNote(r));
   if (!plan.skipped.empty()) {
     absl::StrAppend(&summary, "\nskipped ", plan.skipped.size(), ": ",
                     absl::StrJoin(plan.skipped, ", "));
@@ -205,6 +223,15 @@ absl::StatusOr<Table> RunFilePut(Context& ctx, Args& a) {
     o.ec_data = code.first;
     o.ec_parity = code.second;
   }
+  if (!a.Has("replicas") && !a.Has("ec")) {
+    // No flag says otherwise: files below a storage policy follow it.
+    RANGEFS_ASSIGN_OR_RETURN(
+        ns::PolicyTable policies,
+        ns::LoadPolicies(*ctx.store->kv(), ctx.store->keys()));
+    if (!policies.policies().empty()) {
+      o.policies = std::make_shared<const ns::PolicyTable>(std::move(policies));
+    }
+  }
   RANGEFS_ASSIGN_OR_RETURN(int64_t min_rows, a.GetInt("ec-min-rows", 2));
   o.ec_min_rows = static_cast<int>(std::clamp<int64_t>(min_rows, -1, 1 << 20));
 
@@ -234,7 +261,10 @@ absl::StatusOr<Table> RunFilePut(Context& ctx, Args& a) {
         o.ec_data > 0
             ? absl::StrCat("erasure-coded ", o.ec_data, "+", o.ec_parity, " (",
                            o.replicas, " replica(s) under the minimum)")
-            : absl::StrCat(o.replicas, " replica(s) each"));
+            : absl::StrCat(o.replicas, " replica(s) each",
+                           o.policies != nullptr
+                               ? " unless a storage policy says otherwise"
+                               : ""));
   }
   if (!r.failures.empty()) return r.failures.front().status;
   Table t = SingleFileTable(shown, plan.items[0].path, o, r.results[0]);

@@ -49,7 +49,10 @@ constexpr int kDefaultPutJobs = 32;
 // any failed attempt left to rangefs-keeper's orphan collector). On any
 // other failure nothing becomes visible and the objects written are deleted
 // (objects on unreachable nodes are named in the error). Files smaller
-// than the stripe unit get one extent. Codes: INVALID_ARGUMENT (usage),
+// than the stripe unit get one extent. Without --replicas and --ec, each
+// file below a storage policy follows it (namespace/storage_policy.h,
+// ingest/follow_policy.h); the result names the policy's directory.
+// Codes: INVALID_ARGUMENT (usage),
 // NOT_FOUND (local file), ALREADY_EXISTS (PATH exists, no --overwrite),
 // FAILED_PRECONDITION (too few eligible nodes), agent/etcd errors as is.
 absl::StatusOr<Table> RunFilePut(Context& ctx, Args& args);

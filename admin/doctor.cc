@@ -30,6 +30,8 @@
 #include "mount/mount_check.h"
 #include "mount/mount_status.h"
 #include "namespace/layout.h"
+#include "namespace/storage_policy.h"
+#include "namespace/storage_policy_placement.h"
 #include "namespace/store.h"
 #include "namespace/tree_clash.h"
 
@@ -735,13 +737,65 @@ void CheckNamespaceTree(Context& ctx, Report& r) {
   }
 }
 
+namespace {
+
+// Storage policies (namespace/storage_policy.h) the cluster can no longer
+// place (it shrank, or nodes are down or draining): a WARN each, since
+// rangefs-keeper cannot convert files to them and new puts below them fail;
+// records that fail the record gate: a WARN each.
+void CheckPolicies(Context& ctx, const std::vector<ns::NodeEntry>& nodes,
+                   Report& r) {
+  absl::StatusOr<ns::PolicyTable> policies =
+      ns::LoadPolicies(*ctx.store->kv(), ctx.store->keys());
+  absl::StatusOr<std::vector<ns::LiveEntry>> live = ctx.store->ListLive();
+  if (!policies.ok() || !live.ok()) {
+    r.Add("policy", kFail,
+          absl::StrCat(
+              "cannot read storage policies or live records: ",
+              (policies.ok() ? live.status() : policies.status()).message()),
+          "fix etcd access first (see the etcd rows)");
+    return;
+  }
+  for (const std::string& bad : policies->invalid()) {
+    r.Add("policy", kWarn, absl::StrCat(bad, " (ignored)"),
+          "rangefs-admin policy set DIR ... again, or policy rm DIR");
+  }
+  const ns::PlacementCapacity capacity =
+      ns::CountPlacementCapacity(nodes, *live);
+  size_t ok = 0;
+  for (const ns::StoragePolicy& p : policies->policies()) {
+    absl::Status s = ns::CheckGoalPlaceable(p.goal, capacity);
+    if (s.ok()) {
+      ++ok;
+      continue;
+    }
+    r.Add("policy", kWarn,
+          absl::StrCat("policy of ", p.dir,
+                       " cannot be placed now: ", s.message(),
+                       "; rangefs-keeper cannot convert files to it and puts "
+                       "below it fail"),
+          absl::StrCat("bring nodes back or add some (node add, node enable), "
+                       "or change the policy: rangefs-admin policy set ",
+                       p.dir, " --replicas=N | --ec=K+M"));
+  }
+  if (ok > 0 || policies->policies().empty()) {
+    r.Add("policy", kOk,
+          absl::StrCat(ok, " of ", policies->policies().size(),
+                       " storage policy(ies) can be placed on the ",
+                       capacity.live_nodes.size(), " live ACTIVE node(s)"));
+  }
+}
+
+}  // namespace
+
 absl::StatusOr<Table> RunDoctorWith(Context& ctx, const DoctorOptions& o) {
   Report r;
   CheckEtcd(o, r);
   CheckClock(o, r);
   std::vector<ns::NodeEntry> nodes;
   auto listed = ctx.store->ListNodes();
-  if (listed.ok()) {
+  const bool have_nodes = listed.ok();
+  if (have_nodes) {
     nodes = *std::move(listed);
     CheckNodes(ctx, nodes, ReadKeeperInfo(*ctx.store), absl::Now(), r);
   } else {
@@ -750,6 +804,7 @@ absl::StatusOr<Table> RunDoctorWith(Context& ctx, const DoctorOptions& o) {
           "fix etcd access first (see the etcd rows)");
   }
   CheckNamespaceTree(ctx, r);
+  if (have_nodes) CheckPolicies(ctx, nodes, r);
   if (o.check_mounts) {
     CheckMounts(o, nodes, r);
     CheckFuseMounts(o, ctx.cluster, r);

@@ -33,6 +33,11 @@
 //           /run/rangefs-mount): daemon gone (ENOTCONN), stuck, namespace
 //           watch disconnected, other cluster, readahead; status files
 //           whose mount is gone (mount/mount_check.h). Never a stat.
+//   policy  every storage policy (namespace/storage_policy.h) the cluster
+//           cannot place now (fewer live ACTIVE nodes than its replicas or
+//           K+M, or fewer racks than K+M where node records carry racks:
+//           namespace/storage_policy_placement.h) is a warning naming what
+//           it needs and has; so is a policy record the gate refuses.
 //   rdma    RDMA devices and port states (libibverbs); none is a warning.
 //
 //           A node whose <mount_root>/<id> is a symlink (lstat, readlink) to

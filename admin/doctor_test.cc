@@ -21,6 +21,7 @@
 #include "namespace/etcd/etcd_client.h"
 #include "namespace/etcd_kv.h"
 #include "namespace/memory_kv.h"
+#include "namespace/storage_policy.h"
 #include "namespace/store.h"
 #include "tests/testing/etcd_cluster.h"
 #include "tests/testing/etcd_namespace.h"
@@ -210,6 +211,65 @@ TEST(DoctorTest, ReportsAPathThatIsAFileAndADirectory) {
   EXPECT_EQ(row[1], "FAIL") << FormatHuman(*t);
   EXPECT_THAT(row[2], HasSubstr("file /d/pq is also a directory"));
   EXPECT_THAT(row[3], HasSubstr("rangefs-admin file mv /d/pq"));
+}
+
+// All rows whose check is `check`.
+std::vector<std::vector<std::string>> Rows(const Table& t,
+                                           const std::string& check) {
+  std::vector<std::vector<std::string>> out;
+  for (const auto& row : t.rows) {
+    if (row[0] == check) out.push_back(row);
+  }
+  return out;
+}
+
+// A storage policy that fit the cluster when it was set, and no longer
+// does once nodes go (their live records gone, one drained): a WARN naming
+// what it needs and has; the policy that still fits is counted OK.
+TEST(DoctorTest, ReportsPoliciesTheShrunkClusterCannotPlace) {
+  auto n = StartEtcdNamespace({.cluster = "doc"});
+  ASSERT_THAT(n.status(), IsOk());
+  for (const char* id : {"a", "b", "c"}) {
+    ASSERT_THAT(n->store->AddNode(Node(id, v1::ACTIVE)), IsOk());
+    ASSERT_THAT(PutLive(*n->store, id, v1::LiveRecord::MTLS), IsOk());
+  }
+  ns::StoragePolicy ec;
+  ec.dir = "/cold";
+  ec.goal = ns::LayoutGoal::Ec(2, 1);
+  ASSERT_THAT(ns::PutPolicy(*n->kv, n->store->keys(), ec), IsOk());
+  ns::StoragePolicy two;
+  two.dir = "/hot";
+  two.goal = ns::LayoutGoal::Replicas(2);
+  ASSERT_THAT(ns::PutPolicy(*n->kv, n->store->keys(), two), IsOk());
+  Context ctx;
+  ctx.store = n->store.get();
+  ctx.cluster = "doc";
+  auto args =
+      Args::Parse({"doctor", "--etcd=" + n->etcd->endpoints(), "--mounts=no"});
+  ASSERT_THAT(args.status(), IsOk());
+  auto t = RunDoctor(ctx, *args);
+  ASSERT_THAT(t.status(), IsOk());
+  auto rows = Rows(*t, "policy");
+  ASSERT_EQ(rows.size(), 1u) << FormatHuman(*t);
+  EXPECT_EQ(rows[0][1], "OK");
+  EXPECT_THAT(rows[0][2], HasSubstr("2 of 2 storage policy(ies)"));
+
+  // The cluster shrinks: c is drained.
+  ASSERT_THAT(n->store->SetNodeState("c", v1::DRAINING), IsOk());
+  t = RunDoctor(ctx, *args);
+  ASSERT_THAT(t.status(), IsOk());
+  rows = Rows(*t, "policy");
+  ASSERT_EQ(rows.size(), 2u) << FormatHuman(*t);
+  EXPECT_EQ(rows[0][1], "WARN");
+  EXPECT_THAT(rows[0][2], HasSubstr("policy of /cold cannot be placed now: "
+                                    "ec=2+1 needs 3 live ACTIVE nodes"));
+  EXPECT_THAT(rows[0][2], HasSubstr("has 2 (a, b)"));
+  EXPECT_THAT(rows[0][3], HasSubstr("policy set /cold"));
+  EXPECT_EQ(rows[1][1], "OK");
+  EXPECT_THAT(rows[1][2], HasSubstr("1 of 2 storage policy(ies)"));
+  EXPECT_EQ(t->exit_code == kDoctorExitFailures ||
+                t->exit_code == kDoctorExitWarnings,
+            true);
 }
 
 // deploy/local/cluster.sh "mounts" each node as a symlink to its export

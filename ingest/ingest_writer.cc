@@ -22,6 +22,7 @@
 #include "ec/codec.h"
 #include "ingest/agents.h"
 #include "ingest/ec_rows.h"
+#include "ingest/follow_policy.h"
 #include "ingest/replacement.h"
 #include "loadbalancer/placement.h"
 #include "namespace/ec_layout.h"
@@ -688,6 +689,17 @@ absl::StatusOr<IngestResult> IngestSession::Put(
   RANGEFS_RETURN_IF_ERROR(ValidateOptions(path, options));
   ScopedFile file;
   RANGEFS_ASSIGN_OR_RETURN(const uint64_t size, OpenLocal(local, file));
+  std::string policy;
+  if (options.policies != nullptr) {
+    policy = FollowPolicy(*options.policies, path, size, absl::Now(), options);
+    // The policy's code with the put's stripe unit and minimum rows.
+    if (!policy.empty()) {
+      if (absl::Status s = ValidateOptions(path, options); !s.ok()) {
+        return absl::Status(s.code(), absl::StrCat(path, ": storage policy of ",
+                                                   policy, ": ", s.message()));
+      }
+    }
+  }
   int64_t existing_rev = 0;
   if (!known_absent) {
     RANGEFS_ASSIGN_OR_RETURN(existing_rev,
@@ -794,6 +806,8 @@ absl::StatusOr<IngestResult> IngestSession::Put(
   result.ec_data = placement.ec.k;
   result.ec_parity = placement.ec.m;
   result.note = note;
+  result.policy = policy;
+  result.replicas = placement.coded() ? 1 : options.replicas;
   for (size_t i = 0; i < all.size(); ++i) {
     // The put's objects: the columns' and the ".cells" objects (after
     // `tasks` and the failed attempts, which were removed).

@@ -47,6 +47,7 @@
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
+#include "namespace/storage_policy.h"
 #include "namespace/store.h"
 #include "storage_node/node_client.h"
 
@@ -70,6 +71,11 @@ struct IngestOptions {
   // partial row costs more than the code saves. 0: code every non-empty
   // file (an empty file never has objects).
   int ec_min_rows = 2;
+  // Storage policies (namespace/storage_policy.h; null: none). A file
+  // under a policy whose goal applies to it (follow_policy.h) is stored
+  // with the policy's replicas or erasure code instead of `replicas`,
+  // `ec_data` and `ec_parity`; IngestResult.policy names the directory.
+  std::shared_ptr<const ns::PolicyTable> policies;
   bool overwrite = false;  // replace an existing PATH (new objects)
   int parallel = 8;        // concurrent object writes, >= 1
   // Times one object's write moves to another node when its node fails
@@ -90,6 +96,8 @@ struct IngestResult {
   int ec_parity = 0;
   uint64_t raw_bytes = 0;  // bytes stored on the agents (data + parity)
   std::string note;        // e.g. why an --ec put was stored with replicas
+  std::string policy;      // the directory whose storage policy it followed
+  int replicas = 0;        // replicas per column (1 when erasure-coded)
   uint64_t file_id = 0;    // the committed layout's file_id
   size_t objects = 0;      // objects written (columns x replicas)
   // Writes moved to another node: "OBJECT: FROM -> TO (why)".

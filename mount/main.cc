@@ -198,6 +198,10 @@ absl::Status Serve(const MountOptions& o, int* ready_fd) {
   fo.splice = o.splice;
   fo.direct_io = o.direct_io;
   fo.read.deadline = o.read_deadline;
+  fo.load_policies = [kv = kv.get(),
+                      keys = ns::Keys(o.cluster)](int64_t revision) {
+    return ns::LoadPolicies(*kv, keys, revision);
+  };
   std::atomic<FuseMount*> notify_target{nullptr};
   auto fs = std::make_unique<MountFs>(client.get(), index.get(), cache.get(),
                                       &counters, fo,

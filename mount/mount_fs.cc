@@ -241,7 +241,18 @@ absl::StatusOr<std::string> MountFs::GetXattr(uint64_t ino,
     }
     return l.status();
   }
-  return XattrValue(name, ns::FullLayout(**l));
+  const v1::FileLayout layout = ns::FullLayout(**l);
+  if (!IsPolicyXattr(name) || !options_.load_policies) {
+    return XattrValue(name, layout);
+  }
+  // A pinned mount shows the policies of its snapshot.
+  RANGEFS_ASSIGN_OR_RETURN(
+      const ns::PolicyTable policies,
+      options_.load_policies(pinned_ ? options_.revision : 0));
+  const ns::PolicyResolution r = ns::ResolvePolicy(
+      policies, nspath, layout.size(),
+      absl::FromUnixMillis(layout.created_unix_ms()), absl::Now());
+  return XattrValue(name, layout, &r);
 }
 
 absl::StatusOr<std::string> MountFs::ListXattr(uint64_t ino) {

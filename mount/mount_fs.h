@@ -51,6 +51,7 @@
 #include "mount/namespace_index.h"
 #include "mount/read_batcher.h"
 #include "namespace/layout_cache.h"
+#include "namespace/storage_policy.h"
 
 namespace rangefs {
 namespace mount {
@@ -89,6 +90,12 @@ struct MountFsOptions {
   // in object files the library has open on a local file system.
   bool splice = true;
   size_t splice_min_bytes = 64 << 10;
+  // Reads the storage policies (namespace/storage_policy.h) as of an etcd
+  // revision (0: the latest) for the user.rangefs.policy and
+  // .policy_state xattrs (xattrs.h); called on each such getxattr. Empty:
+  // those xattrs say "none".
+  std::function<absl::StatusOr<ns::PolicyTable>(int64_t revision)>
+      load_policies;
 };
 
 struct MountEntry {

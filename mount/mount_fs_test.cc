@@ -113,6 +113,9 @@ class MountFsTest : public ::testing::Test {
     fo.uid = 12;
     fo.gid = 34;
     fo.reader.initial_readahead = 4096;
+    fo.load_policies = [this](int64_t revision) {
+      return ns::LoadPolicies(kv_, ns::Keys(), revision);
+    };
     fs_ = std::make_unique<MountFs>(
         client_.get(), index_.get(), cache_.get(), &counters_, fo,
         [this](std::vector<Notice> n) {
@@ -475,6 +478,25 @@ TEST_F(MountFsTest, Xattrs) {
   auto dn = fs_->ListXattr(d->ino);
   ASSERT_THAT(dn, IsOk());
   EXPECT_TRUE(dn->empty());
+  // Storage policies: none, then /d's (its files have 1 replica, the
+  // policy wants 2: pending) and the root's (met).
+  EXPECT_EQ(*fs_->GetXattr(f->ino, "user.rangefs.policy"), "none");
+  EXPECT_EQ(*fs_->GetXattr(f->ino, "user.rangefs.policy_state"), "none");
+  ns::StoragePolicy p;
+  p.dir = "/d";
+  p.goal = ns::LayoutGoal::Replicas(2);
+  ASSERT_THAT(ns::PutPolicy(kv_, ns::Keys(), p), IsOk());
+  p.dir = "/";
+  p.goal = ns::LayoutGoal::Replicas(1);
+  ASSERT_THAT(ns::PutPolicy(kv_, ns::Keys(), p), IsOk());
+  auto g_ino = fs_->Lookup(d->ino, "g");
+  ASSERT_THAT(g_ino, IsOk());
+  EXPECT_EQ(*fs_->GetXattr(g_ino->ino, "user.rangefs.policy"),
+            "replicas=2 from /d");
+  EXPECT_EQ(*fs_->GetXattr(g_ino->ino, "user.rangefs.policy_state"), "pending");
+  EXPECT_EQ(*fs_->GetXattr(f->ino, "user.rangefs.policy"), "replicas=1 from /");
+  EXPECT_EQ(*fs_->GetXattr(f->ino, "user.rangefs.policy_state"), "met");
+  EXPECT_THAT(*fs_->ListXattr(f->ino), HasSubstr("user.rangefs.policy_state"));
 }
 
 TEST_F(MountFsTest, InvalidRecordIsListedButDoesNotOpen) {

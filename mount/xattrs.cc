@@ -26,8 +26,10 @@ int MinReplicas(const v1::FileLayout& l) {
 
 const std::vector<std::string>& XattrNames() {
   static const std::vector<std::string>* names = new std::vector<std::string>{
-      "user.rangefs.layout", "user.rangefs.generation", "user.rangefs.replicas",
-      "user.rangefs.nodes", "user.rangefs.file_id"};
+      "user.rangefs.layout",      "user.rangefs.generation",
+      "user.rangefs.replicas",    "user.rangefs.nodes",
+      "user.rangefs.file_id",     "user.rangefs.policy",
+      "user.rangefs.policy_state"};
   return *names;
 }
 
@@ -40,8 +42,20 @@ std::string XattrList() {
   return out;
 }
 
+bool IsPolicyXattr(absl::string_view name) {
+  return name == "user.rangefs.policy" || name == "user.rangefs.policy_state";
+}
+
 absl::StatusOr<std::string> XattrValue(absl::string_view name,
-                                       const v1::FileLayout& layout) {
+                                       const v1::FileLayout& layout,
+                                       const ns::PolicyResolution* policy) {
+  if (IsPolicyXattr(name)) {
+    if (policy == nullptr || policy->policy == nullptr) return "none";
+    if (name == "user.rangefs.policy") {
+      return ns::DescribePolicy(*policy->policy);
+    }
+    return ns::PolicyState(*policy, layout);
+  }
   if (name == "user.rangefs.layout") {
     google::protobuf::util::JsonPrintOptions o;
     o.add_whitespace = false;

@@ -10,6 +10,13 @@
 //                            count of any extent or stripe target
 //   user.rangefs.nodes       the nodes holding a replica, comma-separated
 //   user.rangefs.file_id     decimal
+//   user.rangefs.policy      the storage policy the file is under
+//                            (namespace/storage_policy.h), e.g. "ec=6+3
+//                            from /crawl, min-age 24h"; "none"
+//   user.rangefs.policy_state  whether its layout meets it yet: "met",
+//                            "pending" (rangefs-keeper has yet to convert
+//                            it), "exempt (below min-size N)", "exempt
+//                            (younger than min-age D)"; "none"
 //
 // Directories have none. Pure functions; thread-safe.
 #ifndef RANGEFS_MOUNT_XATTRS_H_
@@ -20,6 +27,7 @@
 
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
+#include "namespace/storage_policy.h"
 #include "proto/layout.pb.h"
 
 namespace rangefs {
@@ -31,9 +39,15 @@ const std::vector<std::string>& XattrNames();
 // listxattr's answer: every name, each followed by a NUL.
 std::string XattrList();
 
-// The value of `name` for `layout`. NOT_FOUND for a name not listed above.
-absl::StatusOr<std::string> XattrValue(absl::string_view name,
-                                       const v1::FileLayout& layout);
+// True for the names whose value needs the file's policy resolution.
+bool IsPolicyXattr(absl::string_view name);
+
+// The value of `name` for `layout`; `policy` is the file's resolution
+// (ns::ResolvePolicy), needed for IsPolicyXattr names only (null: "none").
+// NOT_FOUND for a name not listed above.
+absl::StatusOr<std::string> XattrValue(
+    absl::string_view name, const v1::FileLayout& layout,
+    const ns::PolicyResolution* policy = nullptr);
 
 }  // namespace mount
 }  // namespace rangefs

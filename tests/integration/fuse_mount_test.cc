@@ -33,6 +33,7 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "mount/mount_status.h"
+#include "namespace/storage_policy.h"
 #include "tests/integration/mount_harness.h"
 #include "tests/testing/agent_cluster.h"
 
@@ -477,6 +478,19 @@ TEST_F(FuseMountTest, XattrsShowTheLayout) {
   EXPECT_THAT(Sh("getfattr -n user.nope " + Q(M("/data/small"))).output,
               HasSubstr("No such attribute"));
   EXPECT_EQ(Sh("getfattr -d " + Q(M("/data"))).output, "");
+  // The storage policy the file is under, read from etcd at each call.
+  EXPECT_THAT(r.output, HasSubstr("user.rangefs.policy=\"none\""));
+  EXPECT_THAT(r.output, HasSubstr("user.rangefs.policy_state=\"none\""));
+  ns::StoragePolicy p;
+  p.dir = "/data";
+  p.goal = ns::LayoutGoal::Replicas(3);
+  ASSERT_THAT(ns::PutPolicy(*ctx_.store->kv(), ctx_.store->keys(), p), IsOk());
+  r = Sh("getfattr -d " + Q(M("/data/big")));
+  EXPECT_THAT(r.output, HasSubstr("user.rangefs.policy=\"replicas=3 from "
+                                  "/data\""));
+  EXPECT_THAT(r.output, HasSubstr("user.rangefs.policy_state=\"pending\""));
+  ASSERT_THAT(ns::DeletePolicy(*ctx_.store->kv(), ctx_.store->keys(), "/data"),
+              IsOk());
 }
 
 TEST_F(FuseMountTest, ChangedBytesGiveEstaleOnOldHandlesNeverMixed) {
