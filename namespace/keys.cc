@@ -30,6 +30,13 @@ std::string Keys::NextFileId() const {
   return absl::StrCat(root_, "meta/next_file_id");
 }
 
+std::string Keys::PolicyPrefix() const {
+  return absl::StrCat(root_, "policies");
+}
+std::string Keys::Policy(absl::string_view dir) const {
+  return absl::StrCat(PolicyPrefix(), dir);
+}
+
 std::string Keys::KeeperLeader() const {
   return absl::StrCat(root_, "keeper/leader");
 }
@@ -74,6 +81,15 @@ bool Keys::ParseFile(absl::string_view key, std::string* path) const {
   absl::string_view rest = key.substr(root.size());
   if (rest.size() < 2 || rest[0] != '/') return false;
   *path = std::string(rest);
+  return true;
+}
+
+bool Keys::ParsePolicy(absl::string_view key, std::string* dir) const {
+  std::string root = PolicyPrefix();
+  if (!absl::StartsWith(key, root)) return false;
+  absl::string_view rest = key.substr(root.size());
+  if (rest.empty() || rest[0] != '/') return false;
+  *dir = std::string(rest);
   return true;
 }
 

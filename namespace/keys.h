@@ -16,6 +16,8 @@
 //                                           what `fsck` found wrong with a
 //                                           replica (text); the keeper
 //                                           repairs it and drops the key
+//   /rangefs/v1/<cluster>/policies<dir>     StoragePolicyRecord (dir starts
+//                                           with /; storage_policy.h)
 #ifndef RANGEFS_NAMESPACE_KEYS_H_
 #define RANGEFS_NAMESPACE_KEYS_H_
 
@@ -56,10 +58,17 @@ class Keys {
   std::string KeeperSuspect(absl::string_view node_id,
                             absl::string_view object) const;
 
+  // Storage policies: `dir` is a normalized absolute directory ("/" or
+  // "/crawl"); the root's key is PolicyPrefix() + "/".
+  std::string Policy(absl::string_view dir) const;
+  std::string PolicyPrefix() const;  // ".../policies" (no trailing '/')
+
   // Inverse mappings; return false if `key` is not of that kind.
   bool ParseNode(absl::string_view key, std::string* id) const;
   bool ParseLive(absl::string_view key, std::string* id) const;
   bool ParseFile(absl::string_view key, std::string* path) const;
+  // The directory of a policy key (starts with '/').
+  bool ParsePolicy(absl::string_view key, std::string* dir) const;
   // Node id (up to the first '/') and object of a trash key.
   bool ParseKeeperTrash(absl::string_view key, std::string* node_id,
                         std::string* object) const;
