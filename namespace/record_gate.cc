@@ -6,6 +6,7 @@
 #include "absl/strings/escaping.h"
 #include "absl/strings/str_cat.h"
 #include "namespace/layout.h"
+#include "namespace/layout_goal.h"
 
 namespace rangefs {
 namespace ns {
@@ -68,7 +69,62 @@ absl::Status CheckLiveLists(absl::string_view key, const v1::LiveRecord& r) {
   return absl::OkStatus();
 }
 
+// The record's goal as text ParseLayoutGoal judges ("replicas=3",
+// "ec=6+3"), so the goal rule has one home (layout_goal.cc).
+absl::Status CheckPolicyGoal(const v1::StoragePolicyRecord& r) {
+  switch (r.goal_case()) {
+    case v1::StoragePolicyRecord::kReplicas:
+      return ParseLayoutGoal(absl::StrCat("replicas=", r.replicas())).status();
+    case v1::StoragePolicyRecord::kEc:
+      return ParseLayoutGoal(absl::StrCat("ec=", r.ec().k(), "+", r.ec().m()))
+          .status();
+    case v1::StoragePolicyRecord::GOAL_NOT_SET:
+      break;
+  }
+  return absl::InvalidArgumentError(
+      "storage policy has no goal (neither replicas nor ec)");
+}
+
 }  // namespace
+
+absl::Status ValidatePolicyRecord(const v1::StoragePolicyRecord& r) {
+  if (absl::Status s = ValidateDir(r.dir()); !s.ok()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("storage policy dir: ", s.message()));
+  }
+  if (absl::Status s = CheckPolicyGoal(r); !s.ok()) return s;
+  if (r.min_age_seconds() < 0 ||
+      r.min_age_seconds() > kMaxPolicyMinAgeSeconds) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "storage policy min_age is ", r.min_age_seconds(),
+        " seconds (want 0 to ", kMaxPolicyMinAgeSeconds, ", 100 years)"));
+  }
+  if (r.set_unix_ms() < 0) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "storage policy set_unix_ms is negative (", r.set_unix_ms(), ")"));
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<v1::StoragePolicyRecord> DecodePolicyRecord(
+    absl::string_view key, absl::string_view key_dir, absl::string_view value) {
+  if (absl::Status s = CheckSize(key, value, kMaxRecordBytes); !s.ok()) {
+    return s;
+  }
+  v1::StoragePolicyRecord r;
+  if (!r.ParseFromArray(value.data(), static_cast<int>(value.size()))) {
+    return Invalid(key, "not a decodable storage policy record");
+  }
+  if (absl::Status s = ValidatePolicyRecord(r); !s.ok()) {
+    return Invalid(key, s.message());
+  }
+  if (!key_dir.empty() && key_dir != r.dir()) {
+    return Invalid(key, absl::StrCat("names dir \"", absl::CEscape(r.dir()),
+                                     "\" but its key names \"",
+                                     absl::CEscape(key_dir), "\""));
+  }
+  return r;
+}
 
 absl::StatusOr<v1::FileLayout> DecodeFileLayout(absl::string_view key,
                                                 absl::string_view value) {

@@ -16,7 +16,9 @@
 #define RANGEFS_NAMESPACE_RECORD_GATE_H_
 
 #include <cstddef>
+#include <cstdint>
 
+#include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "proto/layout.pb.h"
@@ -48,6 +50,21 @@ absl::StatusOr<v1::NodeRecord> DecodeNodeRecord(absl::string_view key,
 absl::StatusOr<v1::LiveRecord> DecodeLiveRecord(absl::string_view key,
                                                 absl::string_view key_id,
                                                 absl::string_view value);
+
+// Storage policies (storage_policy.h): the longest min_age a policy may
+// have, and the rules every policy record obeys. ValidatePolicyRecord is
+// the one rule (INVALID_ARGUMENT naming it): `dir` a normalized absolute
+// directory, exactly one goal (replicas in [1, 16], or ec k, m >= 1 with
+// k + m <= kMaxEcCellsPerRow, as ParseLayoutGoal accepts), min_age_seconds
+// in [0, kMaxPolicyMinAgeSeconds], set_unix_ms >= 0.
+inline constexpr int64_t kMaxPolicyMinAgeSeconds = 100LL * 366 * 24 * 3600;
+absl::Status ValidatePolicyRecord(const v1::StoragePolicyRecord& record);
+
+// A storage policy record value: at most kMaxRecordBytes, decodable, valid
+// by ValidatePolicyRecord, and the dir it names is the one in its key
+// (`key_dir`; empty = not checked).
+absl::StatusOr<v1::StoragePolicyRecord> DecodePolicyRecord(
+    absl::string_view key, absl::string_view key_dir, absl::string_view value);
 
 }  // namespace ns
 }  // namespace rangefs

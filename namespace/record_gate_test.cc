@@ -253,6 +253,79 @@ TEST(RecordGateTest, LiveRecords) {
               StatusIs(absl::StatusCode::kDataLoss, HasSubstr("its key")));
 }
 
+constexpr char kPolicyKey[] = "/rangefs/v1/c/policies/crawl";
+
+v1::StoragePolicyRecord Policy() {
+  v1::StoragePolicyRecord r;
+  r.set_dir("/crawl");
+  r.mutable_ec()->set_k(6);
+  r.mutable_ec()->set_m(3);
+  r.set_min_size(1 << 20);
+  r.set_min_age_seconds(3600);
+  r.set_set_unix_ms(1700000000000);
+  return r;
+}
+
+void ExpectPolicyRejected(const v1::StoragePolicyRecord& r,
+                          const std::string& rule) {
+  EXPECT_THAT(
+      DecodePolicyRecord(kPolicyKey, "/crawl", r.SerializeAsString()).status(),
+      StatusIs(absl::StatusCode::kDataLoss,
+               AllOf(HasSubstr(kPolicyKey), HasSubstr(rule))));
+}
+
+TEST(RecordGateTest, AcceptsValidPolicies) {
+  EXPECT_THAT(
+      DecodePolicyRecord(kPolicyKey, "/crawl", Policy().SerializeAsString()),
+      IsOk());
+  v1::StoragePolicyRecord r = Policy();
+  r.set_replicas(3);  // replaces ec (oneof)
+  EXPECT_THAT(DecodePolicyRecord(kPolicyKey, "/crawl", r.SerializeAsString()),
+              IsOk());
+  r.set_dir("/");
+  EXPECT_THAT(
+      DecodePolicyRecord("/rangefs/v1/c/policies/", "/", r.SerializeAsString()),
+      IsOk());
+}
+
+TEST(RecordGateTest, RefusesBadPolicies) {
+  EXPECT_THAT(DecodePolicyRecord(kPolicyKey, "/crawl", "\xff\xff\xff").status(),
+              StatusIs(absl::StatusCode::kDataLoss,
+                       HasSubstr("not a decodable storage policy")));
+  v1::StoragePolicyRecord r = Policy();
+  r.clear_ec();
+  ExpectPolicyRejected(r, "no goal");
+  r = Policy();
+  r.set_replicas(0);
+  ExpectPolicyRejected(r, "replicas=0");
+  r.set_replicas(17);
+  ExpectPolicyRejected(r, "replicas=17");
+  r = Policy();
+  r.mutable_ec()->set_m(0);
+  ExpectPolicyRejected(r, "ec=6+0");
+  r.mutable_ec()->set_k(40);
+  r.mutable_ec()->set_m(40);
+  ExpectPolicyRejected(r, "ec=40+40");
+  r = Policy();
+  r.set_min_age_seconds(-1);
+  ExpectPolicyRejected(r, "min_age");
+  r.set_min_age_seconds(kMaxPolicyMinAgeSeconds + 1);
+  ExpectPolicyRejected(r, "min_age");
+  r = Policy();
+  r.set_set_unix_ms(-5);
+  ExpectPolicyRejected(r, "set_unix_ms");
+  r = Policy();
+  r.set_dir("crawl/../x");
+  ExpectPolicyRejected(r, "dir");
+  r = Policy();
+  r.set_dir("/other");
+  ExpectPolicyRejected(r, "its key names \"/crawl\"");
+  EXPECT_THAT(DecodePolicyRecord(kPolicyKey, "/crawl",
+                                 std::string(kMaxRecordBytes + 1, 'x'))
+                  .status(),
+              StatusIs(absl::StatusCode::kDataLoss, HasSubstr("bytes (max")));
+}
+
 }  // namespace
 }  // namespace ns
 }  // namespace rangefs
