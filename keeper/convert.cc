@@ -48,8 +48,8 @@ std::string ShapeOf(const v1::FileLayout& l) {
 // an event).
 void Pace(uint64_t rate, absl::Time start, uint64_t done) {
   if (rate == 0) return;
-  const absl::Time due =
-      start + absl::Seconds(static_cast<double>(done) / static_cast<double>(rate));
+  const absl::Time due = start + absl::Seconds(static_cast<double>(done) /
+                                               static_cast<double>(rate));
   const absl::Duration ahead = due - absl::Now();
   if (ahead > absl::ZeroDuration()) absl::SleepFor(ahead);
 }
@@ -100,15 +100,14 @@ absl::Status ReadFileBytes(ingest::Agents& agents, const v1::FileLayout& l,
     for (const v1::Replica& r : order) {
       absl::StatusOr<size_t> n = absl::UnavailableError("not asked");
       last = agents.Call(r.node_id(), [&](node::NodeClient& c) {
-        n = c.ReadRange(r.object(), r.object_offset() + in_slot,
-                        dst.subspan(done, len),
-                        {.deadline = absl::Now() + timeout,
-                         .verify_on_server = true});
+        n = c.ReadRange(
+            r.object(), r.object_offset() + in_slot, dst.subspan(done, len),
+            {.deadline = absl::Now() + timeout, .verify_on_server = true});
         return n.status();
       });
       if (last.ok() && *n != len) {
-        last = absl::DataLossError(absl::StrCat(r.object(), " on ",
-                                                r.node_id(), " is short"));
+        last = absl::DataLossError(
+            absl::StrCat(r.object(), " on ", r.node_id(), " is short"));
       }
       if (last.ok()) {
         got = true;
@@ -116,8 +115,8 @@ absl::Status ReadFileBytes(ingest::Agents& agents, const v1::FileLayout& l,
       }
     }
     if (!got) {
-      return absl::Status(last.code(),
-                          absl::StrCat("reading byte ", at, ": ", last.message()));
+      return absl::Status(
+          last.code(), absl::StrCat("reading byte ", at, ": ", last.message()));
     }
     done += len;
   }
@@ -205,7 +204,8 @@ class Converter {
     ingest::Agents& agents = ctx_.agents();
     const std::vector<v1::Replica> prefer =
         in_place ? c_.data : std::vector<v1::Replica>();
-    DataCellReader read = [&](uint64_t row, int col) -> absl::StatusOr<std::string> {
+    DataCellReader read = [&](uint64_t row,
+                              int col) -> absl::StatusOr<std::string> {
       std::string cell(ns::DataCellBytes(g, row, col), '\0');
       const uint64_t at =
           (row * static_cast<uint64_t>(g.k) + static_cast<uint64_t>(col)) *
@@ -247,10 +247,9 @@ class Converter {
     });
     for (size_t i = 0; i < st.size(); ++i) {
       if (!st[i].ok()) {
-        return absl::Status(st[i].code(),
-                            absl::StrCat("writing column ", first + i, " on ",
-                                         c_.new_nodes[i], ": ",
-                                         st[i].message()));
+        return absl::Status(
+            st[i].code(), absl::StrCat("writing column ", first + i, " on ",
+                                       c_.new_nodes[i], ": ", st[i].message()));
       }
     }
     RANGEFS_ASSIGN_OR_RETURN(const std::string cells, rows.CellsObject());
@@ -267,9 +266,9 @@ class Converter {
       absl::Status s = WriteObject(agents, c_.new_nodes[i], name, g.cell,
                                    cells.size(), o_.call_timeout, next);
       if (!s.ok()) {
-        return absl::Status(s.code(), absl::StrCat("writing ", name, " on ",
-                                                   c_.new_nodes[i], ": ",
-                                                   s.message()));
+        return absl::Status(
+            s.code(), absl::StrCat("writing ", name, " on ", c_.new_nodes[i],
+                                   ": ", s.message()));
       }
       Wrote(c_.new_nodes[i], name, cells.size());
     }
@@ -287,8 +286,8 @@ class Converter {
         return absl::CancelledError("no longer the active keeper");
       }
       if (!ctx_.Copy(what_, a.object, a.source_node, a.target_node, rate)) {
-        return absl::UnavailableError(absl::StrCat(
-            "copying ", a.object, " to ", a.target_node, " failed"));
+        return absl::UnavailableError(absl::StrCat("copying ", a.object, " to ",
+                                                   a.target_node, " failed"));
       }
       Wrote(a.target_node, a.object, a.bytes);
     }
@@ -332,8 +331,8 @@ class Converter {
       return;
     }
     if (!r.ok()) {
-      RANGEFS_LOG(WARNING) << "keeper: " << what_ << ": swapping the layout: "
-                           << r.status()
+      RANGEFS_LOG(WARNING) << "keeper: " << what_
+                           << ": swapping the layout: " << r.status()
                            << "; the new objects are left unreferenced";
       for (const NewObject& n : written_) {
         ctx_.TrashUnused(what_, c_.path, n.node, n.object);

@@ -53,8 +53,8 @@ class ConvertContext {
   // change's errors pass through.
   virtual absl::StatusOr<ns::FileEntry> CasLayout(
       const std::string& what, const std::string& path,
-      const std::function<absl::StatusOr<v1::FileLayout>(
-          const ns::FileEntry&)>& change) = 0;
+      const std::function<absl::StatusOr<v1::FileLayout>(const ns::FileEntry&)>&
+          change) = 0;
   // The trash record of `object` on `node` (of `path`), written before the
   // swap that drops it; UNAVAILABLE if etcd did not take it.
   virtual absl::Status TrashBeforeSwap(const std::string& path,

@@ -60,9 +60,9 @@ absl::StatusOr<std::shared_ptr<const ConvertRow>> ConvertRows::Code(
       }
       if (r->size() != bytes) {
         if (failed.ok()) {
-          failed = absl::DataLossError(
-              absl::StrCat("data cell (", row, ", ", c, ") read as ",
-                           r->size(), " bytes, not ", bytes));
+          failed = absl::DataLossError(absl::StrCat("data cell (", row, ", ", c,
+                                                    ") read as ", r->size(),
+                                                    " bytes, not ", bytes));
         }
         continue;
       }

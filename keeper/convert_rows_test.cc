@@ -93,7 +93,8 @@ TEST(ConvertRowsTest, ColumnsAndCellsFormACleanCodedFile) {
   auto fresh = ComputeCellCrcs(read, **codec, l, {});
   ASSERT_THAT(fresh, IsOk());
   EXPECT_EQ(*cells, CellsObjectBytes(*fresh));
-  for (int j = 0; j < m; ++j) objects[absl::StrCat("c", k + j, ".cells")] = *cells;
+  for (int j = 0; j < m; ++j)
+    objects[absl::StrCat("c", k + j, ".cells")] = *cells;
   const CellCrcTable crcs = ReadCellCrcs(read, l);
   for (uint64_t r = 0; r < g.rows; ++r) {
     RowHealth h = CheckRow(**codec, g, r, ReadRow(read, l, r), crcs);
@@ -103,8 +104,8 @@ TEST(ConvertRowsTest, ColumnsAndCellsFormACleanCodedFile) {
   std::string back;
   for (uint64_t r = 0; r < g.rows; ++r) {
     for (int c = 0; c < k; ++c) {
-      back += objects[absl::StrCat("c", c)].substr(
-          r * kCell, ns::DataCellBytes(g, r, c));
+      back += objects[absl::StrCat("c", c)].substr(r * kCell,
+                                                   ns::DataCellBytes(g, r, c));
     }
   }
   EXPECT_EQ(back, file);
@@ -114,9 +115,10 @@ TEST(ConvertRowsTest, AShortSourceCellIsDataLoss) {
   ns::EcGeometry g{.k = 2, .m = 1, .cell = kCell, .size = 2 * kCell, .rows = 1};
   auto codec = ec::NewCodec({.k = 2, .m = 1});
   ASSERT_THAT(codec, IsOk());
-  ConvertRows rows(g, **codec, [](uint64_t, int) -> absl::StatusOr<std::string> {
-    return std::string(10, 'x');
-  });
+  ConvertRows rows(g, **codec,
+                   [](uint64_t, int) -> absl::StatusOr<std::string> {
+                     return std::string(10, 'x');
+                   });
   EXPECT_THAT(rows.Row(0).status(), StatusIs(absl::StatusCode::kDataLoss));
   EXPECT_THAT(rows.CellsObject().status(),
               StatusIs(absl::StatusCode::kFailedPrecondition));

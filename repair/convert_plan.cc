@@ -12,14 +12,13 @@ namespace rangefs {
 namespace keeper {
 namespace {
 
-constexpr uint64_t kMinCell = 4096;               // node::kMinBlockSize
+constexpr uint64_t kMinCell = 4096;                // node::kMinBlockSize
 constexpr uint64_t kMaxCell = uint64_t{16} << 20;  // node::kMaxBlockSize
 constexpr uint64_t kDefaultCell = uint64_t{1} << 20;
 
 // Bytes of stripe column t of a `size`-byte file in `unit` units over
 // `width` columns.
-uint64_t ColumnBytes(uint64_t size, uint64_t unit, uint64_t width,
-                     uint64_t t) {
+uint64_t ColumnBytes(uint64_t size, uint64_t unit, uint64_t width, uint64_t t) {
   if (unit == 0 || width == 0) return 0;
   const uint64_t units = (size + unit - 1) / unit;
   if (t >= units) return 0;
@@ -37,7 +36,8 @@ uint64_t EcRawBytes(uint64_t size, int k, int m, uint64_t cell) {
   g.size = size;
   g.rows = (size + static_cast<uint64_t>(k) * cell - 1) /
            (static_cast<uint64_t>(k) * cell);
-  return size + static_cast<uint64_t>(m) * (g.rows * cell + ns::EcCellsBytes(g));
+  return size +
+         static_cast<uint64_t>(m) * (g.rows * cell + ns::EcCellsBytes(g));
 }
 
 bool Usable(const std::map<std::string, NodeView>& views,
@@ -55,13 +55,15 @@ std::vector<OldReplica> AllObjects(const v1::FileLayout& layout) {
       out.push_back({s, r.node_id(), r.object()});
     }
   }
-  const int k = ns::IsErasureCoded(layout)
-                    ? static_cast<int>(layout.striped().erasure().data_columns())
-                    : layout.striped().targets_size();
+  const int k =
+      ns::IsErasureCoded(layout)
+          ? static_cast<int>(layout.striped().erasure().data_columns())
+          : layout.striped().targets_size();
   for (int t = 0; t < layout.striped().targets_size(); ++t) {
     for (const v1::Replica& r : layout.striped().targets(t).replicas()) {
       out.push_back({t, r.node_id(), r.object()});
-      if (t >= k) out.push_back({t, r.node_id(), ns::EcCellsObject(r.object())});
+      if (t >= k)
+        out.push_back({t, r.node_id(), ns::EcCellsObject(r.object())});
     }
   }
   return out;
@@ -218,12 +220,12 @@ std::string Place(const ns::FileEntry& f,
       const std::vector<std::string> to =
           PickNodes(v, planned, &used, n - 1, bytes, bitgen);
       if (to.empty() && n > 1) {
-        return absl::StrCat("no ", n - 1, " up nodes have room for column ",
-                            t, "'s copies");
+        return absl::StrCat("no ", n - 1, " up nodes have room for column ", t,
+                            "'s copies");
       }
       for (const std::string& node : to) {
-        c->adds.push_back({t, r.object(), r.object_offset(), r.node_id(), node,
-                           bytes});
+        c->adds.push_back(
+            {t, r.object(), r.object_offset(), r.node_id(), node, bytes});
         c->bytes_to_write += bytes;
       }
     }
@@ -378,8 +380,8 @@ ConvertPlan PlanConversions(const std::vector<ns::FileEntry>& files,
     std::string why = NotHealthy(f.layout, views);
     if (why.empty()) why = Place(f, v, &planned, bitgen, &c);
     c.raw_after = RawAfter(c);
-    backlog.bytes_saved += static_cast<int64_t>(c.raw_before) -
-                           static_cast<int64_t>(c.raw_after);
+    backlog.bytes_saved +=
+        static_cast<int64_t>(c.raw_before) - static_cast<int64_t>(c.raw_after);
     if (!why.empty()) {
       ++backlog.stuck;
       plan.stuck.push_back(
@@ -432,10 +434,10 @@ absl::StatusOr<v1::FileLayout> ConvertedLayout(
       e->set_data_columns(static_cast<uint32_t>(k));
       e->set_parity_columns(static_cast<uint32_t>(m));
       for (int t = 0; t < k; ++t) {
-        v1::Replica r =
-            in_place ? c.data[static_cast<size_t>(t)]
-                     : NewObject(c.new_nodes[static_cast<size_t>(t)],
-                                 data_objects[static_cast<size_t>(t)]);
+        v1::Replica r = in_place
+                            ? c.data[static_cast<size_t>(t)]
+                            : NewObject(c.new_nodes[static_cast<size_t>(t)],
+                                        data_objects[static_cast<size_t>(t)]);
         r.clear_leaving();
         r.clear_replaced_by();
         *s->add_targets()->add_replicas() = r;
@@ -448,26 +450,24 @@ absl::StatusOr<v1::FileLayout> ConvertedLayout(
       }
       if (in_place) {
         // The kept replicas stay.
-        leaving->erase(
-            std::remove_if(leaving->begin(), leaving->end(),
-                           [&](const OldReplica& o) {
-                             const v1::Replica& r =
-                                 c.data[static_cast<size_t>(o.slot)];
-                             return r.node_id() == o.node &&
-                                    r.object() == o.object;
-                           }),
-            leaving->end());
+        leaving->erase(std::remove_if(leaving->begin(), leaving->end(),
+                                      [&](const OldReplica& o) {
+                                        const v1::Replica& r =
+                                            c.data[static_cast<size_t>(o.slot)];
+                                        return r.node_id() == o.node &&
+                                               r.object() == o.object;
+                                      }),
+                       leaving->end());
       }
       return next;
     }
     case ConversionKind::kEcToReplicas: {
       const ns::EcGeometry g = ns::EcGeometryOf(cur);
       *leaving = AllObjects(cur);
-      leaving->erase(std::remove_if(leaving->begin(), leaving->end(),
-                                    [&](const OldReplica& o) {
-                                      return o.slot < g.k;
-                                    }),
-                     leaving->end());
+      leaving->erase(
+          std::remove_if(leaving->begin(), leaving->end(),
+                         [&](const OldReplica& o) { return o.slot < g.k; }),
+          leaving->end());
       next.set_state(v1::READY);
       v1::StripedLayout* s = next.mutable_striped();
       s->clear_erasure();

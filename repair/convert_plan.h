@@ -86,8 +86,8 @@ struct Conversion {
   std::string policy;
   ns::LayoutGoal goal;
   ConversionKind kind = ConversionKind::kReplicas;
-  v1::FileLayout planned;  // The layout planned on.
-  uint64_t size = 0;         // Logical bytes.
+  v1::FileLayout planned;       // The layout planned on.
+  uint64_t size = 0;            // Logical bytes.
   uint64_t bytes_to_write = 0;  // Bytes copied or written by the keeper.
   uint64_t raw_before = 0, raw_after = 0;  // Stored bytes (RawBytes).
   // kReplicas, kEcToReplicas: the copies to make; kReplicas: the drops.
@@ -104,9 +104,9 @@ struct Conversion {
 // What a policy still has to convert.
 struct PolicyBacklog {
   int files = 0;
-  uint64_t bytes = 0;          // Logical bytes of those files.
-  int64_t bytes_saved = 0;     // Raw bytes they will free (< 0: use more).
-  int stuck = 0;               // Of files: no placement now.
+  uint64_t bytes = 0;       // Logical bytes of those files.
+  int64_t bytes_saved = 0;  // Raw bytes they will free (< 0: use more).
+  int stuck = 0;            // Of files: no placement now.
 };
 
 struct ConvertPlan {

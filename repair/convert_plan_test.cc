@@ -88,8 +88,8 @@ TEST(ConvertPlanTest, SameWidthReplicasBecomeEcParityOnly) {
   EXPECT_GT(c.raw_before, c.raw_after);
   EXPECT_EQ(p.by_policy["/d"].files, 1);
   std::vector<OldReplica> leaving;
-  auto next = ConvertedLayout(f.layout, c, {}, {"p/c6", "p/c7", "p/c8"},
-                              &leaving);
+  auto next =
+      ConvertedLayout(f.layout, c, {}, {"p/c6", "p/c7", "p/c8"}, &leaving);
   ASSERT_THAT(next, IsOk());
   EXPECT_THAT(ns::ValidateLayout(*next, nullptr), IsOk());
   EXPECT_TRUE(ns::LayoutMeetsGoal(*next, c.goal));
@@ -198,7 +198,8 @@ TEST(ConvertPlanTest, ParityGoesToDistinctRacksWhenNodesCarryRacks) {
   const ns::FileEntry f = Striped("/d/a", 6, 1, 6);
   // n0..n5: data; n6, n7 share rack r6; n8.. have racks of their own.
   std::map<std::string, std::string> racks;
-  for (int i = 0; i < 12; ++i) racks[absl::StrCat("n", i)] = absl::StrCat("r", i);
+  for (int i = 0; i < 12; ++i)
+    racks[absl::StrCat("n", i)] = absl::StrCat("r", i);
   racks["n7"] = "r6";
   for (int round = 0; round < 20; ++round) {
     ConvertPlan p = PlanConversions({f}, Nodes(12), racks, Goal("ec=6+3"), gen);
@@ -220,10 +221,10 @@ TEST(ConvertPlanTest, AChangedLayoutIsRefusedAtTheSwap) {
   moved.mutable_striped()->mutable_targets(0)->mutable_replicas(0)->set_node_id(
       "n11");
   std::vector<OldReplica> leaving;
-  EXPECT_THAT(ConvertedLayout(moved, p.conversions[0], {}, {"a", "b", "c"},
-                              &leaving)
-                  .status(),
-              StatusIs(absl::StatusCode::kFailedPrecondition));
+  EXPECT_THAT(
+      ConvertedLayout(moved, p.conversions[0], {}, {"a", "b", "c"}, &leaving)
+          .status(),
+      StatusIs(absl::StatusCode::kFailedPrecondition));
   v1::FileLayout rewritten = f.layout;
   rewritten.set_content_generation(4);
   EXPECT_THAT(ConvertedLayout(rewritten, p.conversions[0], {}, {"a", "b", "c"},
