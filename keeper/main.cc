@@ -240,6 +240,7 @@ constexpr char kUsage[] =
     "Settings: flags > $RANGEFS_ETCD, $RANGEFS_CLUSTER > the config file\n"
     "(--config or $RANGEFS_CONFIG) > defaults.\n"
     "Keeps every file at its replica count on healthy, active storage nodes\n"
+    "and converts files to their storage policy (rangefs-admin policy set)\n"
     "(keeper/README.md); one of any number running is active.";
 
 // Config keys (base/config.cc) that set the keeper's flags of the same
