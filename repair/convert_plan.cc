@@ -138,28 +138,39 @@ bool ParityOnly(const v1::FileLayout& l, const ns::LayoutGoal& goal) {
          unit <= kMaxCell && l.checksum() == v1::CRC32C_SIDECAR;
 }
 
-// One replica of each column on k distinct nodes (columns with the fewest
-// replicas choose first); empty if there is no such choice.
+// Tries to give column t a node not used by another column, moving other
+// columns to another of their replicas (an augmenting path, Kuhn's
+// algorithm). `owner` maps node -> column, `pick` column -> replica index.
+bool Assign(const v1::FileLayout& l, int t, std::set<std::string>* seen,
+            std::map<std::string, int>* owner, std::vector<int>* pick) {
+  const auto& reps = l.striped().targets(t).replicas();
+  for (int i = 0; i < reps.size(); ++i) {
+    const std::string& node = reps.Get(i).node_id();
+    if (!seen->insert(node).second) continue;
+    auto o = owner->find(node);
+    if (o == owner->end() || Assign(l, o->second, seen, owner, pick)) {
+      (*owner)[node] = t;
+      (*pick)[static_cast<size_t>(t)] = i;
+      return true;
+    }
+  }
+  return false;
+}
+
+// One replica of each column on k distinct nodes (a bipartite matching of
+// columns to nodes); empty if there is none.
 std::vector<v1::Replica> KeptReplicas(const v1::FileLayout& l) {
   const int k = l.striped().targets_size();
-  std::vector<int> order(static_cast<size_t>(k));
-  for (int t = 0; t < k; ++t) order[static_cast<size_t>(t)] = t;
-  std::stable_sort(order.begin(), order.end(), [&](int a, int b) {
-    return l.striped().targets(a).replicas_size() <
-           l.striped().targets(b).replicas_size();
-  });
-  std::vector<v1::Replica> kept(static_cast<size_t>(k));
-  std::set<std::string> used;
-  for (int t : order) {
-    bool found = false;
-    for (const v1::Replica& r : l.striped().targets(t).replicas()) {
-      if (used.insert(r.node_id()).second) {
-        kept[static_cast<size_t>(t)] = r;
-        found = true;
-        break;
-      }
-    }
-    if (!found) return {};
+  std::map<std::string, int> owner;
+  std::vector<int> pick(static_cast<size_t>(k), -1);
+  for (int t = 0; t < k; ++t) {
+    std::set<std::string> seen;
+    if (!Assign(l, t, &seen, &owner, &pick)) return {};
+  }
+  std::vector<v1::Replica> kept;
+  for (int t = 0; t < k; ++t) {
+    kept.push_back(
+        l.striped().targets(t).replicas(pick[static_cast<size_t>(t)]));
   }
   return kept;
 }

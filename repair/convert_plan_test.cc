@@ -101,6 +101,31 @@ TEST(ConvertPlanTest, SameWidthReplicasBecomeEcParityOnly) {
   }
 }
 
+// Columns whose first replicas share nodes still keep k distinct nodes
+// when another choice exists (greedy picks would have failed here).
+TEST(ConvertPlanTest, DataColumnsAreMatchedToDistinctNodes) {
+  absl::BitGen gen;
+  ns::FileEntry f = Striped("/d/a", 3, 2);
+  // Column 0: n0, n1; column 1: n0, n2; column 2: n2, n0 (first free
+  // replica per column: n0, n2, then none for column 2).
+  const char* nodes[3][2] = {{"n0", "n1"}, {"n0", "n2"}, {"n2", "n0"}};
+  for (int t = 0; t < 3; ++t) {
+    for (int i = 0; i < 2; ++i) {
+      f.layout.mutable_striped()
+          ->mutable_targets(t)
+          ->mutable_replicas(i)
+          ->set_node_id(nodes[t][i]);
+    }
+  }
+  ConvertPlan p = PlanConversions({f}, Nodes(12), {}, Goal("ec=3+2"), gen);
+  ASSERT_EQ(p.conversions.size(), 1u);
+  const Conversion& c = p.conversions[0];
+  EXPECT_EQ(c.kind, ConversionKind::kEcInPlace);
+  std::set<std::string> used;
+  for (const v1::Replica& r : c.data) used.insert(r.node_id());
+  EXPECT_EQ(used.size(), 3u);
+}
+
 TEST(ConvertPlanTest, OtherWidthsAreRewritten) {
   absl::BitGen gen;
   const ns::FileEntry f = Striped("/d/a", 4, 2);
