@@ -450,6 +450,26 @@ std::string KeeperSummary(const KeeperInfo& k, absl::Time now) {
                     ") at risk on unreachable node(s)");
     if (!countdown.empty()) absl::StrAppend(&out, "; ", countdown);
   }
+  // Storage-policy conversions (keeper/README.md): per policy, what is
+  // not at its goal yet.
+  for (const v1::KeeperStatus::PolicyConversions& c : st.conversions()) {
+    if (c.files() == 0) continue;
+    absl::StrAppend(
+        &out, "; policy ", absl::CEscape(c.policy()), ": ", c.files(),
+        " file(s) (", HumanBytes(c.bytes()), ") to convert, ",
+        c.bytes_saved() >= 0
+            ? absl::StrCat(HumanBytes(static_cast<uint64_t>(c.bytes_saved())),
+                           " to free")
+            : absl::StrCat(HumanBytes(static_cast<uint64_t>(-c.bytes_saved())),
+                           " more to store"),
+        c.stuck() > 0 ? absl::StrCat(", ", c.stuck(), " stuck")
+                      : std::string());
+  }
+  if (st.conversions_size() > 0 && st.convert_eta_s() > 0) {
+    absl::StrAppend(&out, "; conversions ETA ",
+                    absl::FormatDuration(absl::Trunc(
+                        absl::Seconds(st.convert_eta_s()), absl::Seconds(1))));
+  }
   if (st.in_round()) {
     absl::StrAppend(
         &out, "; round in progress: ", HumanBytes(st.bytes_copied()), " of ",
@@ -504,6 +524,23 @@ std::string KeeperJsonRow(const KeeperInfo& k, int unreachable,
     j["heal_starts_in_s"] = heal.has_value() ? nlohmann::ordered_json(*heal)
                                              : nlohmann::ordered_json(nullptr);
     j["dead_after_s"] = st.dead_after_s();
+    // Storage-policy conversions: per policy, files and logical bytes not
+    // at the goal yet, raw bytes converting them frees, and those stuck.
+    nlohmann::ordered_json conv = nlohmann::ordered_json::array();
+    for (const v1::KeeperStatus::PolicyConversions& c : st.conversions()) {
+      conv.push_back({{"policy", c.policy()},
+                      {"files", c.files()},
+                      {"bytes", c.bytes()},
+                      {"bytes_saved", c.bytes_saved()},
+                      {"stuck", c.stuck()}});
+    }
+    j["conversions"] = conv;
+    j["conversions_done"] = st.conversions_done();
+    j["convert_bytes_saved"] = st.convert_bytes_saved();
+    // null: unknown (nothing converted yet this round).
+    j["convert_eta_s"] = st.convert_eta_s() >= 0
+                             ? nlohmann::ordered_json(st.convert_eta_s())
+                             : nlohmann::ordered_json(nullptr);
   }
   return j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
 }

@@ -1,6 +1,8 @@
 #include "admin/repair_command.h"
 
 #include <map>
+#include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -9,6 +11,8 @@
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "base/status_macros.h"
+#include "namespace/storage_policy.h"
+#include "repair/convert_plan.h"
 #include "repair/planner.h"
 #include "repair/rebalance.h"
 
@@ -52,6 +56,34 @@ absl::StatusOr<std::map<std::string, keeper::NodeView>> Views(
     views[v.id] = std::move(v);
   }
   return views;
+}
+
+// The storage-policy conversions the keeper would make now (files with a
+// move planned convert in a later round, as in the keeper), as rows.
+absl::StatusOr<keeper::ConvertPlan> Conversions(
+    ns::NamespaceStore& s, const std::vector<ns::FileEntry>& files,
+    const std::map<std::string, keeper::NodeView>& views,
+    const keeper::Plan& plan, absl::BitGenRef bitgen) {
+  RANGEFS_ASSIGN_OR_RETURN(ns::PolicyTable policies,
+                           ns::LoadPolicies(*s.kv(), s.keys()));
+  RANGEFS_ASSIGN_OR_RETURN(std::vector<ns::NodeEntry> nodes, s.ListNodes());
+  std::map<std::string, std::string> racks;
+  for (const ns::NodeEntry& n : nodes) {
+    if (n.invalid.empty()) racks[n.record.id()] = n.record.rack();
+  }
+  std::set<std::string> busy;
+  for (const keeper::Move& m : plan.moves) busy.insert(m.path);
+  const absl::Time now = absl::Now();
+  keeper::GoalOf goal_of =
+      [&](const ns::FileEntry& f) -> std::optional<keeper::FileGoal> {
+    if (busy.count(f.path) > 0) return std::nullopt;
+    const ns::PolicyResolution r = ns::ResolvePolicy(
+        policies, f.path, f.layout.size(),
+        absl::FromUnixMillis(f.layout.created_unix_ms()), now);
+    if (r.policy == nullptr || !r.goal) return std::nullopt;
+    return keeper::FileGoal{*r.goal, r.policy->dir};
+  };
+  return keeper::PlanConversions(files, views, racks, goal_of, bitgen);
 }
 
 }  // namespace
@@ -101,10 +133,26 @@ absl::StatusOr<Table> RunRepair(Context& ctx, Args& a) {
     t.AddRow(
         {"stuck", s.path, absl::StrCat(s.slot), "-", "-", "-", "-", s.reason});
   }
+  // Storage-policy conversions: action "convert", "slot" the kind,
+  // "object" the goal, "copy from" the policy, "bytes" those written.
+  RANGEFS_ASSIGN_OR_RETURN(keeper::ConvertPlan conversions,
+                           Conversions(*ctx.store, files, views, plan, bitgen));
+  for (const keeper::Conversion& c : conversions.conversions) {
+    t.AddRow({"convert", c.path, keeper::ConversionKindName(c.kind),
+              c.goal.ToString(), "-", "-", absl::StrCat("policy ", c.policy),
+              absl::StrCat(c.bytes_to_write)});
+  }
+  for (const keeper::StuckSlot& s : conversions.stuck) {
+    t.AddRow({"stuck", s.path, "-", "-", "-", "-", "-", s.reason});
+  }
   t.message = absl::StrCat(
       "dry run: ", plan.moves.size(), " move(s), ", HumanBytes(plan.bytes),
-      "; ", plan.stuck.size(), " stuck; ", files.size(), " file(s); ", dead,
-      " dead (no live record), ", draining, " draining node(s)",
+      "; ", conversions.conversions.size(),
+      " conversion(s) to storage "
+      "policies, ",
+      HumanBytes(conversions.bytes), " to write", "; ", plan.stuck.size(),
+      " stuck; ", files.size(), " file(s); ", dead, " dead (no live record), ",
+      draining, " draining node(s)",
       rebalance ? "; rebalancing (nothing to repair)" : "",
       "; nothing changed");
   return t;

@@ -15,6 +15,7 @@
 #include "ec/codec.h"
 #include "ingest/agents.h"
 #include "keeper/at_risk.h"
+#include "keeper/convert.h"
 #include "keeper/ec_rebuild.h"
 #include "namespace/ec_layout.h"
 #include "namespace/kv.h"
@@ -90,7 +91,7 @@ absl::StatusOr<std::vector<ns::KvEntry>> ListPrefix(ns::KvBackend& kv,
 }  // namespace
 
 // One round's actions over one Listing.
-class Keeper::Round {
+class Keeper::Round : public ConvertContext {
  public:
   Round(Keeper* k, Listing listing, std::function<bool()> may_act)
       : k_(k),
@@ -99,7 +100,7 @@ class Keeper::Round {
         agents_(l_.nodes, k->options_.agent_tls),
         copy_slots_(std::max(1, k->options_.parallel_copies)) {}
 
-  bool MayAct() {
+  bool MayAct() override {
     if (stopped_.load()) return false;
     if (!may_act_()) {
       stopped_.store(true);
@@ -130,6 +131,29 @@ class Keeper::Round {
   // first), parallel_copies files at once; adds to the report's moves
   // done and failed and bytes copied (the bytes rebuilt).
   void RunEcRepairs(const EcPlan& plan, RoundReport* report);
+  // Carries out storage-policy conversions (convert.h), plan order,
+  // parallel_conversions files at once; fills the report's conversion
+  // outcomes and takes the done ones off its backlog.
+  void RunConversions(const ConvertPlan& plan, RoundReport* report);
+
+  // ConvertContext (convert.h), with the calls replica moves use.
+  ingest::Agents& agents() override { return agents_; }
+  absl::StatusOr<ns::FileEntry> CasLayout(
+      const std::string& what, const std::string& path,
+      const std::function<absl::StatusOr<v1::FileLayout>(const ns::FileEntry&)>&
+          change) override;
+  absl::Status TrashBeforeSwap(const std::string& path, const std::string& node,
+                               const std::string& object) override;
+  void TrashDropped(const std::string& what, const std::string& path,
+                    const std::string& node, const std::string& object,
+                    int64_t revision) override;
+  bool Copy(const std::string& what, const std::string& object,
+            const std::string& source_node, const std::string& target_node,
+            uint64_t rate) override;
+  void TrashUnused(const std::string& what, const std::string& path,
+                   const std::string& node, const std::string& object) override;
+  void DeleteUnused(const std::string& path, const std::string& node,
+                    const std::string& object) override;
 
  private:
   enum class Outcome { kDone, kFailed, kAbandoned };
@@ -159,14 +183,10 @@ class Keeper::Round {
   // CopyObject of the move's object onto its target; false (logged) if it
   // failed (a target out of space is backed off: full_backoff).
   bool Copy(const Move& m, const std::string& what, uint64_t rate);
-  // Re-reads `path` and replaces its layout with change(entry) by a
-  // compare-and-swap on its mod revision, again on ABORTED (never
-  // clobbers), up to max_cas_attempts. change's errors pass through;
-  // NOT_FOUND: the file is gone; CANCELLED: may_act turned false.
-  absl::StatusOr<ns::FileEntry> CasLayout(
-      const std::string& what, const std::string& path,
-      const std::function<absl::StatusOr<v1::FileLayout>(const ns::FileEntry&)>&
-          change);
+  // CasLayout (above): re-reads `path` and replaces its layout with
+  // change(entry) by a compare-and-swap on its mod revision, again on
+  // ABORTED (never clobbers), up to max_cas_attempts. change's errors pass
+  // through; NOT_FOUND: the file is gone; CANCELLED: may_act turned false.
   // Why move `m` must be one swap (SwapReplica) instead of add then drop,
   // given the slot's `layout` and whether from_node has a node record
   // (without one, a layout still naming it is refused); empty: it need not.
@@ -436,9 +456,43 @@ Plan Keeper::MakePlan(const Listing& l, RoundReport* report_out,
   return plan;
 }
 
-absl::StatusOr<Plan> Keeper::DryRun(RoundReport* report) {
+absl::StatusOr<Plan> Keeper::DryRun(RoundReport* report,
+                                    ConvertPlan* conversions) {
   RANGEFS_ASSIGN_OR_RETURN(Listing l, List(/*absent_is_dead=*/true, report));
-  return MakePlan(l, report);
+  EcPlan ec;
+  Plan plan = MakePlan(l, report, &ec);
+  ConvertPlan c = PlanConvert(l, plan, ec, report);
+  if (conversions != nullptr) *conversions = std::move(c);
+  return plan;
+}
+
+ConvertPlan Keeper::PlanConvert(const Listing& l, const Plan& plan,
+                                const EcPlan& ec, RoundReport* report) {
+  if (!options_.goals) return {};
+  absl::StatusOr<GoalOf> goal_of = options_.goals();
+  if (!goal_of.ok()) {
+    RANGEFS_LOG(WARNING) << "keeper: reading the storage policies: "
+                         << goal_of.status() << "; no conversions this round";
+    return {};
+  }
+  // A file with a move or a rebuild this round converts in a later one.
+  std::set<std::string> busy;
+  for (const Move& m : plan.moves) busy.insert(m.path);
+  for (const EcFileRepair& f : ec.files) busy.insert(f.path);
+  std::map<std::string, std::string> racks;
+  for (const ns::NodeEntry& n : l.nodes) {
+    if (n.invalid.empty()) racks[n.record.id()] = n.record.rack();
+  }
+  GoalOf goal = [&](const ns::FileEntry& f) -> std::optional<FileGoal> {
+    if (busy.count(f.path) > 0) return std::nullopt;
+    return (*goal_of)(f);
+  };
+  ConvertPlan c = PlanConversions(l.files, l.views, racks, goal, bitgen_);
+  report->conversions_planned = static_cast<int>(c.conversions.size());
+  report->conversions_stuck = static_cast<int>(c.stuck.size());
+  report->convert_bytes_planned = c.bytes;
+  report->convert_backlog = c.by_policy;
+  return c;
 }
 
 absl::StatusOr<RoundReport> Keeper::RunRound(
@@ -458,6 +512,7 @@ absl::StatusOr<RoundReport> Keeper::RunRound(
                          << " cannot be repaired now: " << s.reason;
   }
   const Suspects suspects = TakeSuspects(l);
+  const ConvertPlan conversions = PlanConvert(l, plan, ec, &report);
   Round round(this, std::move(l), may_act);
   round.CollectTrash(&report);
   if (options_.orphan_scan_interval > absl::ZeroDuration() &&
@@ -467,6 +522,11 @@ absl::StatusOr<RoundReport> Keeper::RunRound(
   }
   const std::vector<bool> done = round.RunMoves(plan.moves, &report);
   round.RunEcRepairs(ec, &report);
+  for (const StuckSlot& s : conversions.stuck) {
+    RANGEFS_LOG(INFO) << "keeper " << options_.id << ": " << s.path << ": "
+                      << s.reason;
+  }
+  round.RunConversions(conversions, &report);
   DropSuspects(suspects, plan.moves, done, may_act);
   for (size_t i = 0; i < plan.moves.size(); ++i) {
     if (done[i] && plan.moves[i].in_place) {
@@ -1114,6 +1174,127 @@ Keeper::Round::Outcome Keeper::Round::DoEcRepair(const EcFileRepair& f,
                     << r->mod_revision << ")";
   return *rebuilt == static_cast<int>(f.columns.size()) ? Outcome::kDone
                                                         : Outcome::kFailed;
+}
+
+// -------------------------------------------------- storage-policy conversions
+
+void Keeper::Round::RunConversions(const ConvertPlan& plan,
+                                   RoundReport* report) {
+  if (plan.conversions.empty()) {
+    report->convert_eta_s = plan.stuck.empty() ? 0 : -1;
+    return;
+  }
+  const int threads = std::max(1, k_->options_.parallel_conversions);
+  uint64_t rate = k_->options_.convert_bytes_per_sec;
+  if (k_->options_.copy_bytes_per_sec > 0) {
+    const uint64_t share = k_->options_.copy_bytes_per_sec /
+                           static_cast<uint64_t>(std::min<size_t>(
+                               threads, plan.conversions.size()));
+    rate = rate == 0 ? share : std::min(rate, share);
+  }
+  const ConvertOptions options{.bytes_per_sec = rate,
+                               .call_timeout = k_->options_.call_timeout,
+                               .write_timeout = k_->options_.copy_timeout,
+                               .at_step = k_->options_.convert_at_step};
+  std::mutex mu;
+  uint64_t left = plan.bytes;
+  const absl::Time start = absl::Now();
+  ingest::ParallelFor(plan.conversions.size(), threads, [&](size_t i) {
+    if (!MayAct()) return;
+    const Conversion& c = plan.conversions[i];
+    const ConvertResult r = RunConversion(*this, c, options);
+    std::lock_guard<std::mutex> l(mu);
+    report->convert_bytes_written += r.bytes_written;
+    switch (r.outcome) {
+      case ConvertOutcome::kDone: {
+        left -= std::min(left, c.bytes_to_write);
+        ++report->conversions_done;
+        report->convert_bytes_saved += static_cast<int64_t>(c.raw_before) -
+                                       static_cast<int64_t>(c.raw_after);
+        PolicyBacklog& b = report->convert_backlog[c.policy];
+        b.files -= 1;
+        b.bytes -= std::min(b.bytes, c.size);
+        b.bytes_saved -= static_cast<int64_t>(c.raw_before) -
+                         static_cast<int64_t>(c.raw_after);
+        break;
+      }
+      case ConvertOutcome::kFailed:
+        ++report->conversions_failed;
+        break;
+      case ConvertOutcome::kAbandoned:
+        ++report->conversions_abandoned;
+        break;
+    }
+    const double elapsed = absl::ToDoubleSeconds(absl::Now() - start);
+    if (report->convert_bytes_written > 0 && elapsed > 0) {
+      report->convert_eta_s =
+          static_cast<double>(left) * elapsed /
+          static_cast<double>(report->convert_bytes_written);
+    }
+    if (k_->options_.on_progress) k_->options_.on_progress(*report);
+  });
+  if (left == 0 && report->conversions_stuck == 0 &&
+      report->conversions_done == report->conversions_planned) {
+    report->convert_eta_s = 0;
+  }
+}
+
+absl::Status Keeper::Round::TrashBeforeSwap(const std::string& path,
+                                            const std::string& node,
+                                            const std::string& object) {
+  Move m;
+  m.path = path;
+  m.from_node = node;
+  m.object = object;
+  v1::TrashRecord t;
+  t.set_path(path);
+  return TrashBeforeSwap(m, &t);
+}
+
+void Keeper::Round::TrashDropped(const std::string& what,
+                                 const std::string& path,
+                                 const std::string& node,
+                                 const std::string& object, int64_t revision) {
+  Move m;
+  m.path = path;
+  m.from_node = node;
+  m.object = object;
+  v1::TrashRecord t;
+  t.set_path(path);
+  t.set_dropped_unix_ms(absl::ToUnixMillis(k_->clock_->Now()));
+  t.set_dropped_revision(revision);
+  RecordDropRevision(what, m, t);
+}
+
+bool Keeper::Round::Copy(const std::string& what, const std::string& object,
+                         const std::string& source_node,
+                         const std::string& target_node, uint64_t rate) {
+  Move m;
+  m.object = object;
+  m.source_node = source_node;
+  m.target_node = target_node;
+  return Copy(m, what, rate);
+}
+
+void Keeper::Round::TrashUnused(const std::string& what,
+                                const std::string& path,
+                                const std::string& node,
+                                const std::string& object) {
+  Move m;
+  m.path = path;
+  m.target_node = node;
+  m.object = object;
+  TrashCopy(m, what);
+}
+
+void Keeper::Round::DeleteUnused(const std::string& path,
+                                 const std::string& node,
+                                 const std::string& object) {
+  Move m;
+  m.path = path;
+  m.target_node = node;
+  m.object = object;
+  DeleteUnreferencedCopy(m);
 }
 
 // ------------------------------------------------------------------ trash

@@ -43,6 +43,7 @@
 #include "keeper/leader_guard.h"
 #include "namespace/etcd/etcd_client.h"
 #include "namespace/store.h"
+#include "repair/convert_plan.h"
 #include "repair/ec_plan.h"
 #include "repair/planner.h"
 #include "repair/rebalance.h"
@@ -95,6 +96,20 @@ struct KeeperOptions {
   // (the new replica added, the old one not yet removed), from the move
   // threads; may be empty.
   std::function<void(const Move&)> after_add;
+  // Storage policies (issue 36): called once a round, returns each file's
+  // goal (repair/convert_plan.h); a file whose layout does not meet it is
+  // converted (convert.h), lowest risk first, after the round's repairs.
+  // Empty: no conversions. An error skips this round's conversions.
+  std::function<absl::StatusOr<GoalOf>()> goals;
+  // Bytes/s written or copied by each conversion (split over the columns
+  // it writes at once; with copy_bytes_per_sec set, its share of that when
+  // lower). 0: unpaced.
+  uint64_t convert_bytes_per_sec = 100 << 20;
+  // Conversions run at once (files).
+  int parallel_conversions = 2;
+  // Fault injection for tests: called at each step of a conversion
+  // (ConvertOptions::at_step), from the conversion threads; may be empty.
+  std::function<void(int step, const Conversion&)> convert_at_step;
   // This keeper's leader lease (election.h), compared with the leader
   // key's in the same etcd transaction as every layout change and trash or
   // suspect record write (leader_guard.h): a keeper whose lease is gone
@@ -129,6 +144,20 @@ struct RoundReport {
   int trash_pending = 0, trash_deleted = 0;
   int orphans_found = 0;  // Trashed by this round's orphan scan.
   bool stopped = false;   // may_act turned false mid-round.
+  // Storage-policy conversions (convert.h): planned this round, their
+  // outcomes, the bytes they write (planned, written), and stuck files (no
+  // placement now, or a repair to do first).
+  int conversions_planned = 0, conversions_done = 0, conversions_failed = 0;
+  int conversions_abandoned = 0, conversions_stuck = 0;
+  uint64_t convert_bytes_planned = 0, convert_bytes_written = 0;
+  // Raw bytes the done conversions freed (< 0: they use more), once their
+  // trash is collected.
+  int64_t convert_bytes_saved = 0;
+  // Per policy (its directory): what is still to convert after the round.
+  std::map<std::string, PolicyBacklog> convert_backlog;
+  // Seconds until the backlog is converted at this round's rate (else at
+  // convert_bytes_per_sec); -1: unknown, 0: nothing left.
+  double convert_eta_s = -1;
 };
 
 class Keeper {
@@ -142,7 +171,10 @@ class Keeper {
   // The moves a round would make now, changing nothing (rangefs-keeper
   // --dry_run). A node without a live record counts as dead (this process
   // has not watched it go). Fills the listing fields of `report`.
-  absl::StatusOr<Plan> DryRun(RoundReport* report);
+  // `conversions` (may be null): the storage-policy conversions it would
+  // make (options.goals; none without it).
+  absl::StatusOr<Plan> DryRun(RoundReport* report,
+                              ConvertPlan* conversions = nullptr);
 
  private:
   struct Listing;
@@ -165,6 +197,10 @@ class Keeper {
   // rebuilds (repair/ec_plan.h), counted in the report's moves.
   Plan MakePlan(const Listing& l, RoundReport* report, EcPlan* ec = nullptr);
   static void CountUnderReplicated(const Plan& plan, RoundReport* report);
+  // The conversions of files that have no move or rebuild in `plan`/`ec`;
+  // fills the report's conversion plan counts.
+  ConvertPlan PlanConvert(const Listing& l, const Plan& plan, const EcPlan& ec,
+                          RoundReport* report);
 
   KeeperOptions options_;
   Clock* const clock_;

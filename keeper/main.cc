@@ -22,6 +22,7 @@
 #include "base/flags_usage.h"
 #include "base/logging.h"
 #include "base/metrics_server.h"
+#include "keeper/convert_goals.h"
 #include "keeper/election.h"
 #include "keeper/keeper.h"
 #include "keeper/metrics.h"
@@ -68,6 +69,17 @@ ABSL_FLAG(int64_t, ec_rebuild_bytes_per_sec, 100 << 20,
           "Pace of each erasure-coded column rebuild, in rebuilt bytes/s (it "
           "reads k times that from the surviving columns); with "
           "--copy_bytes_per_sec, its share of that when lower; 0: unpaced.");
+ABSL_FLAG(int64_t, convert_bytes_per_sec, 100 << 20,
+          "Pace of each storage-policy conversion (rangefs-admin policy "
+          "set), in bytes/s written or copied (parity columns, new "
+          "replicas); with --copy_bytes_per_sec, its share of that when "
+          "lower; 0: unpaced.");
+ABSL_FLAG(int, parallel_conversions, 2,
+          "Storage-policy conversions (files) running at once.");
+ABSL_FLAG(int, test_exit_at_convert_step, 0,
+          "Testing only: exit (status 9, no cleanup) at this step of the "
+          "first storage-policy conversion (1: a new object written, 2: all "
+          "written, 3: trash records written, 4: layout swapped); 0: never.");
 ABSL_FLAG(bool, dry_run, false,
           "Print the moves a round would make now (repairs, drains, "
           "rebalancing; nodes without a live record count as dead) and "
@@ -148,6 +160,17 @@ void PublishStatus(const rangefs::keeper::RoundReport& r, const std::string& id,
   }
   s.set_dead_after_s(absl::ToDoubleSeconds(r.dead_after));
   for (const std::string& n : r.dead_node_ids) s.add_dead_node_ids(n);
+  for (const auto& [policy, b] : r.convert_backlog) {
+    rangefs::v1::KeeperStatus::PolicyConversions* c = s.add_conversions();
+    c->set_policy(policy);
+    c->set_files(b.files);
+    c->set_bytes(b.bytes);
+    c->set_bytes_saved(b.bytes_saved);
+    c->set_stuck(b.stuck);
+  }
+  s.set_conversions_done(r.conversions_done);
+  s.set_convert_bytes_saved(r.convert_bytes_saved);
+  s.set_convert_eta_s(r.convert_eta_s);
   absl::StatusOr<int64_t> put = etcd->Put(key, s.SerializeAsString(), lease);
   if (!put.ok()) {
     RANGEFS_LOG(WARNING) << "keeper " << id
@@ -158,7 +181,8 @@ void PublishStatus(const rangefs::keeper::RoundReport& r, const std::string& id,
 // --dry_run: prints the plan, one move per line, and a summary.
 int DryRun(rangefs::keeper::Keeper& keeper) {
   rangefs::keeper::RoundReport r;
-  absl::StatusOr<rangefs::keeper::Plan> plan = keeper.DryRun(&r);
+  rangefs::keeper::ConvertPlan conversions;
+  absl::StatusOr<rangefs::keeper::Plan> plan = keeper.DryRun(&r, &conversions);
   if (!plan.ok()) {
     fprintf(stderr, "rangefs-keeper: %s\n", plan.status().ToString().c_str());
     return 1;
@@ -176,6 +200,27 @@ int DryRun(rangefs::keeper::Keeper& keeper) {
   }
   for (const rangefs::keeper::StuckSlot& s : plan->stuck) {
     printf("stuck %s slot %d: %s\n", s.path.c_str(), s.slot, s.reason.c_str());
+  }
+  for (const rangefs::keeper::Conversion& c : conversions.conversions) {
+    printf(
+        "convert %s: %s -> %s (%s, policy %s; %llu bytes to write, raw "
+        "%llu -> %llu bytes)\n",
+        c.path.c_str(), rangefs::keeper::ConversionKindName(c.kind),
+        c.goal.ToString().c_str(),
+        c.kind == rangefs::keeper::ConversionKind::kEcInPlace ? "parity only"
+                                                              : "copies",
+        c.policy.c_str(), static_cast<unsigned long long>(c.bytes_to_write),
+        static_cast<unsigned long long>(c.raw_before),
+        static_cast<unsigned long long>(c.raw_after));
+  }
+  for (const rangefs::keeper::StuckSlot& s : conversions.stuck) {
+    printf("stuck conversion %s: %s\n", s.path.c_str(), s.reason.c_str());
+  }
+  if (!conversions.conversions.empty() || !conversions.stuck.empty()) {
+    printf("%zu conversion(s), %llu bytes to write; %zu stuck\n",
+           conversions.conversions.size(),
+           static_cast<unsigned long long>(conversions.bytes),
+           conversions.stuck.size());
   }
   printf(
       "%zu move(s), %llu bytes; %zu stuck; %d files at revision %lld; "
@@ -195,6 +240,7 @@ constexpr char kUsage[] =
     "Settings: flags > $RANGEFS_ETCD, $RANGEFS_CLUSTER > the config file\n"
     "(--config or $RANGEFS_CONFIG) > defaults.\n"
     "Keeps every file at its replica count on healthy, active storage nodes\n"
+    "and converts files to their storage policy (rangefs-admin policy set)\n"
     "(keeper/README.md); one of any number running is active.";
 
 // Config keys (base/config.cc) that set the keeper's flags of the same
@@ -252,7 +298,9 @@ int main(int argc, char** argv) {
        {std::pair<const char*, int64_t>{
             "copy_bytes_per_sec", absl::GetFlag(FLAGS_copy_bytes_per_sec)},
         {"ec_rebuild_bytes_per_sec",
-         absl::GetFlag(FLAGS_ec_rebuild_bytes_per_sec)}}) {
+         absl::GetFlag(FLAGS_ec_rebuild_bytes_per_sec)},
+        {"convert_bytes_per_sec",
+         absl::GetFlag(FLAGS_convert_bytes_per_sec)}}) {
     if (value < 0) {
       fprintf(stderr,
               "rangefs-keeper: --%s=%lld: want bytes/s >= 0 (0: unpaced)\n",
@@ -296,6 +344,24 @@ int main(int argc, char** argv) {
       static_cast<uint64_t>(absl::GetFlag(FLAGS_copy_bytes_per_sec));
   ko.ec_rebuild_bytes_per_sec =
       static_cast<uint64_t>(absl::GetFlag(FLAGS_ec_rebuild_bytes_per_sec));
+  ko.convert_bytes_per_sec =
+      static_cast<uint64_t>(absl::GetFlag(FLAGS_convert_bytes_per_sec));
+  ko.parallel_conversions =
+      std::max(1, absl::GetFlag(FLAGS_parallel_conversions));
+  ko.goals = [&store] {
+    return rangefs::keeper::LoadGoals(store.get(), rangefs::Clock::Real());
+  };
+  if (const int step = absl::GetFlag(FLAGS_test_exit_at_convert_step);
+      step > 0) {
+    ko.convert_at_step = [id, step](int at,
+                                    const rangefs::keeper::Conversion& c) {
+      if (at != step) return;
+      RANGEFS_LOG(WARNING) << "keeper " << id
+                           << ": --test_exit_at_convert_step: exiting at step "
+                           << step << " of the conversion of " << c.path;
+      _exit(9);
+    };
+  }
   ko.agent_tls.ca_file = absl::GetFlag(FLAGS_agent_ca);
   ko.agent_tls.cert_file = absl::GetFlag(FLAGS_agent_cert);
   ko.agent_tls.key_file = absl::GetFlag(FLAGS_agent_key);
@@ -412,6 +478,15 @@ int main(int argc, char** argv) {
     }
     PublishStatus(*r, id, election.lease(), store->keys().KeeperStatus(),
                   etcd->get());
+    if (r->conversions_planned > 0 || r->conversions_stuck > 0) {
+      RANGEFS_LOG(INFO) << "keeper " << id << ": conversions "
+                        << r->conversions_done << "/" << r->conversions_planned
+                        << " done, " << r->conversions_failed << " failed, "
+                        << r->conversions_abandoned << " abandoned, "
+                        << r->conversions_stuck << " stuck; "
+                        << r->convert_bytes_written << " bytes written, "
+                        << r->convert_bytes_saved << " raw bytes freed";
+    }
     if (r->moves_planned > 0 || r->stuck > 0 || r->trash_deleted > 0 ||
         r->orphans_found > 0 || r->stopped) {
       RANGEFS_LOG(INFO) << "keeper " << id << ": round at revision "

@@ -14,6 +14,10 @@ void KeeperMetrics::AddRound(const RoundReport& r) {
   bytes_copied += r.bytes_copied;
   trash_deleted += static_cast<uint64_t>(r.trash_deleted);
   orphans_found += static_cast<uint64_t>(r.orphans_found);
+  conversions_done += static_cast<uint64_t>(r.conversions_done);
+  conversions_failed += static_cast<uint64_t>(r.conversions_failed);
+  convert_bytes_written += r.convert_bytes_written;
+  convert_bytes_saved += r.convert_bytes_saved;
   round = r;
   in_round = false;
   eta_s = r.bytes_planned > r.bytes_copied ? -1 : 0;
@@ -83,6 +87,56 @@ std::string KeeperPrometheusText(const KeeperMetrics& m) {
   w.Gauge("round_eta_seconds",
           "Estimated seconds until the round's copies are done (-1: unknown)",
           m.eta_s);
+  w.Counter("conversions_done_total",
+            "Storage-policy conversions completed (layouts swapped)",
+            m.conversions_done);
+  w.Counter("conversions_failed_total",
+            "Storage-policy conversions failed (retried next round)",
+            m.conversions_failed);
+  w.Counter("convert_written_bytes_total",
+            "Bytes written or copied by storage-policy conversions",
+            m.convert_bytes_written);
+  w.Gauge("convert_saved_bytes",
+          "Raw bytes freed by the conversions done since the start (< 0: "
+          "they use more), once their trash is deleted",
+          m.convert_bytes_saved);
+  w.Gauge("convert_eta_seconds",
+          "Estimated seconds until every file meets its storage policy "
+          "(-1: unknown)",
+          r.convert_eta_s);
+  const struct {
+    const char* name;
+    const char* help;
+    int which;
+  } per_policy[] = {
+      {"convert_pending_files",
+       "Files whose layout does not meet their storage policy yet", 0},
+      {"convert_pending_bytes", "Logical bytes of those files", 1},
+      {"convert_pending_saved_bytes",
+       "Raw bytes converting those files frees (< 0: uses more)", 2},
+      {"convert_stuck_files", "Of those files, those that cannot convert now",
+       3},
+  };
+  for (const auto& f : per_policy) {
+    w.Family(f.name, MetricType::kGauge, f.help);
+    for (const auto& [policy, b] : r.convert_backlog) {
+      const MetricLabel label[] = {{"policy", policy}};
+      switch (f.which) {
+        case 0:
+          w.Sample(f.name, label, b.files);
+          break;
+        case 1:
+          w.Sample(f.name, label, b.bytes);
+          break;
+        case 2:
+          w.Sample(f.name, label, b.bytes_saved);
+          break;
+        default:
+          w.Sample(f.name, label, b.stuck);
+          break;
+      }
+    }
+  }
   return w.Take();
 }
 

@@ -31,6 +31,11 @@ struct KeeperMetrics {
   uint64_t moves_done = 0, moves_failed = 0, moves_abandoned = 0;
   uint64_t repairs_done = 0, bytes_copied = 0;
   uint64_t trash_deleted = 0, orphans_found = 0;
+  // Storage-policy conversions done and failed, bytes they wrote, and the
+  // raw bytes they freed (once their trash is collected).
+  uint64_t conversions_done = 0, conversions_failed = 0;
+  uint64_t convert_bytes_written = 0;
+  int64_t convert_bytes_saved = 0;
   bool in_round = false;  // `round` is in progress (else the last one)
   RoundReport round;
   double eta_s = -1;  // of the round in progress; < 0: unknown

@@ -57,6 +57,32 @@ TEST(KeeperMetricsTest, AtRiskGauges) {
               HasSubstr("rangefs_keeper_heal_starts_unix_seconds 0\n"));
 }
 
+TEST(KeeperMetricsTest, ConversionsPerPolicy) {
+  KeeperMetrics m;
+  RoundReport r;
+  r.conversions_done = 2;
+  r.convert_bytes_written = 1000;
+  r.convert_bytes_saved = 5000;
+  r.convert_eta_s = 12;
+  r.convert_backlog["/crawl/sealed"] = {
+      .files = 3, .bytes = 300, .bytes_saved = 150, .stuck = 1};
+  m.AddRound(r);
+  m.AddRound(r);
+  const std::string t = KeeperPrometheusText(m);
+  EXPECT_THAT(t, HasSubstr("rangefs_keeper_conversions_done_total 4\n"));
+  EXPECT_THAT(t,
+              HasSubstr("rangefs_keeper_convert_written_bytes_total 2000\n"));
+  EXPECT_THAT(t, HasSubstr("rangefs_keeper_convert_saved_bytes 10000\n"));
+  EXPECT_THAT(t, HasSubstr("rangefs_keeper_convert_eta_seconds 12\n"));
+  EXPECT_THAT(t,
+              HasSubstr("rangefs_keeper_convert_pending_files{policy=\"/crawl/"
+                        "sealed\"} 3\n"));
+  EXPECT_THAT(t, HasSubstr("rangefs_keeper_convert_pending_saved_bytes{policy="
+                           "\"/crawl/sealed\"} 150\n"));
+  EXPECT_THAT(t, HasSubstr("rangefs_keeper_convert_stuck_files{policy=\"/"
+                           "crawl/sealed\"} 1\n"));
+}
+
 TEST(KeeperMetricsTest, Eta) {
   EXPECT_EQ(EtaSeconds(0, 0, absl::ZeroDuration()), 0);
   EXPECT_EQ(EtaSeconds(100, 0, absl::Seconds(3)), -1);  // no rate yet

@@ -54,7 +54,11 @@
 # Part R (tests/bench/part_r.sh; only when --only names it): rangefs-keeper
 # rebuilding the erasure-coded columns of a node killed for good, against
 # copying the same bytes.
-# --only=A,B,...: those parts only (a comma list of A, B, D, E, H, K, M, N, R). NODE_FLAGS="..." (environment): extra rangefs-node
+# Part C (tests/bench/part_c.sh; only when --only names it): rangefs-keeper
+# converting 2-replica files to RS(6,3) under a storage policy (parity
+# only), against copying the same bytes, and a scan during the conversion
+# at the default throttle against none.
+# --only=A,B,...: those parts only (a comma list of A, B, C, D, E, H, K, M, N, R). NODE_FLAGS="..." (environment): extra rangefs-node
 # flags for part B's agents, e.g. --data_listen=off (gRPC reads only).
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
@@ -74,8 +78,8 @@ for a in "$@"; do
     --bin=*) BIN=${a#*=} ;;
     --only=*)
       ONLY=${a#*=}
-      if ! [[ "$ONLY" =~ ^[ABDEHKMNR](,[ABDEHKMNR])*$ ]]; then
-        echo "bench: --only=$ONLY: a comma list of parts A, B, D, E, H, K, M, N, R" >&2; exit 2
+      if ! [[ "$ONLY" =~ ^[ABCDEHKMNR](,[ABCDEHKMNR])*$ ]]; then
+        echo "bench: --only=$ONLY: a comma list of parts A, B, C, D, E, H, K, M, N, R" >&2; exit 2
       fi ;;
     -h|--help) sed -n "2,$(grep -n -m1 '^[^#]' "$0" | cut -d: -f1)p" "$0" | grep '^#'; exit 0 ;;
     *) echo "bench: unknown argument $a" >&2; exit 2 ;;
@@ -373,6 +377,12 @@ fi
 if [[ ",$ONLY," == *",R,"* ]]; then
   # shellcheck source=tests/bench/part_r.sh
   source "$ROOT/tests/bench/part_r.sh"
+fi
+
+# ---------------------------------------------------------------- Part C
+if [[ ",$ONLY," == *",C,"* ]]; then
+  # shellcheck source=tests/bench/part_c.sh
+  source "$ROOT/tests/bench/part_c.sh"
 fi
 
 # ---------------------------------------------------------------- Part B

@@ -43,7 +43,7 @@ got=$(RANGEFS_ETCD=127.0.0.1:2 keeper/rangefs-keeper --etcd_timeout_s=1 --dry_ru
 printf '%s' "$got" | grep -q "endpoints 127.0.0.1:2" \
   || { echo "FAIL keeper \$RANGEFS_ETCD: $got"; fail=1; }
 # A negative rate is refused (it used to mean "unpaced", silently).
-for f in copy_bytes_per_sec ec_rebuild_bytes_per_sec; do
+for f in copy_bytes_per_sec ec_rebuild_bytes_per_sec convert_bytes_per_sec; do
   got=$(keeper/rangefs-keeper --etcd=127.0.0.1:1 --"$f"=-5 --dry_run 2>&1) && rc=0 || rc=$?
   { [ "$rc" = 2 ] && printf '%s' "$got" | grep -q -- "--$f=-5: want bytes/s >= 0"; } \
     || { echo "FAIL keeper --$f=-5 (rc $rc): $got"; fail=1; }
