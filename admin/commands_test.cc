@@ -534,6 +534,61 @@ TEST_F(CommandsTest, RepairDryRunPrintsThePlanAndChangesNothing) {
                                                      "n3", "-", "-", "0"}));
 }
 
+TEST_F(CommandsTest, RepairDryRunListsErasureCodedRebuilds) {
+  // A 2+1 file on n1..n3; n3 has no live record (dead here), n4 is up and
+  // holds no column: column 2 is rebuilt there, by n4's agent. Then fsck
+  // finds column 0 corrupt (a suspect record): one readable column is left,
+  // both are stuck.
+  for (const char* id : {"n1", "n2", "n3", "n4"}) {
+    ASSERT_THAT(Run({"node", "add", id, absl::StrCat("--address=", id, ":1"),
+                     "--export=/e"}),
+                IsOk());
+  }
+  for (const char* id : {"n1", "n2", "n4"}) {
+    v1::LiveRecord l;
+    l.set_node_id(id);
+    l.set_health(v1::LiveRecord::HEALTHY);
+    l.set_free_bytes(1 << 30);
+    l.set_total_bytes(2 << 30);
+    ASSERT_THAT(store_->PutLive(l, 0), IsOk());
+  }
+  v1::FileLayout l;
+  l.set_size(3 * 2 * 4096 + 100);  // 4 rows: parity column 4 x 4096
+  l.set_state(v1::READY_EC);
+  l.set_checksum(v1::CRC32C_SIDECAR);
+  l.set_checksum_block_size(4096);
+  l.mutable_striped()->set_stripe_unit(4096);
+  v1::ErasureCode* e = l.mutable_striped()->mutable_erasure();
+  e->set_codec(v1::ErasureCode::RS_CAUCHY_GF8);
+  e->set_data_columns(2);
+  e->set_parity_columns(1);
+  for (int t = 0; t < 3; ++t) {
+    v1::Replica* r = l.mutable_striped()->add_targets()->add_replicas();
+    r->set_node_id(absl::StrCat("n", t + 1));
+    r->set_object(absl::StrCat("o/c", t));
+  }
+  ASSERT_THAT(store_->CreateFile("/ec", l), IsOk());
+  auto plan = Run({"repair", "--dry-run"});
+  ASSERT_THAT(plan, IsOk());
+  ASSERT_EQ(plan->rows.size(), 1u) << FormatHuman(*plan);
+  EXPECT_EQ(plan->rows[0],
+            (std::vector<std::string>{"rebuild", "/ec", "2", "o/c2", "n3", "n4",
+                                      "dead: 2 of 2 columns, by n4", "16384"}));
+  EXPECT_THAT(plan->message, HasSubstr("1 erasure-coded column rebuild(s)"));
+  // fsck's suspect record of column 0: its rebuild finds no free node.
+  etcdserverpb::TxnRequest txn;
+  auto* put = txn.add_success()->mutable_request_put();
+  put->set_key(store_->keys().KeeperSuspect("n1", "o/c0"));
+  put->set_value("checksum mismatch");
+  ASSERT_THAT(store_->kv()->Txn(txn), IsOk());
+  plan = Run({"repair", "--dry-run"});
+  ASSERT_THAT(plan, IsOk());
+  ASSERT_EQ(plan->rows.size(), 2u) << FormatHuman(*plan);
+  EXPECT_EQ(plan->rows[0][0], "stuck");
+  EXPECT_EQ(plan->rows[1][0], "stuck");
+  EXPECT_THAT(plan->rows[0][7], HasSubstr("only 1 readable column(s)"));
+}
+
 TEST_F(CommandsTest, ExitCodes) {
   EXPECT_EQ(ExitCode(absl::OkStatus()), 0);
   EXPECT_EQ(ExitCode(absl::InvalidArgumentError("")), 2);

@@ -11,8 +11,12 @@
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "base/status_macros.h"
+#include "namespace/ec_layout.h"
+#include "namespace/etcd/key_range.h"
+#include "namespace/kv.h"
 #include "namespace/storage_policy.h"
 #include "repair/convert_plan.h"
+#include "repair/ec_plan.h"
 #include "repair/planner.h"
 #include "repair/rebalance.h"
 
@@ -86,6 +90,49 @@ absl::StatusOr<keeper::ConvertPlan> Conversions(
   return keeper::PlanConversions(files, views, racks, goal_of, bitgen);
 }
 
+// Replicas fsck found corrupt, short or missing (suspect records) count
+// as corrupt, as the keeper counts them.
+absl::Status AddSuspects(ns::NamespaceStore& s,
+                         std::map<std::string, keeper::NodeView>* views) {
+  const ns::Keys& keys = s.keys();
+  const std::string prefix = keys.KeeperSuspectPrefix();
+  return ns::ForEachRangePage(
+             *s.kv(), prefix, ns::PrefixRangeEnd(prefix), /*revision=*/0,
+             /*page_size=*/0,
+             [&](std::vector<ns::KvEntry>& page, int64_t) {
+               for (const ns::KvEntry& kv : page) {
+                 std::string node, object;
+                 if (!keys.ParseKeeperSuspect(kv.key, &node, &object)) {
+                   continue;
+                 }
+                 auto v = views->find(node);
+                 if (v != views->end()) v->second.corrupt.insert(object);
+               }
+               return absl::OkStatus();
+             })
+      .status();
+}
+
+// The rows of the erasure-coded columns the keeper would rebuild (or copy,
+// off a draining node). "copy from" says what is read.
+void AddEcRows(const keeper::EcPlan& ec,
+               const std::vector<ns::FileEntry>& files, Table* t) {
+  std::map<std::string, const v1::FileLayout*> layouts;
+  for (const ns::FileEntry& f : files) layouts[f.path] = &f.layout;
+  for (const keeper::EcFileRepair& f : ec.files) {
+    const ns::EcGeometry g = ns::EcGeometryOf(*layouts[f.path]);
+    for (const keeper::EcColumnRepair& c : f.columns) {
+      const bool copy = c.why == "draining";
+      t->AddRow({copy ? "ec copy" : "rebuild", f.path, absl::StrCat(c.column),
+                 c.object, c.from_node, c.target_node,
+                 copy ? c.from_node
+                      : absl::StrCat(c.why, ": ", g.k, " of ", f.good_columns,
+                                     " columns, by ", c.target_node),
+                 absl::StrCat(c.bytes)});
+    }
+  }
+}
+
 }  // namespace
 
 absl::StatusOr<Table> RunRepair(Context& ctx, Args& a) {
@@ -107,12 +154,16 @@ absl::StatusOr<Table> RunRepair(Context& ctx, Args& a) {
   }
   int dead = 0, draining = 0;
   RANGEFS_ASSIGN_OR_RETURN(auto views, Views(*ctx.store, &dead, &draining));
+  RANGEFS_RETURN_IF_ERROR(AddSuspects(*ctx.store, &views));
   RANGEFS_ASSIGN_OR_RETURN(std::vector<ns::FileEntry> files,
                            AllFiles(*ctx.store));
   absl::BitGen bitgen;
   keeper::Plan plan = keeper::PlanMoves(files, views, bitgen);
+  const keeper::EcPlan ec = keeper::PlanEcRepairs(files, views, bitgen);
+  size_t ec_columns = 0;
+  for (const keeper::EcFileRepair& f : ec.files) ec_columns += f.columns.size();
   bool rebalance = false;
-  if (plan.moves.empty()) {
+  if (plan.moves.empty() && ec.files.empty()) {
     plan.moves = keeper::PlanRebalance(files, views, ro);
     rebalance = !plan.moves.empty();
     for (const keeper::Move& m : plan.moves) plan.bytes += m.bytes;
@@ -129,6 +180,8 @@ absl::StatusOr<Table> RunRepair(Context& ctx, Args& a) {
               m.drop ? "-" : m.target_node, m.drop ? "-" : m.source_node,
               absl::StrCat(m.bytes)});
   }
+  AddEcRows(ec, files, &t);
+  plan.stuck.insert(plan.stuck.end(), ec.stuck.begin(), ec.stuck.end());
   for (const keeper::StuckSlot& s : plan.stuck) {
     t.AddRow(
         {"stuck", s.path, absl::StrCat(s.slot), "-", "-", "-", "-", s.reason});
@@ -146,13 +199,12 @@ absl::StatusOr<Table> RunRepair(Context& ctx, Args& a) {
     t.AddRow({"stuck", s.path, "-", "-", "-", "-", "-", s.reason});
   }
   t.message = absl::StrCat(
-      "dry run: ", plan.moves.size(), " move(s), ", HumanBytes(plan.bytes),
+      "dry run: ", plan.moves.size(), " move(s), ", ec_columns,
+      " erasure-coded column rebuild(s), ", HumanBytes(plan.bytes + ec.bytes),
       "; ", conversions.conversions.size(),
-      " conversion(s) to storage "
-      "policies, ",
-      HumanBytes(conversions.bytes), " to write", "; ", plan.stuck.size(),
-      " stuck; ", files.size(), " file(s); ", dead, " dead (no live record), ",
-      draining, " draining node(s)",
+      " conversion(s) to storage policies, ", HumanBytes(conversions.bytes),
+      " to write; ", plan.stuck.size(), " stuck; ", files.size(), " file(s); ",
+      dead, " dead (no live record), ", draining, " draining node(s)",
       rebalance ? "; rebalancing (nothing to repair)" : "",
       "; nothing changed");
   return t;

@@ -166,9 +166,9 @@ class Keeper::Round : public ConvertContext {
                      uint64_t* bytes);
   // Rebuilds column c of `f` onto c.target_node (ec_rebuild.h); false
   // (logged) if it failed.
-  bool Rebuild(const std::string& what, const ec::Codec& codec,
-               const v1::FileLayout& layout, const CellCrcTable& crcs,
-               const EcFileRepair& f, const EcColumnRepair& c, uint64_t rate);
+  bool Rebuild(const std::string& what, const v1::FileLayout& layout,
+               const CellCrcTable& crcs, const EcFileRepair& f,
+               const EcColumnRepair& c, uint64_t rate);
   static std::string Describe(const Move& m);  // For the log.
   Outcome DoMove(const Move& m, uint64_t rate);
   // Moves and drops of one file's slots off one node that has no node
@@ -1020,16 +1020,17 @@ void Keeper::Round::RunEcRepairs(const EcPlan& plan, RoundReport* report) {
   report->bytes_copied += bytes.load();
 }
 
-bool Keeper::Round::Rebuild(const std::string& what, const ec::Codec& codec,
+bool Keeper::Round::Rebuild(const std::string& what,
                             const v1::FileLayout& layout,
                             const CellCrcTable& crcs, const EcFileRepair& f,
                             const EcColumnRepair& c, uint64_t rate) {
   const absl::Time start = absl::Now();
   RANGEFS_LOG(INFO) << "keeper: " << what << ": rebuilding column " << c.column
                     << " (" << c.why << " on " << c.from_node << ", " << c.bytes
-                    << " bytes) onto " << c.target_node;
+                    << " bytes) onto " << c.target_node
+                    << " (RebuildEcColumn: its agent reads the survivors)";
   absl::StatusOr<RebuildResult> r =
-      RebuildColumn(agents_, codec, layout, crcs, c, f.unusable,
+      RebuildColumn(agents_, layout, crcs, c, f.unusable,
                     {.bytes_per_sec = rate,
                      .call_timeout = k_->options_.call_timeout,
                      .write_timeout = k_->options_.copy_timeout});
@@ -1044,7 +1045,7 @@ bool Keeper::Round::Rebuild(const std::string& what, const ec::Codec& codec,
                     << c.why << " on " << c.from_node << ") rebuilt onto "
                     << c.target_node << " in " << (absl::Now() - start) << " ("
                     << r->bytes_written << " bytes written, " << r->bytes_read
-                    << " read)";
+                    << " read by the agent)";
   return true;
 }
 
@@ -1104,7 +1105,7 @@ Keeper::Round::Outcome Keeper::Round::DoEcRepair(const EcFileRepair& f,
           (c.column >= g.k && !Copy(cells, what, rate))) {
         continue;
       }
-    } else if (!Rebuild(what, **codec, *listed, crcs, f, c, rate)) {
+    } else if (!Rebuild(what, *listed, crcs, f, c, rate)) {
       continue;
     }
     m.source_node.clear();

@@ -39,9 +39,19 @@ std::string WhyRebuild(const std::map<std::string, NodeView>& nodes,
 
 }  // namespace
 
+std::map<std::string, NodeView> ByRack(
+    const std::map<std::string, NodeView>& nodes) {
+  std::map<std::string, NodeView> out = nodes;
+  for (auto& [id, v] : out) v.zone = absl::StrCat(v.zone, "/", v.rack);
+  return out;
+}
+
 EcPlan PlanEcRepairs(const std::vector<ns::FileEntry>& files,
-                     const std::map<std::string, NodeView>& nodes,
+                     const std::map<std::string, NodeView>& zoned,
                      absl::BitGenRef bitgen) {
+  // The row's cells spread over zone/rack keys, as ingest places them
+  // (ingest_writer.cc, PlaceCoded).
+  const std::map<std::string, NodeView> nodes = ByRack(zoned);
   EcPlan plan;
   std::map<std::string, uint64_t> planned;  // node -> bytes planned onto it
   for (const ns::FileEntry& f : files) {

@@ -4,9 +4,10 @@
 // where: a column whose node is dead or draining (or has no node record),
 // or whose object (or, for a parity column, its ".cells" object) is listed
 // corrupt (scrub report or fsck's suspect records), is rebuilt from k
-// other columns onto an up node that holds no column of the file (a zone
-// the file's other columns do not use first, then most free space: the
-// ingest placement rules, PickTarget). Columns on a missing node are
+// other columns onto an up node that holds no column of the file (so a
+// row's k + m cells stay on distinct nodes; a zone/rack the file's other
+// columns do not use first, as ingest spreads them, then most free space:
+// PickTarget). Columns on a missing node are
 // neither rebuilt (it may come back) nor read. Files with fewest good
 // columns come first. Pure: no I/O.
 //
@@ -58,6 +59,11 @@ struct EcPlan {
 EcPlan PlanEcRepairs(const std::vector<ns::FileEntry>& files,
                      const std::map<std::string, NodeView>& nodes,
                      absl::BitGenRef bitgen);
+
+// `nodes` with each zone replaced by "zone/rack": the placement keys
+// erasure-coded columns spread over.
+std::map<std::string, NodeView> ByRack(
+    const std::map<std::string, NodeView>& nodes);
 
 }  // namespace keeper
 }  // namespace rangefs

@@ -1,6 +1,7 @@
 #include "repair/ec_plan.h"
 
 #include <map>
+#include <random>
 #include <string>
 #include <vector>
 
@@ -101,6 +102,32 @@ TEST(EcPlanTest, FewestGoodColumnsFirstAndStuckPastM) {
   EXPECT_THAT(p.files, IsEmpty());
   ASSERT_EQ(p.stuck.size(), 4u);
   EXPECT_THAT(p.stuck[0].reason, HasSubstr("only 5 readable column(s)"));
+}
+
+TEST(EcPlanTest, RebuiltColumnGoesToARackTheRowDoesNotUse) {
+  // One zone; n0..n8 (the file's columns) on racks r0..r8; n9 shares r0
+  // and has the most room, n10 is alone on r9: the row's cells stay on
+  // distinct racks.
+  auto nodes = Nodes(11);
+  for (int i = 0; i < 11; ++i) {
+    NodeView& v = nodes[absl::StrCat("n", i)];
+    v.zone = "z";
+    v.rack = absl::StrCat("r", i == 9 ? 0 : i == 10 ? 9 : i);
+  }
+  nodes["n9"].free_bytes = uint64_t{1} << 45;
+  nodes["n2"].condition = NodeCondition::kDead;
+  for (int seed = 0; seed < 20; ++seed) {
+    std::mt19937 gen(seed);
+    EcPlan p = PlanEcRepairs({Coded("/a", 0)}, nodes, gen);
+    ASSERT_EQ(p.files.size(), 1u);
+    EXPECT_EQ(p.files[0].columns[0].target_node, "n10");
+  }
+  // With no rack left unused, a node holding no column still takes it.
+  nodes["n10"].rack = "r1";
+  absl::BitGen gen;
+  EcPlan p = PlanEcRepairs({Coded("/a", 0)}, nodes, gen);
+  ASSERT_EQ(p.files.size(), 1u);
+  EXPECT_THAT(p.files[0].columns[0].target_node, AnyOf("n9", "n10"));
 }
 
 TEST(EcPlanTest, NoEligibleTargetIsStuck) {

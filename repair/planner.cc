@@ -219,6 +219,7 @@ NodeView MakeNodeView(const v1::NodeRecord& node, const v1::LiveRecord* live,
   NodeView v;
   v.id = node.id();
   v.zone = node.zone();
+  v.rack = node.rack();
   v.address = node.addresses().empty() ? "" : node.addresses(0);
   v.free_bytes = live != nullptr ? live->free_bytes() : 0;
   v.capacity_bytes = live != nullptr ? live->total_bytes() : 0;

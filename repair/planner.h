@@ -55,6 +55,7 @@ const char* NodeConditionName(NodeCondition c);
 struct NodeView {
   std::string id;
   std::string zone;
+  std::string rack;     // NodeRecord.rack ("" when not set)
   std::string address;  // First agent address of the node record.
   uint64_t free_bytes = 0;
   uint64_t capacity_bytes = 0;  // LiveRecord.total_bytes; 0: unknown.

@@ -80,6 +80,17 @@ AgentService::AgentService(const ExportRoot* root, AgentServiceOptions options)
           .on_bytes = [this](uint64_t n) { bytes_written_.fetch_add(n); },
           .nice = options_.copy_nice,
       });
+  ec_rebuilder_ = std::make_unique<EcRebuilder>(
+      root_, EcRebuilderOptions{
+                 .peer_tls = options_.peer_tls,
+                 .limiter = &copy_limiter_,
+                 .clock = clock_,
+                 .on_bytes =
+                     [this](uint64_t n) {
+                       bytes_written_.fetch_add(n);
+                       ec_rebuilt_bytes_.fetch_add(n);
+                     },
+             });
   // Method 1 of NodeAgent (proto order) is ReadRange. A "streamed" handler
   // is a bidi stream on the server side: one request read, then writes.
   constexpr int kReadRangeMethodIndex = 1;
@@ -403,6 +414,46 @@ grpc::Status AgentService::CopyObject(grpc::ServerContext* context,
   return grpc::Status::OK;
 }
 
+grpc::Status AgentService::RebuildEcColumn(
+    grpc::ServerContext* context, const RebuildEcColumnRequest* request,
+    RebuildEcColumnResponse* response) {
+  absl::Status denied = write_access_.Check(
+      *context,
+      absl::StrCat("RebuildEcColumn \"",
+                   absl::CEscape(request->path().substr(0, 256)), "\""));
+  if (!denied.ok()) {
+    RANGEFS_LOG(WARNING) << "from " << context->peer() << ": " << denied;
+    return ToGrpcStatus(denied);
+  }
+  if (options_.read_only) {
+    return ToGrpcStatus(absl::FailedPreconditionError(
+        absl::StrCat("node is read-only; refusing to rebuild ",
+                     absl::CEscape(request->path().substr(0, 256)),
+                     " into export ", root_->root_dir())));
+  }
+  CountGuard inflight(&inflight_writes_);
+  const absl::Time start = clock_->MonotonicNow();
+  absl::StatusOr<EcRebuildResult> r =
+      ec_rebuilder_->Rebuild(*request, absl::FromChrono(context->deadline()),
+                             [context] { return context->IsCancelled(); });
+  if (!r.ok()) {
+    if (!absl::IsAlreadyExists(r.status())) {
+      RANGEFS_LOG(WARNING) << "RebuildEcColumn: " << r.status();
+    }
+    return ToGrpcStatus(r.status());
+  }
+  writes_.fetch_add(1);
+  RANGEFS_LOG(INFO) << "rebuilt column " << request->column() << " as "
+                    << request->path() << " (" << r->size << " bytes, "
+                    << r->bytes_read << " read from survivors) in "
+                    << (clock_->MonotonicNow() - start);
+  response->set_size(r->size);
+  response->set_crc32c(r->crc32c);
+  response->set_bytes_read(r->bytes_read);
+  response->set_cells_size(r->cells_size);
+  return grpc::Status::OK;
+}
+
 grpc::Status AgentService::ListObjects(grpc::ServerContext* context,
                                        const ListObjectsRequest* /*request*/,
                                        grpc::ServerWriter<ObjectInfo>* writer) {
@@ -463,6 +514,7 @@ GetStatsResponse AgentService::Stats() const {
   r.set_free_bytes(free_bytes.ok() ? *free_bytes : 0);
   r.set_export_healthy(root_->CheckHealth().ok() && free_bytes.ok());
   r.set_reads_rejected(reads_rejected_.load());
+  r.set_ec_rebuilt_bytes(ec_rebuilt_bytes_.load());
   r.set_data_port(static_cast<uint32_t>(data_port_.load()));
   return r;
 }

@@ -2,7 +2,8 @@
 //
 // The NodeAgent gRPC service (proto/node_agent.proto) over one export
 // directory: ingest writes (temp file + per-block CRC-32C + fsync + sidecar +
-// atomic rename), copies from peer agents (object_copier.h), range reads
+// atomic rename), copies from peer agents (object_copier.h), rebuilds of
+// erasure-coded columns from peer agents (ec_rebuilder.h), range reads
 // with per-chunk checksums and optional verification against the sidecar
 // (the object side shared with the data port: object_reader.h),
 // stat/checksum queries, on-demand scrub and counters.
@@ -31,6 +32,7 @@
 #include "grpcpp/support/byte_buffer.h"
 #include "grpcpp/support/sync_stream.h"
 #include "proto/node_agent.grpc.pb.h"
+#include "storage_node/ec_rebuilder.h"
 #include "storage_node/export_root.h"
 #include "storage_node/object_copier.h"
 #include "storage_node/rate_limiter.h"
@@ -96,6 +98,9 @@ class AgentService final : public NodeAgent::Service {
   grpc::Status CopyObject(grpc::ServerContext* context,
                           const CopyObjectRequest* request,
                           CopyObjectResponse* response) override;
+  grpc::Status RebuildEcColumn(grpc::ServerContext* context,
+                               const RebuildEcColumnRequest* request,
+                               RebuildEcColumnResponse* response) override;
   grpc::Status ListObjects(grpc::ServerContext* context,
                            const ListObjectsRequest* request,
                            grpc::ServerWriter<ObjectInfo>* writer) override;
@@ -139,6 +144,7 @@ class AgentService final : public NodeAgent::Service {
   const WriteAccess write_access_;
   RateLimiter copy_limiter_;
   std::unique_ptr<ObjectCopier> copier_;
+  std::unique_ptr<EcRebuilder> ec_rebuilder_;
 
   std::atomic<uint64_t> bytes_read_{0};
   std::atomic<uint64_t> reads_{0};
@@ -147,6 +153,7 @@ class AgentService final : public NodeAgent::Service {
   std::atomic<int64_t> inflight_reads_{0};
   std::atomic<int64_t> inflight_writes_{0};
   std::atomic<uint64_t> reads_rejected_{0};
+  std::atomic<uint64_t> ec_rebuilt_bytes_{0};
   std::atomic<int> data_port_{0};
   LatencyWindow read_latency_;
 };

@@ -30,6 +30,9 @@ std::string AgentPrometheusText(const AgentMetrics& m) {
   w.Counter("read_bytes_total", "Bytes read", s.bytes_read());
   w.Counter("writes_total", "WriteObject calls served", s.writes());
   w.Counter("written_bytes_total", "Bytes written", s.bytes_written());
+  w.Counter("ec_rebuilt_bytes_total",
+            "Bytes of erasure-coded columns rebuilt here (RebuildEcColumn)",
+            s.ec_rebuilt_bytes());
   w.Counter("reads_rejected_total",
             "Reads refused with RESOURCE_EXHAUSTED (over "
             "--max_concurrent_reads)",

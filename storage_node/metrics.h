@@ -1,7 +1,7 @@
 // File: metrics.h
 //
 // rangefs-node's Prometheus metrics (rangefs_node_*): the agent's read and
-// write counters, reads refused (RESOURCE_EXHAUSTED), in-flight calls, read
+// write counters, bytes of erasure-coded columns rebuilt, reads refused (RESOURCE_EXHAUSTED), in-flight calls, read
 // latency percentiles, free and total bytes of the export, its health, and
 // the latest background scrub's findings; the same numbers as GetStats and
 // the live record, as of the scrape. Served at --metrics_port

@@ -327,6 +327,21 @@ absl::StatusOr<CopyObjectResponse> NodeClient::CopyObject(
   return resp;
 }
 
+absl::StatusOr<RebuildEcColumnResponse> NodeClient::RebuildEcColumn(
+    const RebuildEcColumnRequest& request, absl::Time deadline) {
+  AwaitConnection(deadline);
+  grpc::ClientContext ctx;
+  SetDeadline(&ctx, deadline);
+  RebuildEcColumnResponse resp;
+  grpc::Status st = stub_->RebuildEcColumn(&ctx, request, &resp);
+  if (!st.ok()) {
+    return Error(st,
+                 absl::StrCat("RebuildEcColumn of column ", request.column()),
+                 request.path());
+  }
+  return resp;
+}
+
 absl::StatusOr<std::vector<ObjectInfo>> NodeClient::ListObjects(
     absl::Time deadline) {
   AwaitConnection(deadline);

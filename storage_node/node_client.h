@@ -122,6 +122,10 @@ class NodeClient {
   // proto/node_agent.proto). Waits, bounded, for the channel like writes.
   absl::StatusOr<CopyObjectResponse> CopyObject(
       const CopyObjectRequest& request, absl::Time deadline);
+  // Asks the agent to rebuild an erasure-coded column from survivors on
+  // peer agents (see RebuildEcColumn in proto/node_agent.proto).
+  absl::StatusOr<RebuildEcColumnResponse> RebuildEcColumn(
+      const RebuildEcColumnRequest& request, absl::Time deadline);
   // Every object of the agent's export (see ListObjects in the proto).
   absl::StatusOr<std::vector<ObjectInfo>> ListObjects(absl::Time deadline);
 

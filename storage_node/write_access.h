@@ -1,7 +1,7 @@
 // File: write_access.h
 //
 // Who may change an agent's export (WriteObject, including overwrites,
-// CopyObject and DeleteObject). Under mTLS every client holds a certificate
+// CopyObject, RebuildEcColumn and DeleteObject). Under mTLS every client holds a certificate
 // from the cluster CA; only those whose identity is on the agent's writer list
 // (rangefs-node --writers=CN,...) may change the export, the others read.
 // Without client certificates there are no identities, and the agent's

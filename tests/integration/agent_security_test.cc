@@ -2,7 +2,8 @@
 // a real etcd and certificates made by deploy/etcd/make-certs.sh:
 //  - on an mTLS agent, clients without a certificate of the cluster CA
 //    cannot write, overwrite or delete; a reader certificate reads but
-//    cannot change the export (nor make it copy from a peer: CopyObject);
+//    cannot change the export (nor make it copy from a peer: CopyObject,
+//    or rebuild a coded column: RebuildEcColumn);
 //    a writer certificate (on --writers) can, and CopyObject then reads
 //    the peer with the agent's --peer_tls_* certificate;
 //  - an agent on a non-loopback address without mTLS or --insecure exits
@@ -262,6 +263,13 @@ TEST_F(AgentSecurityTest, MtlsCopyObjectIsAWriteAndDialsPeersWithMtls) {
   EXPECT_THAT(
       (*reader)->CopyObject(req, Later()),
       StatusIs(absl::StatusCode::kPermissionDenied, HasSubstr("CopyObject")));
+  // Nor make it rebuild an erasure-coded column (a write too), refused
+  // before any field is looked at.
+  node::RebuildEcColumnRequest rebuild;
+  rebuild.set_path("k/rebuilt");
+  EXPECT_THAT((*reader)->RebuildEcColumn(rebuild, Later()),
+              StatusIs(absl::StatusCode::kPermissionDenied,
+                       HasSubstr("RebuildEcColumn")));
   // Without a peer certificate the source refuses the handshake.
   EXPECT_THAT((*to_bare)->CopyObject(req, Later()), Refused());
   // The writer's copy goes agent to agent under mTLS, byte-exact.

@@ -4,7 +4,8 @@
 // a deleted cell object, data loss past m), and the real rangefs-keeper
 // rebuilds the column of a node killed for good on another node, with a
 // library reader running (0 errors), fsck clean and the file byte-exact
-// after.
+// after; the columns are rebuilt by the new nodes' agents
+// (RebuildEcColumn), and `repair --dry-run` lists the rebuilds it would do.
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -31,12 +32,14 @@
 #include "gtest/gtest.h"
 #include "namespace/ec_layout.h"
 #include "namespace/layout.h"
+#include "storage_node/node_client.h"
 #include "tests/testing/agent_cluster.h"
 #include "tests/testing/subprocess.h"
 
 namespace rangefs {
 namespace {
 
+using ::testing::AnyOf;
 using ::testing::HasSubstr;
 using ::testing::Not;
 
@@ -161,6 +164,14 @@ class EcRepairTest : public ::testing::Test {
     return out;
   }
 
+  // Bytes of erasure-coded columns agent `node` rebuilt (GetStats).
+  uint64_t AgentRebuiltBytes(const std::string& node) {
+    auto c = node::NodeClient::Connect(cluster_->agent(Index(node)).address);
+    if (!c.ok()) return 0;
+    auto s = (*c)->GetStats(absl::Now() + absl::Seconds(10));
+    return s.ok() ? s->ec_rebuilt_bytes() : 0;
+  }
+
   static testing::AgentCluster* cluster_;
   admin::Context ctx_;
 };
@@ -195,6 +206,33 @@ TEST_F(EcRepairTest, FsckNamesCorruptDataAndParityCellsWithTheirRows) {
   EXPECT_THAT(text, HasSubstr("row 1: 8 of 9 cells good (can lose 2 more)"));
   EXPECT_THAT(text, HasSubstr("row 3: 8 of 9 cells good (can lose 2 more)"));
   EXPECT_THAT(text, Not(HasSubstr("DATA_LOSS")));
+  // fsck reported both to the keeper (none runs yet): `repair --dry-run`
+  // lists the rebuild of one onto the only node holding no column of the
+  // file (10 agents, 9 columns), and the other as stuck.
+  auto plan = Run({"repair", "--dry-run"});
+  ASSERT_THAT(plan, IsOk());
+  int rebuilds = 0, stuck = 0;
+  for (const std::vector<std::string>& row : plan->rows) {
+    if (row[1] != "/corrupt/f") continue;
+    if (row[0] == "stuck") {
+      ++stuck;
+      EXPECT_THAT(row[7], HasSubstr("no up node with room"));
+      continue;
+    }
+    ++rebuilds;
+    EXPECT_EQ(row[0], "rebuild");
+    EXPECT_THAT(row[2], AnyOf("2", "7"));
+    EXPECT_EQ(row[4], row[2] == "2" ? d.node_id() : p.node_id());
+    std::set<std::string> file_nodes;
+    for (const auto& t : l.striped().targets()) {
+      file_nodes.insert(t.replicas(0).node_id());
+    }
+    EXPECT_EQ(file_nodes.count(row[5]), 0u) << row[5];
+    EXPECT_THAT(row[6], HasSubstr("corrupt: 6 of 7 columns"));
+    EXPECT_EQ(row[7], absl::StrCat(4 * kCell));
+  }
+  EXPECT_EQ(rebuilds, 1) << admin::FormatHuman(*plan);
+  EXPECT_EQ(stuck, 1) << admin::FormatHuman(*plan);
   ASSERT_THAT(Run({"file", "rm", "/corrupt/f"}), IsOk());
 }
 
@@ -269,6 +307,16 @@ TEST_F(EcRepairTest, KeeperRebuildsTheColumnsOfKilledNodes) {
       << (*keeper)->Log();
   auto [s2, text2] = Fsck("/healg");
   EXPECT_THAT(s2, IsOk()) << text2;
+  // The new node's agent rebuilt it (RebuildEcColumn), not the keeper.
+  {
+    auto now = cluster_->store()->GetFile("/healg/g");
+    ASSERT_THAT(now, IsOk());
+    const std::string to =
+        now->layout.striped().targets(2).replicas(0).node_id();
+    EXPECT_GE(AgentRebuiltBytes(to),
+              ns::EcColumnBytes(ns::EcGeometryOf(now->layout), 2))
+        << (*keeper)->Log();
+  }
 
   // 2+1: the only parity column and its .cells object are lost; the
   // keeper recomputes the cell CRCs from the data columns, then rebuilds.

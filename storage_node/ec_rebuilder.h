@@ -1,0 +1,97 @@
+// File: ec_rebuilder.h
+//
+// The agent's side of RebuildEcColumn (proto/node_agent.proto): rebuilds
+// one column of an erasure-coded file into this export from k survivor
+// columns on peer agents, verified end to end. Row by row, the same cell
+// of k survivors is read (verify=true: each peer checks its sidecar; each
+// chunk's CRC-32C is checked on arrival; the cell is checked against the
+// request's cell CRC table), a failed, slow or wrong survivor is replaced
+// by the next one named, the lost cell is decoded (ec/codec.h, ISA-L) and
+// checked against its expected CRC-32C, and appended to an ObjectWriter
+// (temp file, then rename, with its sidecar). A parity column also gets
+// its ".cells" object. Nothing appears unless every row passed.
+//
+//   EcRebuilder rebuilder(root, {.peer_tls = tls, .limiter = &node_limiter});
+//   RANGEFS_ASSIGN_OR_RETURN(EcRebuildResult r, rebuilder.Rebuild(
+//       request, deadline, [&] { return context->IsCancelled(); }));
+//
+// Every field of the request is untrusted (ValidateRebuildRequest). The
+// survivors' addresses come from the caller (a writer, see
+// write_access.h) and are dialled with the agent's peer credentials.
+// Thread-safe; peer clients are cached per address.
+#ifndef RANGEFS_STORAGE_NODE_EC_REBUILDER_H_
+#define RANGEFS_STORAGE_NODE_EC_REBUILDER_H_
+
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <string>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/synchronization/mutex.h"
+#include "absl/time/time.h"
+#include "base/clock.h"
+#include "proto/node_agent.pb.h"
+#include "storage_node/export_root.h"
+#include "storage_node/node_client.h"
+#include "storage_node/rate_limiter.h"
+#include "storage_node/tls_client.h"
+
+namespace rangefs {
+namespace node {
+
+// Caps on a request's sizes (the proto states them too).
+inline constexpr int kMaxEcRebuildCrcs = 1 << 20;  // cell_crc32c entries
+inline constexpr size_t kMaxEcSurvivorAddress = 255;
+
+// OK if `request` is within the bounds node_agent.proto states for
+// RebuildEcColumnRequest; else INVALID_ARGUMENT naming the field (and the
+// survivor's index). Pure.
+absl::Status ValidateRebuildRequest(const RebuildEcColumnRequest& request);
+
+struct EcRebuilderOptions {
+  NodeClientTlsOptions peer_tls;   // How to dial peers; default plaintext.
+  RateLimiter* limiter = nullptr;  // Node-wide cap shared with copies; not
+                                   // owned; may be null (no cap).
+  Clock* clock = nullptr;          // Not owned; nullptr: the real clock.
+  // Called with each rebuilt cell's byte count once written (counters).
+  std::function<void(uint64_t)> on_bytes;
+};
+
+struct EcRebuildResult {
+  uint64_t size = 0;        // the column's object
+  uint32_t crc32c = 0;      // of the whole object
+  uint64_t bytes_read = 0;  // survivor bytes read
+  uint64_t cells_size = 0;  // the ".cells" object (parity columns)
+};
+
+class EcRebuilder {
+ public:
+  // `root` is not owned and must outlive the rebuilder.
+  EcRebuilder(const ExportRoot* root, EcRebuilderOptions options);
+
+  // Rebuilds as the file comment says. `deadline` is wall time;
+  // `cancelled` is polled between rows (CANCELLED). Errors: see
+  // RebuildEcColumn in node_agent.proto.
+  absl::StatusOr<EcRebuildResult> Rebuild(
+      const RebuildEcColumnRequest& request, absl::Time deadline,
+      const std::function<bool()>& cancelled);
+
+ private:
+  absl::StatusOr<NodeClient*> Peer(const std::string& address);
+
+  const ExportRoot* const root_;
+  const EcRebuilderOptions options_;
+  Clock* const clock_;
+  absl::Mutex mu_;
+  std::map<std::string, std::unique_ptr<NodeClient>> peers_
+      ABSL_GUARDED_BY(mu_);
+};
+
+}  // namespace node
+}  // namespace rangefs
+
+#endif  // RANGEFS_STORAGE_NODE_EC_REBUILDER_H_

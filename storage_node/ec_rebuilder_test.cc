@@ -1,0 +1,340 @@
+// RebuildEcColumn between in-process agents over loopback gRPC: a lost
+// data or parity column is rebuilt byte-exact on the target agent (with its
+// ".cells" object for parity), a dead or corrupt survivor is replaced by
+// another, a rebuilt cell that fails its expected CRC leaves nothing
+// behind and the error names the row, and every out-of-bounds request
+// field is refused (INVALID_ARGUMENT naming it).
+#include "storage_node/ec_rebuilder.h"
+
+#include <sys/stat.h>
+
+#include <fstream>
+#include <memory>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
+#include "base/crc32c.h"
+#include "base/testing/status_matchers.h"
+#include "base/testing/temp_dir.h"
+#include "ec/codec.h"
+#include "gmock/gmock.h"
+#include "grpcpp/grpcpp.h"
+#include "gtest/gtest.h"
+#include "storage_node/agent_service.h"
+#include "storage_node/export_root.h"
+#include "storage_node/node_client.h"
+#include "storage_node/object_writer.h"
+
+namespace rangefs {
+namespace node {
+namespace {
+
+using ::testing::HasSubstr;
+
+constexpr int kK = 2;
+constexpr int kM = 2;
+constexpr uint64_t kCell = 4096;
+// Two full rows and a partial third (column 1's last cell is short).
+constexpr uint64_t kSize = 2 * kK * kCell + kCell + 904;
+
+struct TestAgent {
+  std::string dir;
+  std::unique_ptr<ExportRoot> root;
+  std::unique_ptr<AgentService> service;
+  std::unique_ptr<grpc::Server> server;
+  std::string address;
+  std::unique_ptr<NodeClient> client;
+  ~TestAgent() {
+    if (server) server->Shutdown(std::chrono::system_clock::now());
+  }
+};
+
+std::string Slurp(const std::string& file) {
+  std::ifstream f(file, std::ios::binary);
+  return std::string(std::istreambuf_iterator<char>(f), {});
+}
+
+// The k + m column objects of a coded file of kSize random bytes, and its
+// cell CRC table.
+struct CodedFile {
+  std::vector<std::string> columns;
+  std::vector<uint32_t> crcs;  // rows x (k + m)
+};
+
+CodedFile Encode() {
+  std::mt19937 rng(7);
+  std::string data(kSize, '\0');
+  for (char& c : data) c = static_cast<char>(rng());
+  auto codec = ec::NewCodec({.k = kK, .m = kM});
+  EXPECT_THAT(codec, IsOk());
+  CodedFile f;
+  f.columns.resize(kK + kM);
+  const uint64_t rows = (kSize + kK * kCell - 1) / (kK * kCell);
+  for (uint64_t row = 0; row < rows; ++row) {
+    std::vector<std::string> cells(kK + kM, std::string(kCell, '\0'));
+    std::vector<uint64_t> stored(kK + kM, kCell);
+    for (int c = 0; c < kK; ++c) {
+      const uint64_t start = (row * kK + c) * kCell;
+      stored[c] = start >= kSize ? 0 : std::min(kCell, kSize - start);
+      if (stored[c] > 0) data.copy(cells[c].data(), stored[c], start);
+    }
+    std::vector<absl::Span<const char>> in;
+    for (int c = 0; c < kK; ++c) in.emplace_back(cells[c].data(), kCell);
+    std::vector<absl::Span<char>> out;
+    for (int j = 0; j < kM; ++j) out.emplace_back(cells[kK + j].data(), kCell);
+    EXPECT_THAT((*codec)->Encode(in, out), IsOk());
+    for (int t = 0; t < kK + kM; ++t) {
+      const std::string s = cells[t].substr(0, stored[t]);
+      f.columns[t] += s;
+      f.crcs.push_back(Crc32c(s));
+    }
+  }
+  return f;
+}
+
+class EcRebuilderTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    auto base = testing::ScopedTempDir::Make("ec_rebuilder_test");
+    ASSERT_THAT(base, IsOk());
+    base_ = *std::move(base);
+    file_ = Encode();
+    for (int t = 0; t < kK + kM; ++t) {
+      agents_.push_back(Start(absl::StrCat("col", t)));
+      Put(*agents_.back()->root, absl::StrCat("f/col", t), file_.columns[t]);
+    }
+    target_ = Start("target");
+  }
+
+  std::unique_ptr<TestAgent> Start(const std::string& name) {
+    auto a = std::make_unique<TestAgent>();
+    a->dir = absl::StrCat(base_.path(), "/", name);
+    EXPECT_EQ(mkdir(a->dir.c_str(), 0755), 0);
+    auto r = ExportRoot::Open(a->dir, {.writable = true});
+    EXPECT_THAT(r, IsOk());
+    a->root = *std::move(r);
+    a->service =
+        std::make_unique<AgentService>(a->root.get(), AgentServiceOptions{});
+    grpc::ServerBuilder b;
+    int port = 0;
+    b.AddListeningPort("127.0.0.1:0", grpc::InsecureServerCredentials(), &port);
+    b.RegisterService(a->service.get());
+    a->server = b.BuildAndStart();
+    EXPECT_GT(port, 0);
+    a->address = absl::StrCat("127.0.0.1:", port);
+    auto c = NodeClient::Connect(a->address);
+    EXPECT_THAT(c, IsOk());
+    a->client = *std::move(c);
+    return a;
+  }
+
+  static void Put(const ExportRoot& root, const std::string& path,
+                  const std::string& bytes) {
+    auto w = ObjectWriter::Begin(&root, path, kCell);
+    ASSERT_THAT(w, IsOk());
+    ASSERT_THAT((*w)->Append(bytes.data(), bytes.size()), IsOk());
+    ASSERT_THAT((*w)->Commit(false), IsOk());
+  }
+
+  // A request rebuilding `column` from every other column, in order.
+  RebuildEcColumnRequest Request(int column) const {
+    RebuildEcColumnRequest r;
+    r.set_path("new/col");
+    r.set_k(kK);
+    r.set_m(kM);
+    r.set_column(column);
+    r.set_cell_size(kCell);
+    r.set_file_size(kSize);
+    for (int t = 0; t < kK + kM; ++t) {
+      if (t == column) continue;
+      EcSurvivor* s = r.add_survivors();
+      s->set_column(t);
+      s->set_address(agents_[t]->address);
+      s->set_path(absl::StrCat("f/col", t));
+    }
+    for (uint32_t c : file_.crcs) r.add_cell_crc32c(c);
+    return r;
+  }
+
+  absl::StatusOr<RebuildEcColumnResponse> Rebuild(
+      const RebuildEcColumnRequest& r) {
+    return target_->client->RebuildEcColumn(r, absl::Now() + absl::Seconds(30));
+  }
+
+  std::string TargetFile(const std::string& path) const {
+    return absl::StrCat(target_->dir, "/", path);
+  }
+  bool TargetHas(const std::string& path) const {
+    struct stat st;
+    return stat(TargetFile(path).c_str(), &st) == 0;
+  }
+
+  testing::ScopedTempDir base_;
+  CodedFile file_;
+  std::vector<std::unique_ptr<TestAgent>> agents_;
+  std::unique_ptr<TestAgent> target_;
+};
+
+TEST_F(EcRebuilderTest, RebuildsEachColumnByteExact) {
+  for (int t = 0; t < kK + kM; ++t) {
+    SCOPED_TRACE(t);
+    RebuildEcColumnRequest r = Request(t);
+    r.set_overwrite(true);
+    auto got = Rebuild(r);
+    ASSERT_THAT(got, IsOk());
+    EXPECT_EQ(got->size(), file_.columns[t].size());
+    EXPECT_EQ(got->crc32c(), Crc32c(file_.columns[t]));
+    // k survivors per row: the first two named.
+    const int a = t == 0 ? 1 : 0, b = t <= 1 ? 2 : 1;
+    const uint64_t read = file_.columns[a].size() +
+                          (b < kK ? file_.columns[b].size() : 3 * kCell);
+    EXPECT_EQ(got->bytes_read(), read);
+    EXPECT_EQ(Slurp(TargetFile("new/col")), file_.columns[t]);
+    // A parity column gets its cell CRC table.
+    EXPECT_EQ(TargetHas("new/col.cells"), t >= kK);
+    if (t >= kK) {
+      EXPECT_EQ(Slurp(TargetFile("new/col.cells")).size(),
+                file_.crcs.size() * 4);
+      EXPECT_EQ(got->cells_size(), file_.crcs.size() * 4);
+    }
+    ASSERT_THAT(target_->root->RemoveObject("new/col"), IsOk());
+    if (t >= kK) {
+      ASSERT_THAT(target_->root->RemoveObject("new/col.cells"), IsOk());
+    }
+  }
+  // The agent counts what it rebuilt (what the keeper's tests look at).
+  auto stats = target_->client->GetStats(absl::Now() + absl::Seconds(5));
+  ASSERT_THAT(stats, IsOk());
+  uint64_t all = 0;
+  for (const std::string& c : file_.columns) all += c.size();
+  EXPECT_EQ(stats->ec_rebuilt_bytes(), all);
+}
+
+TEST_F(EcRebuilderTest, ReplacesCorruptSurvivor) {
+  // Column 0's object is corrupt in row 1; its sidecar still matches (only
+  // the cell CRC table shows it): column 3 stands in for that row.
+  std::string bad = file_.columns[0];
+  bad[kCell + 10] ^= 1;
+  ASSERT_THAT(agents_[0]->root->RemoveObject("f/col0"), IsOk());
+  Put(*agents_[0]->root, "f/col0", bad);
+  auto got = Rebuild(Request(1));
+  ASSERT_THAT(got, IsOk());
+  EXPECT_EQ(Slurp(TargetFile("new/col")), file_.columns[1]);
+}
+
+TEST_F(EcRebuilderTest, ReplacesDeadSurvivor) {
+  agents_[0]->server->Shutdown(std::chrono::system_clock::now());
+  RebuildEcColumnRequest r = Request(1);
+  r.set_survivor_timeout_ms(5000);
+  auto got = Rebuild(r);
+  ASSERT_THAT(got, IsOk());
+  EXPECT_EQ(Slurp(TargetFile("new/col")), file_.columns[1]);
+}
+
+TEST_F(EcRebuilderTest, TooFewGoodSurvivorsNamesTheRow) {
+  RebuildEcColumnRequest r = Request(1);
+  r.mutable_survivors()->DeleteSubrange(2, 1);  // columns 0 and 2 left
+  std::string bad = file_.columns[2];
+  bad[2 * kCell + 1] ^= 1;  // row 2
+  ASSERT_THAT(agents_[2]->root->RemoveObject("f/col2"), IsOk());
+  Put(*agents_[2]->root, "f/col2", bad);
+  auto got = Rebuild(r);
+  EXPECT_THAT(got.status(), StatusIs(absl::StatusCode::kDataLoss,
+                                     HasSubstr("row 2: only 1 good cell")));
+  EXPECT_FALSE(TargetHas("new/col"));
+}
+
+TEST_F(EcRebuilderTest, CrcMismatchWritesNothingAndNamesTheRow) {
+  for (int t : {1, 3}) {
+    SCOPED_TRACE(t);
+    RebuildEcColumnRequest r = Request(t);
+    // The expected CRC of the rebuilt cell in row 1 is wrong.
+    r.set_cell_crc32c(1 * (kK + kM) + t, r.cell_crc32c(1 * (kK + kM) + t) ^ 1);
+    auto got = Rebuild(r);
+    EXPECT_THAT(
+        got.status(),
+        StatusIs(absl::StatusCode::kDataLoss,
+                 HasSubstr(absl::StrCat("row 1: rebuilt cell of column ", t,
+                                        " has CRC-32C"))));
+    EXPECT_FALSE(TargetHas("new/col"));
+    EXPECT_FALSE(TargetHas("new/col.cells"));
+  }
+}
+
+TEST_F(EcRebuilderTest, RefusesExistingObjectWithoutOverwrite) {
+  Put(*target_->root, "new/col", "old");
+  EXPECT_THAT(Rebuild(Request(0)).status(),
+              StatusIs(absl::StatusCode::kAlreadyExists));
+  EXPECT_EQ(Slurp(TargetFile("new/col")), "old");
+}
+
+TEST_F(EcRebuilderTest, RefusesBadRequestsOverTheWire) {
+  RebuildEcColumnRequest r = Request(0);
+  r.set_path("../escape");
+  EXPECT_THAT(Rebuild(r).status(),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("path")));
+}
+
+// Each field's bounds (pure: no agent needed).
+TEST(ValidateRebuildRequestTest, NamesTheBrokenField) {
+  RebuildEcColumnRequest good;
+  good.set_path("a/b");
+  good.set_k(2);
+  good.set_m(1);
+  good.set_column(2);
+  good.set_cell_size(4096);
+  good.set_file_size(3 * 2 * 4096);  // 3 rows
+  for (int t = 0; t < 2; ++t) {
+    EcSurvivor* s = good.add_survivors();
+    s->set_column(t);
+    s->set_address("127.0.0.1:1");
+    s->set_path("a/c");
+  }
+  for (int i = 0; i < 9; ++i) good.add_cell_crc32c(0);
+  ASSERT_THAT(ValidateRebuildRequest(good), IsOk());
+
+  struct Case {
+    std::string want;
+    std::function<void(RebuildEcColumnRequest&)> edit;
+  };
+  const std::vector<Case> cases = {
+      {"path", [](auto& r) { r.set_path("../x"); }},
+      {"path", [](auto& r) { r.set_path("/abs"); }},
+      {"path", [](auto& r) { r.set_path("x.rangefs-crc"); }},
+      {"k = 0", [](auto& r) { r.set_k(0); }},
+      {"m = 0", [](auto& r) { r.set_m(0); }},
+      {"m = 40", [](auto& r) { r.set_m(40); }},
+      {"column -1", [](auto& r) { r.set_column(-1); }},
+      {"column 3", [](auto& r) { r.set_column(3); }},
+      {"cell_size 100", [](auto& r) { r.set_cell_size(100); }},
+      {"cell_size", [](auto& r) { r.set_cell_size(uint64_t{1} << 40); }},
+      {"cell CRCs", [](auto& r) { r.add_cell_crc32c(0); }},
+      {"more than", [](auto& r) { r.set_file_size(uint64_t{1} << 62); }},
+      {"1 survivors", [](auto& r) { r.mutable_survivors()->RemoveLast(); }},
+      {"survivor 1 (column 0)",
+       [](auto& r) { r.mutable_survivors(1)->set_column(0); }},
+      {"survivor 0 (column 2)",
+       [](auto& r) { r.mutable_survivors(0)->set_column(2); }},
+      {"survivor 1 (column 1): address",
+       [](auto& r) { r.mutable_survivors(1)->set_address(""); }},
+      {"survivor 0 (column 0): path",
+       [](auto& r) { r.mutable_survivors(0)->set_path("a/../../etc"); }},
+      {"object_offset",
+       [](auto& r) { r.mutable_survivors(0)->set_object_offset(~0ull); }},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.want);
+    RebuildEcColumnRequest r = good;
+    c.edit(r);
+    EXPECT_THAT(
+        ValidateRebuildRequest(r),
+        StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr(c.want)));
+  }
+}
+
+}  // namespace
+}  // namespace node
+}  // namespace rangefs
