@@ -34,6 +34,7 @@
 #include "client_lib/internal/call.h"
 #include "client_lib/internal/client_core.h"
 #include "client_lib/internal/mount_reader.h"
+#include "client_lib/internal/nfs_node.h"
 #include "client_lib/internal/read_ring.h"
 #include "client_lib/io_threads.h"
 #include "loadbalancer/latency_tracker.h"
@@ -128,8 +129,8 @@ class TaskQueue {
 struct NodeCounters {
   std::atomic<uint64_t> bytes{0}, requests{0}, errors{0}, timeouts{0},
       stalls{0}, moved{0}, checksum_failures{0}, mount_reads{0}, agent_reads{0},
-      uring_reads{0}, caller_reads{0}, in_place_reads{0}, cached_reads{0},
-      ec_helper_reads{0};
+      uring_reads{0}, nfs_reads{0}, caller_reads{0}, in_place_reads{0},
+      cached_reads{0}, ec_helper_reads{0};
   std::atomic<int64_t> inflight{0}, outstanding_bytes{0};
   // Of `inflight`: attempts in the node's queue (handed to it by Submit),
   // not yet taken by one of its threads.
@@ -221,6 +222,13 @@ class NodeRuntime : public std::enable_shared_from_this<NodeRuntime> {
                                         : r.mount_path();
     mount_gen_.store(NewMountGen(), std::memory_order_release);
   }
+  // The node's NFS export from its record ("nfs://host[:port]/export",
+  // version "3", "4" or "4.1"; empty url: none), for the `nfs` data path (nfs_path.cc).
+  // A malformed one is logged once and the node has none (its agent).
+  void SetNfsExport(const std::string& url, const std::string& version);
+  // The node's NFS export, if it has a usable one and the data path may
+  // use it (kNfs, or kAuto without a usable mount); else null.
+  std::shared_ptr<NfsNode> nfs();
   void SetDefaultMount(const std::string& mount_root) {
     absl::MutexLock l(&mu_);
     if (mount_dir_.empty()) {
@@ -308,8 +316,14 @@ class NodeRuntime : public std::enable_shared_from_this<NodeRuntime> {
   template <typename F>
   auto Blocking(F&& call) -> std::optional<decltype(call())>;
   void WorkerLoop();
-  // Runs one attempt; false if the client was torn down meanwhile.
-  bool Execute(Attempt* a, AttemptSink* b, WorkerBuffer& buf);
+  // Runs one attempt (or hands it to the node's NFS connections); false if
+  // the client was torn down meanwhile.
+  bool Execute(Task& t, WorkerBuffer& buf);
+  // Hands `t` to the node's NFS export `nfs` (nfs_path.cc): the read
+  // runs on an NFS connection's thread, which finishes the attempt. `t0`:
+  // when the attempt started (InfinitePast: now).
+  void StartNfs(const std::shared_ptr<NfsNode>& nfs, Task t,
+                absl::Time t0 = absl::InfinitePast());
   // Ends an attempt whose batch closed before it started.
   void CancelQueued(Attempt* a, AttemptSink* b);
   // The counting of `count` ended attempts of this node (any outcome;
@@ -385,6 +399,15 @@ class NodeRuntime : public std::enable_shared_from_this<NodeRuntime> {
   std::atomic<bool> local_{false};
   // Callers may read this node on their rings (no RWF_NOWAIT refusal yet).
   std::atomic<bool> caller_ok_{true};
+
+  // The NFS export (nfs_path.cc); its loops' threads start with its first
+  // read.
+  absl::Mutex nfs_mu_;
+  std::string nfs_url_ ABSL_GUARDED_BY(nfs_mu_);
+  std::string nfs_version_ ABSL_GUARDED_BY(nfs_mu_);
+  std::shared_ptr<NfsNode> nfs_ ABSL_GUARDED_BY(nfs_mu_);
+  bool nfs_started_ ABSL_GUARDED_BY(nfs_mu_) = false;
+  bool nfs_stopped_ ABSL_GUARDED_BY(nfs_mu_) = false;
 
   // The worker threads and the ring thread.
   IoThreads threads_;
