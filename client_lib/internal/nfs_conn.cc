@@ -25,8 +25,6 @@ bool FileError(int err) {
          err == -ENOTDIR || err == -ELOOP || err == -ENAMETOOLONG;
 }
 
-void CloseCb(int, nfs_context*, void*, void*) {}
-
 }  // namespace
 
 struct NfsConn::Op {
@@ -36,6 +34,7 @@ struct NfsConn::Op {
   bool in_libnfs = false;  // libnfs holds `this` as a callback's data
   bool answered = false;   // done was called (an orphan while in_libnfs)
   bool waiting = false;    // in waiting_
+  bool queued = false;     // in open_queue_
   bool cached_fh = false;  // fh came from handles_
   bool retried = false;    // looked up again after ESTALE/ENOENT
   uint64_t got = 0;
@@ -149,12 +148,28 @@ void NfsConn::Begin(Op* op) {
 }
 
 void NfsConn::Open(Op* op) {
+  if (opening_) {
+    op->queued = true;
+    open_queue_.push_back(op);
+    return;
+  }
+  opening_ = true;
   op->in_libnfs = true;
   if (nfs_open_async(ctx_, op->req->path.c_str(), O_RDONLY, OpenCb, op) < 0) {
     op->in_libnfs = false;
+    opening_ = false;
     absl::Status s = Error("open", *op, -EIO);
     Break(s);
     Finish(op, s, nullptr, 0);
+  }
+}
+
+void NfsConn::NextOpen() {
+  while (!opening_ && !open_queue_.empty() && broken_.ok()) {
+    Op* op = open_queue_.front();
+    open_queue_.erase(open_queue_.begin());
+    op->queued = false;
+    Begin(op);  // its path may be open by now
   }
 }
 
@@ -163,24 +178,20 @@ void NfsConn::OpenCb(int err, nfs_context* nfs, void* data, void* priv) {
   NfsConn* c = op->conn;
   if (c->closing_) return;
   op->in_libnfs = false;
-  if (err == 0 && c->handles_.contains(op->req->path)) {
-    nfs_close_async(nfs, static_cast<nfsfh*>(data), CloseCb, nullptr);
-    data = c->handles_[op->req->path];  // opened twice at once: keep one
-  } else if (err == 0) {
-    c->handles_[op->req->path] = static_cast<nfsfh*>(data);
-  }
+  c->opening_ = false;
+  if (err == 0) c->handles_[op->req->path] = static_cast<nfsfh*>(data);
   if (op->answered) {  // timed out meanwhile
     c->orphans_--;
     c->ops_.erase(op);
-    return;
-  }
-  if (err != 0) {
+  } else if (err != 0) {
     absl::Status s = c->Error("open", *op, err);
     if (!FileError(err)) c->Break(s);
     c->Finish(op, s, nullptr, 0);
-    return;
+  } else {
+    c->Read(op, static_cast<nfsfh*>(data));
   }
-  c->Read(op, static_cast<nfsfh*>(data));
+  c->NextOpen();
+  (void)nfs;
 }
 
 void NfsConn::Read(Op* op, nfsfh* fh) {
@@ -219,11 +230,10 @@ void NfsConn::OnRead(Op* op, int err, const char* data) {
     if ((err == -ESTALE || err == -ENOENT) && op->cached_fh && !op->retried &&
         op->got == 0) {
       // The server restarted or re-exported: look the path up again.
+      // (Not closed: a CLOSE would race the open-owner's next OPEN; the
+      // handle is a few bytes, freed with the context.)
       auto it = handles_.find(r.path);
-      if (it != handles_.end() && it->second == op->fh) {
-        nfs_close_async(ctx_, it->second, CloseCb, nullptr);
-        handles_.erase(it);
-      }
+      if (it != handles_.end() && it->second == op->fh) handles_.erase(it);
       op->retried = true;
       op->cached_fh = false;
       Open(op);
@@ -259,6 +269,10 @@ void NfsConn::Finish(Op* op, const absl::Status& s, const char* data,
   if (op->waiting) {
     waiting_.erase(std::find(waiting_.begin(), waiting_.end(), op));
     op->waiting = false;
+  }
+  if (op->queued) {
+    open_queue_.erase(std::find(open_queue_.begin(), open_queue_.end(), op));
+    op->queued = false;
   }
   std::unique_ptr<Op> owned;
   if (op->in_libnfs) {
@@ -345,11 +359,14 @@ void NfsConn::Teardown(const absl::Status& why) {
   state_ = State::kDown;
   broken_ = absl::OkStatus();
   waiting_.clear();
+  opening_ = false;
+  open_queue_.clear();
   orphans_ = 0;
   auto ops = std::move(ops_);
   ops_.clear();
   for (auto& [op, owned] : ops) {
     op->waiting = false;
+    op->queued = false;
     if (op->answered) continue;
     auto done = std::move(op->req->done);
     done(why, nullptr, 0);

@@ -13,8 +13,11 @@
 // a new one (NFSv3 and v4 alike: a v4 context whose lease expired never
 // recovers). File handles are cached per object path; a cached handle
 // that reads ESTALE or ENOENT (the server restarted or re-exported) is
-// dropped and the path looked up again, once. Not thread-safe: its
-// thread's only.
+// dropped and the path looked up again, once. Opens go one at a time (an
+// NFSv4.0 open-owner's sequence ids must not race: libnfs 4.0 sends
+// concurrent OPENs of one context with clashing seqids, answered
+// NFS4ERR_BAD_SEQID / OLD_STATEID); reads run concurrently. Not
+// thread-safe: its thread's only.
 #ifndef RANGEFS_CLIENT_LIB_INTERNAL_NFS_CONN_H_
 #define RANGEFS_CLIENT_LIB_INTERNAL_NFS_CONN_H_
 
@@ -87,6 +90,8 @@ class NfsConn {
   static void ReadCb(int err, nfs_context* nfs, void* data, void* priv);
   void Begin(Op* op);
   void Open(Op* op);
+  // The next queued open, once none is in flight.
+  void NextOpen();
   void Read(Op* op, nfsfh* fh);
   void OnRead(Op* op, int err, const char* data);
   // Ends `op` with `s` (and the bytes), erasing it.
@@ -110,7 +115,9 @@ class NfsConn {
   int mounts_ = 0;
   size_t orphans_ = 0;  // ops_ already answered, still known to libnfs
   absl::flat_hash_map<Op*, std::unique_ptr<Op>> ops_;
-  std::vector<Op*> waiting_;  // for the mount
+  std::vector<Op*> waiting_;     // for the mount
+  bool opening_ = false;         // an open is in flight
+  std::vector<Op*> open_queue_;  // for it to end (first in, first out)
   absl::flat_hash_map<std::string, nfsfh*> handles_;
 };
 

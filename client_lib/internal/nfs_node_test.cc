@@ -17,6 +17,7 @@
 
 #include "absl/status/statusor.h"
 #include "absl/strings/str_cat.h"
+#include "absl/synchronization/blocking_counter.h"
 #include "absl/synchronization/notification.h"
 #include "absl/time/clock.h"
 #include "base/testing/ports.h"
@@ -185,6 +186,36 @@ TEST_F(NfsNodeTest, ByteExactAtEdgeSizes) {
               StatusIs(absl::StatusCode::kNotFound, HasSubstr("d/missing")));
   EXPECT_THAT(Read(0, 10, false, absl::Seconds(10), "../x").bytes.status(),
               StatusIs(absl::StatusCode::kInvalidArgument));
+  EXPECT_EQ(node_->mounts(), 1);
+}
+
+// Many first reads at once on one connection: their opens must not race
+// (NFSv4.0 open-owner sequence ids).
+TEST_F(NfsNodeTest, ConcurrentFirstReadsOfManyObjects) {
+  constexpr int kObjects = 24;
+  std::vector<std::string> want;
+  for (int i = 0; i < kObjects; ++i) {
+    want.push_back(Pattern(10000 + i, i));
+    WriteFile(absl::StrCat(export_dir_, "/d/o", i), want.back());
+  }
+  std::vector<absl::StatusOr<std::string>> got(2 * kObjects);
+  absl::BlockingCounter left(2 * kObjects);
+  for (int k = 0; k < 2 * kObjects; ++k) {
+    const int i = k % kObjects;
+    node_->Read({absl::StrCat("d/o", i), 0, want[i].size(), false,
+                 absl::Now() + absl::Seconds(10)},
+                [&, k](const absl::StatusOr<size_t>& r, const char* p, bool) {
+                  got[k] = r.ok()
+                               ? absl::StatusOr<std::string>(std::string(p, *r))
+                               : r.status();
+                  left.DecrementCount();
+                });
+  }
+  left.Wait();
+  for (int k = 0; k < 2 * kObjects; ++k) {
+    ASSERT_TRUE(got[k].ok()) << k << ": " << got[k].status();
+    EXPECT_TRUE(*got[k] == want[k % kObjects]) << k;
+  }
   EXPECT_EQ(node_->mounts(), 1);
 }
 
