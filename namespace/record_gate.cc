@@ -6,6 +6,7 @@
 #include "absl/strings/escaping.h"
 #include "absl/strings/str_cat.h"
 #include "namespace/layout.h"
+#include "namespace/nfs_export.h"
 
 namespace rangefs {
 namespace ns {
@@ -66,6 +67,21 @@ absl::Status CheckLiveLists(absl::string_view key, const v1::LiveRecord& r) {
                                      " RDMA ports (max ", kMaxRdmaPorts, ")"));
   }
   return absl::OkStatus();
+}
+
+// A bad NFS export costs only the export: cleared, with the reason in
+// `refused`; the record is otherwise used as usual.
+void GateNfsExport(absl::string_view key, v1::LiveRecord& r) {
+  if (!r.has_nfs_export()) return;
+  v1::NfsExport* e = r.mutable_nfs_export();
+  e->clear_refused();
+  if (e->url().empty() && e->version().empty()) return;
+  absl::Status s = ValidateNfsExport(*e);
+  if (s.ok()) return;
+  e->clear_url();
+  e->clear_version();
+  e->set_refused(absl::StrCat("invalid record at etcd key ", key, ": ",
+                              s.message(), "; NFS export not used"));
 }
 
 }  // namespace
@@ -135,6 +151,7 @@ absl::StatusOr<v1::LiveRecord> DecodeLiveRecord(absl::string_view key,
   if (absl::Status s = CheckIdMatchesKey(key, key_id, r.node_id()); !s.ok()) {
     return s;
   }
+  GateNfsExport(key, r);
   return r;
 }
 

@@ -45,6 +45,8 @@ absl::StatusOr<v1::NodeRecord> DecodeNodeRecord(absl::string_view key,
 
 // A live record value: decodable, a valid node id equal to `key_id` (empty
 // = not checked), host:port addresses, a known health, bounded lists.
+// An invalid nfs_export (ValidateNfsExport) does not fail the record: its
+// url and version are cleared and nfs_export.refused says why.
 absl::StatusOr<v1::LiveRecord> DecodeLiveRecord(absl::string_view key,
                                                 absl::string_view key_id,
                                                 absl::string_view value);

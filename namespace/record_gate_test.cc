@@ -1,6 +1,7 @@
 #include "namespace/record_gate.h"
 
 #include <string>
+#include <tuple>
 
 #include "base/testing/status_matchers.h"
 #include "gmock/gmock.h"
@@ -251,6 +252,44 @@ TEST(RecordGateTest, LiveRecords) {
   bad.set_node_id("n2");
   EXPECT_THAT(DecodeLiveRecord(key, "n1", bad.SerializeAsString()).status(),
               StatusIs(absl::StatusCode::kDataLoss, HasSubstr("its key")));
+}
+
+TEST(RecordGateTest, LiveRecordNfsExport) {
+  const std::string key = "/rangefs/v1/c/live/n1";
+  v1::LiveRecord l;
+  l.set_node_id("n1");
+  l.set_health(v1::LiveRecord::HEALTHY);
+  l.mutable_nfs_export()->set_url("nfs://10.0.0.1:2049/srv/n1");
+  l.mutable_nfs_export()->set_version("4.1");
+  l.mutable_nfs_export()->set_refused("forged by a writer");
+  absl::StatusOr<v1::LiveRecord> r =
+      DecodeLiveRecord(key, "n1", l.SerializeAsString());
+  ASSERT_THAT(r, IsOk());
+  EXPECT_EQ(r->nfs_export().url(), "nfs://10.0.0.1:2049/srv/n1");
+  EXPECT_EQ(r->nfs_export().version(), "4.1");
+  EXPECT_EQ(r->nfs_export().refused(), "");
+
+  // A bad URL or version costs the export only, with the reason kept.
+  for (auto [url, version, why] :
+       {std::tuple{"http://10.0.0.1/srv/n1", "4.1", "scheme"},
+        std::tuple{"nfs://10.0.0.1/srv/../etc", "3", "normalized"},
+        std::tuple{"nfs://10.0.0.1/srv/n1", "2", "not 3, 4 or 4.1"}}) {
+    v1::LiveRecord bad = l;
+    bad.mutable_nfs_export()->set_url(url);
+    bad.mutable_nfs_export()->set_version(version);
+    r = DecodeLiveRecord(key, "n1", bad.SerializeAsString());
+    ASSERT_THAT(r, IsOk()) << url;
+    EXPECT_EQ(r->health(), v1::LiveRecord::HEALTHY);
+    EXPECT_EQ(r->nfs_export().url(), "") << url;
+    EXPECT_EQ(r->nfs_export().version(), "") << url;
+    EXPECT_THAT(r->nfs_export().refused(),
+                AllOf(HasSubstr(key), HasSubstr(why), HasSubstr("not used")));
+  }
+  // No export: nothing refused.
+  l.clear_nfs_export();
+  r = DecodeLiveRecord(key, "n1", l.SerializeAsString());
+  ASSERT_THAT(r, IsOk());
+  EXPECT_FALSE(r->has_nfs_export());
 }
 
 }  // namespace

@@ -21,6 +21,7 @@
 #include "namespace/etcd/etcd_settings.h"
 #include "namespace/etcd_kv.h"
 #include "namespace/layout.h"
+#include "namespace/nfs_export.h"
 #include "namespace/store.h"
 #include "storage_node/agent.h"
 #include "storage_node/metrics.h"
@@ -119,6 +120,16 @@ ABSL_FLAG(std::string, metrics_address, "127.0.0.1",
 ABSL_FLAG(int, shutdown_grace_s, 10,
           "On SIGTERM, how long in-flight calls may finish.");
 
+ABSL_FLAG(std::string, nfs_export, "",
+          "This node's NFS export, published in its live record for clients "
+          "that read over NFS without a kernel mount (data_path=nfs): "
+          "nfs://host[:port]/export[?mountport=P], e.g. "
+          "nfs://10.0.0.7/srv/rangefs/sn-07 (a ganesha or kernel nfsd "
+          "serving --export_root read-only; deploy/node/export.sh "
+          "--ganesha). Empty: none.");
+ABSL_FLAG(std::string, nfs_version, "4",
+          "NFS protocol version clients use for --nfs_export: 3, 4 (v4.0: "
+          "Debian's libnfs 4.0 speaks v3 and v4.0) or 4.1.");
 ABSL_FLAG(std::string, config, "",
           "rangefs config file (deploy/config/rangefs.conf.example); "
           "command-line flags override its values.");
@@ -306,6 +317,16 @@ int main(int argc, char** argv) {
                        << " is outside 0-19";
     return 2;
   }
+  rangefs::v1::NfsExport nfs_export;
+  if (!absl::GetFlag(FLAGS_nfs_export).empty()) {
+    nfs_export.set_url(absl::GetFlag(FLAGS_nfs_export));
+    nfs_export.set_version(absl::GetFlag(FLAGS_nfs_version));
+    if (absl::Status s = rangefs::ns::ValidateNfsExport(nfs_export); !s.ok()) {
+      fprintf(stderr, "rangefs-node: --nfs_export / --nfs_version: %s\n",
+              std::string(s.message()).c_str());
+      return 2;
+    }
+  }
   // etcd registration: objects live until the end of main (after the agent).
   std::unique_ptr<rangefs::etcd::EtcdClient> etcd;
   std::unique_ptr<rangefs::ns::KvBackend> kv;
@@ -334,6 +355,7 @@ int main(int argc, char** argv) {
     ro.lease_ttl = absl::Seconds(absl::GetFlag(FLAGS_lease_ttl_s));
     ro.live_interval = absl::Seconds(absl::GetFlag(FLAGS_live_interval_s));
     ro.health_deadline = absl::Seconds(absl::GetFlag(FLAGS_health_deadline_s));
+    ro.nfs_export = nfs_export;
     registrar = std::make_unique<rangefs::node::EtcdRegistrar>(store.get(),
                                                                etcd.get(), ro);
   }

@@ -10,6 +10,7 @@
 #include "absl/strings/str_format.h"
 #include "base/logging.h"
 #include "base/status_macros.h"
+#include "namespace/nfs_export.h"
 #include "storage_node/rdma/rdma_devices.h"
 
 namespace rangefs {
@@ -79,6 +80,9 @@ absl::Status EtcdRegistrar::OnStart(const Agent& agent) {
   }
   if (options_.live_interval <= absl::ZeroDuration()) {
     return absl::InvalidArgumentError("live interval must be positive");
+  }
+  if (!options_.nfs_export.url().empty()) {
+    RANGEFS_RETURN_IF_ERROR(ns::ValidateNfsExport(options_.nfs_export));
   }
   agent_ = &agent;
   const std::string& id = agent.node_id();
@@ -322,6 +326,9 @@ v1::LiveRecord EtcdRegistrar::BuildLiveRecord() {
   for (const v1::RdmaPort& p : rdma_ports_) *r.add_rdma_ports() = p;
   r.set_rdma_status(rdma_status_);
   r.set_transport_security(ToProto(agent_->transport_security()));
+  if (!options_.nfs_export.url().empty()) {
+    *r.mutable_nfs_export() = options_.nfs_export;
+  }
   std::optional<ScrubReport> scrub = agent_->scrub_report();
   size_t corrupt = 0;
   if (scrub.has_value()) {

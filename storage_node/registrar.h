@@ -61,6 +61,10 @@ struct RegistrarOptions {
   // Re-registration backoff: doubles from 100 ms up to this.
   absl::Duration max_backoff = absl::Seconds(2);
   std::string version = kAgentVersion;
+  // The node's NFS export published in every live record (rangefs-node
+  // --nfs_export, --nfs_version); empty url: none. OnStart refuses an
+  // invalid one (ns::ValidateNfsExport) with INVALID_ARGUMENT.
+  v1::NfsExport nfs_export;
 };
 
 class EtcdRegistrar final : public Registrar {
@@ -77,7 +81,7 @@ class EtcdRegistrar final : public Registrar {
   // Checks the node record, registers and starts the threads. Blocking.
   // NOT_FOUND: node id not registered; FAILED_PRECONDITION: node DISABLED;
   // UNAVAILABLE / DEADLINE_EXCEEDED: etcd unreachable; INVALID_ARGUMENT:
-  // bad options.
+  // bad options (including a bad nfs_export).
   absl::Status OnStart(const Agent& agent) override;
   // Publishes health=DRAINING (best effort, blocks at most one etcd call).
   void OnDrain() override;

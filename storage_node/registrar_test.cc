@@ -71,13 +71,14 @@ class RegistrarTest : public ::testing::Test {
     ASSERT_THAT(store_->AddNode(n), IsOk());
   }
 
-  absl::Status StartAgent(const std::string& id) {
+  absl::Status StartAgent(const std::string& id, v1::NfsExport nfs = {}) {
     registrar_ = std::make_unique<EtcdRegistrar>(
         store_.get(), etcd_.get(),
         // A lease renewed every ~2 s: it survives a renewal that a loaded
         // machine delays by seconds (no test here waits for it to expire).
         RegistrarOptions{.lease_ttl = absl::Seconds(6),
-                         .live_interval = absl::Milliseconds(100)});
+                         .live_interval = absl::Milliseconds(100),
+                         .nfs_export = std::move(nfs)});
     auto a = Agent::Start({.node_id = id,
                            .export_root = dir_,
                            .listen = "127.0.0.1:0",
@@ -149,6 +150,31 @@ TEST_F(RegistrarTest, PublishesLiveRecordWithSaneFields) {
   auto live = store_->ListLive();
   ASSERT_THAT(live, IsOk());
   EXPECT_TRUE(live->empty());
+}
+
+TEST_F(RegistrarTest, PublishesNfsExport) {
+  AddNode("n1", v1::ACTIVE);
+  v1::NfsExport nfs;
+  nfs.set_url("nfs://127.0.0.1:20490/srv/n1?mountport=20491");
+  nfs.set_version("3");
+  ASSERT_THAT(StartAgent("n1", nfs), IsOk());
+  ns::LiveEntry e;
+  ASSERT_TRUE(WaitLive(
+      "n1", [](const v1::LiveRecord* r) { return r != nullptr; },
+      absl::Seconds(60), &e));
+  EXPECT_EQ(e.record.nfs_export().url(), nfs.url());
+  EXPECT_EQ(e.record.nfs_export().version(), "3");
+  EXPECT_EQ(e.record.nfs_export().refused(), "");
+}
+
+TEST_F(RegistrarTest, RefusesBadNfsExport) {
+  AddNode("n1", v1::ACTIVE);
+  v1::NfsExport nfs;
+  nfs.set_url("nfs://127.0.0.1/srv/../n1");
+  nfs.set_version("4.1");
+  EXPECT_THAT(StartAgent("n1", nfs),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr("nfs_export.url")));
 }
 
 TEST_F(RegistrarTest, RefusesUnregisteredNode) {

@@ -316,6 +316,7 @@ void ClientImpl::ApplyLive(const ns::KvEntry& kv) {
     return;
   }
   health_.SetLive(id, true, r->health() == v1::LiveRecord::DRAINING);
+  Node(id)->SetNfsExport(r->nfs_export());
   absl::MutexLock l(&capacity_mu_);
   capacity_[id] = {r->total_bytes(), r->free_bytes()};
 }

@@ -17,16 +17,43 @@
 #      `echo N > /proc/fs/nfsd/threads`.
 # --root=DIR prefixes every path (for tests); commands (exportfs, modprobe)
 # are only run when --root is / .
+#
+# --ganesha: the userspace NFS server instead of the kernel's (no kernel
+# nfsd, or no kernel modules allowed; clients read it with libnfs,
+# data_path=nfs): writes /etc/ganesha/rangefs.conf from ganesha.conf.in
+# beside this script (read-only VFS export of --export, NFSv3 and v4.0/4.1,
+# TCP, root squashed, only --clients) and restarts rangefs-ganesha.service
+# (deploy/systemd) when the file changed. Options of this mode:
+#   [--bind=ADDR] (0.0.0.0) [--nfs-port=2049] [--mount-port=20048]
+#   [--protocols=3,4] (or 4) [--lease=60] [--squash=root|none]
+#   [--ganesha-conf=/etc/ganesha/rangefs.conf] [--recovery=/var/lib/rangefs/ganesha]
+#   [--no-restart] (only write the file: deploy/local/cluster.sh runs its own)
+# The node then publishes it: rangefs-node --nfs_export=nfs://HOST[:PORT]/EXPORT
+# --nfs_version=4 (or 3). The kernel's nfsd and ganesha cannot both own port
+# 2049: use one or the other on a node.
 set -euo pipefail
 
 usage() {
   echo "usage: $0 --export=DIR --clients=CIDR[,CIDR] [--threads=N] [--rdma-port=P] [--fsid=N] [--dry-run] [--root=DIR]" >&2
+  echo "       $0 --ganesha --export=DIR --clients=CIDR[,CIDR]|* [--bind=ADDR] [--nfs-port=P] [--mount-port=P] [--protocols=3,4|4] [--lease=S] [--squash=root|none] [--ganesha-conf=FILE] [--recovery=DIR] [--no-restart] [--dry-run] [--root=DIR]" >&2
   exit 2
 }
 
 export_dir="" clients="" threads=64 rdma_port=20049 fsid="" dry_run=0 root=""
+ganesha=0 bind=0.0.0.0 nfs_port=2049 mount_port=20048 protocols=3,4 lease=60 squash=root
+ganesha_conf=/etc/ganesha/rangefs.conf recovery=/var/lib/rangefs/ganesha restart=1
 for arg in "$@"; do
   case "$arg" in
+    --ganesha) ganesha=1 ;;
+    --bind=*) bind=${arg#--bind=} ;;
+    --nfs-port=*) nfs_port=${arg#--nfs-port=} ;;
+    --mount-port=*) mount_port=${arg#--mount-port=} ;;
+    --protocols=*) protocols=${arg#--protocols=} ;;
+    --lease=*) lease=${arg#--lease=} ;;
+    --squash=*) squash=${arg#--squash=} ;;
+    --ganesha-conf=*) ganesha_conf=${arg#--ganesha-conf=} ;;
+    --recovery=*) recovery=${arg#--recovery=} ;;
+    --no-restart) restart=0 ;;
     --export=*) export_dir=${arg#--export=} ;;
     --clients=*) clients=${arg#--clients=} ;;
     --threads=*) threads=${arg#--threads=} ;;
@@ -79,6 +106,12 @@ run_cmd() {
     say "skipped (--root): $*"
   fi
 }
+
+if [ "$ganesha" = 1 ]; then
+  # shellcheck source=deploy/node/export_ganesha.sh
+  . "$(dirname "$0")/export_ganesha.sh"
+  exit 0
+fi
 
 # 1. The export line, one per client network.
 opts="ro,no_subtree_check,insecure,root_squash,sec=sys"

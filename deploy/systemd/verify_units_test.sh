@@ -24,17 +24,20 @@ for b in etcd rangefs-node rangefs-mountd rangefs-mount rangefs-keeper; do
   chmod +x "$tmp/bin/$b"
 done
 units=()
+printf '#!/bin/sh\nexit 0\n' >"$tmp/bin/ganesha.nfsd"
+chmod +x "$tmp/bin/ganesha.nfsd"
 for u in etcd-rangefs.service rangefs-node.service rangefs-node@.service rangefs-mountd.service \
-         rangefs-mount.service rangefs-keeper.service; do
+         rangefs-mount.service rangefs-keeper.service rangefs-ganesha.service; do
   [ -f "$src/$u" ] || fail "missing unit $u"
   sed -e "s#/usr/local/bin/#$tmp/bin/#g" -e "s#/usr/bin/etcd #$tmp/bin/etcd #g" \
+    -e "s#/usr/bin/ganesha.nfsd #$tmp/bin/ganesha.nfsd #g" \
     "$src/$u" >"$tmp/units/$u"
 done
 # A template is verified through an instance.
 cp "$tmp/units/rangefs-node@.service" "$tmp/units/rangefs-node@sn-01.service"
 units=("$tmp/units/etcd-rangefs.service" "$tmp/units/rangefs-node.service"
        "$tmp/units/rangefs-node@sn-01.service" "$tmp/units/rangefs-mountd.service"
-       "$tmp/units/rangefs-mount.service")
+       "$tmp/units/rangefs-mount.service" "$tmp/units/rangefs-ganesha.service")
 
 verify() {  # verify UNIT...: prints verify's output; fails on any output
   local out rc
@@ -84,4 +87,15 @@ grep -q '^KillSignal=SIGTERM' "$src/rangefs-mount.service" || fail "mount: KillS
 grep -q 'CAP_SYS_ADMIN' "$src/rangefs-mount.service" || fail "mount: CAP_SYS_ADMIN"
 grep '^ExecStart=' "$src/rangefs-mount.service" | grep -q -- '--status_dir=/run/rangefs-mount' \
   || fail "mount: status dir for doctor"
+# rangefs-ganesha: the config export.sh --ganesha writes, in the foreground,
+# logging to the journal; never beside the kernel's nfsd on port 2049.
+grep '^ExecStart=' "$src/rangefs-ganesha.service" | grep -qF -- '-F -f /etc/ganesha/rangefs.conf -L STDOUT' \
+  || fail "ganesha: ExecStart"
+grep -q '^Conflicts=.*nfs-server.service' "$src/rangefs-ganesha.service" || fail "ganesha: Conflicts"
+grep -q 'rangefs-ganesha.service' "$TEST_SRCDIR/$TEST_WORKSPACE/deploy/node/export_ganesha.sh" \
+  || fail "export.sh --ganesha does not restart rangefs-ganesha.service"
+for u in rangefs-node.service rangefs-node@.service; do
+  grep '^ExecStart=' "$src/$u" | grep -qF -- '--nfs_export=${NFS_EXPORT} --nfs_version=${NFS_VERSION}' \
+    || fail "$u: ExecStart lacks the NFS export flags"
+done
 echo "PASS: units verified"

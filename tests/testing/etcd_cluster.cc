@@ -273,34 +273,6 @@ absl::Status EtcdCluster::RestartAll() {
   return absl::OkStatus();
 }
 
-namespace {
-
-// Whether every thread of `pid` is stopped (state T, t) or gone: kill()
-// returns before a busy multi-threaded process has stopped.
-bool AllThreadsStopped(pid_t pid) {
-  const std::string dir = absl::StrCat("/proc/", pid, "/task");
-  DIR* d = opendir(dir.c_str());
-  if (d == nullptr) return true;  // gone
-  bool stopped = true;
-  while (dirent* e = readdir(d)) {
-    if (e->d_name[0] == '.') continue;
-    std::ifstream in(absl::StrCat(dir, "/", e->d_name, "/stat"));
-    std::string stat((std::istreambuf_iterator<char>(in)),
-                     std::istreambuf_iterator<char>());
-    const size_t paren = stat.rfind(')');
-    if (paren == std::string::npos || paren + 2 >= stat.size()) continue;
-    const char state = stat[paren + 2];
-    if (state != 'T' && state != 't' && state != 'Z' && state != 'X') {
-      stopped = false;
-      break;
-    }
-  }
-  closedir(d);
-  return stopped;
-}
-
-}  // namespace
-
 absl::Status EtcdCluster::PauseMember(int i) {
   if (members_[i].process == nullptr) {
     return absl::FailedPreconditionError(absl::StrCat("member ", i, " down"));

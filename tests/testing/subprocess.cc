@@ -1,6 +1,7 @@
 #include "tests/testing/subprocess.h"
 
 #include <arpa/inet.h>
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <ftw.h>
@@ -17,6 +18,7 @@
 
 #include <algorithm>
 #include <fstream>
+#include <iterator>
 #include <sstream>
 
 #include "absl/strings/match.h"
@@ -195,6 +197,30 @@ std::string Subprocess::LogTail(size_t max_bytes) const {
   std::string log = Log();
   if (log.size() <= max_bytes) return log;
   return log.substr(log.size() - max_bytes);
+}
+
+// Whether every thread of `pid` is stopped (state T, t) or gone: kill()
+// returns before a busy multi-threaded process has stopped.
+bool AllThreadsStopped(pid_t pid) {
+  const std::string dir = absl::StrCat("/proc/", pid, "/task");
+  DIR* d = opendir(dir.c_str());
+  if (d == nullptr) return true;  // gone
+  bool stopped = true;
+  while (dirent* e = readdir(d)) {
+    if (e->d_name[0] == '.') continue;
+    std::ifstream in(absl::StrCat(dir, "/", e->d_name, "/stat"));
+    std::string stat((std::istreambuf_iterator<char>(in)),
+                     std::istreambuf_iterator<char>());
+    const size_t paren = stat.rfind(')');
+    if (paren == std::string::npos || paren + 2 >= stat.size()) continue;
+    const char state = stat[paren + 2];
+    if (state != 'T' && state != 't' && state != 'Z' && state != 'X') {
+      stopped = false;
+      break;
+    }
+  }
+  closedir(d);
+  return stopped;
 }
 
 std::string RunfilePath(const std::string& workspace_relative) {

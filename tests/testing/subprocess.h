@@ -96,6 +96,10 @@ class Subprocess {
   int wait_status_ = 0;
 };
 
+// Whether every thread of `pid` is stopped (state T, t) or gone: kill()
+// returns before a busy multi-threaded process has stopped.
+bool AllThreadsStopped(pid_t pid);
+
 // Path of a file or binary in the test's runfiles, e.g.
 // RunfilePath("storage_node/rangefs-node"). Outside Bazel: the path as is.
 std::string RunfilePath(const std::string& workspace_relative);
