@@ -2,11 +2,10 @@
 //
 // A storage node's NFS export as its live record names it
 // ("nfs://host[:port]/export[?mountport=P]" and an NFS version "3", "4" or
-// "4.1"), parsed and checked. The
-// record is untrusted input: anything but a plain host, an optional port
-// and an absolute export path (no query, no "..", no control characters)
-// is INVALID_ARGUMENT naming the node and what is wrong, and the node is
-// then read through its agent.
+// "4.1"), checked by the one rule (namespace/nfs_export.h: ns::ParseNfsUrl,
+// ns::ValidateNfsVersion) and put in the form libnfs takes. The record is
+// untrusted input: a bad one is INVALID_ARGUMENT naming the node and what
+// is wrong, and the node is then read through its agent.
 //
 //   RANGEFS_ASSIGN_OR_RETURN(NfsExport e,
 //                            ParseNfsExport("n1", "nfs://10.0.0.1/srv", "4"));
@@ -24,7 +23,7 @@ namespace client_internal {
 
 struct NfsExport {
   std::string host;    // a name, an IPv4 address or a bracketed IPv6 one
-  int port = 0;        // 0: the server's default (2049, or rpcbind for v3)
+  int port = 0;        // the URL's (2049 if it names none)
   int mount_port = 0;  // v3's MOUNT service; 0: ask the server's rpcbind
   std::string path;    // absolute, no trailing '/' (except "/" itself)
   // 3 or 4 (libnfs 4.0 speaks NFSv4.0 only; a "4.1" export serves 4.0

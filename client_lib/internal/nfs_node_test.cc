@@ -303,7 +303,7 @@ TEST_F(NfsNodeTest, MissingExportIsAClearError) {
 
 TEST(NfsExportTest, ParsesAndRefuses) {
   absl::StatusOr<NfsExport> e =
-      ParseNfsExport("n1", "nfs://10.0.0.1:2050/srv/x/", "3");
+      ParseNfsExport("n1", "nfs://10.0.0.1:2050/srv/x", "3");
   ASSERT_TRUE(e.ok()) << e.status();
   EXPECT_EQ(e->host, "10.0.0.1");
   EXPECT_EQ(e->port, 2050);
@@ -311,7 +311,7 @@ TEST(NfsExportTest, ParsesAndRefuses) {
   EXPECT_EQ(e->version, 3);
   e = ParseNfsExport("n1", "nfs://h/e?mountport=20048", "3");
   ASSERT_TRUE(e.ok()) << e.status();
-  EXPECT_EQ(e->LibnfsUrl(), "nfs://h/e?version=3&mountport=20048");
+  EXPECT_EQ(e->LibnfsUrl(), "nfs://h/e?version=3&nfsport=2049&mountport=20048");
   e = ParseNfsExport("n1", "nfs://[::1]:2049/e", "4.1");
   ASSERT_TRUE(e.ok()) << e.status();
   EXPECT_EQ(e->version, 4);

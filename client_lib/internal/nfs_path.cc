@@ -12,28 +12,37 @@
 namespace rangefs {
 namespace client_internal {
 
-void NodeRuntime::SetNfsExport(const std::string& url,
-                               const std::string& version) {
+void NodeRuntime::SetNfsExport(const v1::NfsExport& e) {
   std::shared_ptr<NfsNode> old;
   {
     absl::MutexLock l(&nfs_mu_);
-    if (url == nfs_url_ && version == nfs_version_) return;
-    nfs_url_ = url;
-    nfs_version_ = version;
+    if (e.url() == nfs_url_ && e.version() == nfs_version_ &&
+        e.refused() == nfs_refused_) {
+      return;
+    }
+    nfs_url_ = e.url();
+    nfs_version_ = e.version();
+    nfs_refused_ = e.refused();
     old = std::move(nfs_);
     nfs_started_ = false;
-    if (!url.empty()) {
-      absl::StatusOr<NfsExport> e = ParseNfsExport(id_, url, version);
+    absl::Status why;
+    if (!e.refused().empty()) {
+      why = absl::InvalidArgumentError(e.refused());
+    } else if (!e.url().empty()) {
+      absl::StatusOr<NfsExport> x = ParseNfsExport(id_, e.url(), e.version());
       absl::StatusOr<std::shared_ptr<NfsNode>> n =
-          e.ok() ? NfsNode::Create(id_, *e,
+          x.ok() ? NfsNode::Create(id_, *x,
                                    client_->options().nfs_connections_per_node)
-                 : e.status();
+                 : x.status();
       if (n.ok()) {
         nfs_ = std::move(*n);
       } else {
-        RANGEFS_LOG(WARNING)
-            << n.status() << "; node " << id_ << " is read through its agent";
+        why = n.status();
       }
+    }
+    if (!why.ok()) {
+      RANGEFS_LOG(WARNING) << "node " << id_ << ": NFS export refused: " << why
+                           << "; the node is read through its agent";
     }
   }
   if (old != nullptr) old->Stop();

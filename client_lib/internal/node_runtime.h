@@ -222,10 +222,11 @@ class NodeRuntime : public std::enable_shared_from_this<NodeRuntime> {
                                         : r.mount_path();
     mount_gen_.store(NewMountGen(), std::memory_order_release);
   }
-  // The node's NFS export from its record ("nfs://host[:port]/export",
-  // version "3", "4" or "4.1"; empty url: none), for the `nfs` data path (nfs_path.cc).
-  // A malformed one is logged once and the node has none (its agent).
-  void SetNfsExport(const std::string& url, const std::string& version);
+  // The node's NFS export from its live record, for the `nfs` data path
+  // (nfs_path.cc), after the record gate: an invalid one arrives with url
+  // and version empty and the reason in `refused` (logged once). Empty
+  // url: the node publishes none (its agent is read).
+  void SetNfsExport(const v1::NfsExport& e);
   // The node's NFS export, if it has a usable one and the data path may
   // use it (kNfs, or kAuto without a usable mount); else null.
   std::shared_ptr<NfsNode> nfs();
@@ -244,17 +245,6 @@ class NodeRuntime : public std::enable_shared_from_this<NodeRuntime> {
   std::string mount_dir() {
     absl::MutexLock l(&mu_);
     return mount_dir_;
-  }
-  // The node's NFS export from its live record (after the record gate: an
-  // invalid one arrives with url and version empty, the reason in
-  // `refused`). Empty url: the node publishes none.
-  void SetNfsExport(const v1::NfsExport& e) {
-    absl::MutexLock l(&mu_);
-    nfs_export_ = e;
-  }
-  v1::NfsExport nfs_export() {
-    absl::MutexLock l(&mu_);
-    return nfs_export_;
   }
   // mount_dir() into `*out`, reusing its memory; `*gen`: the version
   // `*out` holds (versions are unique in the process): nothing to do, and
@@ -392,7 +382,6 @@ class NodeRuntime : public std::enable_shared_from_this<NodeRuntime> {
   absl::Mutex mu_;
   std::vector<std::string> addresses_ ABSL_GUARDED_BY(mu_);
   std::string mount_dir_ ABSL_GUARDED_BY(mu_);
-  v1::NfsExport nfs_export_ ABSL_GUARDED_BY(mu_);
   // Its version, changed (under mu_) with it; 0: never set (then it is
   // empty, as every node's that was never set).
   std::atomic<uint64_t> mount_gen_{0};
@@ -417,6 +406,7 @@ class NodeRuntime : public std::enable_shared_from_this<NodeRuntime> {
   absl::Mutex nfs_mu_;
   std::string nfs_url_ ABSL_GUARDED_BY(nfs_mu_);
   std::string nfs_version_ ABSL_GUARDED_BY(nfs_mu_);
+  std::string nfs_refused_ ABSL_GUARDED_BY(nfs_mu_);
   std::shared_ptr<NfsNode> nfs_ ABSL_GUARDED_BY(nfs_mu_);
   bool nfs_started_ ABSL_GUARDED_BY(nfs_mu_) = false;
   bool nfs_stopped_ ABSL_GUARDED_BY(nfs_mu_) = false;
