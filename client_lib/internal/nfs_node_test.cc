@@ -20,7 +20,6 @@
 #include "absl/synchronization/blocking_counter.h"
 #include "absl/synchronization/notification.h"
 #include "absl/time/clock.h"
-#include "base/testing/ports.h"
 #include "base/testing/status_matchers.h"
 #include "base/testing/temp_dir.h"
 #include "client_lib/internal/nfs_export.h"
@@ -28,7 +27,7 @@
 #include "gtest/gtest.h"
 #include "storage_node/sidecar.h"
 #include "storage_node/sidecar_format.h"
-#include "tests/testing/subprocess.h"
+#include "tests/testing/ganesha_server.h"
 
 namespace rangefs {
 namespace client_internal {
@@ -49,49 +48,6 @@ std::string Pattern(size_t n, int seed) {
   }
   return s;
 }
-
-// One ganesha serving `export_dir` read-only over NFSv4 on 127.0.0.1:port.
-class Ganesha {
- public:
-  Ganesha(std::string dir, std::string export_dir, int port)
-      : dir_(std::move(dir)), export_dir_(std::move(export_dir)), port_(port) {}
-
-  absl::Status Start() {
-    mkdir((dir_ + "/recovery").c_str(), 0700);
-    WriteFile(dir_ + "/ganesha.conf",
-              absl::StrCat(
-                  "NFS_CORE_PARAM { Protocols = 4; Bind_addr = 127.0.0.1; "
-                  "NFS_Port = ",
-                  port_,
-                  "; Enable_NLM = false; Enable_RQUOTA = false; "
-                  "Enable_UDP = false; mount_path_pseudo = true; }\n"
-                  "NFSv4 { Graceless = true; Minor_Versions = 0, 1; "
-                  "RecoveryRoot = ",
-                  dir_,
-                  "/recovery; }\n"
-                  "EXPORT { Export_Id = 1; Path = ",
-                  export_dir_, "; Pseudo = ", export_dir_,
-                  "; Access_Type = RO; Squash = No_Root_Squash; "
-                  "Protocols = 4; Transports = TCP; FSAL { Name = VFS; } }\n"));
-    auto p = testing::Subprocess::Start(
-        {.argv = {"/usr/bin/ganesha.nfsd", "-F", "-f", dir_ + "/ganesha.conf",
-                  "-L", dir_ + "/ganesha.log", "-p", dir_ + "/ganesha.pid"},
-         .log_path = dir_ + "/stdout.log"});
-    if (!p.ok()) return p.status();
-    proc_ = std::move(*p);
-    return proc_->WaitForTcpPort(port_, absl::Seconds(20));
-  }
-  testing::Subprocess& proc() { return *proc_; }
-  void Kill() { (void)proc_->Kill(); }
-  std::string url() const {
-    return absl::StrCat("nfs://127.0.0.1:", port_, export_dir_);
-  }
-
- private:
-  std::string dir_, export_dir_;
-  int port_;
-  std::unique_ptr<testing::Subprocess> proc_;
-};
 
 struct Result {
   absl::StatusOr<std::string> bytes;
@@ -114,10 +70,10 @@ class NfsNodeTest : public ::testing::Test {
     sums.Update(data_.data(), data_.size());
     WriteFile(export_dir_ + "/" + node::SidecarPathFor("d/obj"),
               node::EncodeSidecar(sums.Finish()));
-    absl::StatusOr<int> port = testing::PickUnusedPort();
-    ASSERT_TRUE(port.ok());
-    server_ = std::make_unique<Ganesha>(tmp_->path(), export_dir_, *port);
-    ASSERT_THAT(server_->Start(), ::rangefs::IsOk());
+    auto server = testing::GaneshaServer::Start(
+        {.export_dir = export_dir_, .version = "4.1"});
+    ASSERT_THAT(server, ::rangefs::IsOk());
+    server_ = std::move(*server);
     Connect(server_->url());
   }
 
@@ -159,7 +115,7 @@ class NfsNodeTest : public ::testing::Test {
   std::unique_ptr<testing::ScopedTempDir> tmp_;
   std::string export_dir_;
   std::string data_;
-  std::unique_ptr<Ganesha> server_;
+  std::unique_ptr<testing::GaneshaServer> server_;
   std::shared_ptr<NfsNode> node_;
   std::vector<std::thread> threads_;
 };
@@ -235,7 +191,7 @@ TEST_F(NfsNodeTest, CorruptBlockIsDataLoss) {
 
 TEST_F(NfsNodeTest, StoppedServerFailsAtTheDeadlineThenRecovers) {
   ASSERT_TRUE(Read(0, 4096).bytes.ok());
-  ASSERT_THAT(server_->proc().Signal(SIGSTOP), ::rangefs::IsOk());
+  ASSERT_THAT(server_->Pause(), ::rangefs::IsOk());
   Result r = Read(0, 1 << 20, false, absl::Milliseconds(300));
   EXPECT_THAT(r.bytes.status(), StatusIs(absl::StatusCode::kDeadlineExceeded,
                                          HasSubstr("did not answer")));
@@ -244,7 +200,7 @@ TEST_F(NfsNodeTest, StoppedServerFailsAtTheDeadlineThenRecovers) {
   r = Read(0, 4096, false, absl::Milliseconds(200));
   EXPECT_THAT(r.bytes.status(), StatusIs(absl::StatusCode::kDeadlineExceeded));
   EXPECT_LT(r.took, absl::Seconds(2));
-  ASSERT_THAT(server_->proc().Signal(SIGCONT), ::rangefs::IsOk());
+  ASSERT_THAT(server_->Resume(), ::rangefs::IsOk());
   r = Read(0, 1 << 20);
   ASSERT_TRUE(r.bytes.ok()) << r.bytes.status();
   EXPECT_TRUE(*r.bytes == data_.substr(0, 1 << 20));
@@ -253,7 +209,7 @@ TEST_F(NfsNodeTest, StoppedServerFailsAtTheDeadlineThenRecovers) {
 
 TEST_F(NfsNodeTest, StopWhileServerStoppedReturnsPromptly) {
   ASSERT_TRUE(Read(0, 4096).bytes.ok());
-  ASSERT_THAT(server_->proc().Signal(SIGSTOP), ::rangefs::IsOk());
+  ASSERT_THAT(server_->Pause(), ::rangefs::IsOk());
   absl::Notification done;
   absl::Status status;
   node_->Read({"d/obj", 0, 1 << 20, false, absl::Now() + absl::Hours(1)},
@@ -269,16 +225,16 @@ TEST_F(NfsNodeTest, StopWhileServerStoppedReturnsPromptly) {
   EXPECT_LT(absl::Now() - t0, absl::Seconds(1));
   ASSERT_TRUE(done.HasBeenNotified());
   EXPECT_THAT(status, StatusIs(absl::StatusCode::kUnavailable));
-  ASSERT_THAT(server_->proc().Signal(SIGCONT), ::rangefs::IsOk());
+  ASSERT_THAT(server_->Resume(), ::rangefs::IsOk());
 }
 
 TEST_F(NfsNodeTest, KilledAndRestartedServerIsUsedAgain) {
   ASSERT_TRUE(Read(0, 4096).bytes.ok());
-  server_->Kill();
+  ASSERT_THAT(server_->Kill(), ::rangefs::IsOk());
   Result r = Read(0, 4096, false, absl::Seconds(2));
   EXPECT_FALSE(r.bytes.ok());
   EXPECT_LT(r.took, absl::Seconds(3));
-  ASSERT_THAT(server_->Start(), ::rangefs::IsOk());
+  ASSERT_THAT(server_->Restart(), ::rangefs::IsOk());
   // Within the mount retry gap a read may still fail fast; then it mounts.
   absl::StatusOr<std::string> got = absl::UnknownError("never read");
   for (int i = 0; i < 50 && !got.ok(); ++i) {
