@@ -1,9 +1,10 @@
 // NfsNode and its connections against a real nfs-ganesha (userspace NFS
 // server, NFSv4 on loopback, no rpcbind): byte-exact reads at edge sizes,
 // sidecar verification, a server stopped mid-read (the request's own
-// deadline), killed and restarted (the context rebuilt), an export that is
-// gone. (A file replaced behind a cached handle is not stale here: ganesha
-// keeps the old inode open and serves its bytes, as an open file would.)
+// deadline), killed and restarted (the context rebuilt), paused past its
+// NFSv4 lease (a new context), an export that is gone. (A file replaced behind
+// a cached handle is not stale here: ganesha keeps the old inode open and
+// serves its bytes, as an open file would.)
 #include "client_lib/internal/nfs_node.h"
 
 #include <signal.h>
@@ -244,6 +245,30 @@ TEST_F(NfsNodeTest, KilledAndRestartedServerIsUsedAgain) {
   ASSERT_TRUE(got.ok()) << got.status();
   EXPECT_TRUE(*got == data_.substr(4096, 8192));
   EXPECT_GE(node_->mounts(), 2);
+}
+
+// NFSv4: a server paused longer than its lease forgets the client; the
+// old context fails its next read and is torn down, and the one after it
+// mounts a new context (a new client) and succeeds.
+TEST_F(NfsNodeTest, LeaseLostWhilePausedIsANewContext) {
+  node_->Stop();
+  for (std::thread& t : threads_) t.join();
+  threads_.clear();
+  server_.reset();
+  auto server = testing::GaneshaServer::Start(
+      {.export_dir = export_dir_, .version = "4.1", .lease_lifetime_s = 2});
+  ASSERT_THAT(server, ::rangefs::IsOk());
+  server_ = std::move(*server);
+  Connect(server_->url());
+  ASSERT_TRUE(Read(0, 4096).bytes.ok());
+  ASSERT_THAT(server_->Pause(), ::rangefs::IsOk());
+  absl::SleepFor(absl::Seconds(5));  // the lease (2 s) runs out: the fault
+  ASSERT_THAT(server_->Resume(), ::rangefs::IsOk());
+  absl::StatusOr<std::string> got = absl::UnknownError("never read");
+  for (int i = 0; i < 3 && !got.ok(); ++i) got = Read(8192, 4096).bytes;
+  ASSERT_TRUE(got.ok()) << got.status();
+  EXPECT_TRUE(*got == data_.substr(8192, 4096));
+  EXPECT_EQ(node_->mounts(), 2);  // the expired one, then a new one
 }
 
 TEST_F(NfsNodeTest, MissingExportIsAClearError) {
