@@ -4,10 +4,11 @@
 // attempts and either worker threads (blocking pread through ReadOnlyFs, or
 // agent reads) or one io_uring ring thread (node_ring.cc); small reads may
 // run on a calling thread's borrowed ring. It schedules reads of the node's
-// mount (MountReader: planning, sidecar CRC verification) or its agent
-// (AgentReader), decides between them, accounts each outcome and hands it
-// to the attempt's call through the completion interface (AttemptSink,
-// call.h): it never touches a call's state itself.
+// mount (MountReader: planning, sidecar CRC verification), its NFS export
+// (NfsNode: libnfs in userspace, its own event-loop threads; nfs_path.cc)
+// or its agent (AgentReader), decides between them, accounts each outcome
+// and hands it to the attempt's call through the completion interface
+// (AttemptSink, call.h): it never touches a call's state itself.
 #ifndef RANGEFS_CLIENT_LIB_INTERNAL_NODE_RUNTIME_H_
 #define RANGEFS_CLIENT_LIB_INTERNAL_NODE_RUNTIME_H_
 
