@@ -26,9 +26,23 @@ enum class DataPath {
   kMount,
   // The node agent's gRPC ReadRange over TCP (NodeRecord.addresses).
   kAgent,
-  // The mount when its directory exists and reads from it succeed; else the
-  // agent. A failed mount is re-checked every `mount_recheck_interval`.
+  // The mount when its directory exists and reads from it succeed (this
+  // host's own node: its export directory); else the node's NFS export
+  // through the library's own userspace NFS client, when its record names
+  // one; else the agent. A failed mount is re-checked every
+  // `mount_recheck_interval`.
   kAuto,
+  // The node's NFS export (NodeRecord's nfs://host[:port]/export, NFSv3 or
+  // v4) read in userspace with libnfs, no kernel mount: each node gets
+  // `nfs_connections_per_node` connections, each driven by an event loop
+  // of its own, and every request carries the library's deadline (at most
+  // `attempt_timeout`): a server that does not answer fails it
+  // DEADLINE_EXCEEDED, and the node is judged like a hung mount (stall
+  // delay, dead-node table, hedges to other replicas); its connection is
+  // torn down and mounted again for the next read. Verification reads the
+  // sidecars over NFS. A node whose record has no NFS export, or a
+  // malformed one (logged), reads its agent.
+  kNfs,
 };
 
 enum class VerifyMode {
@@ -116,6 +130,9 @@ struct ClientOptions {
   // Reads in flight per node on the node's ring (the per-node cap there),
   // and per call on a borrowed ring.
   int io_uring_depth = 32;
+  // NFS data path: connections (libnfs contexts, one event-loop thread
+  // each) per node; a read goes to the least loaded. 1..64.
+  int nfs_connections_per_node = 1;
   // The mount health file written by rangefs-mountd (client_lib/mountd/
   // mount_status.h); "" = <mount_root>/.rangefs-mounts, "-" = not read. It
   // is re-read every `mount_recheck_interval`. While it exists and is newer

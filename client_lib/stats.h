@@ -37,6 +37,9 @@ struct NodeStats {
   uint64_t mount_reads = 0;  // attempts over the mount path
   uint64_t agent_reads = 0;  // attempts over the agent path
   uint64_t uring_reads = 0;  // mount attempts that went through io_uring
+  // Attempts over the node's NFS export (DataPath::kNfs, or kAuto without
+  // a usable mount), in userspace.
+  uint64_t nfs_reads = 0;
   // Of those, small reads the calling thread submitted and reaped on a ring
   // of its own (no hand-off to the node's ring thread).
   uint64_t caller_reads = 0;

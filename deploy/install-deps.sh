@@ -11,6 +11,9 @@ PACKAGES=(
   libcli11-dev nlohmann-json3-dev libbenchmark-dev
   # erasure coding (ec/): Intel ISA-L's Reed-Solomon kernels
   libisal-dev
+  # the client library's userspace NFS data path (libnfs); nfs-cat for the
+  # NFS benchmark's baseline
+  libnfs-dev libnfs-utils
   # clang: the thread-safety analysis build (--config=tsa)
   clang
   # the Python package (python/): pybind11 and CPython's headers; the test

@@ -36,6 +36,9 @@ _LIBS = {
     # Intel ISA-L (libisal-dev): the Reed-Solomon kernels of ec/isal_codec.
     # Headers in /usr/include/isa-l/ (no -I: included as "isa-l/...").
     "isal": ["libisal"],
+    # libnfs (libnfs-dev 4.0): the client library's userspace NFS data path
+    # (client_lib/internal/nfs_*). Headers in /usr/include/nfsc/.
+    "nfs": ["libnfs"],
     # The rangefs Python extension (python/): CPython's headers (module
     # `python3`, not `python3-embed`: an extension does not link libpython).
     # pybind11's headers (Debian python3-pybind11 -> pybind11-dev) are in

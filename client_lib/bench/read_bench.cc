@@ -1,6 +1,8 @@
 // read_bench: measures the rangefs client's mount data path on local object
 // files, for comparison with fio on the same files (bench/read_bench.py
-// runs both and prints ratios).
+// runs both and prints ratios); with --nfs=URL, its `nfs` data path on the
+// same files served by an NFS server (node i's export: URL/n<i>), for
+// comparison with nfs-cat and tests/bench/nfs_async_read.
 //
 //   read_bench --dir=D --mode=prepare --nodes=4 --size_mb=256
 //   read_bench --dir=D --mode=seq [--o_direct] [--chunk_mb=16]
@@ -44,6 +46,10 @@ ABSL_FLAG(double, seconds, 5, "rand: run time.");
 ABSL_FLAG(int, inflight_per_node, 8, "ClientOptions::max_inflight_per_node.");
 ABSL_FLAG(int, max_io_kb, 1024, "ClientOptions::max_io_size (KiB).");
 ABSL_FLAG(bool, single_flight, true, "ClientOptions::single_flight.");
+ABSL_FLAG(std::string, nfs, "",
+          "data_path=nfs: node i's export is <nfs>/n<i> (e.g. "
+          "nfs://127.0.0.1:2049/srv/bench), NFSv4");
+ABSL_FLAG(int, nfs_connections, 1, "ClientOptions::nfs_connections_per_node.");
 
 namespace rangefs {
 namespace {
@@ -102,6 +108,15 @@ int Run() {
     r.add_addresses("127.0.0.1:1");
     r.set_export_path(absl::StrCat(dir, "/n", i));
     if (!store->AddNode(r).ok()) return 1;
+    if (!absl::GetFlag(FLAGS_nfs).empty()) {
+      v1::LiveRecord live;
+      live.set_node_id(r.id());
+      live.set_health(v1::LiveRecord::HEALTHY);
+      live.mutable_nfs_export()->set_url(
+          absl::StrCat(absl::GetFlag(FLAGS_nfs), "/n", i));
+      live.mutable_nfs_export()->set_version("4");
+      if (!store->PutLive(live, 0).ok()) return 1;
+    }
     auto* rep = l.mutable_striped()->add_targets()->add_replicas();
     rep->set_node_id(r.id());
     rep->set_object("obj");
@@ -114,7 +129,9 @@ int Run() {
   ClientTestHooks hooks;
   hooks.kv = &kv;
   o.mount_root = dir;
-  o.data_path = DataPath::kMount;
+  o.data_path =
+      absl::GetFlag(FLAGS_nfs).empty() ? DataPath::kMount : DataPath::kNfs;
+  o.nfs_connections_per_node = absl::GetFlag(FLAGS_nfs_connections);
   o.o_direct = absl::GetFlag(FLAGS_o_direct);
   o.max_inflight_per_node = absl::GetFlag(FLAGS_inflight_per_node);
   o.max_io_size = static_cast<size_t>(absl::GetFlag(FLAGS_max_io_kb)) << 10;

@@ -18,7 +18,8 @@ namespace client_internal {
 bool NodeRuntime::MayReadCached(const Attempt* a) {
   const ClientOptions& o = client_->options();
   if (!o.page_cache_reads || o.o_direct || o.data_path == DataPath::kAgent ||
-      mount_down() || !caller_ok_.load(std::memory_order_relaxed)) {
+      o.data_path == DataPath::kNfs || mount_down() ||
+      !caller_ok_.load(std::memory_order_relaxed)) {
     return false;
   }
   if (o.data_path == DataPath::kAuto &&

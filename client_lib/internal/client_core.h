@@ -49,7 +49,8 @@ class ClientCore {
   // Whether nodes' mount reads go through io_uring (see options.h).
   bool RingWanted() const {
     return options_.io_uring && own_fs_ != nullptr &&
-           options_.data_path != DataPath::kAgent;
+           options_.data_path != DataPath::kAgent &&
+           options_.data_path != DataPath::kNfs;
   }
 
  private:

@@ -133,12 +133,18 @@ absl::Status ClientImpl::Init() {
   if (o.io_uring_depth < 1) {
     return absl::InvalidArgumentError("io_uring_depth must be >= 1");
   }
+  if (o.nfs_connections_per_node < 1 || o.nfs_connections_per_node > 64) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("nfs_connections_per_node must be in 1..64, not ",
+                     o.nfs_connections_per_node));
+  }
   if (o.verify == VerifyMode::kSampled && o.verify_sample_every < 1) {
     return absl::InvalidArgumentError("verify_sample_every must be >= 1");
   }
   RANGEFS_ASSIGN_OR_RETURN(policy_, lb::NewPolicy(o.lb_policy));
   if (o.local_node.empty()) local_hosts_ = LocalInterfaceHosts();
-  if (o.mount_status_file != "-" && o.data_path != DataPath::kAgent) {
+  if (o.mount_status_file != "-" && o.data_path != DataPath::kAgent &&
+      o.data_path != DataPath::kNfs) {
     status_path_ = o.mount_status_file.empty()
                        ? absl::StrCat(o.mount_root, "/.rangefs-mounts")
                        : o.mount_status_file;
@@ -478,6 +484,7 @@ ClientStats ClientImpl::Stats() {
     ns.mount_reads = c.mount_reads.load();
     ns.agent_reads = c.agent_reads.load();
     ns.uring_reads = c.uring_reads.load();
+    ns.nfs_reads = c.nfs_reads.load();
     ns.caller_reads = c.caller_reads.load();
     ns.in_place_reads = c.in_place_reads.load();
     ns.cached_reads = c.cached_reads.load();

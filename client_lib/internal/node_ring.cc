@@ -158,7 +158,11 @@ bool NodeRuntime::RingStart(Task t) {
                       std::memory_order_release);
   std::optional<bool> mount = UseMount(dir);
   if (!mount.has_value()) return false;
-  if (!*mount) {  // kAuto without a usable mount: the agent
+  if (!*mount) {  // kAuto without a usable mount: NFS, else the agent
+    if (std::shared_ptr<NfsNode> nfs = this->nfs()) {
+      StartNfs(nfs, std::move(t), t0);
+      return true;
+    }
     a->started_ns.store(0, std::memory_order_release);
     absl::MutexLock l(&qmu_);
     SubmitPoolLocked(std::move(t));
@@ -215,7 +219,7 @@ bool NodeRuntime::StartOnCaller(Task& t, ReadRing& ring, char* into,
                                 bool* landed) {
   if (ring.free_slots() == 0) return false;
   const DataPath mode = client_->options().data_path;
-  if (mode == DataPath::kAgent || mount_down() ||
+  if (mode == DataPath::kAgent || mode == DataPath::kNfs || mount_down() ||
       !caller_ok_.load(std::memory_order_relaxed) ||
       (mode == DataPath::kAuto &&
        mount_state_.load(std::memory_order_relaxed) != 1)) {

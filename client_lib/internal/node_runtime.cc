@@ -16,6 +16,14 @@ namespace rangefs {
 namespace client_internal {
 
 void NodeRuntime::Submit(absl::Span<Task> tasks) {
+  if (client_->options().data_path == DataPath::kNfs) {
+    // Forced NFS: straight to the node's NFS connections, no hand-off to a
+    // thread of ours; a node without a usable export reads its agent.
+    if (std::shared_ptr<NfsNode> nfs = this->nfs()) {
+      for (Task& t : tasks) StartNfs(nfs, std::move(t));
+      return;
+    }
+  }
   bool wake = false;
   {
     absl::MutexLock l(&qmu_);
@@ -61,6 +69,11 @@ NodeRuntime::~NodeRuntime() {
 }
 
 void NodeRuntime::BeginStop() {
+  {
+    absl::MutexLock l(&nfs_mu_);
+    nfs_stopped_ = true;
+    if (nfs_ != nullptr) nfs_->Stop();  // its loops fail what they hold
+  }
   bool ring;
   {
     absl::MutexLock l(&qmu_);
@@ -89,14 +102,14 @@ void NodeRuntime::WorkerLoop() {
       t = queue_.Pop();
       counters_.queued.fetch_sub(1);
     }
-    if (!Execute(t.attempt, t.call.get(), buf)) return;  // torn down
+    if (!Execute(t, buf)) return;  // torn down
   }
 }
 
 std::optional<bool> NodeRuntime::UseMount(const std::string& dir) {
   DataPath mode = client_->options().data_path;
   if (mode == DataPath::kMount) return true;
-  if (mode == DataPath::kAgent) return false;
+  if (mode == DataPath::kAgent || mode == DataPath::kNfs) return false;
   if (mount_down()) return false;  // rangefs-mountd says so
   int state = mount_state_.load(std::memory_order_relaxed);
   int64_t now = absl::ToUnixNanos(client_->clock()->MonotonicNow());
@@ -157,7 +170,9 @@ void NodeRuntime::CancelQueued(Attempt* a, AttemptSink* b) {
   client_->global_inflight().fetch_sub(1);
 }
 
-bool NodeRuntime::Execute(Attempt* a, AttemptSink* b, WorkerBuffer& buf) {
+bool NodeRuntime::Execute(Task& t, WorkerBuffer& buf) {
+  Attempt* a = t.attempt;
+  AttemptSink* b = t.call.get();
   if (b->Ended()) {
     CancelQueued(a, b);
     return true;
@@ -192,6 +207,11 @@ bool NodeRuntime::Execute(Attempt* a, AttemptSink* b, WorkerBuffer& buf) {
     }
   }
   if (!*mount) {
+    // No usable mount: the node's NFS export if it has one, else its agent.
+    if (std::shared_ptr<NfsNode> nfs = this->nfs()) {
+      StartNfs(nfs, std::move(t), t0);
+      return true;
+    }
     counters_.agent_reads.fetch_add(1);
     // In place: the agent's bytes go straight into the caller's buffer.
     char* dst = client_->options().in_place_reads ? b->Land(a) : nullptr;

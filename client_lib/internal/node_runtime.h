@@ -4,10 +4,11 @@
 // attempts and either worker threads (blocking pread through ReadOnlyFs, or
 // agent reads) or one io_uring ring thread (node_ring.cc); small reads may
 // run on a calling thread's borrowed ring. It schedules reads of the node's
-// mount (MountReader: planning, sidecar CRC verification) or its agent
-// (AgentReader), decides between them, accounts each outcome and hands it
-// to the attempt's call through the completion interface (AttemptSink,
-// call.h): it never touches a call's state itself.
+// mount (MountReader: planning, sidecar CRC verification), its NFS export
+// (NfsNode: libnfs in userspace, its own event-loop threads; nfs_path.cc)
+// or its agent (AgentReader), decides between them, accounts each outcome
+// and hands it to the attempt's call through the completion interface
+// (AttemptSink, call.h): it never touches a call's state itself.
 #ifndef RANGEFS_CLIENT_LIB_INTERNAL_NODE_RUNTIME_H_
 #define RANGEFS_CLIENT_LIB_INTERNAL_NODE_RUNTIME_H_
 
@@ -34,6 +35,7 @@
 #include "client_lib/internal/call.h"
 #include "client_lib/internal/client_core.h"
 #include "client_lib/internal/mount_reader.h"
+#include "client_lib/internal/nfs_node.h"
 #include "client_lib/internal/read_ring.h"
 #include "client_lib/io_threads.h"
 #include "loadbalancer/latency_tracker.h"
@@ -128,8 +130,8 @@ class TaskQueue {
 struct NodeCounters {
   std::atomic<uint64_t> bytes{0}, requests{0}, errors{0}, timeouts{0},
       stalls{0}, moved{0}, checksum_failures{0}, mount_reads{0}, agent_reads{0},
-      uring_reads{0}, caller_reads{0}, in_place_reads{0}, cached_reads{0},
-      ec_helper_reads{0};
+      uring_reads{0}, nfs_reads{0}, caller_reads{0}, in_place_reads{0},
+      cached_reads{0}, ec_helper_reads{0};
   std::atomic<int64_t> inflight{0}, outstanding_bytes{0};
   // Of `inflight`: attempts in the node's queue (handed to it by Submit),
   // not yet taken by one of its threads.
@@ -221,6 +223,14 @@ class NodeRuntime : public std::enable_shared_from_this<NodeRuntime> {
                                         : r.mount_path();
     mount_gen_.store(NewMountGen(), std::memory_order_release);
   }
+  // The node's NFS export from its live record, for the `nfs` data path
+  // (nfs_path.cc), after the record gate: an invalid one arrives with url
+  // and version empty and the reason in `refused` (logged once). Empty
+  // url: the node publishes none (its agent is read).
+  void SetNfsExport(const v1::NfsExport& e);
+  // The node's NFS export, if it has a usable one and the data path may
+  // use it (kNfs, or kAuto without a usable mount); else null.
+  std::shared_ptr<NfsNode> nfs();
   void SetDefaultMount(const std::string& mount_root) {
     absl::MutexLock l(&mu_);
     if (mount_dir_.empty()) {
@@ -330,8 +340,14 @@ class NodeRuntime : public std::enable_shared_from_this<NodeRuntime> {
   template <typename F>
   auto Blocking(F&& call) -> std::optional<decltype(call())>;
   void WorkerLoop();
-  // Runs one attempt; false if the client was torn down meanwhile.
-  bool Execute(Attempt* a, AttemptSink* b, WorkerBuffer& buf);
+  // Runs one attempt (or hands it to the node's NFS connections); false if
+  // the client was torn down meanwhile.
+  bool Execute(Task& t, WorkerBuffer& buf);
+  // Hands `t` to the node's NFS export `nfs` (nfs_path.cc): the read
+  // runs on an NFS connection's thread, which finishes the attempt. `t0`:
+  // when the attempt started (InfinitePast: now).
+  void StartNfs(const std::shared_ptr<NfsNode>& nfs, Task t,
+                absl::Time t0 = absl::InfinitePast());
   // Ends an attempt whose batch closed before it started.
   void CancelQueued(Attempt* a, AttemptSink* b);
   // The counting of `count` ended attempts of this node (any outcome;
@@ -408,6 +424,16 @@ class NodeRuntime : public std::enable_shared_from_this<NodeRuntime> {
   std::atomic<bool> local_{false};
   // Callers may read this node on their rings (no RWF_NOWAIT refusal yet).
   std::atomic<bool> caller_ok_{true};
+
+  // The NFS export (nfs_path.cc); its loops' threads start with its first
+  // read.
+  absl::Mutex nfs_mu_;
+  std::string nfs_url_ ABSL_GUARDED_BY(nfs_mu_);
+  std::string nfs_version_ ABSL_GUARDED_BY(nfs_mu_);
+  std::string nfs_refused_ ABSL_GUARDED_BY(nfs_mu_);
+  std::shared_ptr<NfsNode> nfs_ ABSL_GUARDED_BY(nfs_mu_);
+  bool nfs_started_ ABSL_GUARDED_BY(nfs_mu_) = false;
+  bool nfs_stopped_ ABSL_GUARDED_BY(nfs_mu_) = false;
 
   // The worker threads and the ring thread.
   IoThreads threads_;

@@ -50,9 +50,11 @@ absl::Status SetDataPath(ClientOptions& o, py::handle v) {
     o.data_path = DataPath::kMount;
   } else if (s == "agent") {
     o.data_path = DataPath::kAgent;
+  } else if (s == "nfs") {
+    o.data_path = DataPath::kNfs;
   } else {
     return absl::InvalidArgumentError(
-        absl::StrCat("'", s, "' (auto, mount or agent)"));
+        absl::StrCat("'", s, "' (auto, mount, agent or nfs)"));
   }
   return absl::OkStatus();
 }
@@ -92,6 +94,8 @@ const std::map<std::string, Setter>& Setters() {
        Seconds(&ClientOptions::mount_recheck_interval)},
       {"io_uring", Field(&ClientOptions::io_uring)},
       {"io_uring_depth", Field(&ClientOptions::io_uring_depth)},
+      {"nfs_connections_per_node",
+       Field(&ClientOptions::nfs_connections_per_node)},
       {"page_cache_reads", Field(&ClientOptions::page_cache_reads)},
       {"in_place_reads", Field(&ClientOptions::in_place_reads)},
       {"mount_status_file", Field(&ClientOptions::mount_status_file)},

@@ -3,7 +3,7 @@
 //   rangefs-bench --etcd=HOST:PORT --cluster=C --workload=scan|lookup|mixed
 //                 [--threads=8] [--duration_s=10] [--warmup_s=0] [--once]
 //                 [--dir=/]
-//                 [--data_path=auto|mount|agent] [--policy=least_loaded]
+//                 [--data_path=auto|mount|agent|nfs] [--policy=least_loaded]
 //                 [--io_size=4M] [--lookup_size=4096] [--batch=32]
 //                 [--max_in_flight=0]
 //                 [--verify_against=LOCAL_DIR] [--timeline=FILE] [--json]
@@ -78,7 +78,7 @@ ABSL_FLAG(std::string, config, "",
 ABSL_FLAG(std::string, etcd, "127.0.0.1:2379", "etcd endpoints");
 ABSL_FLAG(std::string, cluster, "default", "rangefs cluster name");
 ABSL_FLAG(std::string, mount_root, "/mnt/rangefs", "client mount root");
-ABSL_FLAG(std::string, data_path, "auto", "auto | mount | agent");
+ABSL_FLAG(std::string, data_path, "auto", "auto | mount | agent | nfs");
 ABSL_FLAG(std::string, policy, "least_loaded", "load-balancing policy");
 ABSL_FLAG(std::string, workload, "scan", "scan | lookup | mixed");
 ABSL_FLAG(std::string, api, "",
@@ -137,6 +137,8 @@ ABSL_FLAG(bool, in_place_reads, true,
           "small mount reads on the caller's ring and agent reads land in "
           "the caller's buffer itself (ClientOptions::in_place_reads)");
 ABSL_FLAG(int, io_uring_depth, 32, "io_uring: reads in flight per node");
+ABSL_FLAG(int, nfs_connections_per_node, 1,
+          "data_path=nfs: NFS connections (one event loop each) per node");
 ABSL_FLAG(std::string, max_io_size, "1M", "largest physical read");
 ABSL_FLAG(double, teardown_timeout_s, 1,
           "ClientOptions::teardown_timeout: the longest the Client's "
@@ -224,6 +226,7 @@ class Verifier {
 // rows measure the library's defaults.
 constexpr const char* kTuningFlags[] = {"workload",
                                         "data_path",
+                                        "nfs_connections_per_node",
                                         "policy",
                                         "prefetch",
                                         "zero_copy",
@@ -368,7 +371,9 @@ int main(int argc, char** argv) {
     std::string dp = absl::GetFlag(FLAGS_data_path);
     o.data_path = dp == "mount"   ? rangefs::DataPath::kMount
                   : dp == "agent" ? rangefs::DataPath::kAgent
+                  : dp == "nfs"   ? rangefs::DataPath::kNfs
                                   : rangefs::DataPath::kAuto;
+    o.nfs_connections_per_node = absl::GetFlag(FLAGS_nfs_connections_per_node);
     std::string vm = absl::GetFlag(FLAGS_verify);
     o.verify = vm == "full"      ? rangefs::VerifyMode::kFull
                : vm == "sampled" ? rangefs::VerifyMode::kSampled

@@ -51,6 +51,9 @@
 # healthy scan vs the plain stripe, scan with a data node dead vs healthy,
 # 4 KiB random reads' p99 and extra bytes with a data node hung (OUT/part_e.md).
 # With --quick only when named in --only (not in the smoke test).
+# Part U (tests/bench/part_u.sh; only when --only names it): the library's
+# userspace NFS data path (data_path=nfs) against plain libnfs readers
+# (nfs_async_read, nfs-cat) of the same objects behind one nfs-ganesha.
 # Part R (tests/bench/part_r.sh; only when --only names it): rangefs-keeper
 # rebuilding the erasure-coded columns of a node killed for good, against
 # copying the same bytes.
@@ -58,7 +61,7 @@
 # converting 2-replica files to RS(6,3) under a storage policy (parity
 # only), against copying the same bytes, and a scan during the conversion
 # at the default throttle against none.
-# --only=A,B,...: those parts only (a comma list of A, B, C, D, E, H, K, M, N, R). NODE_FLAGS="..." (environment): extra rangefs-node
+# --only=A,B,...: those parts only (a comma list of A, B, C, D, E, H, K, M, N, R, U). NODE_FLAGS="..." (environment): extra rangefs-node
 # flags for part B's agents, e.g. --data_listen=off (gRPC reads only).
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
@@ -78,8 +81,8 @@ for a in "$@"; do
     --bin=*) BIN=${a#*=} ;;
     --only=*)
       ONLY=${a#*=}
-      if ! [[ "$ONLY" =~ ^[ABCDEHKMNR](,[ABCDEHKMNR])*$ ]]; then
-        echo "bench: --only=$ONLY: a comma list of parts A, B, C, D, E, H, K, M, N, R" >&2; exit 2
+      if ! [[ "$ONLY" =~ ^[ABCDEHKMNRU](,[ABCDEHKMNRU])*$ ]]; then
+        echo "bench: --only=$ONLY: a comma list of parts A, B, C, D, E, H, K, M, N, R, U" >&2; exit 2
       fi ;;
     -h|--help) sed -n "2,$(grep -n -m1 '^[^#]' "$0" | cut -d: -f1)p" "$0" | grep '^#'; exit 0 ;;
     *) echo "bench: unknown argument $a" >&2; exit 2 ;;
@@ -150,13 +153,15 @@ if [ -z "$BIN" ]; then
   TARGETS=(//storage_node:rangefs-node //admin:rangefs-admin //tests/bench:rangefs-bench
            //client_lib:blocking_fuse //mount:rangefs-mount //tests/bench:null_fuse
            //tests/bench:sendfile_stream //keeper:rangefs-keeper
-           //namespace/bench:namespace_bench //python:rangefs/_rangefs.so)
+           //namespace/bench:namespace_bench //python:rangefs/_rangefs.so
+           //client_lib:read_bench //tests/bench:nfs_async_read)
   bazel build --symlink_prefix=/ -c opt --noshow_progress "${TARGETS[@]}" 2>&1 | grep -E "^ERROR" || true
   BAZEL_BIN=$(bazel info --symlink_prefix=/ -c opt bazel-bin 2>/dev/null)
   BIN="$WORK/bin"; mkdir -p "$BIN"
   for b in storage_node/rangefs-node admin/rangefs-admin tests/bench/rangefs-bench \
            client_lib/blocking_fuse mount/rangefs-mount tests/bench/null_fuse \
-           tests/bench/sendfile_stream namespace/bench/namespace_bench; do
+           tests/bench/sendfile_stream namespace/bench/namespace_bench \
+           client_lib/read_bench tests/bench/nfs_async_read; do
     cp "$BAZEL_BIN/$b" "$BIN/"
   done
   cp "$BAZEL_BIN/python/rangefs/_rangefs.so" "$BIN/"  # part D's Python rows
@@ -371,6 +376,12 @@ if part K; then
   else
     echo "bench: no $BIN/keeper/rangefs-keeper: part K skipped" | tee -a "$OUT/report.md"
   fi
+fi
+
+# ---------------------------------------------------------------- Part U
+if [[ ",$ONLY," == *",U,"* ]]; then
+  # shellcheck source=tests/bench/part_u.sh
+  source "$ROOT/tests/bench/part_u.sh"
 fi
 
 # ---------------------------------------------------------------- Part R

@@ -1,0 +1,183 @@
+#include "client_lib/internal/nfs_node.h"
+
+#include <algorithm>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
+#include "client_lib/internal/mount_reader.h"
+#include "storage_node/sidecar_format.h"
+
+namespace rangefs {
+namespace client_internal {
+namespace {
+
+// A sidecar is read whole, at most this much (4 bytes a block: 16 MiB
+// covers objects of 256 GiB at 64 KiB blocks).
+constexpr uint64_t kMaxSidecar = uint64_t{16} << 20;
+
+// The object's path beneath the export, or INVALID_ARGUMENT (layouts are
+// untrusted: no escaping the export).
+absl::StatusOr<std::string> ExportPath(const NfsExport& e,
+                                       const std::string& object) {
+  if (object.empty() || object[0] == '/') {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "object path \"", object, "\" on ", e.Describe(), " is not relative"));
+  }
+  for (absl::string_view part : absl::StrSplit(object, '/')) {
+    if (part == ".." || part == ".") {
+      return absl::InvalidArgumentError(absl::StrCat("object path \"", object,
+                                                     "\" on ", e.Describe(),
+                                                     " has \"", part, "\""));
+    }
+  }
+  return absl::StrCat("/", object);
+}
+
+uint64_t RoundUp(uint64_t n, uint64_t a) { return (n + a - 1) / a * a; }
+
+}  // namespace
+
+absl::StatusOr<std::shared_ptr<NfsNode>> NfsNode::Create(
+    const std::string& node, NfsExport e, int connections) {
+  static std::atomic<uint64_t> seq{0};
+  std::vector<std::shared_ptr<NfsLoop>> loops;
+  for (int i = 0; i < std::max(1, connections); ++i) {
+    absl::StatusOr<std::unique_ptr<NfsLoop>> l = NfsLoop::Create(
+        e, absl::StrCat("rangefs-", getpid(), "-", node, "-", seq++));
+    if (!l.ok()) return l.status();
+    loops.push_back(std::move(*l));
+  }
+  return std::shared_ptr<NfsNode>(new NfsNode(std::move(e), std::move(loops)));
+}
+
+NfsLoop& NfsNode::Pick() const {
+  NfsLoop* best = loops_[0].get();
+  for (const auto& l : loops_) {
+    if (l->load() < best->load()) best = l.get();
+  }
+  return *best;
+}
+
+void NfsNode::Stop() {
+  for (const auto& l : loops_) l->Stop();
+}
+
+int NfsNode::mounts() const {
+  int n = 0;
+  for (const auto& l : loops_) n += l->mounts();
+  return n;
+}
+
+std::shared_ptr<const node::Checksums> NfsNode::CachedSidecar(
+    const std::string& o) {
+  absl::MutexLock l(&mu_);
+  auto it = sidecars_.find(o);
+  return it == sidecars_.end() ? nullptr : it->second;
+}
+
+void NfsNode::Read(NfsPiece p, NfsDone done) {
+  auto piece = std::make_shared<NfsPiece>(std::move(p));
+  if (!piece->verify) {
+    ReadPlanned(std::move(piece), nullptr, std::move(done));
+    return;
+  }
+  std::shared_ptr<const node::Checksums> sums = CachedSidecar(piece->object);
+  if (sums != nullptr) {
+    ReadPlanned(std::move(piece), std::move(sums), std::move(done));
+    return;
+  }
+  absl::StatusOr<std::string> path =
+      ExportPath(export_, node::SidecarPathFor(piece->object));
+  if (!path.ok()) {
+    done(path.status(), nullptr, false);
+    return;
+  }
+  auto r = std::make_unique<NfsRequest>();
+  r->path = std::move(*path);
+  r->length = kMaxSidecar;
+  r->to_eof = true;
+  r->deadline = piece->deadline;
+  r->done = [this, piece, done = std::move(done)](
+                const absl::Status& s, const char* data, size_t n) mutable {
+    if (!s.ok()) {
+      done(s, nullptr, false);
+      return;
+    }
+    absl::StatusOr<node::Checksums> c =
+        node::DecodeSidecar(absl::string_view(data, n));
+    if (!c.ok()) {
+      done(absl::DataLossError(absl::StrCat("sidecar of ", export_.Describe(),
+                                            " ", piece->object, ": ",
+                                            c.status().message())),
+           nullptr, true);
+      return;
+    }
+    auto sums = std::make_shared<const node::Checksums>(std::move(*c));
+    {
+      absl::MutexLock l(&mu_);
+      sidecars_[piece->object] = sums;
+    }
+    ReadPlanned(std::move(piece), std::move(sums), std::move(done));
+  };
+  Pick().Submit(std::move(r));
+}
+
+void NfsNode::ReadPlanned(std::shared_ptr<NfsPiece> p,
+                          std::shared_ptr<const node::Checksums> sums,
+                          NfsDone done) {
+  absl::StatusOr<std::string> path = ExportPath(export_, p->object);
+  if (!path.ok()) {
+    done(path.status(), nullptr, false);
+    return;
+  }
+  // The span to read: the piece, widened to whole sidecar blocks when
+  // verifying (MountReader::Plan's rule, without O_DIRECT).
+  auto plan = std::make_shared<MountPlan>();
+  plan->path = {export_.Describe(), p->object};
+  plan->start = p->offset;
+  plan->end = p->offset + p->length;
+  if (sums != nullptr) {
+    const uint64_t bs = sums->block_size;
+    if (bs == 0) {
+      done(absl::DataLossError(absl::StrCat("sidecar of ", plan->path.full(),
+                                            ": block size 0")),
+           nullptr, true);
+      return;
+    }
+    plan->start = p->offset / bs * bs;
+    plan->end = std::min(RoundUp(p->offset + p->length, bs), sums->object_size);
+    if (plan->end < p->offset + p->length) {
+      done(absl::DataLossError(absl::StrCat(
+               plan->path.full(), " is ", plan->end,
+               " bytes by its sidecar; need up to ", p->offset + p->length)),
+           nullptr, true);
+      return;
+    }
+    plan->sums = std::move(sums);
+  }
+  plan->span = static_cast<size_t>(plan->end - plan->start);
+  plan->alloc = plan->span;
+  plan->lead = static_cast<size_t>(p->offset - plan->start);
+  auto r = std::make_unique<NfsRequest>();
+  r->path = std::move(*path);
+  r->offset = plan->start;
+  r->length = plan->span;
+  r->deadline = p->deadline;
+  r->done = [p, plan, done = std::move(done)](const absl::Status& s,
+                                              const char* data, size_t n) {
+    if (!s.ok()) {
+      done(s, nullptr, false);
+      return;
+    }
+    bool checksum_failure = false;
+    const MountPiece piece{p->object, p->offset, p->length, p->verify};
+    absl::StatusOr<size_t> len =
+        MountReader::Check(piece, *plan, data, n, &checksum_failure);
+    done(len, len.ok() ? data + plan->lead : nullptr, checksum_failure);
+  };
+  Pick().Submit(std::move(r));
+}
+
+}  // namespace client_internal
+}  // namespace rangefs

@@ -1,0 +1,80 @@
+// File: internal/nfs_node.h
+//
+// NfsNode: a storage node's NFS export read in userspace (the `nfs` data
+// path). It spreads reads over its connections (NfsLoop, one thread and
+// one libnfs context each; the least loaded takes the next read), and
+// verifies like the mount path: when verifying, the object's sidecar is
+// read over NFS too (once, then cached), the read widened to whole sidecar
+// blocks, and each block's CRC32C checked (MountReader::Check: DATA_LOSS
+// naming the block). It knows nothing of calls or queues: a read's `done`
+// runs on a connection's thread. Thread-safe.
+#ifndef RANGEFS_CLIENT_LIB_INTERNAL_NFS_NODE_H_
+#define RANGEFS_CLIENT_LIB_INTERNAL_NFS_NODE_H_
+
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/container/flat_hash_map.h"
+#include "absl/status/statusor.h"
+#include "absl/synchronization/mutex.h"
+#include "absl/time/time.h"
+#include "client_lib/internal/nfs_export.h"
+#include "client_lib/internal/nfs_loop.h"
+#include "storage_node/sidecar.h"
+
+namespace rangefs {
+namespace client_internal {
+
+// `length` bytes of `object` (relative to the export) at `offset`.
+struct NfsPiece {
+  std::string object;
+  uint64_t offset = 0;
+  uint64_t length = 0;
+  bool verify = false;
+  absl::Time deadline;  // wall time
+};
+
+// The outcome: r = piece length with the bytes at `out` (valid during the
+// call only), or an error (`checksum_failure`: a CRC mismatch).
+using NfsDone = std::function<void(const absl::StatusOr<size_t>& r,
+                                   const char* out, bool checksum_failure)>;
+
+class NfsNode {
+ public:
+  // `connections` >= 1 loops; their threads are the caller's to run
+  // (loops()).
+  static absl::StatusOr<std::shared_ptr<NfsNode>> Create(
+      const std::string& node, NfsExport e, int connections);
+
+  const NfsExport& nfs_export() const { return export_; }
+  // The loops, each to Run on a thread of its own until Stop.
+  const std::vector<std::shared_ptr<NfsLoop>>& loops() const { return loops_; }
+  void Read(NfsPiece p, NfsDone done);
+  void Stop();
+  // Contexts mounted so far, all connections together.
+  int mounts() const;
+
+ private:
+  NfsNode(NfsExport e, std::vector<std::shared_ptr<NfsLoop>> loops)
+      : export_(std::move(e)), loops_(std::move(loops)) {}
+  NfsLoop& Pick() const;
+  void ReadPlanned(std::shared_ptr<NfsPiece> p,
+                   std::shared_ptr<const node::Checksums> sums, NfsDone done);
+  std::shared_ptr<const node::Checksums> CachedSidecar(const std::string& o);
+
+  const NfsExport export_;
+  const std::vector<std::shared_ptr<NfsLoop>> loops_;
+  absl::Mutex mu_;
+  absl::flat_hash_map<std::string, std::shared_ptr<const node::Checksums>>
+      sidecars_ ABSL_GUARDED_BY(mu_);
+};
+
+}  // namespace client_internal
+}  // namespace rangefs
+
+#endif  // RANGEFS_CLIENT_LIB_INTERNAL_NFS_NODE_H_
