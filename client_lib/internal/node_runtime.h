@@ -247,17 +247,6 @@ class NodeRuntime : public std::enable_shared_from_this<NodeRuntime> {
     absl::MutexLock l(&mu_);
     return mount_dir_;
   }
-  // The node's NFS export from its live record (after the record gate: an
-  // invalid one arrives with url and version empty, the reason in
-  // `refused`). Empty url: the node publishes none.
-  void SetNfsExport(const v1::NfsExport& e) {
-    absl::MutexLock l(&mu_);
-    nfs_export_ = e;
-  }
-  v1::NfsExport nfs_export() {
-    absl::MutexLock l(&mu_);
-    return nfs_export_;
-  }
   // mount_dir() into `*out`, reusing its memory; `*gen`: the version
   // `*out` holds (versions are unique in the process): nothing to do, and
   // no lock, if it is this node's current one.
@@ -405,7 +394,6 @@ class NodeRuntime : public std::enable_shared_from_this<NodeRuntime> {
   absl::Mutex mu_;
   std::vector<std::string> addresses_ ABSL_GUARDED_BY(mu_);
   std::string mount_dir_ ABSL_GUARDED_BY(mu_);
-  v1::NfsExport nfs_export_ ABSL_GUARDED_BY(mu_);
   // Its version, changed (under mu_) with it; 0: never set (then it is
   // empty, as every node's that was never set).
   std::atomic<uint64_t> mount_gen_{0};
