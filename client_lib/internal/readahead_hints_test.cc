@@ -22,7 +22,9 @@ TEST(ReadaheadHintsTest, SequentialStreamHintsAheadInGrowingBoundedWindows) {
     const HintRange h = hints.Observe(off, kMiB, kSize, true);
     if (h.length == 0) {
       // Between hints, what was hinted stays at least half a window ahead.
-      if (off > kMiB) EXPECT_GT(hinted_end, off + kMiB) << off;
+      if (off > kMiB) {
+        EXPECT_GT(hinted_end, off + kMiB) << off;
+      }
       continue;
     }
     // Contiguous with the last hint (or the reader's end), never behind
