@@ -222,6 +222,37 @@ class ClientMountTest : public ::testing::Test {
     return data;
   }
 
+  // "/striped": 4 rows of 1 MiB units over the kNodes columns (column t:
+  // object "col<t>" on node t).
+  static constexpr uint64_t kUnit = 1 << 20;
+  static constexpr uint64_t kColumn = 4 * kUnit;
+  struct Striped {
+    std::string data;
+    std::vector<std::string> objects;  // column t's object file
+  };
+  Striped StripedFile() {
+    Striped out{.data = RandomBytes(kNodes * kColumn)};
+    v1::FileLayout l;
+    l.set_size(out.data.size());
+    l.set_state(v1::READY);
+    auto* s = l.mutable_striped();
+    s->set_stripe_unit(kUnit);
+    for (int t = 0; t < kNodes; ++t) {
+      std::string column;
+      for (uint64_t k = t; k < out.data.size() / kUnit; k += kNodes) {
+        column += out.data.substr(k * kUnit, kUnit);
+      }
+      const std::string obj = absl::StrCat("col", t);
+      PutObject(Node(t), obj, column);
+      out.objects.push_back(absl::StrCat(root_, "/", Node(t), "/", obj));
+      auto* r = s->add_targets()->add_replicas();
+      r->set_node_id(Node(t));
+      r->set_object(obj);
+    }
+    EXPECT_THAT(store_->CreateFile("/striped", l), IsOk());
+    return out;
+  }
+
   // Opens `path` and reads its first bytes, which opens its object on the
   // node's ring thread: later reads may take the page-cache path. Null
   // (with a test failure) on error.
@@ -372,28 +403,9 @@ bool DropCached(const std::string& path, uint64_t size) {
 // touched since the cache was dropped come in ahead of the reader; random
 // reads ask for nothing.
 TEST_F(ClientMountTest, SequentialReadsHintTheColumnsAheadAndRandomOnesDoNot) {
-  constexpr uint64_t kUnit = 1 << 20;
-  constexpr uint64_t kColumn = 4 * kUnit;  // 4 rows
-  const std::string data = RandomBytes(kNodes * kColumn);
-  v1::FileLayout l;
-  l.set_size(data.size());
-  l.set_state(v1::READY);
-  auto* s = l.mutable_striped();
-  s->set_stripe_unit(kUnit);
-  std::vector<std::string> objects;
-  for (int t = 0; t < kNodes; ++t) {
-    std::string column;
-    for (uint64_t k = t; k < data.size() / kUnit; k += kNodes) {
-      column += data.substr(k * kUnit, kUnit);
-    }
-    const std::string obj = absl::StrCat("col", t);
-    PutObject(Node(t), obj, column);
-    objects.push_back(absl::StrCat(root_, "/", Node(t), "/", obj));
-    auto* r = s->add_targets()->add_replicas();
-    r->set_node_id(Node(t));
-    r->set_object(obj);
-  }
-  ASSERT_THAT(store_->CreateFile("/striped", l), IsOk());
+  const Striped striped = StripedFile();
+  const std::string& data = striped.data;
+  const std::vector<std::string>& objects = striped.objects;
   Client* client = OpenClient(Options());
   ASSERT_NE(client, nullptr);
   std::unique_ptr<File> f = OpenWarm(client, "/striped");
@@ -438,6 +450,88 @@ TEST_F(ClientMountTest, SequentialReadsHintTheColumnsAheadAndRandomOnesDoNot) {
         << unit_pages << " pages";
     // Not past the window: row 1 of columns 2, 3 is not asked for.
     EXPECT_EQ(ResidentPages(objects[t], kUnit, kUnit), 0) << "column " << t;
+  }
+}
+
+// Client::ReadV feeds the same hints (HintReadV, file_impl.h): a FUSE
+// mount's concurrent kernel requests, batched into ReadV calls
+// (mount/read_batcher.h) and arriving out of order, count as one
+// sequential stream of the file; random 4 KiB ranges hint nothing.
+TEST_F(ClientMountTest, SequentialReadVHintsTheColumnsAheadAndRandomOnesDoNot) {
+  const Striped striped = StripedFile();
+  const std::string& data = striped.data;
+  const std::vector<std::string>& objects = striped.objects;
+  Client* client = OpenClient(Options());
+  ASSERT_NE(client, nullptr);
+  std::unique_ptr<File> f = OpenWarm(client, "/striped");
+  ASSERT_NE(f, nullptr);
+  std::string all(data.size(), '\0');  // opens every column's object
+  ASSERT_THAT(f->Read(0, absl::MakeSpan(all)), IsOk());
+  auto drop_all = [&] {
+    for (const std::string& o : objects) {
+      if (!DropCached(o, kColumn)) return false;
+    }
+    return true;
+  };
+  if (!drop_all()) GTEST_SKIP() << "the page cache of " << root_ << " stays";
+  // One ReadV of `ranges` (offset, size) of f; checks the bytes.
+  auto read_v = [&](const std::vector<std::pair<uint64_t, size_t>>& ranges) {
+    std::vector<std::string> bufs;
+    std::vector<FileReadRange> v;
+    bufs.reserve(ranges.size());
+    for (const auto& [offset, size] : ranges) {
+      bufs.emplace_back(size, '\0');
+      v.push_back({f.get(), offset, absl::MakeSpan(bufs.back())});
+    }
+    std::vector<absl::StatusOr<size_t>> got = client->ReadV(v);
+    for (size_t i = 0; i < v.size(); ++i) {
+      ASSERT_THAT(got[i], IsOk());
+      EXPECT_TRUE(bufs[i] == data.substr(v[i].offset, bufs[i].size()))
+          << v[i].offset;
+    }
+  };
+
+  // Random: 4 KiB ranges of column 1 (units 1, 5, 9, 13), never adjacent
+  // (even 4 KiB blocks only). A hint after any of them would reach
+  // column 2, which no range reads.
+  constexpr size_t kBlock = 4096;
+  std::vector<uint64_t> blocks;
+  for (uint64_t unit : {1, 5, 9, 13}) {
+    for (uint64_t b = 0; b < kUnit / kBlock; b += 2) {
+      blocks.push_back(unit * kUnit + b * kBlock);
+    }
+  }
+  std::shuffle(blocks.begin(), blocks.end(), gen_);
+  for (int call = 0; call < 4; ++call) {
+    std::vector<std::pair<uint64_t, size_t>> ranges;
+    for (int i = 0; i < 32; ++i)
+      ranges.push_back({blocks[call * 32 + i], kBlock});
+    read_v(ranges);
+  }
+  EXPECT_EQ(ResidentPages(objects[2], 0, kColumn), 0);
+
+  // Sequential: units 0 and 1 (row 0 of columns 0 and 1) in 128 KiB
+  // ranges, shuffled within each of two calls, as the kernel's readahead
+  // requests come. The hints run ahead over row 0 of columns 2 and 3,
+  // which no range reads, and stop short of their row 1.
+  ASSERT_TRUE(drop_all());
+  constexpr size_t kRequest = 128 << 10;
+  for (uint64_t unit : {0, 1}) {
+    std::vector<std::pair<uint64_t, size_t>> ranges;
+    for (uint64_t at = 0; at < kUnit; at += kRequest) {
+      ranges.push_back({unit * kUnit + at, kRequest});
+    }
+    std::shuffle(ranges.begin(), ranges.end(), gen_);
+    read_v(ranges);
+  }
+  const int64_t unit_pages = kUnit / sysconf(_SC_PAGESIZE);
+  for (int t : {2, 3}) {
+    EXPECT_TRUE(Eventually([&] {
+      return ResidentPages(objects[t], 0, kUnit) == unit_pages;
+    })) << "column "
+        << t << ": " << ResidentPages(objects[t], 0, kUnit) << " of "
+        << unit_pages << " pages";
+    EXPECT_EQ(ResidentPages(objects[t], 2 * kUnit, kUnit), 0) << "column " << t;
   }
 }
 

@@ -418,7 +418,10 @@ std::vector<absl::StatusOr<size_t>> ClientImpl::ReadV(
     }
     reqs.push_back({f, r.offset, r.dst});
   }
-  return Execute(reqs, options);
+  CallReport report;
+  std::vector<absl::StatusOr<size_t>> out = Execute(reqs, options, &report);
+  HintReadV(reqs, out, report);
+  return out;
 }
 
 ClientStats ClientImpl::Stats() {

@@ -70,6 +70,16 @@ class FileHost {
   }
 };
 
+// Feeds the ranges a ReadV call read into their files' readahead hints
+// (FileImpl::Hint), in offset order per file, so that adjacent ranges of
+// one call (a FUSE mount's concurrent kernel requests, batched by
+// mount/read_batcher.h) continue one sequential stream; random ranges
+// start streams that hint nothing. `waited`: the call copied fewer bytes
+// from the page cache than it read (hint_ahead.cc).
+void HintReadV(absl::Span<const Request> reqs,
+               absl::Span<const absl::StatusOr<size_t>> results,
+               const CallReport& report);
+
 class FileImpl : public File {
  public:
   FileImpl(FileHost* client, std::shared_ptr<const ns::CachedLayout> l,
@@ -122,7 +132,11 @@ class FileImpl : public File {
     std::vector<Request> reqs;
     reqs.reserve(ranges.size());
     for (const ReadRange& r : ranges) reqs.push_back({this, r.offset, r.dst});
-    return client_->Execute(reqs, options);
+    CallReport report;
+    std::vector<absl::StatusOr<size_t>> out =
+        client_->Execute(reqs, options, &report);
+    HintReadV(reqs, out, report);
+    return out;
   }
 
   absl::StatusOr<std::vector<ObjectSpan>> LocalSpans(uint64_t offset,
@@ -167,7 +181,6 @@ class FileImpl : public File {
     return *now;
   }
 
- private:
   // Hints the bytes ahead of a sequential reader whose call read `n` bytes
   // at `offset`, `waited` for some (readahead_hints.h).
   void Hint(uint64_t offset, size_t n, bool waited) {
@@ -181,6 +194,7 @@ class FileImpl : public File {
     client_->HintAhead(*l, h);
   }
 
+ private:
   FileHost* const client_;
   const std::string path_;
   const bool pinned_;

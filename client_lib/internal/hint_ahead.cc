@@ -6,8 +6,11 @@
 // calling thread (cached_read.cc): one copy per byte, as a plain pread has.
 #include <fcntl.h>
 
+#include <algorithm>
+#include <functional>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "client_lib/internal/client_impl.h"
 #include "client_lib/internal/node_runtime.h"
@@ -37,6 +40,28 @@ bool NodeRuntime::WillNeed(const std::string& object, uint64_t offset,
     return false;
   }
   return true;
+}
+
+void HintReadV(absl::Span<const Request> reqs,
+               absl::Span<const absl::StatusOr<size_t>> results,
+               const CallReport& report) {
+  std::vector<size_t> done;
+  uint64_t read = 0;
+  for (size_t i = 0; i < reqs.size(); ++i) {
+    if (reqs[i].file == nullptr || !results[i].ok() || *results[i] == 0) {
+      continue;
+    }
+    done.push_back(i);
+    read += *results[i];
+  }
+  const bool waited = report.cached_bytes < read;
+  std::sort(done.begin(), done.end(), [&](size_t a, size_t b) {
+    const Request& x = reqs[a];
+    const Request& y = reqs[b];
+    if (x.file != y.file) return std::less<const FileImpl*>()(x.file, y.file);
+    return x.offset < y.offset;
+  });
+  for (size_t i : done) reqs[i].file->Hint(reqs[i].offset, *results[i], waited);
 }
 
 void ClientImpl::HintAhead(const ns::CachedLayout& layout, HintRange r) {

@@ -19,7 +19,7 @@ src="$TEST_SRCDIR/$TEST_WORKSPACE/deploy/systemd"
 tmp=$(mktemp -d "${TEST_TMPDIR:-/tmp}/units.XXXXXX")
 trap 'rm -rf "$tmp"' EXIT
 mkdir -p "$tmp/bin" "$tmp/units"
-for b in etcd rangefs-node rangefs-mountd rangefs-mount rangefs-keeper; do
+for b in etcd rangefs-node rangefs-mountd rangefs-mount rangefs-keeper rangefs-raise-pipe-max; do
   printf '#!/bin/sh\nexit 0\n' >"$tmp/bin/$b"
   chmod +x "$tmp/bin/$b"
 done
