@@ -79,6 +79,9 @@ std::string FormatPrometheus(const ClientStats& s) {
       {"node_moved_total", &NodeStats::moved},
       {"node_checksum_failures_total", &NodeStats::checksum_failures},
       {"node_ec_helper_reads_total", &NodeStats::ec_helper_reads},
+      {"node_mount_reads_total", &NodeStats::mount_reads},
+      {"node_agent_reads_total", &NodeStats::agent_reads},
+      {"node_nfs_reads_total", &NodeStats::nfs_reads},
   };
   for (const NodeMetric& m : metrics) {
     w.Family(m.name, MetricType::kCounter);

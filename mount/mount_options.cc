@@ -27,7 +27,7 @@ constexpr char kUsage[] =
     "Every --key=value may also be given as -o key=value. Keys:\n"
     "  etcd (etcd_endpoints) cluster dir revision config etcd_ca etcd_cert\n"
     "  etcd_key etcd_user etcd_password_file etcd_timeout max_staleness\n"
-    "  preload data_path=auto|mount|agent mount_root agent_ca agent_cert\n"
+    "  preload data_path=auto|mount|agent|nfs mount_root agent_ca agent_cert\n"
     "  agent_key verify=off|sampled|full o_direct io_uring hedging\n"
     "  read_deadline prefetch splice\n"
     "  foreground (-f) max_threads readahead_kb direct_io=auto|true|false\n"
@@ -191,9 +191,11 @@ absl::Status Apply(const std::string& key, const std::string& v,
       o.data_path = DataPath::kMount;
     } else if (v == "agent") {
       o.data_path = DataPath::kAgent;
+    } else if (v == "nfs") {
+      o.data_path = DataPath::kNfs;
     } else {
-      return absl::InvalidArgumentError(
-          absl::StrCat("option data_path=", v, ": want auto, mount or agent"));
+      return absl::InvalidArgumentError(absl::StrCat(
+          "option data_path=", v, ": want auto, mount, agent or nfs"));
     }
   } else if (key == "mount_root") {
     o.mount_root = v;

@@ -142,8 +142,9 @@ TEST(MountOptionsTest, Errors) {
               StatusIs(absl::StatusCode::kInvalidArgument));
   EXPECT_THAT(Parse({"--etcd=e:1", "--revision=-3", "/m"}),
               StatusIs(absl::StatusCode::kInvalidArgument));
-  EXPECT_THAT(Parse({"--etcd=e:1", "--data_path=nfs", "/m"}),
-              StatusIs(absl::StatusCode::kInvalidArgument));
+  EXPECT_THAT(Parse({"--etcd=e:1", "--data_path=dnfs", "/m"}),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr("want auto, mount, agent or nfs")));
   EXPECT_THAT(Parse({"--etcd=e:1", "-o", "direct_io=maybe", "/m"}),
               StatusIs(absl::StatusCode::kInvalidArgument,
                        HasSubstr("direct_io=maybe")));

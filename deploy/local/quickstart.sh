@@ -132,6 +132,20 @@ print(f"lookup            {look['iops']:.0f} x 4 KiB reads/s, batch p50 {look['p
 print(f"retries/hedges    scan {scan['retries']}/{scan['hedges']}, lookup {look['retries']}/{look['hedges']}")
 print("bytes per node    " + ", ".join(f"{k} {v/1e6:.0f} MB" for k, v in sorted(scan["nodes"].items())))
 ok = scan["mismatches"] == 0 and scan["errors"] == 0 and look["mismatches"] == 0 and look["errors"] == 0
+if data_path == "nfs":
+    # The library's own count of attempts per node and path: over NFS, and
+    # none to an agent (the fallback when a node's NFS export is unusable).
+    att = {k: {p: scan["node_attempts"][k][p] + look["node_attempts"].get(k, {}).get(p, 0)
+               for p in ("nfs_reads", "agent_reads", "mount_reads")}
+           for k in scan["node_attempts"]}
+    print("NFS reads/node    " + ", ".join(f"{k} {v['nfs_reads']}" for k, v in sorted(att.items()))
+          + f" (agent {sum(v['agent_reads'] for v in att.values())},"
+          + f" mount {sum(v['mount_reads'] for v in att.values())})")
+    over_nfs = all(v["nfs_reads"] > 0 for v in att.values()) and \
+        sum(v["agent_reads"] + v["mount_reads"] for v in att.values()) == 0
+    if not over_nfs:
+        print("                  FAILED: not every read came over NFS")
+    ok = ok and over_nfs
 print("result            " + ("OK: every byte verified" if ok else "FAILED"))
 sys.exit(0 if ok else 1)
 PY

@@ -39,6 +39,7 @@ py::dict NodeToDict(const NodeStats& n) {
   d["checksum_failures"] = n.checksum_failures;
   d["mount_reads"] = n.mount_reads;
   d["agent_reads"] = n.agent_reads;
+  d["nfs_reads"] = n.nfs_reads;
   d["uring_reads"] = n.uring_reads;
   d["caller_reads"] = n.caller_reads;
   d["in_place_reads"] = n.in_place_reads;

@@ -758,7 +758,10 @@ int main(int argc, char** argv) {
                     ", \"errors\": ", n.errors, ", \"stalls\": ", n.stalls,
                     ", \"timeouts\": ", n.timeouts, ", \"moved\": ", n.moved,
                     ", \"caller_reads\": ", n.caller_reads,
-                    ", \"in_place_reads\": ", n.in_place_reads, "}");
+                    ", \"in_place_reads\": ", n.in_place_reads,
+                    ", \"mount_reads\": ", n.mount_reads,
+                    ", \"agent_reads\": ", n.agent_reads,
+                    ", \"nfs_reads\": ", n.nfs_reads, "}");
     absl::StrAppend(
         &nodes_text,
         absl::StrFormat(

@@ -101,12 +101,13 @@ def client(cluster: Cluster) -> rangefs.Client:
     return cluster.client()
 
 
-def start_cluster(name: str, nodes: int) -> Cluster:
-    """Another cluster (its own etcd and agents) in $TEST_TMPDIR/extra-NAME;
-    stop it with stop_cluster."""
+def start_cluster(name: str, nodes: int, *flags: str) -> Cluster:
+    """Another cluster (its own etcd and agents) in $TEST_TMPDIR/extra-NAME,
+    `flags` passed to `cluster.sh up` (e.g. --nfs); stop it with
+    stop_cluster."""
     d = os.path.join(TMP, f"extra-{name}")
     r = subprocess.run(["bash", CLUSTER_SH, "up", f"--dir={d}", f"--nodes={nodes}",
-                        f"--bin={BIN}", f"--cluster={name}"],
+                        f"--bin={BIN}", f"--cluster={name}", *flags],
                        capture_output=True, text=True, timeout=120)
     assert r.returncode == 0, f"cluster up: {r.stderr}"
     env = dict(kv.split("=", 1) for kv in r.stdout.strip().splitlines()[-1].split())
