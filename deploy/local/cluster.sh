@@ -110,8 +110,35 @@ TAG=$(printf '%s' "$DIR" | cksum | awk '{print $1 % 200 + 20}')
 log() { echo "cluster: $*" >&2; }
 die() { echo "cluster: error: $*" >&2; exit 1; }
 
+# free_port: a port no one listens on, drawn from below the kernel's
+# ephemeral range (10000 .. ip_local_port_range's low - 1, as
+# base/testing/ports.cc): a port from bind(0) is ephemeral, and any
+# outgoing connection may take it before our server binds it ("cannot
+# listen"). 64 random tries, then bind(0).
 free_port() {
-  python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1]); s.close()'
+  python3 - <<'PY'
+import random, socket
+try:
+    low = int(open("/proc/sys/net/ipv4/ip_local_port_range").read().split()[0])
+except (OSError, ValueError, IndexError):
+    low = 32768
+def bindable(port):
+    s = socket.socket()
+    try:
+        s.bind(("127.0.0.1", port))
+        return s.getsockname()[1]
+    except OSError:
+        return 0
+    finally:
+        s.close()
+for _ in range(64 if low > 10001 else 0):
+    port = bindable(random.randrange(10000, low))
+    if port:
+        print(port)
+        break
+else:
+    print(bindable(0))
+PY
 }
 
 # in_client CMD...: runs CMD in the client's network (netns or the host).
