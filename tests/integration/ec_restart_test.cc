@@ -6,8 +6,10 @@
 // mount entry renamed) reads every byte; then the entry is restored and
 // the agent restarted, and a healthy scan right after it reads every byte
 // too, well within its deadline. Several rounds, each with fresh clients.
-// Issue 35: such a healthy scan once hung on a piece until its deadline,
-// with no attempt failure recorded.
+// Issue 35: such healthy scans failed with "not done by its deadline" and
+// no attempt failure: a parity hedge's rebuild, ended by the cell's own
+// read, counted a helper done that an I/O thread was copying in, which
+// counted it again, and the call returned with a piece still in flight.
 #include <stdio.h>
 #include <sys/stat.h>
 #include <unistd.h>
