@@ -137,6 +137,9 @@ bool Batch::CopyIn(PieceState& p, const char* out, uint64_t length) {
     if (flight != nullptr) flight->Publish(out);
     mu.Lock();
     copiers--;
+    // Given up meanwhile (an erasure-coded rebuild failed it): counted
+    // then, not again.
+    if (p.done) return false;
   }
   p.done = true;
   return true;
@@ -182,6 +185,7 @@ bool Batch::Deliver(int i, const char* src, uint64_t length) {
   memcpy(p.dst, src, length);
   mu.Lock();
   copiers--;
+  if (p.done) return false;  // given up meanwhile: counted then
   p.done = true;
   if (--remaining == 0 || closed || notify_each) Notify();
   return true;

@@ -57,6 +57,10 @@ struct Batch final : AttemptSink {
   // Bytes the calling thread copied straight out of the page cache
   // (ClientImpl::ReadCachedOnCaller): CallReport::cached_bytes.
   uint64_t cached_bytes ABSL_GUARDED_BY(mu) = 0;
+  // The calling thread itself ended a piece whose end would wake it from
+  // another thread (NotifiesEach: an erasure-coded rebuild's input, read
+  // from the page cache in Flush): its loop steps again before it waits.
+  bool self_woken ABSL_GUARDED_BY(mu) = false;
   std::vector<Attempt*> failed ABSL_GUARDED_BY(mu);
   std::vector<PieceState> pieces;  // fixed after planning; fields: see above
   AttemptList attempts ABSL_GUARDED_BY(mu);

@@ -129,6 +129,8 @@ bool ClientImpl::ReadCachedOnCaller(Batch& b, Task& t) {
   p.done = true;
   b.remaining--;
   b.cached_bytes += a->length;
+  // No other thread wakes the loop for it: the loop looks before it waits.
+  if (b.NotifiesEach(p)) b.self_woken = true;
   return true;
 }
 

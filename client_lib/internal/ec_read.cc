@@ -456,20 +456,23 @@ void EcReads::Decode(Batch& b, Rebuild& r, Engine& e) {
 void EcReads::End(Batch& b, Rebuild& r) {
   r.ended = true;
   for (Cell& c : r.cells) {
-    if (c.state != CellState::kReading) continue;
-    PieceState& h = b.pieces[c.piece];
-    if (h.done) continue;
-    h.done = true;
-    b.remaining--;
-    if (h.last != nullptr && !h.last->finished) h.last->canceller.Cancel();
+    if (c.state == CellState::kReading) Drop(b, b.pieces[c.piece]);
   }
-  if (r.crc_piece >= 0 && !b.pieces[r.crc_piece].done) {
-    PieceState& h = b.pieces[r.crc_piece];
-    h.done = true;
-    b.remaining--;
-    if (h.last != nullptr && !h.last->finished) h.last->canceller.Cancel();
-  }
+  if (r.crc_piece >= 0) Drop(b, b.pieces[r.crc_piece]);
   if (b.remaining == 0) b.Notify();
+}
+
+void EcReads::Drop(Batch& b, PieceState& h) {
+  if (h.done) return;
+  if (h.last != nullptr && !h.last->finished) h.last->canceller.Cancel();
+  // Claimed: an I/O thread is copying its bytes in without b.mu (or they
+  // land in its buffer): that copy marks it done and counts it
+  // (Batch::CopyIn, CompletedLocked). Counted here as well, the call
+  // would end with one of its own pieces still open (issue 35: a healthy
+  // scan's parity hedge, its helpers dropped as their bytes came in).
+  if (h.claimed) return;
+  h.done = true;
+  b.remaining--;
 }
 
 void EcReads::Fail(Batch& b, Rebuild& r, const absl::Status& why) {
@@ -477,7 +480,9 @@ void EcReads::Fail(Batch& b, Rebuild& r, const absl::Status& why) {
   r.failed = true;
   // A parity hedge that gave up: the cell's own read may still answer.
   if (r.hedge && !r.own_failed) return;
-  if (!b.pieces[r.piece].done) FailPiece(b, r.piece, why);
+  // (Claimed: a late answer of its own read is being copied in.)
+  const PieceState& p = b.pieces[r.piece];
+  if (!p.done && !p.claimed) FailPiece(b, r.piece, why);
 }
 
 void EcReads::FailPiece(Batch& b, int i, const absl::Status& why) {

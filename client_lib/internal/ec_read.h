@@ -218,6 +218,9 @@ class EcReads {
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(b.mu);
   // Ends r: its helpers in flight are cancelled and no longer awaited.
   void End(Batch& b, Rebuild& r) ABSL_EXCLUSIVE_LOCKS_REQUIRED(b.mu);
+  // A helper or ".cells" piece of an ended rebuild: cancelled and done,
+  // unless bytes are being copied into it (claimed): that copy ends it.
+  static void Drop(Batch& b, PieceState& h) ABSL_EXCLUSIVE_LOCKS_REQUIRED(b.mu);
   // Ends r without the bytes; fails its piece unless the cell's own read
   // still runs.
   void Fail(Batch& b, Rebuild& r, const absl::Status& why)

@@ -550,6 +550,10 @@ void ClientImpl::RunLoop(CallLoop& c) {
     Flush(b);   // moved pieces and hedges
     if (b.remaining == 0) break;
     if (!b.failed.empty()) continue;
+    if (b.self_woken) {  // a rebuild may go on now: no one else will say so
+      b.self_woken = false;
+      continue;
+    }
     // Pieces this thread finished itself (from the page cache, in Flush)
     // left room under the call's cap: fill it before waiting, since no
     // other thread will end the wait for them.
