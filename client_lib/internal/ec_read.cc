@@ -409,11 +409,20 @@ void EcReads::Decode(Batch& b, Rebuild& r, Engine& e) {
   char* const out = in_place != nullptr ? in_place : own.get();
   const int wanted[] = {r.lost};
   char* const outs[] = {out};
-  if (in_place != nullptr) b.mu.Unlock();
-  const absl::Status s = (*codec)->Decode(cells, wanted, outs, r.length);
-  const bool crc_ok = !s.ok() || !r.check || !r.crc_known ||
-                      Crc32cExtend(0, out, r.length) == r.crc;
-  if (in_place != nullptr) b.mu.Lock();
+  absl::Status s;
+  bool crc_ok = false;
+  auto decode = [&] {
+    s = (*codec)->Decode(cells, wanted, outs, r.length);
+    crc_ok = !s.ok() || !r.check || !r.crc_known ||
+             Crc32cExtend(0, out, r.length) == r.crc;
+  };
+  if (in_place != nullptr) {
+    b.mu.Unlock();
+    decode();
+    b.mu.Lock();
+  } else {
+    decode();
+  }
   if (!s.ok() || !crc_ok) {
     if (in_place != nullptr) b.EndFill(r.piece, false);
   }
