@@ -223,7 +223,13 @@ class Converter {
       objects_.push_back(absl::StrCat(prefix, "/c", t));
     }
     // Every column at once, each paced at its share of the rate.
-    const uint64_t rate = o_.bytes_per_sec / static_cast<uint64_t>(n);
+    // At least 1 B/s: a rate below n B/s must not round down to 0
+    // (unthrottled).
+    const uint64_t rate =
+        o_.bytes_per_sec == 0
+            ? 0
+            : std::max<uint64_t>(1,
+                                 o_.bytes_per_sec / static_cast<uint64_t>(n));
     std::vector<absl::Status> st(static_cast<size_t>(n));
     const absl::Time start = absl::Now();
     ingest::ParallelFor(static_cast<size_t>(n), n, [&](size_t i) {

@@ -1188,9 +1188,10 @@ void Keeper::Round::RunConversions(const ConvertPlan& plan,
   const int threads = std::max(1, k_->options_.parallel_conversions);
   uint64_t rate = k_->options_.convert_bytes_per_sec;
   if (k_->options_.copy_bytes_per_sec > 0) {
-    const uint64_t share = k_->options_.copy_bytes_per_sec /
-                           static_cast<uint64_t>(std::min<size_t>(
-                               threads, plan.conversions.size()));
+    const uint64_t share =
+        std::max<uint64_t>(1, k_->options_.copy_bytes_per_sec /
+                                  static_cast<uint64_t>(std::min<size_t>(
+                                      threads, plan.conversions.size())));
     rate = rate == 0 ? share : std::min(rate, share);
   }
   const ConvertOptions options{.bytes_per_sec = rate,

@@ -2,14 +2,18 @@
 // real etcd and ten real rangefs-node processes: a directory of 2-replica
 // files is converted to RS(6,3) under a policy while a library reader reads
 // every file (fresh opens and handles opened before, byte-exact, 0
-// errors); the bytes in the agents' export directories go from 2x the
+// errors), and so do a FUSE reader (a real rangefs-mount, descriptors
+// opened before and fresh opens) and a Python reader (the rangefs package
+// in a subprocess); the bytes in the agents' export directories go from 2x the
 // logical bytes to <= 1.55x once the grace period ends; then back to 2
 // replicas, the same checks. A file below --min-size and one younger than
 // --min-age keep their layout. A keeper killed at each step of a
 // conversion (--test_exit_at_convert_step) is replaced by one that
 // finishes it: fsck clean, nothing lost, no orphan after the grace period.
 #include <dirent.h>
+#include <fcntl.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <atomic>
 #include <fstream>
@@ -22,6 +26,7 @@
 #include <vector>
 
 #include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/time/clock.h"
@@ -36,6 +41,7 @@
 #include "namespace/layout.h"
 #include "namespace/layout_goal.h"
 #include "namespace/storage_policy.h"
+#include "tests/integration/mount_harness.h"
 #include "tests/testing/agent_cluster.h"
 #include "tests/testing/subprocess.h"
 
@@ -98,6 +104,11 @@ class ConvertTest : public ::testing::Test {
   }
   void TearDown() override {
     StopReader();
+    fuse_reader_stop_.store(true);
+    if (fuse_reader_.joinable()) fuse_reader_.join();
+    for (const auto& [path, fd] : fuse_fds_) close(fd);
+    python_.reset();
+    mount_.reset();
     if (HasFailure() && keeper_ != nullptr) {
       std::cerr << "--- keeper log tail:\n" << keeper_->LogTail(16384) << "\n";
     }
@@ -123,6 +134,7 @@ class ConvertTest : public ::testing::Test {
     if (width > 0) argv.push_back(absl::StrCat("--width=", width));
     ASSERT_THAT(Run(argv), IsOk());
     files_[path] = data;
+    locals_[path] = local;
   }
 
   void SetPolicy(const std::string& dir, const std::string& goal,
@@ -277,10 +289,123 @@ class ConvertTest : public ::testing::Test {
     stop_.store(true);
     if (reader_.joinable()) reader_.join();
   }
-  // Waits until the reader finished `n` more whole scans.
+  // Waits until the library reader (and the FUSE and Python readers,
+  // where started) finished `n` more whole scans each.
   void WaitScans(int n) {
     const int64_t s0 = scans_.load();
-    EXPECT_TRUE(Poll([&] { return scans_.load() >= s0 + n; }, kWait));
+    const int64_t f0 = fuse_scans_.load();
+    const int64_t p0 = python_ != nullptr ? PythonScans() : 0;
+    EXPECT_TRUE(Poll(
+        [&] {
+          return scans_.load() >= s0 + n &&
+                 (mount_ == nullptr || fuse_scans_.load() >= f0 + n) &&
+                 (python_ == nullptr || PythonScans() >= p0 + n);
+        },
+        kWait))
+        << "scans: library " << scans_.load() - s0 << ", fuse "
+        << fuse_scans_.load() - f0 << ", python "
+        << (python_ != nullptr ? PythonScans() - p0 : 0);
+  }
+
+  // A FUSE reader: a real rangefs-mount (agent path, direct_io, so reads
+  // reach the daemon rather than the page cache) reading, in a loop, every
+  // file, compared with what was put: on even scans through descriptors
+  // opened before the conversions, on odd ones through fresh opens (half
+  // the bytes of both each scan: the test's run time on 2 cores).
+  void StartFuseReader() {
+    auto m = testing::MountProcess::Start(
+        cluster_->etcd()->endpoints(), cluster_->dir() + "/mnt",
+        {"--data_path=agent", "--direct_io=true", "--attr_timeout=0",
+         "--entry_timeout=0"});
+    ASSERT_THAT(m, IsOk());
+    mount_ = *std::move(m);
+    for (const auto& [path, data] : files_) {
+      const int fd = open(mount_->path(path).c_str(), O_RDONLY);
+      ASSERT_GE(fd, 0) << path << ": " << strerror(errno);
+      fuse_fds_[path] = fd;
+    }
+    fuse_reader_ = std::thread([this] {
+      while (!fuse_reader_stop_.load()) {
+        const bool old = fuse_scans_.load() % 2 == 0;
+        for (const auto& [path, data] : files_) {
+          if (old) {
+            FuseCheck(path, "old fd", fuse_fds_[path], data);
+            continue;
+          }
+          const int fd = open(mount_->path(path).c_str(), O_RDONLY);
+          if (fd < 0) {
+            Error(absl::StrCat("fuse open ", path, ": ", strerror(errno)));
+            continue;
+          }
+          FuseCheck(path, "fresh fd", fd, data);
+          close(fd);
+        }
+        fuse_scans_.fetch_add(1);
+      }
+    });
+  }
+  void FuseCheck(const std::string& path, const char* how, int fd,
+                 const std::string& data) {
+    std::string out(data.size() + 1, '\0');  // +1: sees a too-long file
+    size_t got = 0;
+    while (got < out.size()) {
+      const ssize_t n = pread(fd, &out[got], out.size() - got, got);
+      if (n < 0) {
+        Error(absl::StrCat("fuse read (", how, ") ", path, " at ", got, ": ",
+                           strerror(errno)));
+        return;
+      }
+      if (n == 0) break;
+      got += static_cast<size_t>(n);
+    }
+    out.resize(got);
+    if (out != data) {
+      Error(absl::StrCat("fuse read (", how, ") ", path, ": ", got,
+                         " bytes, not the bytes put"));
+    }
+  }
+
+  // A Python reader: tests/integration/convert_reader.py with the rangefs
+  // package (//python:package) on its path, in a subprocess.
+  void StartPythonReader() {
+    std::vector<std::string> argv = {"/usr/bin/python3",
+                                     testing::RunfilePath("tests/integration/"
+                                                          "convert_reader.py"),
+                                     cluster_->etcd()->endpoints(), "it",
+                                     PythonStopFile()};
+    for (const auto& [path, local] : locals_) {
+      argv.push_back(absl::StrCat(path, "=", local));
+    }
+    auto p = testing::Subprocess::Start(
+        {.argv = argv,
+         .env = {"PYTHONPATH=" + testing::RunfilePath("python"),
+                 "PYTHONDONTWRITEBYTECODE=1"},
+         .log_path = cluster_->dir() + "/python_reader.log"});
+    ASSERT_THAT(p, IsOk());
+    python_ = *std::move(p);
+    ASSERT_THAT(python_->WaitForLog("ready", kWait), IsOk())
+        << python_->LogTail();
+  }
+  std::string PythonStopFile() { return cluster_->dir() + "/python_stop"; }
+  // The Python reader's whole scans so far (its last "scan N" line).
+  int64_t PythonScans() {
+    const std::string log = python_->Log();
+    const size_t at = log.rfind("\nscan ");
+    if (at == std::string::npos) return 0;
+    const size_t end = log.find('\n', at + 1);
+    int64_t n = 0;
+    if (!absl::SimpleAtoi(log.substr(at + 6, end - at - 6), &n)) return 0;
+    return n;
+  }
+  // Stops the Python reader; expects a clean exit (no error seen).
+  void StopPythonReader() {
+    std::ofstream(PythonStopFile()) << "stop";
+    auto status = python_->Wait(kWait);
+    ASSERT_THAT(status, IsOk());
+    EXPECT_TRUE(WIFEXITED(*status) && WEXITSTATUS(*status) == 0)
+        << "python reader: wait status " << *status << "\n"
+        << python_->LogTail(8192);
+    EXPECT_THAT(python_->Log(), HasSubstr(" errors=0"));
   }
 
   std::pair<absl::Status, std::string> Fsck(const std::string& dir) {
@@ -294,6 +419,13 @@ class ConvertTest : public ::testing::Test {
   std::unique_ptr<testing::Subprocess> keeper_;
   int keepers_started_ = 0;
   std::map<std::string, std::string> files_;
+  std::map<std::string, std::string> locals_;  // rangefs path -> local copy
+  std::unique_ptr<testing::MountProcess> mount_;
+  std::map<std::string, int> fuse_fds_;
+  std::thread fuse_reader_;
+  std::atomic<bool> fuse_reader_stop_{false};
+  std::atomic<int64_t> fuse_scans_{0};
+  std::unique_ptr<testing::Subprocess> python_;
   std::unique_ptr<Client> client_;
   std::map<std::string, std::unique_ptr<File>> handles_;
   std::thread reader_;
@@ -320,6 +452,8 @@ TEST_F(ConvertTest, DirectoryGoesToEcAndBackUnderReadsWithRawBytesChecked) {
   SetPolicy("/sealed", "ec=6+3", /*min_size=*/1 << 20);
   SetPolicy("/young", "ec=6+3", 0, absl::Hours(1));
   StartReader();
+  StartFuseReader();
+  StartPythonReader();
   WaitScans(1);
   StartKeeper({"--convert_bytes_per_sec=0"});
   for (const char* p :
@@ -386,8 +520,16 @@ TEST_F(ConvertTest, DirectoryGoesToEcAndBackUnderReadsWithRawBytesChecked) {
   EXPECT_GE(raw2, 2 * logical);
   WaitScans(2);
   StopReader();
+  fuse_reader_stop_.store(true);
+  fuse_reader_.join();
+  StopPythonReader();
   EXPECT_EQ(error_count_.load(), 0) << absl::StrJoin(errors_, "\n");
   EXPECT_GT(scans_.load(), 4);
+  EXPECT_GT(fuse_scans_.load(), 4);
+  EXPECT_GT(PythonScans(), 4);
+  RecordProperty("library_scans", absl::StrCat(scans_.load()));
+  RecordProperty("fuse_scans", absl::StrCat(fuse_scans_.load()));
+  RecordProperty("python_scans", absl::StrCat(PythonScans()));
   {
     auto [s, text] = Fsck("/");
     EXPECT_THAT(s, IsOk()) << text;
