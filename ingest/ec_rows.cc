@@ -107,15 +107,7 @@ absl::StatusOr<std::string> ParityRows::CellsObject() const {
           absl::StrCat("row ", r, " of ", name_, " was never coded"));
     }
   }
-  std::string out(crcs_.size() * ns::kEcCellCrcBytes, '\0');
-  for (size_t i = 0; i < crcs_.size(); ++i) {
-    const uint32_t v = crcs_[i];
-    for (int b = 0; b < 4; ++b) {
-      out[i * 4 + static_cast<size_t>(b)] =
-          static_cast<char>((v >> (8 * b)) & 0xff);
-    }
-  }
-  return out;
+  return ns::EncodeEcCellCrcs(crcs_);
 }
 
 absl::StatusOr<size_t> ParityColumnReader::Read(absl::Span<char> dst) {

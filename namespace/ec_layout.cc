@@ -163,5 +163,16 @@ absl::Status ValidateErasureCode(const v1::FileLayout& layout) {
   return absl::OkStatus();
 }
 
+std::string EncodeEcCellCrcs(absl::Span<const uint32_t> crcs) {
+  std::string out;
+  out.reserve(crcs.size() * kEcCellCrcBytes);
+  for (const uint32_t v : crcs) {
+    for (uint64_t b = 0; b < kEcCellCrcBytes; ++b) {
+      out.push_back(static_cast<char>((v >> (8 * b)) & 0xff));
+    }
+  }
+  return out;
+}
+
 }  // namespace ns
 }  // namespace rangefs

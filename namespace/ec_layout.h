@@ -19,6 +19,7 @@
 
 #include "absl/status/status.h"
 #include "absl/strings/string_view.h"
+#include "absl/types/span.h"
 #include "proto/layout.pb.h"
 
 namespace rangefs {
@@ -84,6 +85,10 @@ uint64_t CellObjectOffset(const v1::Replica& r, const EcGeometry& g,
 
 // The cell-checksum object of parity object `parity_object`.
 std::string EcCellsObject(absl::string_view parity_object);
+
+// The bytes of a ".cells" object: each CRC32C of `crcs` (row-major, k + m
+// per row) as kEcCellCrcBytes little-endian bytes.
+std::string EncodeEcCellCrcs(absl::Span<const uint32_t> crcs);
 // Offset of row `row`'s k + m CRCs in a ".cells" object; its total size.
 uint64_t EcCellsOffset(const EcGeometry& g, uint64_t row);
 uint64_t EcCellsBytes(const EcGeometry& g);

@@ -121,6 +121,13 @@ TEST(EcLayoutTest, PlainLayoutsAreNotCoded) {
   EXPECT_FALSE(IsReady(l));
 }
 
+TEST(EcLayoutTest, EncodesCellCrcsLittleEndian) {
+  const std::vector<uint32_t> crcs = {0x04030201u, 0xa0b0c0d0u};
+  EXPECT_EQ(EncodeEcCellCrcs(crcs),
+            std::string("\x01\x02\x03\x04\xd0\xc0\xb0\xa0", 8));
+  EXPECT_EQ(EncodeEcCellCrcs({}), "");
+}
+
 }  // namespace
 }  // namespace ns
 }  // namespace rangefs

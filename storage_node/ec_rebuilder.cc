@@ -47,12 +47,7 @@ uint64_t StoredBytes(const ns::EcGeometry& g, uint64_t row, int t) {
 }
 
 std::string CrcTableBytes(const RebuildEcColumnRequest& r) {
-  std::string out;
-  out.reserve(static_cast<size_t>(r.cell_crc32c_size()) * ns::kEcCellCrcBytes);
-  for (uint32_t v : r.cell_crc32c()) {
-    for (int b = 0; b < 4; ++b) out.push_back(static_cast<char>(v >> (8 * b)));
-  }
-  return out;
+  return ns::EncodeEcCellCrcs(r.cell_crc32c());
 }
 
 }  // namespace
