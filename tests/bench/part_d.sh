@@ -55,7 +55,8 @@
 # >= 0.8; cold sequential library and FUSE >= 0.9; 4 KiB random O_DIRECT
 # >= 0.9; every row >= 0.7; CPU s/GB <= 1.2 x fio's in warm rows.
 # OUT/part_d.md: the table; OUT/d_rounds.md: every round; every command
-# line in OUT/commands.log. --quick (the smoke test, on the CI's critical
+# line in OUT/commands.log; OUT/d_times.log: each row's wall time (to plan
+# a D_ROWS run). --quick (the smoke test, on the CI's critical
 # path): D_READERS=2, every row read once (readv: 0.3 s), one row per
 # entry point (Reader, File::Read, Python readinto, FUSE dd, ReadV) warm and
 # the Reader cold.
@@ -86,7 +87,7 @@ for i in $(seq 1 "$FILES"); do
 done
 mapfile -t D_OBJS < <(find "$CD/exports" -type f -path '*/f/*' ! -name '.*' | sort)
 D_FILE_BYTES=$((FILE_MB << 20))
-rm -f "$OUT/d_errors.log"
+rm -f "$OUT/d_errors.log" "$OUT/d_times.log"
 echo "part D: ${#D_OBJS[@]} objects, $FILES files x $FILE_MB MiB" >>"$OUT/commands.log"
 
 # The Python package: its sources and the extension, staged for PYTHONPATH.
@@ -417,7 +418,7 @@ while read -r mode n kind <&3; do
     cat_file) [ "$D_FSSPEC" = 1 ] || { D_SKIP+=("$kind (no fsspec: set RANGEFS_PYTHON_VENV)"); continue; } ;;
     fuse_* | dio_*) [ "$D_FUSE" = 1 ] || { D_SKIP+=("$kind (no FUSE)"); continue; } ;;
   esac
-  RA=(); RB=(); CA_=(); CB_=()
+  RA=(); RB=(); CA_=(); CB_=(); D_T0=$SECONDS
   for r in $(seq 1 "$REPEAT"); do
     if [ $((r % 2)) = 1 ]; then
       read -r va cpa <<<"$(d_measure d_ours "$kind" "$mode" "$n")"
@@ -431,6 +432,7 @@ while read -r mode n kind <&3; do
   line=$(d_summary "$OUT/d_rounds.md" "$(d_label "$kind")" "$mode" "$n" "$(d_target "$kind" "$mode")" \
          "${RA[@]}" -- "${RB[@]}" -- "${CA_[@]}" -- "${CB_[@]}")
   echo "$line" >>"$OUT/part_d.md"
+  echo "$kind:$mode:$n $((SECONDS - D_T0)) s" >>"$OUT/d_times.log"
   if [[ "$line" == *"| PASS"* ]]; then D_PASS=$((D_PASS + 1)); else D_FAIL=$((D_FAIL + 1)); fi
 done 3<<<"$D_ROW_LIST"
 { echo
