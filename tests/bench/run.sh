@@ -42,7 +42,8 @@
 # fio on the same objects with the same readers (D_READERS, default
 # "1 2 4 8"), warm and cold, CPU s/GB on both sides; OUT/part_d.md with a
 # PASS/FAIL column against issue 34's targets (72 rows: ~1 h with the
-# default RUNTIME and 5 rounds; D_READERS="1 4" or D_KINDS=... for less).
+# default RUNTIME and 5 rounds; D_READERS="1 4", D_KINDS=... or
+# D_ROWS="KIND:MODE:N ..." for less: part_d.sh's header).
 # Part N: namespace/bench:namespace_bench (its own etcd): random lookups
 # over a 1M-extent namespace on 2 threads, and the cache's RSS in a fresh
 # process (not with --quick).
