@@ -216,7 +216,7 @@ void EcReads::DropLostOwnCells(const Batch& b, Rebuild& r) const {
     // Waited for by a rebuild that lacks cells but slow ones (Fallback):
     // its own rebuild reads it again patiently.
     if (p.done ? p.status.ok()
-               : r.fallback || p.rebuild < 0 ||
+               : (r.fallback && OwnPending(b, c.piece)) || p.rebuild < 0 ||
                      !rebuilds_[p.rebuild]->own_failed) {
       continue;
     }
@@ -288,7 +288,7 @@ bool EcReads::Fallback(Batch& b, Rebuild& r, Engine& e) {
     // The call's own pieces of the row, slow, not done: waited for (their
     // rebuilds read them again).
     if (c.state == CellState::kLost && c.slow && c.own_piece >= 0 &&
-        !b.pieces[c.own_piece].done) {
+        OwnPending(b, c.own_piece)) {
       c.state = CellState::kOwn;
       c.piece = c.own_piece;
     }
@@ -303,6 +303,13 @@ bool EcReads::Fallback(Batch& b, Rebuild& r, Engine& e) {
     if (StartCell(b, r, t, e, /*patient=*/true)) ++in_play;
   }
   return own_read || in_play >= r.g.k;
+}
+
+bool EcReads::OwnPending(const Batch& b, int i) const {
+  const PieceState& p = b.pieces[i];
+  if (p.done || p.hard_failure) return false;
+  // A read of its own in flight, or one its rebuild will start.
+  return p.active > 0 || p.rebuild < 0 || !rebuilds_[p.rebuild]->self_patient;
 }
 
 int EcReads::HardLost(const Batch& b, const Rebuild& r) const {

@@ -222,6 +222,9 @@ class EcReads {
   // for.
   bool Fallback(Batch& b, Rebuild& r, Engine& e)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(b.mu);
+  // Whether the call's piece i, slow, still has a read of its own coming:
+  // in flight, or the patient one its rebuild starts (Fallback).
+  bool OwnPending(const Batch& b, int i) const ABSL_SHARED_LOCKS_REQUIRED(b.mu);
   // Cells of r lost for good (hard causes only).
   int HardLost(const Batch& b, const Rebuild& r) const
       ABSL_SHARED_LOCKS_REQUIRED(b.mu);

@@ -319,9 +319,13 @@ void ClientImpl::RetryFailed(CallLoop& c) {
     p.reasons.push_back(
         absl::StrCat("node ", a->node->id(), ": ", a->status.ToString()));
     if (absl::IsDataLoss(a->status)) p.data_loss++;
-    // An answer with an error; a deadline of the read's own (the agent's)
-    // is slowness.
-    if (!absl::IsDeadlineExceeded(a->status)) p.hard_failure = true;
+    // An answer with an error. A deadline of the read's own (the agent's),
+    // a busy agent or a cancellation is slowness, not a fault.
+    if (!absl::IsDeadlineExceeded(a->status) &&
+        !absl::IsResourceExhausted(a->status) &&
+        !absl::IsCancelled(a->status)) {
+      p.hard_failure = true;
+    }
     if (p.active > 0) continue;  // a hedge is still running
     retries_.fetch_add(1);
     if (!Dispatch(c.b, a->piece, false, *c.picker, c.memo)) FailPiece(b, p);
