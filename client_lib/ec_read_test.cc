@@ -459,19 +459,21 @@ TEST_F(EcReadTest, RowWithFourSlowCellsWaitsForThemNoDataLoss) {
   struct Case {
     std::vector<int> lost;  // hard: the object is gone
     std::vector<int> slow;  // data cells whose reads block until released
+    bool hedging = false;   // parity hedges too (as in production)
   };
-  for (const Case& tc :
-       {Case{{}, {0, 1, 2, 3}}, Case{{0}, {1, 2, 3}}, Case{{5}, {0, 2, 4}}}) {
+  for (const Case& tc : {Case{{}, {0, 1, 2, 3}}, Case{{0}, {1, 2, 3}},
+                         Case{{5}, {0, 2, 4}}, Case{{}, {0, 1, 2, 3}, true}}) {
     const std::string what =
         absl::StrCat("lost ", absl::StrJoin(tc.lost, ","), " slow ",
-                     absl::StrJoin(tc.slow, ","));
+                     absl::StrJoin(tc.slow, ","), tc.hedging ? " hedging" : "");
     Lose(tc.lost);
     for (int n : tc.slow) {
       faulty_.AddRule({.path_contains = absl::StrCat("/", Node(n), "/"),
                        .action = FaultAction::kBlock});
     }
     ClientOptions o = Options();
-    o.hedging = false;                      // only stalls move a piece
+    o.hedging = tc.hedging;
+    o.hedge_burst = 1000;  // parity hedges take k reads of the budget each
     o.attempt_timeout = absl::Seconds(30);  // the slow cells never time out
     o.default_deadline = absl::Seconds(30);
     Client* client = OpenClient(o);
@@ -481,9 +483,17 @@ TEST_F(EcReadTest, RowWithFourSlowCellsWaitsForThemNoDataLoss) {
     absl::StatusOr<size_t> n = 0;
     std::thread reader([&] { n = (*f)->Read(0, absl::MakeSpan(buf)); });
     // Every slow node judged stalled (bounded wait): the old code had
-    // called the row lost by then.
+    // called the row lost by then. With hedging, a cell whose parity hedge
+    // gave up has nowhere else to go: it is waited for, never judged
+    // stalled; there the parity hedges and a stall are waited for.
     auto all_stalled = [&] {
       const ClientStats s = client->Stats();
+      if (tc.hedging) {
+        return s.hedges >= tc.slow.size() &&
+               std::any_of(tc.slow.begin(), tc.slow.end(), [&](int i) {
+                 return FindNode(s, Node(i))->stalls >= 1;
+               });
+      }
       return std::all_of(tc.slow.begin(), tc.slow.end(), [&](int i) {
         return FindNode(s, Node(i))->stalls >= 1;
       });
