@@ -27,8 +27,12 @@
 #   dio dd, dio fio   the same with `-o direct_io=true`
 #   readv      rangefs-bench --api=readv: ReadV of D_BATCH (default 32)
 #              random 4 KiB ranges per reader vs fio randread 4 KiB
-#              io_uring, numjobs = readers, iodepth = D_BATCH (equal reads
-#              in flight); cold: O_DIRECT on both sides (fio --direct=1,
+#              io_uring, numjobs = readers, iodepth = D_BATCH, submitted
+#              and reaped D_BATCH at a time (--iodepth_batch_submit and
+#              --iodepth_batch_complete_min): equal reads in flight, as a
+#              ReadV call waits for all its ranges before the next call;
+#              D_READV_FIO=refill: fio refills each slot as it completes
+#              (a deeper queue than any one ReadV call; for diagnosis); cold: O_DIRECT on both sides (fio --direct=1,
 #              ours --o_direct: ClientOptions::o_direct, the workload's
 #              O_DIRECT, not a tuning knob)
 # Each reader reads its own share, each fio job its own objects: with N
@@ -73,6 +77,12 @@ D_SAVED_SIZE=("$FILES" "$FILE_MB")  # put back at the end (later parts)
 FILES=${D_FILES:-$FILES}; FILE_MB=${D_FILE_MB:-$FILE_MB}
 D_READERS=${D_READERS:-$([ "$QUICK" = 1 ] && echo 2 || echo "1 2 4 8")}
 D_BATCH=${D_BATCH:-32}
+D_READV_FIO=${D_READV_FIO:-batch}
+case "$D_READV_FIO" in
+  batch) D_FIO_BATCH=(--iodepth_batch_submit="$D_BATCH" --iodepth_batch_complete_min="$D_BATCH") ;;
+  refill) D_FIO_BATCH=() ;;
+  *) echo "bench: D_READV_FIO must be batch or refill, not '$D_READV_FIO'" >&2; exit 2 ;;
+esac
 D_KINDS=${D_KINDS:-$([ "$QUICK" = 1 ] && echo "reader read readinto fuse_dd readv" ||
   echo "reader read readinto cat_file fuse_dd fuse_fio dio_dd dio_fio readv")}
 D_COLD_KINDS=${D_COLD_KINDS:-$([ "$QUICK" = 1 ] && echo "reader" || echo "$D_KINDS")}
@@ -215,7 +225,7 @@ d_fio() {  # d_fio KIND MODE N RES: the baseline, fio on the objects
     local direct=$([ "$mode" = cold ] && echo 1 || echo 0)
     # shellcheck disable=SC2046
     fio_run "$WORK/dfio.json" --rw=randread --bs=4k --direct="$direct" --ioengine=io_uring \
-      --iodepth="$D_BATCH" --randrepeat=0 --norandommap --invalidate=0 --readonly \
+      --iodepth="$D_BATCH" "${D_FIO_BATCH[@]}" --randrepeat=0 --norandommap --invalidate=0 --readonly \
       "${D_TIME[@]}" --name=rand --filename="$(IFS=:; echo "${D_OBJS[*]}")" --numjobs="$n" || return 1
   else
     # shellcheck disable=SC2046
