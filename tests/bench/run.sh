@@ -54,7 +54,10 @@
 # With --quick only when named in --only (not in the smoke test).
 # Part U (tests/bench/part_u.sh; only when --only names it): the library's
 # userspace NFS data path (data_path=nfs) against plain libnfs readers
-# (nfs_async_read, nfs-cat) of the same objects behind one nfs-ganesha.
+# (nfs_async_read, nfs-cat) of the same objects behind one nfs-ganesha on
+# loopback; then (part_un.sh) on a cluster of nodes in network namespaces,
+# each with its own nfs-ganesha behind a tbf-capped link, against the
+# links' capacity (iperf3) and the same readers, one per node.
 # Part R (tests/bench/part_r.sh; only when --only names it): rangefs-keeper
 # rebuilding the erasure-coded columns of a node killed for good, against
 # copying the same bytes.
