@@ -214,6 +214,7 @@ absl::Status Serve(const MountOptions& o, int* ready_fd) {
   fmo.attr_timeout = o.attr_timeout;
   fmo.entry_timeout = o.entry_timeout;
   fmo.max_threads = o.max_threads;
+  fmo.max_idle_threads = o.max_idle_threads;
   fmo.max_background = o.max_background;
   fmo.readahead_kb = o.readahead_kb;
   fmo.direct_io = o.direct_io;

@@ -321,6 +321,53 @@ TEST_F(FuseSpliceTest, ColdStreamIsSplicedOtherColdReadsAreCopied) {
   EXPECT_EQ(lines[1], "jump True 0") << r.output;
 }
 
+// After a burst of parallel reads, FUSE workers beyond max_idle_threads
+// (default 4) end: the kernel hands each request to the worker that has
+// waited longest, so every idle worker kept takes turns, and a single
+// reader's requests would cycle through all of them. A mount keeping 64
+// shows the burst did start more than that.
+TEST_F(FuseSpliceTest, IdleWorkersBeyondTheLimitEndAfterABurst) {
+  int port = 0, port64 = 0;
+  MountProcess* m = Mount("burst", {"-o", "direct_io=true"}, &port);
+  MountProcess* m64 =
+      Mount("burst64", {"-o", "direct_io=true,max_idle_threads=64"}, &port64);
+  ASSERT_NE(m, nullptr);
+  ASSERT_NE(m64, nullptr);
+  auto threads = [](MountProcess* p) {
+    ShResult r = Sh("ls /proc/$(awk '/^pid = / {print $3}' " +
+                    Q(p->mountpoint() + ".status") + "/*.status)/task | wc -l");
+    int n = -1;
+    return absl::SimpleAtoi(absl::StripAsciiWhitespace(r.output), &n) ? n : -1;
+  };
+  // 16 readers at once, 1 MiB preads over the whole file, twice.
+  constexpr char kBurst[] =
+      "/usr/bin/python3 -c \"import os, sys, threading\n"
+      "def run():\n"
+      "  f = os.open(sys.argv[1], os.O_RDONLY)\n"
+      "  for p in range(2):\n"
+      "    o = 0\n"
+      "    while os.pread(f, 1 << 20, o): o += 1 << 20\n"
+      "ts = [threading.Thread(target=run) for _ in range(16)]\n"
+      "[t.start() for t in ts]; [t.join() for t in ts]\" ";
+  int before = 0, before64 = 0;
+  for (MountProcess* p : {m, m64}) {
+    ASSERT_EQ(Sh("cat " + Q(p->path("/s/big")) + " >/dev/null").code, 0);
+    (p == m ? before : before64) = threads(p);
+    ASSERT_GT(threads(p), 0);
+    ShResult r = Sh(kBurst + Q(p->path("/s/big")));
+    ASSERT_EQ(r.code, 0) << r.output;
+  }
+  EXPECT_GT(threads(m64), before64 + 4);
+  // A worker ends when it answers a request while more than the limit are
+  // idle: at once, but allow the last ones a moment (bounded).
+  int after = threads(m);
+  for (int i = 0; i < 100 && after > before + 4; ++i) {
+    usleep(100 * 1000);
+    after = threads(m);
+  }
+  EXPECT_LE(after, before + 4) << "threads before the burst: " << before;
+}
+
 TEST_F(FuseSpliceTest, OffMeansNoSplicing) {
   int port = 0;
   MountProcess* m =
