@@ -5,6 +5,7 @@ from __future__ import annotations
 import io
 import threading
 import time
+import tracemalloc
 
 import numpy as np
 import pytest
@@ -70,6 +71,34 @@ def test_readinto_writes_the_callers_numpy_memory(client, files):
         f.seek(8)
         assert f.readinto(words) == 8000
     assert words.tobytes() == data[8:8008]
+
+
+def test_readinto_allocates_nothing_and_read_only_its_result(client, files):
+    """readinto lands the bytes in the caller's buffer: no Python object
+    of the read's size on the way (a temporary bytes copied over would
+    double the CPU of a large read). read(n) allocates the one bytes
+    object it returns, not a second one besides."""
+    path, data = files[3 * (1 << 20) - 7]
+    mib = 1 << 20
+    buf = bytearray(mib)
+    with client.open(path) as f:
+        f.readinto(buf)  # the first call's one-time allocations
+        tracemalloc.start()
+        try:
+            for k in range(3):
+                f.seek(k * mib)
+                f.readinto(buf)
+            _, readinto_peak = tracemalloc.get_traced_memory()
+            f.seek(0)
+            tracemalloc.reset_peak()
+            got = f.read(mib)
+            _, read_peak = tracemalloc.get_traced_memory()
+        finally:
+            tracemalloc.stop()
+    assert bytes(buf[:mib - 7]) == data[2 * mib:]
+    assert got == data[:mib]
+    assert readinto_peak < 64 << 10, readinto_peak
+    assert mib <= read_peak < mib + (256 << 10), read_peak
 
 
 def test_readinto_refuses_read_only_and_strided_buffers(client, files):
