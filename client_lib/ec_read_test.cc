@@ -314,6 +314,35 @@ TEST_F(EcReadTest, RowPlanUnderMaxInFlight) {
   }
 }
 
+// A scan through a Reader with default settings reads whole rows per call
+// (internal/reader.h), so the row plan rebuilds each lost cell from the
+// row's other data cells the call holds and one parity cell.
+TEST_F(EcReadTest, ReaderScanRebuildsEachRowFromOneParityCell) {
+  constexpr int k = 6, m = 3;
+  constexpr uint64_t kRows = 30;
+  const std::string data = EcFile("/v", kRows * k * kCell, k, m);
+  Lose({0});
+  ClientOptions o = Options();
+  o.hedging = false;  // no spare helpers: only the cells wanted
+  Client* client = OpenClient(o);
+  auto f = client->OpenFile("/v");
+  ASSERT_THAT(f, IsOk());
+  std::unique_ptr<Reader> reader = (*f)->NewReader(ReaderOptions{});
+  std::string got;
+  std::string buf(40 << 10, '\0');  // ends inside a row (24 KiB)
+  while (true) {
+    auto n = reader->Read(absl::MakeSpan(buf));
+    ASSERT_THAT(n, IsOk());
+    if (*n == 0) break;
+    got.append(buf, 0, *n);
+  }
+  reader.reset();
+  EXPECT_TRUE(got == data);
+  const ClientStats s = client->Stats();
+  EXPECT_EQ(s.ec_degraded_reads, kRows);
+  EXPECT_EQ(s.ec_helper_reads, kRows);  // a parity cell a row
+}
+
 TEST_F(EcReadTest, LostParityCellsLeaveHealthyReadsAlone) {
   const std::string data = EcFile("/p", 2 * 4 * kCell + 1, 4, 2);
   Lose({4, 5});

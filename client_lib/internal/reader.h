@@ -14,6 +14,16 @@
 //   for): the next window is read in the background while the caller
 //   consumes this one (options.prefetch), so that the reads overlap.
 // A new Reader starts as from storage; every fill checks again.
+//
+// Erasure-coded files (ec_read.h) are read in whole rows (k data cells),
+// so that a lost cell is rebuilt from the row's other cells the same call
+// reads anyway plus a parity cell, not from k cells read again:
+// - a window or prefetch fill ends at the last row boundary it reaches
+//   (a fill shorter than a row keeps its size: small reads stay small);
+// - a read straight into the caller's buffer also reads the rest of the
+//   row it ends in, into the window buffer, in the same call, while the
+//   stream is degraded (its last fill rebuilt bytes). A healthy stream
+//   does not: that tail costs a copy per byte and saves nothing.
 #ifndef RANGEFS_CLIENT_LIB_INTERNAL_READER_H_
 #define RANGEFS_CLIENT_LIB_INTERNAL_READER_H_
 
@@ -92,10 +102,22 @@ class PrefetchReader : public Reader {
   bool Prefetching() const;
   // Learns where `n` bytes just read came from.
   void Learn(size_t n, const client_internal::CallReport& report);
-  // file_->Read, telling where the bytes came from when file_ is ours.
+  // file_->Read, telling where the bytes came from when file_ is ours
+  // (`report`: not null). With a `tail` (file_ ours) the bytes right after
+  // dst's are read into it in the same call: *tail_n of them, 0 if dst was
+  // not filled or that part failed (it was extra).
   absl::StatusOr<size_t> ReadFile(uint64_t offset, absl::Span<char> dst,
                                   const ReadOptions& options,
-                                  client_internal::CallReport* report);
+                                  client_internal::CallReport* report,
+                                  absl::Span<char> tail = {},
+                                  size_t* tail_n = nullptr);
+  // Bytes per row of file_ if it is ours and erasure-coded, else 0.
+  uint64_t RowBytes() const;
+  // The end of a fill of `want` bytes at `offset` (see above).
+  uint64_t FillEnd(uint64_t offset, size_t want) const;
+  // The bytes after a direct read that ends at `end` that complete its row
+  // (see above); 0 unless the stream is degraded.
+  size_t DirectTail(uint64_t end) const;
   void StartPrefetch(uint64_t offset, size_t want);
   void JoinPrefetch();     // waits for the thread, if any
   void DiscardPrefetch();  // cancels and joins it
@@ -107,6 +129,7 @@ class PrefetchReader : public Reader {
   FileImpl* const impl_;  // file_ if it is ours, else null (reports nothing)
   const ReaderOptions options_;
   Source source_ = Source::kUnknown;
+  bool degraded_ = false;  // the last fill rebuilt bytes (see above)
   uint64_t position_ = 0;
   size_t window_;
   bool filled_ = false;  // a fill happened since construction or last seek
