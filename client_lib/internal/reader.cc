@@ -42,25 +42,27 @@ uint64_t PrefetchReader::RowBytes() const {
   return impl_ == nullptr ? 0 : impl_->EcRowBytes();
 }
 
-uint64_t PrefetchReader::FillEnd(uint64_t offset, size_t want) const {
-  const uint64_t row = RowBytes();
+uint64_t PrefetchReader::FillEnd(uint64_t offset, size_t want,
+                                 bool sequential) const {
+  const uint64_t row = degraded_ && sequential ? RowBytes() : 0;
   if (row == 0) return offset + want;
   const uint64_t size = file_->size();
   const uint64_t end = std::min<uint64_t>(size, offset + want);
   if (end == size) return end;
-  const uint64_t aligned = end / row * row;
-  return aligned > offset ? aligned : end;
+  const uint64_t down = end / row * row;
+  if (down > offset) return down;
+  return std::min(size, down + row);  // the rest of the row
 }
 
-size_t PrefetchReader::DirectTail(uint64_t end) const {
-  const uint64_t row = degraded_ ? RowBytes() : 0;
+size_t PrefetchReader::DirectTail(uint64_t end, bool sequential) const {
+  const uint64_t row = degraded_ && sequential ? RowBytes() : 0;
   const uint64_t size = file_->size();
   if (row == 0 || end >= size || end % row == 0) return 0;
   return static_cast<size_t>(std::min(size, (end / row + 1) * row) - end);
 }
 
 void PrefetchReader::StartPrefetch(uint64_t offset, size_t want) {
-  want = static_cast<size_t>(FillEnd(offset, want) - offset);
+  want = static_cast<size_t>(FillEnd(offset, want, true) - offset);
   prefetch_.pending = true;
   prefetch_.offset = offset;
   prefetch_.buffer.Reserve(want);
@@ -96,10 +98,17 @@ absl::StatusOr<size_t> PrefetchReader::ReadFile(
   return *r[0];
 }
 
-void PrefetchReader::Learn(size_t n, const CallReport& report) {
+void PrefetchReader::Learn(uint64_t offset, size_t n,
+                           const CallReport& report) {
   if (n == 0 || impl_ == nullptr) return;
   source_ = report.cached_bytes >= n ? Source::kMemory : Source::kStorage;
-  degraded_ = report.rebuilt_bytes > 0;
+  // Degraded until a whole row is read without a rebuild.
+  const uint64_t row = RowBytes();
+  if (report.rebuilt_bytes > 0) {
+    degraded_ = true;
+  } else if (row > 0 && (offset + row - 1) / row * row + row <= offset + n) {
+    degraded_ = false;
+  }
 }
 
 bool PrefetchReader::Prefetching() const {
@@ -146,7 +155,7 @@ absl::Status PrefetchReader::Refill(size_t need, size_t hint,
     buffer_len_ = *prefetch_.result;
     next_expected_ = position_ + buffer_len_;
     filled_ = true;
-    Learn(buffer_len_, prefetch_.report);
+    Learn(position_, buffer_len_, prefetch_.report);
     if (Prefetching() && buffer_len_ > 0 && next_expected_ < file_->size()) {
       StartPrefetch(next_expected_, next_want);
     }
@@ -160,9 +169,10 @@ absl::Status PrefetchReader::Refill(size_t need, size_t hint,
   const size_t want =
       go_direct ? direct.size()
                 : static_cast<size_t>(
-                      FillEnd(position_, std::max(window_, need)) - position_);
+                      FillEnd(position_, std::max(window_, need), sequential) -
+                      position_);
   // Erasure-coded and degraded: the rest of the direct read's last row.
-  const size_t tail = go_direct ? DirectTail(position_ + want) : 0;
+  const size_t tail = go_direct ? DirectTail(position_ + want, sequential) : 0;
   // A sequential stream reads its next window while this one is fetched
   // and consumed.
   if (Prefetching() && sequential && position_ + want + tail < file_->size()) {
@@ -178,7 +188,7 @@ absl::Status PrefetchReader::Refill(size_t need, size_t hint,
     RANGEFS_ASSIGN_OR_RETURN(
         *direct_n, ReadFile(position_, direct, options_.read, &call,
                             absl::MakeSpan(buffer_.data(), tail), &tail_n));
-    Learn(*direct_n + tail_n, call);
+    Learn(position_, *direct_n + tail_n, call);
     position_ += *direct_n;
     buffer_offset_ = position_;
     buffer_len_ = tail_n;
@@ -190,7 +200,7 @@ absl::Status PrefetchReader::Refill(size_t need, size_t hint,
   RANGEFS_ASSIGN_OR_RETURN(
       size_t n, ReadFile(position_, absl::MakeSpan(buffer_.data(), want),
                          options_.read, &call));
-  Learn(n, call);
+  Learn(position_, n, call);
   buffer_offset_ = position_;
   buffer_len_ = n;
   next_expected_ = position_ + n;
