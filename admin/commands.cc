@@ -465,10 +465,30 @@ std::string KeeperSummary(const KeeperInfo& k, absl::Time now) {
         c.stuck() > 0 ? absl::StrCat(", ", c.stuck(), " stuck")
                       : std::string());
   }
-  if (st.conversions_size() > 0 && st.convert_eta_s() > 0) {
-    absl::StrAppend(&out, "; conversions ETA ",
-                    absl::FormatDuration(absl::Trunc(
-                        absl::Seconds(st.convert_eta_s()), absl::Seconds(1))));
+  // ETA: published with the round's plan (at the keeper's pace), then at
+  // the round's rate; unknown while unpaced and nothing converted yet.
+  bool pending = false;
+  for (const v1::KeeperStatus::PolicyConversions& c : st.conversions()) {
+    pending = pending || c.files() > c.stuck();
+  }
+  if (pending && st.convert_eta_s() != 0) {
+    absl::StrAppend(
+        &out, "; conversions ETA ",
+        st.convert_eta_s() < 0 ? std::string("unknown")
+        : st.convert_eta_s() < 1
+            ? std::string("under 1s")
+            : absl::FormatDuration(absl::Trunc(
+                  absl::Seconds(st.convert_eta_s()), absl::Seconds(1))));
+  }
+  if (st.conversions_done() > 0) {
+    const int64_t saved = st.convert_bytes_saved();
+    absl::StrAppend(
+        &out, "; ", st.conversions_done(), " conversion(s) done this round (",
+        saved >= 0
+            ? absl::StrCat(HumanBytes(static_cast<uint64_t>(saved)), " freed")
+            : absl::StrCat(HumanBytes(static_cast<uint64_t>(-saved)),
+                           " more stored"),
+        ")");
   }
   if (st.in_round()) {
     absl::StrAppend(

@@ -323,6 +323,30 @@ TEST_F(CommandsTest, StatusShowsTheKeeper) {
   ASSERT_THAT(st, IsOk());
   EXPECT_THAT(st->message, HasSubstr("round in progress: 1.0 MiB of 3.0 MiB "
                                      "copied, ETA 42s"));
+  // Storage-policy conversions: the backlog per policy, the ETA (unknown
+  // while unpaced and nothing is converted yet), what the round freed.
+  v1::KeeperStatus::PolicyConversions* c = ks.add_conversions();
+  c->set_policy("/sealed");
+  c->set_files(4);
+  c->set_bytes(8 << 20);
+  c->set_bytes_saved(7 << 20);
+  ks.set_convert_eta_s(-1);
+  PutKey(k.KeeperStatus(), ks.SerializeAsString());
+  st = Run({"status"});
+  ASSERT_THAT(st, IsOk());
+  EXPECT_THAT(st->message, HasSubstr("policy /sealed: 4 file(s) (8.0 MiB) to "
+                                     "convert, 7.0 MiB to free; conversions "
+                                     "ETA unknown"));
+  EXPECT_THAT(st->message, ::testing::Not(HasSubstr("done this round")));
+  ks.set_convert_eta_s(90.5);
+  ks.set_conversions_done(2);
+  ks.set_convert_bytes_saved(3 << 20);
+  PutKey(k.KeeperStatus(), ks.SerializeAsString());
+  st = Run({"status"});
+  ASSERT_THAT(st, IsOk());
+  EXPECT_THAT(st->message, HasSubstr("; conversions ETA 1m30s; 2 "
+                                     "conversion(s) done this round (3.0 MiB "
+                                     "freed)"));
 }
 
 // --json status: the node rows as before (each with "kind": "node"), then

@@ -11,7 +11,6 @@
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "base/status_macros.h"
-#include "namespace/ec_layout.h"
 #include "namespace/etcd/key_range.h"
 #include "namespace/kv.h"
 #include "namespace/storage_policy.h"
@@ -114,21 +113,14 @@ absl::Status AddSuspects(ns::NamespaceStore& s,
 }
 
 // The rows of the erasure-coded columns the keeper would rebuild (or copy,
-// off a draining node). "copy from" says what is read.
-void AddEcRows(const keeper::EcPlan& ec,
-               const std::vector<ns::FileEntry>& files, Table* t) {
-  std::map<std::string, const v1::FileLayout*> layouts;
-  for (const ns::FileEntry& f : files) layouts[f.path] = &f.layout;
+// off a draining node). "copy from" says what is read (keeper::ListEcRepair,
+// which rangefs-keeper --dry_run prints too).
+void AddEcRows(const keeper::EcPlan& ec, Table* t) {
   for (const keeper::EcFileRepair& f : ec.files) {
-    const ns::EcGeometry g = ns::EcGeometryOf(*layouts[f.path]);
     for (const keeper::EcColumnRepair& c : f.columns) {
-      const bool copy = c.why == "draining";
-      t->AddRow({copy ? "ec copy" : "rebuild", f.path, absl::StrCat(c.column),
-                 c.object, c.from_node, c.target_node,
-                 copy ? c.from_node
-                      : absl::StrCat(c.why, ": ", g.k, " of ", f.good_columns,
-                                     " columns, by ", c.target_node),
-                 absl::StrCat(c.bytes)});
+      const keeper::EcRepairListing l = keeper::ListEcRepair(f, c);
+      t->AddRow({l.action, f.path, absl::StrCat(c.column), c.object,
+                 c.from_node, c.target_node, l.reads, absl::StrCat(c.bytes)});
     }
   }
 }
@@ -180,7 +172,7 @@ absl::StatusOr<Table> RunRepair(Context& ctx, Args& a) {
               m.drop ? "-" : m.target_node, m.drop ? "-" : m.source_node,
               absl::StrCat(m.bytes)});
   }
-  AddEcRows(ec, files, &t);
+  AddEcRows(ec, &t);
   plan.stuck.insert(plan.stuck.end(), ec.stuck.begin(), ec.stuck.end());
   for (const keeper::StuckSlot& s : plan.stuck) {
     t.AddRow(

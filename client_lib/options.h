@@ -176,8 +176,11 @@ struct ClientOptions {
   // hedging), marks its node dead: the piece moves to another replica, and
   // so does every other attempt on that node, in any call, started or
   // queued, without waiting for attempt_timeout or a hedge token. An
-  // attempt still queued is judged the same way from its dispatch (plus
-  // 20 ms): a node whose threads are all stuck never starts it. A piece
+  // attempt still queued is judged the same way (plus 20 ms) from the
+  // later of its dispatch and the last read its node's threads started,
+  // and only while some read of that node is under way: a node whose
+  // threads are all stuck never starts it, but time in the client's own
+  // queue (a machine too loaded to run its threads) is no stall. A piece
   // with no untried replica left and no hedge in flight keeps waiting (up
   // to attempt_timeout). The node is re-admitted by probing. 0 = off.
   double stall_factor = 4;

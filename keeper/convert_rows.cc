@@ -19,21 +19,44 @@ ConvertRows::ConvertRows(const ns::EcGeometry& g, const ec::Codec& codec,
       crcs_(g.rows * static_cast<uint64_t>(g.k + g.m)),
       coded_(g.rows) {}
 
-absl::StatusOr<std::shared_ptr<const ConvertRow>> ConvertRows::Row(
-    uint64_t row) {
-  absl::MutexLock l(&mu_);
-  auto it = cache_.find(row);
-  if (it != cache_.end()) return it->second;
-  absl::StatusOr<std::shared_ptr<const ConvertRow>> coded = Code(row);
-  if (!coded.ok()) return coded.status();
-  cache_[row] = *coded;
-  // Keep the newest rows: the writers move forward together.
-  while (cache_.size() > kCachedRows) cache_.erase(cache_.begin());
-  return coded;
+ConvertRows::~ConvertRows() {
+  std::map<uint64_t, std::shared_future<Coded>> running;
+  {
+    absl::MutexLock l(&mu_);
+    running.swap(cache_);
+  }
+  for (auto& [row, f] : running) f.wait();
 }
 
-absl::StatusOr<std::shared_ptr<const ConvertRow>> ConvertRows::Code(
+absl::StatusOr<std::shared_ptr<const ConvertRow>> ConvertRows::Row(
     uint64_t row) {
+  std::vector<std::shared_future<Coded>> dropped;
+  std::shared_future<Coded> f;
+  {
+    absl::MutexLock l(&mu_);
+    Start(row, std::min(g_.rows, row + 1 + kAheadRows), dropped);
+    f = cache_.at(row);
+  }
+  dropped.clear();  // waits for rows dropped while still being coded
+  return f.get();
+}
+
+void ConvertRows::Start(uint64_t first, uint64_t last,
+                        std::vector<std::shared_future<Coded>>& dropped) {
+  for (uint64_t r = first; r < last; ++r) {
+    if (cache_.count(r) != 0) continue;
+    cache_[r] =
+        std::async(std::launch::async, [this, r] { return Code(r); }).share();
+  }
+  // Keep the newest rows: the writers move forward together.
+  while (cache_.size() > kCachedRows + kAheadRows + 1 &&
+         cache_.begin()->first < first) {
+    dropped.push_back(std::move(cache_.begin()->second));
+    cache_.erase(cache_.begin());
+  }
+}
+
+ConvertRows::Coded ConvertRows::Code(uint64_t row) {
   const size_t cell = static_cast<size_t>(g_.cell);
   const size_t n = static_cast<size_t>(g_.k + g_.m);
   auto out = std::make_shared<ConvertRow>();
@@ -48,6 +71,8 @@ absl::StatusOr<std::shared_ptr<const ConvertRow>> ConvertRows::Code(
     reads.push_back(std::async(std::launch::async,
                                [this, row, c] { return read_(row, c); }));
   }
+  std::vector<uint32_t> crcs(n);
+  uint64_t read = 0;
   absl::Status failed;
   for (int c = 0; c < g_.k; ++c) {
     const uint64_t bytes = ns::DataCellBytes(g_, row, c);
@@ -67,10 +92,9 @@ absl::StatusOr<std::shared_ptr<const ConvertRow>> ConvertRows::Code(
         continue;
       }
       dst = *std::move(r);
-      bytes_read_ += bytes;
+      read += bytes;
     }
-    crcs_[row * n + static_cast<size_t>(c)] =
-        Crc32cExtend(0, dst.data(), dst.size());
+    crcs[static_cast<size_t>(c)] = Crc32cExtend(0, dst.data(), dst.size());
   }
   if (!failed.ok()) return failed;
   // Coding needs full cells: pad copies, keep the stored bytes.
@@ -94,9 +118,12 @@ absl::StatusOr<std::shared_ptr<const ConvertRow>> ConvertRows::Code(
                         absl::StrCat("coding row ", row, ": ", s.message()));
   }
   for (int j = 0; j < g_.m; ++j) {
-    crcs_[row * n + static_cast<size_t>(g_.k + j)] =
-        Crc32c(out->cells[static_cast<size_t>(g_.k + j)]);
+    const size_t t = static_cast<size_t>(g_.k + j);
+    crcs[t] = Crc32c(out->cells[t]);
   }
+  absl::MutexLock l(&mu_);
+  std::copy(crcs.begin(), crcs.end(), crcs_.begin() + row * n);
+  bytes_read_ += read;
   coded_[row] = true;
   return std::shared_ptr<const ConvertRow>(std::move(out));
 }

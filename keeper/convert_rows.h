@@ -5,7 +5,10 @@
 // file's current replicas; k at once), coded (ec::Codec; data cells
 // zero-padded to a full cell for coding only) and kept until every column
 // writer took them (a writer more than kCachedRows behind reads and codes
-// the row again: same bytes). Every row coded records the CRC32C of its
+// the row again: same bytes). A request for row r also starts reading and
+// coding rows r + 1 .. r + kAheadRows in the background, so the writers
+// never wait for a row's reads after the first (a pipeline of reads,
+// coding and writes). Every row coded records the CRC32C of its
 // k + m cells as stored, which CellsObject() returns in the ".cells" format
 // of proto/layout.proto once every row was coded. The ingest side of the
 // same idea reads a local file: ingest/ec_rows.h.
@@ -19,6 +22,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <future>
 #include <map>
 #include <memory>
 #include <string>
@@ -47,10 +51,16 @@ struct ConvertRow {
 // Thread-safe. `codec` must outlive it.
 class ConvertRows {
  public:
-  static constexpr size_t kCachedRows = 8;
+  // Rows kept behind the newest request, and rows coded ahead of it.
+  static constexpr size_t kCachedRows = 4;
+  static constexpr uint64_t kAheadRows = 4;
 
   ConvertRows(const ns::EcGeometry& g, const ec::Codec& codec,
               DataCellReader read);
+  // Waits for the rows still being read or coded in the background.
+  ~ConvertRows();
+  ConvertRows(const ConvertRows&) = delete;
+  ConvertRows& operator=(const ConvertRows&) = delete;
 
   const ns::EcGeometry& geometry() const { return g_; }
 
@@ -65,15 +75,22 @@ class ConvertRows {
   uint64_t bytes_read() const;
 
  private:
-  absl::StatusOr<std::shared_ptr<const ConvertRow>> Code(uint64_t row)
+  using Coded = absl::StatusOr<std::shared_ptr<const ConvertRow>>;
+
+  // Starts coding rows [first, last) not yet started; the futures of rows
+  // dropped from the cache go to `dropped`, to be destroyed (waited for)
+  // without mu_.
+  void Start(uint64_t first, uint64_t last,
+             std::vector<std::shared_future<Coded>>& dropped)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Reads and codes `row`; takes mu_ only to record its CRCs.
+  Coded Code(uint64_t row) ABSL_LOCKS_EXCLUDED(mu_);
 
   const ns::EcGeometry g_;
   const ec::Codec& codec_;
   const DataCellReader read_;
   mutable absl::Mutex mu_;
-  std::map<uint64_t, std::shared_ptr<const ConvertRow>> cache_
-      ABSL_GUARDED_BY(mu_);
+  std::map<uint64_t, std::shared_future<Coded>> cache_ ABSL_GUARDED_BY(mu_);
   std::vector<uint32_t> crcs_ ABSL_GUARDED_BY(mu_);  // rows x (k + m)
   std::vector<bool> coded_ ABSL_GUARDED_BY(mu_);
   uint64_t bytes_read_ ABSL_GUARDED_BY(mu_) = 0;

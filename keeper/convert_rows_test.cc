@@ -1,11 +1,14 @@
 #include "keeper/convert_rows.h"
 
+#include <atomic>
 #include <cstring>
 #include <map>
 #include <random>
 #include <string>
 
 #include "absl/strings/str_cat.h"
+#include "absl/synchronization/notification.h"
+#include "absl/time/time.h"
 #include "base/testing/status_matchers.h"
 #include "ec/codec.h"
 #include "gmock/gmock.h"
@@ -50,7 +53,7 @@ TEST(ConvertRowsTest, ColumnsAndCellsFormACleanCodedFile) {
   g.rows = (g.size + k * kCell - 1) / (k * kCell);
   auto codec = ec::NewCodec({.k = k, .m = m});
   ASSERT_THAT(codec, IsOk());
-  int reads = 0;
+  std::atomic<int> reads{0};
   ConvertRows rows(g, **codec,
                    [&](uint64_t row, int c) -> absl::StatusOr<std::string> {
                      ++reads;
@@ -77,7 +80,7 @@ TEST(ConvertRowsTest, ColumnsAndCellsFormACleanCodedFile) {
   }
   EXPECT_EQ(rows.bytes_read(), file.size());
   // Each row read once: the writers stayed within kCachedRows.
-  EXPECT_EQ(reads, 3 * k + 2);  // the last row: one full cell, 100 bytes
+  EXPECT_EQ(reads.load(), 3 * k + 2);  // the last row: one full cell, 100 bytes
   auto cells = rows.CellsObject();
   ASSERT_THAT(cells, IsOk());
   ObjectReader read = [&](const std::string&, const std::string& object,
@@ -109,6 +112,34 @@ TEST(ConvertRowsTest, ColumnsAndCellsFormACleanCodedFile) {
     }
   }
   EXPECT_EQ(back, file);
+}
+
+// While the writers take row 0, row 1 is already being read: row 0's
+// reads return only once row 1's have started (bounded: the test fails
+// after 30 s without the read-ahead instead of hanging).
+TEST(ConvertRowsTest, ReadsRowsAheadOfTheWriters) {
+  const int k = 2, m = 1;
+  const std::string file = Random(3 * k * kCell);
+  ns::EcGeometry g{
+      .k = k, .m = m, .cell = kCell, .size = file.size(), .rows = 3};
+  auto codec = ec::NewCodec({.k = k, .m = m});
+  ASSERT_THAT(codec, IsOk());
+  absl::Notification row1_started;
+  ConvertRows rows(
+      g, **codec, [&](uint64_t row, int c) -> absl::StatusOr<std::string> {
+        if (row == 1 && c == 0) row1_started.Notify();
+        if (row == 0) {
+          EXPECT_TRUE(
+              row1_started.WaitForNotificationWithTimeout(absl::Seconds(30)));
+        }
+        return file.substr((row * k + c) * kCell, kCell);
+      });
+  auto r0 = rows.Row(0);
+  ASSERT_THAT(r0, IsOk());
+  EXPECT_EQ((*r0)->cells[0], file.substr(0, kCell));
+  EXPECT_TRUE(row1_started.HasBeenNotified());
+  for (uint64_t r = 1; r < g.rows; ++r) EXPECT_THAT(rows.Row(r), IsOk());
+  EXPECT_THAT(rows.CellsObject(), IsOk());
 }
 
 TEST(ConvertRowsTest, AShortSourceCellIsDataLoss) {

@@ -456,14 +456,12 @@ Plan Keeper::MakePlan(const Listing& l, RoundReport* report_out,
   return plan;
 }
 
-absl::StatusOr<Plan> Keeper::DryRun(RoundReport* report,
-                                    ConvertPlan* conversions) {
+absl::StatusOr<RoundPlan> Keeper::DryRun(RoundReport* report) {
   RANGEFS_ASSIGN_OR_RETURN(Listing l, List(/*absent_is_dead=*/true, report));
-  EcPlan ec;
-  Plan plan = MakePlan(l, report, &ec);
-  ConvertPlan c = PlanConvert(l, plan, ec, report);
-  if (conversions != nullptr) *conversions = std::move(c);
-  return plan;
+  RoundPlan p;
+  p.moves = MakePlan(l, report, &p.ec);
+  p.conversions = PlanConvert(l, p.moves, p.ec, report);
+  return p;
 }
 
 ConvertPlan Keeper::PlanConvert(const Listing& l, const Plan& plan,
@@ -513,8 +511,15 @@ absl::StatusOr<RoundReport> Keeper::RunRound(
   }
   const Suspects suspects = TakeSuspects(l);
   const ConvertPlan conversions = PlanConvert(l, plan, ec, &report);
+  report.convert_eta_s = PacedConvertEta(conversions);
   Round round(this, std::move(l), may_act);
   round.CollectTrash(&report);
+  // A plan with work is published (status record, metrics) before any
+  // move or conversion: a long first one would hide the backlog otherwise.
+  if (options_.on_progress &&
+      (report.moves_planned > 0 || report.conversions_planned > 0)) {
+    options_.on_progress(report);
+  }
   if (options_.orphan_scan_interval > absl::ZeroDuration() &&
       now - last_orphan_scan_ >= options_.orphan_scan_interval) {
     last_orphan_scan_ = now;
@@ -1179,25 +1184,40 @@ Keeper::Round::Outcome Keeper::Round::DoEcRepair(const EcFileRepair& f,
 
 // -------------------------------------------------- storage-policy conversions
 
-void Keeper::Round::RunConversions(const ConvertPlan& plan,
-                                   RoundReport* report) {
-  if (plan.conversions.empty()) {
-    report->convert_eta_s = plan.stuck.empty() ? 0 : -1;
-    return;
-  }
-  const int threads = std::max(1, k_->options_.parallel_conversions);
-  uint64_t rate = k_->options_.convert_bytes_per_sec;
-  if (k_->options_.copy_bytes_per_sec > 0) {
-    const uint64_t share =
-        std::max<uint64_t>(1, k_->options_.copy_bytes_per_sec /
-                                  static_cast<uint64_t>(std::min<size_t>(
-                                      threads, plan.conversions.size())));
+size_t Keeper::ConversionsAtOnce(size_t conversions) const {
+  return std::min<size_t>(std::max(1, options_.parallel_conversions),
+                          std::max<size_t>(1, conversions));
+}
+
+uint64_t Keeper::ConvertRate(size_t conversions) const {
+  uint64_t rate = options_.convert_bytes_per_sec;
+  if (options_.copy_bytes_per_sec > 0) {
+    const uint64_t share = std::max<uint64_t>(
+        1, options_.copy_bytes_per_sec /
+               static_cast<uint64_t>(ConversionsAtOnce(conversions)));
     rate = rate == 0 ? share : std::min(rate, share);
   }
-  const ConvertOptions options{.bytes_per_sec = rate,
-                               .call_timeout = k_->options_.call_timeout,
-                               .write_timeout = k_->options_.copy_timeout,
-                               .at_step = k_->options_.convert_at_step};
+  return rate;
+}
+
+double Keeper::PacedConvertEta(const ConvertPlan& plan) const {
+  if (plan.conversions.empty()) return plan.stuck.empty() ? 0 : -1;
+  const uint64_t rate = ConvertRate(plan.conversions.size());
+  if (rate == 0) return -1;  // unpaced: no estimate before one is done
+  return static_cast<double>(plan.bytes) /
+         (static_cast<double>(rate) *
+          static_cast<double>(ConversionsAtOnce(plan.conversions.size())));
+}
+
+void Keeper::Round::RunConversions(const ConvertPlan& plan,
+                                   RoundReport* report) {
+  if (plan.conversions.empty()) return;  // convert_eta_s: RunRound's
+  const int threads = std::max(1, k_->options_.parallel_conversions);
+  const ConvertOptions options{
+      .bytes_per_sec = k_->ConvertRate(plan.conversions.size()),
+      .call_timeout = k_->options_.call_timeout,
+      .write_timeout = k_->options_.copy_timeout,
+      .at_step = k_->options_.convert_at_step};
   std::mutex mu;
   uint64_t left = plan.bytes;
   const absl::Time start = absl::Now();

@@ -88,9 +88,14 @@ struct KeeperOptions {
   absl::Duration full_backoff = absl::Minutes(1);
   node::NodeClientTlsOptions agent_tls;
   Clock* clock = nullptr;  // Not owned; nullptr: the real clock.
-  // Called after each move of a round with the round's report so far
-  // (planned counts, and the moves done/failed and bytes copied until
-  // now), one call at a time, from the move threads; may be empty.
+  // Called with the round's report so far: once a round with moves or
+  // conversions is planned and its due trash collected, before any move
+  // or conversion (planned
+  // counts, the conversion backlog per policy and its ETA at
+  // convert_bytes_per_sec, trash pending), then after each move and each
+  // conversion (done/failed counts and bytes until now); one call at a
+  // time, from the round's thread, then the move and conversion threads;
+  // may be empty.
   std::function<void(const RoundReport&)> on_progress;
   // Fault injection for tests: called between a move's two layout steps
   // (the new replica added, the old one not yet removed), from the move
@@ -155,9 +160,20 @@ struct RoundReport {
   int64_t convert_bytes_saved = 0;
   // Per policy (its directory): what is still to convert after the round.
   std::map<std::string, PolicyBacklog> convert_backlog;
-  // Seconds until the backlog is converted at this round's rate (else at
-  // convert_bytes_per_sec); -1: unknown, 0: nothing left.
+  // Seconds until this round's conversions are done: at the round's rate
+  // once one is done, before that at convert_bytes_per_sec; -1: unknown
+  // (unpaced and none done yet, or only stuck files), 0: nothing left.
   double convert_eta_s = -1;
+};
+
+// What a round would do now (Keeper::DryRun).
+struct RoundPlan {
+  // Replica moves, in-place repairs and drops; `stuck` also holds the
+  // erasure-coded columns that cannot be rebuilt now.
+  Plan moves;
+  EcPlan ec;  // erasure-coded column rebuilds (repair/ec_plan.h)
+  // Storage-policy conversions (options.goals; none without it).
+  ConvertPlan conversions;
 };
 
 class Keeper {
@@ -168,13 +184,10 @@ class Keeper {
 
   absl::StatusOr<RoundReport> RunRound(const std::function<bool()>& may_act);
 
-  // The moves a round would make now, changing nothing (rangefs-keeper
+  // What a round would do now, changing nothing (rangefs-keeper
   // --dry_run). A node without a live record counts as dead (this process
-  // has not watched it go). Fills the listing fields of `report`.
-  // `conversions` (may be null): the storage-policy conversions it would
-  // make (options.goals; none without it).
-  absl::StatusOr<Plan> DryRun(RoundReport* report,
-                              ConvertPlan* conversions = nullptr);
+  // has not watched it go). Fills the listing and plan fields of `report`.
+  absl::StatusOr<RoundPlan> DryRun(RoundReport* report);
 
  private:
   struct Listing;
@@ -201,6 +214,13 @@ class Keeper {
   // fills the report's conversion plan counts.
   ConvertPlan PlanConvert(const Listing& l, const Plan& plan, const EcPlan& ec,
                           RoundReport* report);
+  // How many of `conversions` run at once (parallel_conversions).
+  size_t ConversionsAtOnce(size_t conversions) const;
+  // Bytes/s of each of `conversions` run at once (convert_bytes_per_sec,
+  // or its share of copy_bytes_per_sec when lower); 0: unpaced.
+  uint64_t ConvertRate(size_t conversions) const;
+  // Seconds `plan` takes at that pace (-1: unpaced; see convert_eta_s).
+  double PacedConvertEta(const ConvertPlan& plan) const;
 
   KeeperOptions options_;
   Clock* const clock_;

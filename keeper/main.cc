@@ -32,6 +32,7 @@
 #include "namespace/layout.h"
 #include "namespace/store.h"
 #include "proto/layout.pb.h"
+#include "repair/ec_plan.h"
 
 ABSL_FLAG(std::string, etcd, "",
           "Same as --etcd_endpoints (the name every rangefs tool takes).");
@@ -81,8 +82,9 @@ ABSL_FLAG(int, test_exit_at_convert_step, 0,
           "first storage-policy conversion (1: a new object written, 2: all "
           "written, 3: trash records written, 4: layout swapped); 0: never.");
 ABSL_FLAG(bool, dry_run, false,
-          "Print the moves a round would make now (repairs, drains, "
-          "rebalancing; nodes without a live record count as dead) and "
+          "Print what a round would do now (replica moves: repairs, drains, "
+          "rebalancing; erasure-coded column rebuilds; storage-policy "
+          "conversions; nodes without a live record count as dead) and "
           "exit, changing nothing; needs no leadership.");
 ABSL_FLAG(std::string, metrics_file, "",
           "Write Prometheus metrics (rangefs_keeper_*) to this file after "
@@ -92,9 +94,10 @@ ABSL_FLAG(int, metrics_port, 0,
           "Serve Prometheus metrics (rangefs_keeper_*, as of the moment of "
           "the scrape) at http://127.0.0.1:PORT/metrics; 0: no server.");
 ABSL_FLAG(double, progress_interval_s, 5,
-          "While a round's moves run, publish its progress (moves and bytes "
-          "done, ETA) to `rangefs-admin status`, the log and --metrics_file "
-          "at most this often.");
+          "Publish a round's plan (moves, conversions pending per policy, "
+          "ETAs) to `rangefs-admin status` and --metrics_file as soon as it "
+          "is planned, then its progress while its moves and conversions "
+          "run (also to the log) at most this often.");
 ABSL_FLAG(double, etcd_timeout_s, 5, "Deadline of each etcd call.");
 ABSL_FLAG(bool, test_exit_after_add, false,
           "Fault injection for tests: the process exits at once (status 9, "
@@ -178,16 +181,18 @@ void PublishStatus(const rangefs::keeper::RoundReport& r, const std::string& id,
   }
 }
 
-// --dry_run: prints the plan, one move per line, and a summary.
+// --dry_run: prints the plan, one move, column rebuild or conversion per
+// line, and a summary.
 int DryRun(rangefs::keeper::Keeper& keeper) {
   rangefs::keeper::RoundReport r;
-  rangefs::keeper::ConvertPlan conversions;
-  absl::StatusOr<rangefs::keeper::Plan> plan = keeper.DryRun(&r, &conversions);
-  if (!plan.ok()) {
-    fprintf(stderr, "rangefs-keeper: %s\n", plan.status().ToString().c_str());
+  absl::StatusOr<rangefs::keeper::RoundPlan> round = keeper.DryRun(&r);
+  if (!round.ok()) {
+    fprintf(stderr, "rangefs-keeper: %s\n", round.status().ToString().c_str());
     return 1;
   }
-  for (const rangefs::keeper::Move& m : plan->moves) {
+  const rangefs::keeper::Plan& plan = round->moves;
+  const rangefs::keeper::ConvertPlan& conversions = round->conversions;
+  for (const rangefs::keeper::Move& m : plan.moves) {
     if (m.drop) {
       printf("drop %s slot %d %s: leaving replica on %s\n", m.path.c_str(),
              m.slot, m.object.c_str(), m.from_node.c_str());
@@ -198,7 +203,20 @@ int DryRun(rangefs::keeper::Keeper& keeper) {
            m.object.c_str(), m.from_node.c_str(), m.target_node.c_str(),
            m.source_node.c_str(), static_cast<unsigned long long>(m.bytes));
   }
-  for (const rangefs::keeper::StuckSlot& s : plan->stuck) {
+  // Erasure-coded columns, listed as rangefs-admin repair --dry-run does.
+  size_t ec_columns = 0;
+  for (const rangefs::keeper::EcFileRepair& f : round->ec.files) {
+    for (const rangefs::keeper::EcColumnRepair& c : f.columns) {
+      const rangefs::keeper::EcRepairListing l =
+          rangefs::keeper::ListEcRepair(f, c);
+      printf("%s %s column %d %s: %s -> %s (reads %s, %llu bytes)\n",
+             l.action.c_str(), f.path.c_str(), c.column, c.object.c_str(),
+             c.from_node.c_str(), c.target_node.c_str(), l.reads.c_str(),
+             static_cast<unsigned long long>(c.bytes));
+      ++ec_columns;
+    }
+  }
+  for (const rangefs::keeper::StuckSlot& s : plan.stuck) {
     printf("stuck %s slot %d: %s\n", s.path.c_str(), s.slot, s.reason.c_str());
   }
   for (const rangefs::keeper::Conversion& c : conversions.conversions) {
@@ -223,10 +241,11 @@ int DryRun(rangefs::keeper::Keeper& keeper) {
            conversions.stuck.size());
   }
   printf(
-      "%zu move(s), %llu bytes; %zu stuck; %d files at revision %lld; "
-      "%d dead, %d draining node(s)%s\n",
-      plan->moves.size(), static_cast<unsigned long long>(plan->bytes),
-      plan->stuck.size(), r.files, static_cast<long long>(r.revision),
+      "%zu move(s), %zu erasure-coded column rebuild(s), %llu bytes; %zu "
+      "stuck; %d files at revision %lld; %d dead, %d draining node(s)%s\n",
+      plan.moves.size(), ec_columns,
+      static_cast<unsigned long long>(plan.bytes + round->ec.bytes),
+      plan.stuck.size(), r.files, static_cast<long long>(r.revision),
       r.dead_nodes, r.draining_nodes,
       r.rebalance_moves > 0 ? " (rebalancing: nothing to repair)" : "");
   return 0;
@@ -370,6 +389,7 @@ int main(int argc, char** argv) {
   std::mutex metrics_mu;
   rangefs::keeper::KeeperMetrics metrics;
   absl::Time round_start = absl::Now(), last_progress = absl::Now();
+  bool published_in_round = false;
   std::function<void(const rangefs::keeper::RoundReport&, double)> publish;
   const std::string metrics_file = absl::GetFlag(FLAGS_metrics_file);
   const absl::Duration progress_interval =
@@ -406,16 +426,22 @@ int main(int argc, char** argv) {
     metrics.eta_s = rangefs::keeper::EtaSeconds(
         r.bytes_planned > r.bytes_copied ? r.bytes_planned - r.bytes_copied : 0,
         r.bytes_copied, now - round_start);
-    if (now - last_progress < progress_interval) return;
+    // The first call of a round (its plan) is published at once.
+    if (published_in_round && now - last_progress < progress_interval) return;
+    published_in_round = true;
     last_progress = now;
-    RANGEFS_LOG(INFO) << "keeper " << id << ": round progress: " << r.moves_done
-                      << "/" << r.moves_planned << " moves done, "
-                      << r.moves_failed << " failed; " << r.bytes_copied
-                      << " of " << r.bytes_planned << " bytes copied; ETA "
-                      << (metrics.eta_s < 0
-                              ? std::string("unknown")
-                              : absl::StrCat(
-                                    static_cast<int64_t>(metrics.eta_s), " s"));
+    RANGEFS_LOG(INFO)
+        << "keeper " << id << ": round progress: " << r.moves_done << "/"
+        << r.moves_planned << " moves done, " << r.moves_failed << " failed; "
+        << r.bytes_copied << " of " << r.bytes_planned << " bytes copied; ETA "
+        << (metrics.eta_s < 0
+                ? std::string("unknown")
+                : absl::StrCat(static_cast<int64_t>(metrics.eta_s), " s"))
+        << "; conversions " << r.conversions_done << "/"
+        << r.conversions_planned << " done, ETA "
+        << (r.convert_eta_s < 0
+                ? std::string("unknown")
+                : absl::StrCat(static_cast<int64_t>(r.convert_eta_s), " s"));
     if (publish) publish(r, metrics.eta_s);
     write_metrics_locked();
   };
@@ -463,6 +489,7 @@ int main(int argc, char** argv) {
     {
       std::lock_guard<std::mutex> l(metrics_mu);
       round_start = last_progress = absl::Now();
+      published_in_round = false;
     }
     absl::StatusOr<rangefs::keeper::RoundReport> r = keeper.RunRound(
         [&] { return election.IsLeader() && !stop.HasBeenNotified(); });

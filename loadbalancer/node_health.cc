@@ -43,6 +43,7 @@ void NodeHealthTable::Revive(NodeState& s) {
   s.next_probe = absl::InfinitePast();
   s.probe_inflight = false;
   s.consecutive_failures = 0;
+  s.only_timeouts = true;
 }
 
 void NodeHealthTable::RecordSuccess(absl::string_view node,
@@ -56,6 +57,7 @@ void NodeHealthTable::RecordSuccesses(absl::string_view node, int64_t count,
   NodeState& s = Entry(node);
   s.successes += count;
   s.consecutive_failures = 0;
+  s.only_timeouts = true;
   s.last_latency = last_latency;
   if (s.dead) {
     Revive(s);
@@ -72,13 +74,14 @@ void NodeHealthTable::RecordFailure(absl::string_view node,
   ++s.consecutive_failures;
   s.last_error =
       status.ok() ? std::string("failure with OK status") : status.ToString();
+  const bool timeout = status.code() == absl::StatusCode::kDeadlineExceeded;
+  if (!timeout) s.only_timeouts = false;
   if (s.dead) {
     // Requests already in flight when the node died also land here; only
     // the probe's outcome moves the backoff.
     if (s.probe_inflight) ProbeFailed(s, now);
     return;
   }
-  const bool timeout = status.code() == absl::StatusCode::kDeadlineExceeded;
   if (s.consecutive_failures >=
           std::max(1, options_.max_consecutive_failures) ||
       (timeout && options_.dead_on_timeout)) {

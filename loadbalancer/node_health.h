@@ -59,6 +59,11 @@ struct NodeState {
   int64_t failures = 0;
   int consecutive_failures = 0;
   bool dead = false;
+  // Its failures since its last success were all timeouts
+  // (DEADLINE_EXCEEDED: a stall, an attempt timeout): slow, not known
+  // broken. A dead node so is "dead for slowness" (an erasure-coded read
+  // still waits for its cells rather than call them lost).
+  bool only_timeouts = true;
   bool live = true;       // from the live record; false once its lease is gone
   bool draining = false;  // from the live record
   AdminState admin = AdminState::kActive;

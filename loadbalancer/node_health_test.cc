@@ -56,6 +56,28 @@ TEST_F(NodeHealthTest, TimeoutMarksDeadAtOnce) {
   EXPECT_TRUE(table_.State("n1").dead);
 }
 
+// A node dead only for timeouts is slow, not known broken (an erasure-coded
+// read waits for its cells); any other failure, while dead or before,
+// until a success, makes it broken.
+TEST_F(NodeHealthTest, DeadOnlyForTimeoutsIsTold) {
+  table_.RecordFailure("n1", absl::DeadlineExceededError("attempt stalled"));
+  EXPECT_TRUE(table_.State("n1").dead);
+  EXPECT_TRUE(table_.State("n1").only_timeouts);
+  table_.RecordFailure("n1", kUnavailable);  // while dead
+  EXPECT_FALSE(table_.State("n1").only_timeouts);
+
+  table_.RecordFailure("n2", kUnavailable);
+  table_.RecordFailure("n2", absl::DeadlineExceededError("attempt timeout"));
+  EXPECT_TRUE(table_.State("n2").dead);
+  EXPECT_FALSE(table_.State("n2").only_timeouts);
+
+  table_.RecordFailure("n3", kUnavailable);
+  table_.RecordSuccess("n3", absl::Milliseconds(1));  // a fresh streak
+  table_.RecordFailure("n3", absl::DeadlineExceededError("attempt stalled"));
+  EXPECT_TRUE(table_.State("n3").dead);
+  EXPECT_TRUE(table_.State("n3").only_timeouts);
+}
+
 TEST_F(NodeHealthTest, ThresholdIsConfigurable) {
   NodeHealthTable t(&clock_,
                     {.max_consecutive_failures = 1, .dead_on_timeout = false});

@@ -8,6 +8,7 @@
 #include <signal.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cstring>
 #include <utility>
@@ -555,10 +556,12 @@ absl::Status FuseMount::Run() {
   fuse_loop_config* cfg = fuse_loop_cfg_create();
   fuse_loop_cfg_set_max_threads(cfg,
                                 static_cast<unsigned>(options_.max_threads));
-  // Idle workers are kept: a worker created per burst costs a 1 MiB
-  // buffer (and its page faults) each time.
-  fuse_loop_cfg_set_idle_threads(cfg,
-                                 static_cast<unsigned>(options_.max_threads));
+  // A few idle workers are kept (a new one costs a 1 MiB buffer, its page
+  // faults and a splice pipe), not all: the kernel wakes the worker that
+  // has waited longest, so every idle one takes its turn (mount_options.h).
+  fuse_loop_cfg_set_idle_threads(
+      cfg, static_cast<unsigned>(
+               std::min(options_.max_idle_threads, options_.max_threads)));
   fuse_loop_cfg_set_clone_fd(cfg, 0);
   const int rc = fuse_session_loop_mt(se_, cfg);
   fuse_loop_cfg_destroy(cfg);

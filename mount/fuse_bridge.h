@@ -50,6 +50,7 @@ struct FuseMountOptions {
   double attr_timeout = 1.0;
   double entry_timeout = 1.0;
   int max_threads = 64;
+  int max_idle_threads = 4;  // MountOptions::max_idle_threads
   int max_background = 256;
   int readahead_kb = 16384;  // also written to the mount's bdi (sysfs)
   // Which files are opened FOPEN_DIRECT_IO (direct_io_mode.h; MountFs::Open

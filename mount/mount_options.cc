@@ -30,8 +30,8 @@ constexpr char kUsage[] =
     "  preload data_path=auto|mount|agent|nfs mount_root agent_ca agent_cert\n"
     "  agent_key verify=off|sampled|full o_direct io_uring hedging\n"
     "  read_deadline prefetch splice\n"
-    "  foreground (-f) max_threads readahead_kb direct_io=auto|true|false\n"
-    "  max_background attr_timeout"
+    "  foreground (-f) max_threads max_idle_threads readahead_kb\n"
+    "  direct_io=auto|true|false max_background attr_timeout"
     " entry_timeout uid gid metrics_port metrics_file metrics_interval\n"
     "  status_dir log_file log_level\n"
     "Other -o options go to libfuse (allow_other, nosuid, nodev, ...).\n"
@@ -73,6 +73,7 @@ constexpr const char* kOwnKeys[] = {"etcd_endpoints",
                                     "splice",
                                     "foreground",
                                     "max_threads",
+                                    "max_idle_threads",
                                     "readahead_kb",
                                     "direct_io",
                                     "max_background",
@@ -236,6 +237,9 @@ absl::Status Apply(const std::string& key, const std::string& v,
   } else if (key == "max_threads") {
     RANGEFS_ASSIGN_OR_RETURN(int64_t n, ParseInt(key, v, 1, 1024));
     o.max_threads = static_cast<int>(n);
+  } else if (key == "max_idle_threads") {
+    RANGEFS_ASSIGN_OR_RETURN(int64_t n, ParseInt(key, v, 1, 1024));
+    o.max_idle_threads = static_cast<int>(n);
   } else if (key == "readahead_kb") {
     RANGEFS_ASSIGN_OR_RETURN(int64_t n, ParseInt(key, v, 0, 1 << 20));
     o.readahead_kb = static_cast<int>(n);

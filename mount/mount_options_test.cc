@@ -43,12 +43,13 @@ TEST(MountOptionsTest, Flags) {
 
 TEST(MountOptionsTest, FstabStyle) {
   // mount.rangefs: SPEC DIR -o options, with mount(8)'s noise.
-  auto o =
-      Parse({"-o",
-             "rw,defaults,_netdev,nofail,x-systemd.automount,cluster=c,"
-             "dir=/d,allow_other,attr_timeout=2.5,readahead_kb=4096,"
-             "threads=8,nosuid,comment=x,o_direct,io_uring=false,direct_io",
-             "10.0.0.1:2379", "/mnt/y"});
+  auto o = Parse(
+      {"-o",
+       "rw,defaults,_netdev,nofail,x-systemd.automount,cluster=c,"
+       "dir=/d,allow_other,attr_timeout=2.5,readahead_kb=4096,"
+       "threads=8,max_idle_threads=2,nosuid,comment=x,o_direct,io_uring=false,"
+       "direct_io",
+       "10.0.0.1:2379", "/mnt/y"});
   ASSERT_THAT(o, IsOk());
   EXPECT_EQ(o->etcd_endpoints, "10.0.0.1:2379");
   EXPECT_EQ(o->cluster, "c");
@@ -57,6 +58,7 @@ TEST(MountOptionsTest, FstabStyle) {
   EXPECT_EQ(o->entry_timeout, 1.0);
   EXPECT_EQ(o->readahead_kb, 4096);
   EXPECT_EQ(o->max_threads, 8);
+  EXPECT_EQ(o->max_idle_threads, 2);
   EXPECT_TRUE(o->o_direct);
   EXPECT_EQ(o->direct_io, DirectIoMode::kAlways);  // bare: as =true
   EXPECT_FALSE(o->io_uring);

@@ -39,6 +39,12 @@ std::string WhyRebuild(const std::map<std::string, NodeView>& nodes,
 
 }  // namespace
 
+EcRepairListing ListEcRepair(const EcFileRepair& f, const EcColumnRepair& c) {
+  if (c.why == "draining") return {"ec copy", c.from_node};
+  return {"rebuild", absl::StrCat(c.why, ": ", f.k, " of ", f.good_columns,
+                                  " columns, by ", c.target_node)};
+}
+
 std::map<std::string, NodeView> ByRack(
     const std::map<std::string, NodeView>& nodes) {
   std::map<std::string, NodeView> out = nodes;
@@ -63,6 +69,7 @@ EcPlan PlanEcRepairs(const std::vector<ns::FileEntry>& files,
     const ns::EcGeometry g = ns::EcGeometryOf(l);
     EcFileRepair fr;
     fr.path = f.path;
+    fr.k = g.k;
     fr.mod_revision = f.mod_revision;
     std::set<std::string> used, used_zones;
     for (int t = 0; t < g.k + g.m; ++t) {

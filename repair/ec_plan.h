@@ -42,6 +42,7 @@ struct EcColumnRepair {
 // column being rebuilt).
 struct EcFileRepair {
   std::string path;
+  int k = 0;                 // data columns: a rebuild reads k columns
   int64_t mod_revision = 0;  // of the layout planned on
   std::vector<EcColumnRepair> columns;
   // Columns that can be read: not being rebuilt, not on a missing node.
@@ -59,6 +60,16 @@ struct EcPlan {
 EcPlan PlanEcRepairs(const std::vector<ns::FileEntry>& files,
                      const std::map<std::string, NodeView>& nodes,
                      absl::BitGenRef bitgen);
+
+// How a dry run lists one column repair of `f` (rangefs-admin repair
+// --dry-run's rows, rangefs-keeper --dry_run's lines): the action,
+// "rebuild" (decoded by the target's agent from k good columns) or
+// "ec copy" (a draining node's column, read from it), and what is read.
+struct EcRepairListing {
+  std::string action;
+  std::string reads;  // "n3", or "dead: 6 of 8 columns, by n7"
+};
+EcRepairListing ListEcRepair(const EcFileRepair& f, const EcColumnRepair& c);
 
 // `nodes` with each zone replaced by "zone/rack": the placement keys
 // erasure-coded columns spread over.

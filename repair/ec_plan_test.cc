@@ -73,6 +73,23 @@ TEST(EcPlanTest, DeadColumnGoesToANodeHoldingNoColumnOfTheFile) {
   EXPECT_EQ(f.columns[0].bytes, uint64_t{4} << 20);
   EXPECT_THAT(f.unusable, ElementsAre(2, 3));
   EXPECT_EQ(f.good_columns, 7);
+  EXPECT_EQ(f.k, 6);
+  const EcRepairListing row = ListEcRepair(f, f.columns[0]);
+  EXPECT_EQ(row.action, "rebuild");
+  EXPECT_EQ(row.reads, absl::StrCat("dead: 6 of 7 columns, by ",
+                                    f.columns[0].target_node));
+}
+
+TEST(EcPlanTest, DrainingColumnIsListedAsACopyFromItsNode) {
+  absl::BitGen gen;
+  auto nodes = Nodes(11);
+  nodes["n4"].condition = NodeCondition::kDraining;
+  EcPlan p = PlanEcRepairs({Coded("/a", 0)}, nodes, gen);
+  ASSERT_EQ(p.files.size(), 1u);
+  ASSERT_EQ(p.files[0].columns.size(), 1u);
+  const EcRepairListing row = ListEcRepair(p.files[0], p.files[0].columns[0]);
+  EXPECT_EQ(row.action, "ec copy");
+  EXPECT_EQ(row.reads, "n4");
 }
 
 TEST(EcPlanTest, CorruptCellsObjectRebuildsItsParityColumn) {

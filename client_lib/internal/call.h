@@ -147,6 +147,14 @@ struct PieceState {
   absl::InlinedVector<NodeRuntime*, 2> excluded;
   std::vector<std::string> reasons;
   int data_loss = 0;
+  // An attempt failed for a cause in its node or object (an error answer,
+  // a CRC mismatch, a node dead for errors, gone or disabled), not only
+  // slowness (a stall, a timeout, a node dead only for those): an
+  // erasure-coded row counts its cell lost for good only then (ec_read.h).
+  bool hard_failure = false;
+  // An erasure-coded cell read again as a row's last hope (ec_read.h): its
+  // attempt is never judged stalled or sick, only timed out.
+  bool patient = false;
   Attempt* last = nullptr;  // the primary/retry in flight
   absl::Status status;
 };

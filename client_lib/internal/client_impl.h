@@ -165,6 +165,15 @@ class ClientImpl : public Client, public FileHost {
     }
     return health_.Admissible(n->id());
   }
+  // Whether n is not admissible for a cause other than slowness: its mount
+  // reported down, its lease gone, disabled or draining, or dead for
+  // errors (not only timeouts: lb::NodeState::only_timeouts).
+  bool DownForCause(NodeRuntime* n) {
+    if (options_.data_path == DataPath::kMount && n->mount_down()) return true;
+    const lb::NodeState s = health_.State(n->id());
+    return !s.live || s.draining || s.admin != lb::AdminState::kActive ||
+           (s.dead && !s.only_timeouts);
+  }
 
  private:
   // Re-reads rangefs-mountd's status file when mount_recheck_interval has

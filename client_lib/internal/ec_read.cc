@@ -58,7 +58,9 @@ size_t EcReads::HelperRoom(const Batch& b) {
   for (const PieceState& p : b.pieces) {
     if (p.ec != EcRole::kData) continue;
     const ns::EcGeometry g = ns::EcGeometryOf(*p.layout);
-    room += static_cast<size_t>(g.k + g.m);  // helpers and a ".cells" read
+    // Helpers and a ".cells" read; each slow cell once more (the
+    // fallback); a rebuild of its own after a parity hedge that gave up.
+    room += 3 * static_cast<size_t>(g.k + g.m);
   }
   return room;
 }
@@ -117,15 +119,21 @@ void EcReads::Step(Batch& b, Engine& e) {
       Cell& c = rebuilds_[p.rebuild]->cells[p.cell];
       if (c.state != CellState::kReading || c.piece != i) continue;
       c.state = CellState::kLost;
+      c.slow = !p.hard_failure;
       c.why = p.reasons.empty() ? std::string("failed") : p.reasons.back();
     } else if (p.rebuild < 0) {
       StartRebuild(b, i, /*hedge=*/false, e);
     } else {
       Rebuild& r = *rebuilds_[p.rebuild];
       r.own_failed = true;
-      // A parity hedge that already gave up: nothing is left to try.
       if (r.failed && !p.done) {
-        FailPiece(b, i, absl::DataLossError(TooFewCells(b, r)));
+        if (r.hedge) {
+          // A parity hedge gave up while the cell's own read ran, which
+          // failed since: a rebuild of its own (with its fallback).
+          StartRebuild(b, i, /*hedge=*/false, e);
+        } else {
+          FailPiece(b, i, r.failure);
+        }
       }
     }
   }
@@ -192,6 +200,7 @@ void EcReads::TakeOwnCells(Batch& b, Rebuild& r) {
     if (!p.done && p.last == nullptr) continue;
     c.state = CellState::kOwn;
     c.piece = i;
+    c.own_piece = i;
     c.own = at;
     p.ec_survivor = true;  // its end wakes the loop (Batch::NotifiesEach)
   }
@@ -204,13 +213,17 @@ void EcReads::DropLostOwnCells(const Batch& b, Rebuild& r) const {
     const PieceState& p = b.pieces[c.piece];
     // Its own read still runs (a parity hedge of it may win first): its
     // bytes come either way.
+    // Waited for by a rebuild that lacks cells but slow ones (Fallback):
+    // its own rebuild reads it again patiently.
     if (p.done ? p.status.ok()
-               : p.rebuild < 0 || !rebuilds_[p.rebuild]->own_failed) {
+               : (r.fallback && OwnPending(b, c.piece)) || p.rebuild < 0 ||
+                     !rebuilds_[p.rebuild]->own_failed) {
       continue;
     }
     // Failed, or lost and rebuilt itself: another cell stands in (never a
     // rebuild waiting on another's).
     c.state = CellState::kLost;
+    c.slow = !p.hard_failure;
     c.why = p.done
                 ? p.status.ToString()
                 : absl::StrCat("being rebuilt itself",
@@ -247,7 +260,97 @@ void EcReads::Advance(Batch& b, Rebuild& r, Engine& e) {
     if (CrcSettled(b, r, e)) Decode(b, r, e);
     return;
   }
-  if (!Refill(b, r, e)) Fail(b, r, absl::DataLossError(TooFewCells(b, r)));
+  if (!Refill(b, r, e) && !Fallback(b, r, e)) Fail(b, r, RowLost(b, r));
+}
+
+bool EcReads::Fallback(Batch& b, Rebuild& r, Engine& e) {
+  // A parity hedge whose cell's own read still runs: that read is the
+  // fallback.
+  if (!r.own_failed) return false;
+  if (HardLost(b, r) > r.g.m) return false;
+  PieceState& p = b.pieces[r.piece];
+  if (!r.fallback) {
+    r.fallback = true;
+    p.reasons.push_back(absl::StrCat("row ", r.row,
+                                     " has too few cells but for slow ones, "
+                                     "waited for: ",
+                                     SlowCells(b, r)));
+  }
+  // The piece's own cell first: its bytes need no decode.
+  if (!r.self_patient && !p.hard_failure && !p.done && !p.claimed &&
+      p.active == 0) {
+    r.self_patient = true;
+    if (!e.StartPatient(r.piece)) p.reasons.push_back("no replica to read");
+  }
+  const bool own_read = p.active > 0;
+  int in_play = 0;
+  for (Cell& c : r.cells) {
+    // The call's own pieces of the row, slow, not done: waited for (their
+    // rebuilds read them again).
+    if (c.state == CellState::kLost && c.slow && c.own_piece >= 0 &&
+        OwnPending(b, c.own_piece)) {
+      c.state = CellState::kOwn;
+      c.piece = c.own_piece;
+    }
+    in_play += c.state == CellState::kZero || c.state == CellState::kReading ||
+               c.state == CellState::kOwn;
+  }
+  // The other slow cells: read again, once, patiently.
+  for (int t = 0; t < r.g.k + r.g.m && in_play < r.g.k; ++t) {
+    Cell& c = r.cells[t];
+    if (c.state != CellState::kLost || !c.slow || c.patient) continue;
+    c.patient = true;
+    if (StartCell(b, r, t, e, /*patient=*/true)) ++in_play;
+  }
+  return own_read || in_play >= r.g.k;
+}
+
+bool EcReads::OwnPending(const Batch& b, int i) const {
+  const PieceState& p = b.pieces[i];
+  if (p.done || p.hard_failure) return false;
+  // A read of its own in flight, or one its rebuild will start.
+  return p.active > 0 || p.rebuild < 0 || !rebuilds_[p.rebuild]->self_patient;
+}
+
+int EcReads::HardLost(const Batch& b, const Rebuild& r) const {
+  int hard = 0;
+  for (const Cell& c : r.cells) {
+    if (c.state == CellState::kSelf) {
+      hard += r.own_failed && b.pieces[r.piece].hard_failure;
+    } else if (c.state == CellState::kLost) {
+      hard += !c.slow;
+    }
+  }
+  return hard;
+}
+
+absl::Status EcReads::RowLost(const Batch& b, const Rebuild& r) const {
+  if (HardLost(b, r) > r.g.m) return absl::DataLossError(TooFewCells(b, r));
+  const PieceState& p = b.pieces[r.piece];
+  return absl::UnavailableError(absl::StrCat(
+      "erasure-coded file ", *p.path, " (RS ", r.g.k, "+", r.g.m, "): row ",
+      r.row, ": bytes [", p.piece.offset, ", ", p.piece.offset + p.piece.length,
+      ") not read: too few cells answered, but no more than ", r.g.m,
+      " are known lost; slow (not lost): ", SlowCells(b, r)));
+}
+
+std::string EcReads::SlowCells(const Batch& b, const Rebuild& r) const {
+  const PieceState& p = b.pieces[r.piece];
+  const v1::FileLayout& l = *p.layout;
+  std::vector<std::string> slow;
+  for (int t = 0; t < r.g.k + r.g.m; ++t) {
+    const Cell& c = r.cells[t];
+    const bool self =
+        c.state == CellState::kSelf && r.own_failed && !p.hard_failure;
+    if (!self && !(c.state == CellState::kLost && c.slow)) continue;
+    const std::string why = !self               ? c.why
+                            : p.reasons.empty() ? std::string()
+                                                : p.reasons.front();
+    slow.push_back(absl::StrCat(
+        CellName(t, r.g.k), " on node ", CellReplica(l, t, r.g.k).node_id(),
+        why.empty() ? "" : absl::StrCat(" (", why, ")")));
+  }
+  return slow.empty() ? std::string("none") : absl::StrJoin(slow, "; ");
 }
 
 bool EcReads::Refill(Batch& b, Rebuild& r, Engine& e) {
@@ -298,11 +401,12 @@ int EcReads::AddPiece(Batch& b, const Rebuild& r, EcRole role) {
   return i;
 }
 
-bool EcReads::StartCell(Batch& b, Rebuild& r, int t, Engine& e) {
+bool EcReads::StartCell(Batch& b, Rebuild& r, int t, Engine& e, bool patient) {
   Cell& c = r.cells[t];
   const int i = AddPiece(b, r, EcRole::kHelper);
   if (i < 0) {
     c.state = CellState::kLost;
+    c.slow = true;  // not known lost
     c.why = "no room for a helper read";
     return false;
   }
@@ -317,6 +421,7 @@ bool EcReads::StartCell(Batch& b, Rebuild& r, int t, Engine& e) {
   h.stream_key =
       b.pieces[r.piece].stream_key ^ (uint64_t{0x9E3779B97F4A7C15} * (t + 1));
   h.cell = t;
+  h.patient = patient;
   h.dst = c.buf.get();
   c.piece = i;
   c.state = CellState::kReading;
@@ -324,6 +429,7 @@ bool EcReads::StartCell(Batch& b, Rebuild& r, int t, Engine& e) {
     h.done = true;
     b.remaining--;
     c.state = CellState::kLost;
+    c.slow = false;
     c.why = "no replica to read";
     return false;
   }
@@ -487,6 +593,7 @@ void EcReads::Drop(Batch& b, PieceState& h) {
 void EcReads::Fail(Batch& b, Rebuild& r, const absl::Status& why) {
   End(b, r);
   r.failed = true;
+  r.failure = why;
   // A parity hedge that gave up: the cell's own read may still answer.
   if (r.hedge && !r.own_failed) return;
   // (Claimed: a late answer of its own read is being copied in.)

@@ -13,8 +13,21 @@
 // sidecar), takes the first k that answer out of up to k + m - 1, decodes
 // (ec::Codec) and fills the piece under the claim rule (Batch::Fill). A
 // helper that fails, stalls or is slow is replaced by another cell, never
-// retried in line. More than m cells of a row lost: DATA_LOSS naming the
-// file, the row and the lost cells.
+// retried in line.
+//
+// Lost for good versus slow: a cell is lost for good only for a hard cause
+// (its read answered an error: the object missing, a CRC mismatch, its
+// node refusing; or its node dead for errors, gone or disabled:
+// PieceState::hard_failure). A cell given up only for slowness (a stall,
+// an attempt timeout, a node dead only for those: on a loaded machine
+// healthy nodes look so) is the row's fallback: when a row has too few
+// cells otherwise, each such cell is read once more patiently
+// (PieceState::patient: judged by attempt_timeout and the call's deadline
+// only, never stalled), the lost piece's own cell first, and the row waits
+// for them. More than m cells of a row lost for good: DATA_LOSS naming the
+// file, the row and the lost cells. Fewer, but still too few cells
+// answering: UNAVAILABLE naming the slow cells' nodes (the deadline first:
+// DEADLINE_EXCEEDED, the piece's reasons name them), never DATA_LOSS.
 //
 // The row plan (ec_call_cells.h): the cells of the row that the call
 // reads anyway as its own pieces (a scan's window holds whole rows) serve
@@ -101,6 +114,9 @@ class EcReads {
     // Sends piece i's first attempt and puts it under the call's timers;
     // false if it could not be sent.
     virtual bool Start(int i) = 0;
+    // Sends piece i again to its cell's node (tried before) as a patient
+    // read (PieceState::patient); false if it could not be sent.
+    virtual bool StartPatient(int i) = 0;
     // Whether the node of `r` is admissible now.
     virtual bool Usable(const v1::Replica& r) = 0;
     // Takes `reads` reads' worth of the hedge budget; false if not left.
@@ -153,7 +169,12 @@ class EcReads {
     uint64_t read = 0;  // bytes of the range it holds (the rest: zeros)
     std::unique_ptr<char[]> buf;
     const char* own = nullptr;  // kOwn: the range in the caller's buffer
+    int own_piece = -1;         // the call's piece that reads it, if any
     std::string why;            // kLost: the helper's last failure
+    // kLost: only for slowness (a fallback, see the file comment), and
+    // whether a patient read of it was started already.
+    bool slow = false;
+    bool patient = false;
   };
   struct Rebuild {
     int piece = 0;  // the kData piece
@@ -165,7 +186,12 @@ class EcReads {
     bool hedge = false;       // started while the cell's own read ran
     bool own_failed = false;  // the cell's own read failed meanwhile
     bool ended = false;
-    bool failed = false;      // ended without the bytes
+    bool failed = false;   // ended without the bytes
+    absl::Status failure;  // why, when failed
+    // Too few cells but for slow ones: waits for them (Fallback); the
+    // piece's own cell was read again patiently.
+    bool fallback = false;
+    bool self_patient = false;
     std::vector<Cell> cells;  // k + m
     // A whole cell is rebuilt: checked against the row's ".cells" CRCs,
     // read by the kCells piece `crc_piece` from any parity column.
@@ -191,6 +217,23 @@ class EcReads {
   // Decodes, starts helpers or fails, as the row's cells allow.
   void Advance(Batch& b, Rebuild& r, Engine& e)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(b.mu);
+  // Too few cells left but for slow ones: reads them again patiently (the
+  // piece's own cell first) and waits; false if nothing is left to wait
+  // for.
+  bool Fallback(Batch& b, Rebuild& r, Engine& e)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(b.mu);
+  // Whether the call's piece i, slow, still has a read of its own coming:
+  // in flight, or the patient one its rebuild starts (Fallback).
+  bool OwnPending(const Batch& b, int i) const ABSL_SHARED_LOCKS_REQUIRED(b.mu);
+  // Cells of r lost for good (hard causes only).
+  int HardLost(const Batch& b, const Rebuild& r) const
+      ABSL_SHARED_LOCKS_REQUIRED(b.mu);
+  // Why r cannot be rebuilt: DATA_LOSS (more than m cells lost for good)
+  // or UNAVAILABLE naming the slow cells.
+  absl::Status RowLost(const Batch& b, const Rebuild& r) const
+      ABSL_SHARED_LOCKS_REQUIRED(b.mu);
+  std::string SlowCells(const Batch& b, const Rebuild& r) const
+      ABSL_SHARED_LOCKS_REQUIRED(b.mu);
   // Starts helpers until k cells are in or in flight; false if too few
   // cells are left.
   bool Refill(Batch& b, Rebuild& r, Engine& e)
@@ -198,7 +241,7 @@ class EcReads {
   // An idle cell of r, one on an admissible node first, a parity cell
   // before a data cell; -1 if none.
   int PickCell(const Rebuild& r, const Batch& b, Engine& e) const;
-  bool StartCell(Batch& b, Rebuild& r, int t, Engine& e)
+  bool StartCell(Batch& b, Rebuild& r, int t, Engine& e, bool patient = false)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(b.mu);
   // Whole-cell rebuilds: the lost cell's CRC, from the cache or a read of
   // the row's ".cells" (a kCells piece over the m parity nodes).

@@ -78,8 +78,7 @@ void NodeRuntime::StartNfs(const std::shared_ptr<NfsNode>& nfs, Task t,
   const absl::Time now = client_->clock()->MonotonicNow();
   if (t0 == absl::InfinitePast()) {
     t0 = now;
-    a->started_ns.store(std::max<int64_t>(1, absl::ToUnixNanos(t0)),
-                        std::memory_order_release);
+    MarkStarted(a, t0);
   }
   counters_.nfs_reads.fetch_add(1);
   // The call's deadline (the client's monotonic clock) as wall time, and

@@ -154,8 +154,7 @@ bool NodeRuntime::RingStart(Task t) {
   // Started before the mount check: a check that hangs (a hung mount) is
   // this attempt's stall.
   const absl::Time t0 = client_->clock()->MonotonicNow();
-  a->started_ns.store(std::max<int64_t>(1, absl::ToUnixNanos(t0)),
-                      std::memory_order_release);
+  MarkStarted(a, t0);
   std::optional<bool> mount = UseMount(dir);
   if (!mount.has_value()) return false;
   if (!*mount) {  // kAuto without a usable mount: NFS, else the agent
@@ -243,8 +242,7 @@ bool NodeRuntime::StartOnCaller(Task& t, ReadRing& ring, char* into,
   if (!file->caller_safe()) return false;  // it could block this thread
   // Dispatched by this very thread's pass, microseconds ago: its start.
   const absl::Time t0 = a->dispatched;
-  a->started_ns.store(std::max<int64_t>(1, absl::ToUnixNanos(t0)),
-                      std::memory_order_release);
+  MarkStarted(a, t0);
   counters_.mount_reads.fetch_add(1);
   counters_.uring_reads.fetch_add(1);
   counters_.caller_reads.fetch_add(1);

@@ -178,8 +178,7 @@ bool NodeRuntime::Execute(Task& t, WorkerBuffer& buf) {
     return true;
   }
   const absl::Time t0 = client_->clock()->MonotonicNow();
-  a->started_ns.store(std::max<int64_t>(1, absl::ToUnixNanos(t0)),
-                      std::memory_order_release);
+  MarkStarted(a, t0);
   const char* out = nullptr;  // the piece's bytes, inside `buf`
   bool checksum_failure = false;
   absl::StatusOr<size_t> r;

@@ -12,6 +12,7 @@
 #ifndef RANGEFS_CLIENT_LIB_INTERNAL_NODE_RUNTIME_H_
 #define RANGEFS_CLIENT_LIB_INTERNAL_NODE_RUNTIME_H_
 
+#include <algorithm>
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
@@ -199,6 +200,26 @@ class NodeRuntime : public std::enable_shared_from_this<NodeRuntime> {
   // outcome: the node still answers. 0 = never.
   int64_t last_answer_ns() const {
     return last_answer_ns_.load(std::memory_order_relaxed);
+  }
+  // MonotonicNow (ns) when one of its threads (or a caller's ring) last
+  // started an attempt of this node. 0 = never.
+  int64_t last_start_ns() const {
+    return last_start_ns_.load(std::memory_order_relaxed);
+  }
+  // Attempt `a` starts at t0 (MonotonicNow): its started_ns, and the
+  // node's last_start_ns.
+  void MarkStarted(Attempt* a, absl::Time t0) {
+    const int64_t ns = std::max<int64_t>(1, absl::ToUnixNanos(t0));
+    a->started_ns.store(ns, std::memory_order_release);
+    last_start_ns_.store(ns, std::memory_order_relaxed);
+  }
+  // Whether some attempt of this node is out of its queue and not ended:
+  // being read (or between its dispatch and its queue, a moment). False
+  // while every attempt in flight waits in the queue: the node's threads
+  // are idle, or not yet run by a loaded machine.
+  bool Reading() const {
+    return counters_.inflight.load(std::memory_order_relaxed) >
+           counters_.queued.load(std::memory_order_relaxed);
   }
   // An attempt was dispatched here at `now_ns` (MonotonicNow), `before` in
   // flight until then.
@@ -404,6 +425,7 @@ class NodeRuntime : public std::enable_shared_from_this<NodeRuntime> {
     return last.fetch_add(1, std::memory_order_relaxed) + 1;
   }
   std::atomic<int64_t> last_answer_ns_{0};
+  std::atomic<int64_t> last_start_ns_{0};
   // When the attempts in flight went from none to some.
   std::atomic<int64_t> busy_since_ns_{0};
   std::atomic<int> mount_state_{0};  // 0 unknown, 1 ok, -1 bad

@@ -147,6 +147,19 @@ struct ClientImpl::EcEngine final : EcReads::Engine {
     c.b->pieces[i].last->node->counters().ec_helper_reads.fetch_add(1);
     return true;
   }
+  bool StartPatient(int i) override {
+    c.b->mu.AssertHeld();  // the loop runs under the batch lock (Execute)
+    PieceState& p = c.b->pieces[i];
+    p.patient = true;
+    p.excluded.clear();  // its one replica, tried before
+    if (!self->Dispatch(c.b, i, false, *c.picker, c.memo)) return false;
+    // A data piece not done is still on the timers' list.
+    if (std::find(c.dispatched.begin(), c.dispatched.end(), i) ==
+        c.dispatched.end()) {
+      c.dispatched.push_back(i);
+    }
+    return true;
+  }
   bool Usable(const v1::Replica& r) override {
     return self->AdmissibleIn(c.memo.admissible,
                               self->NodeOf(c.memo, r.node_id()));
@@ -281,6 +294,7 @@ void ClientImpl::DispatchWaiting(CallLoop& c) {
       c.dispatched.push_back(i);
     } else {
       p.reasons.push_back("no replica");
+      p.hard_failure = true;
       FailPiece(b, p);
     }
   }
@@ -305,6 +319,13 @@ void ClientImpl::RetryFailed(CallLoop& c) {
     p.reasons.push_back(
         absl::StrCat("node ", a->node->id(), ": ", a->status.ToString()));
     if (absl::IsDataLoss(a->status)) p.data_loss++;
+    // An answer with an error. A deadline of the read's own (the agent's),
+    // a busy agent or a cancellation is slowness, not a fault.
+    if (!absl::IsDeadlineExceeded(a->status) &&
+        !absl::IsResourceExhausted(a->status) &&
+        !absl::IsCancelled(a->status)) {
+      p.hard_failure = true;
+    }
     if (p.active > 0) continue;  // a hedge is still running
     retries_.fetch_add(1);
     if (!Dispatch(c.b, a->piece, false, *c.picker, c.memo)) FailPiece(b, p);
@@ -319,14 +340,25 @@ bool ClientImpl::JudgeAttempt(CallLoop& c, int i, int64_t started_ns) {
   const absl::Time now = c.now;
   const absl::Time timeout_at = a->dispatched + options_.attempt_timeout;
   // A started attempt is judged from its start. One still queued is
-  // judged from its dispatch, one health recheck later than a started
-  // one would be (those decide first): every thread of its node may be
-  // stuck, and the attempts they hold may be out of any call's sight
-  // (their pieces done by hedges, or their calls returned).
-  const absl::Time since = started_ns != 0 ? absl::FromUnixNanos(started_ns)
-                                           : a->dispatched + kHealthRecheck;
+  // judged one health recheck later than a started one would be (those
+  // decide first): every thread of its node may be stuck, and the
+  // attempts they hold may be out of any call's sight (their pieces done
+  // by hedges, or their calls returned). But only time the node's threads
+  // spent stuck counts: from the later of its dispatch and the last read
+  // one of them started (NodeRuntime::last_start_ns), and not at all while
+  // none reads (all its attempts queued). Time in our own queue, behind
+  // busy threads or on a machine too loaded to run them, is no news of the
+  // node (issue 35: healthy nodes marked dead "while queued").
+  absl::Time since = absl::FromUnixNanos(started_ns);
+  bool may_stall = options_.stall_factor > 0 && !p.patient;
+  if (started_ns == 0) {
+    since =
+        std::max(a->dispatched, absl::FromUnixNanos(a->node->last_start_ns())) +
+        kHealthRecheck;
+    if (!a->node->Reading()) may_stall = false;
+  }
   absl::Time stall_at = absl::InfiniteFuture();
-  if (options_.stall_factor > 0) {
+  if (may_stall) {
     const absl::Duration delay = StallDelay(a->node, c.stall_delays);
     stall_at = since + delay;
     // A node that answered other attempts meanwhile is slow, not
@@ -343,7 +375,7 @@ bool ClientImpl::JudgeAttempt(CallLoop& c, int i, int64_t started_ns) {
   // earlier in this pass), its wait is no news of the node, however late
   // this pass runs (a loaded machine) -- it moves, it is not a stall.
   bool sick = !timed_out && (!stalled || started_ns == 0) && !a->forced &&
-              (started_ns == 0 || options_.stall_factor > 0) &&
+              !p.patient && (started_ns == 0 || options_.stall_factor > 0) &&
               !AdmissibleIn(c.memo.admissible, a->node);
   if (sick) stalled = false;
   // Stalls and sickness only move a piece that has somewhere to go: an
@@ -386,6 +418,7 @@ void ClientImpl::AbandonAttempt(CallLoop& c, int i, bool timed_out,
     c.memo.admissible.clear();
   } else {
     nc.moved.fetch_add(1);
+    if (DownForCause(a->node)) p.hard_failure = true;
   }
   p.reasons.push_back(absl::StrCat(
       "node ", a->node->id(), ": ",
@@ -641,8 +674,12 @@ bool ClientImpl::EcDataNodeDown(CallLoop& c, const PieceState& p) {
   NodeRuntime* n = NodeOf(c.memo, (*p.piece.replicas)[0].node_id());
   if (AdmissibleIn(c.memo.admissible, n)) return false;
   c.b->mu.AssertHeld();  // the loop runs under the batch lock (Execute)
-  c.b->pieces[&p - c.b->pieces.data()].reasons.push_back(
-      absl::StrCat("node ", n->id(), ": not admissible"));
+  PieceState& mine = c.b->pieces[&p - c.b->pieces.data()];
+  const bool cause = DownForCause(n);
+  if (cause) mine.hard_failure = true;
+  mine.reasons.push_back(absl::StrCat(
+      "node ", n->id(),
+      cause ? ": not admissible" : ": not admissible (dead for slowness)"));
   return true;
 }
 

@@ -227,10 +227,11 @@ class RangefsFileSystem(AbstractFileSystem):
 
     def cat_file(self, path: str, start: Optional[int] = None,
                  end: Optional[int] = None, **kwargs: Any) -> bytes:
-        path = self._strip_protocol(path)
-        with self._src.open(path) as f:
-            lo, hi = _bounds(start, end, f.size)
-            return f._f.pread(lo, hi - lo)
+        """Through the client's kept File of `path` (as cat_ranges), not a
+        File opened per call: a new File starts a new readahead stream, so
+        a job reading a file in consecutive cat_file calls would never get
+        the kernel to read ahead of it (and would pay an open per call)."""
+        return self.cat_ranges([path], [start], [end], on_error="raise")[0]
 
     def cat_ranges(self, paths: List[str], starts: Any, ends: Any,
                    max_gap: Any = None, on_error: str = "return",

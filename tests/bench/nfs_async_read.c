@@ -2,13 +2,19 @@
 // libnfs reader on the asynchronous API (one context, one thread, poll +
 // nfs_service), nothing of rangefs.
 //
-//   nfs_async_read URL PATH... [--depth=D] [--io=BYTES] [--random=SECONDS]
+//   nfs_async_read URL PATH... [--depth=D] [--io=BYTES] [--duration=SECONDS]
+//                  [--random=SECONDS [--batch]]
 //
 // URL: the export with libnfs's options ("nfs://127.0.0.1/exp?version=4&
 // nfsport=P"); PATHs: files beneath it. Sequential (default): each file
-// read whole in --io sized reads, --depth of them in flight. --random=S:
-// 4 KiB reads at uniformly random aligned offsets of random files for S
-// seconds, --depth in flight. Prints "bytes=N seconds=S reads=R".
+// read whole in --io sized reads, --depth of them in flight; with
+// --duration=S, the files again and again until S seconds have passed
+// (then the reads in flight end). --random=S: 4 KiB reads at uniformly
+// random aligned offsets of random files for S seconds, --depth in flight
+// at all times; with --batch, in batches of --depth: the next batch starts
+// when the whole last one has ended (as a ReadV of --depth ranges does).
+// Files are opened one at a time (libnfs 4.0 sends concurrent NFSv4.0
+// OPENs with clashing sequence ids). Prints "bytes=N seconds=S reads=R".
 // clang-format off
 #include <sys/time.h>  // before libnfs.h, which uses struct timeval
 // clang-format on
@@ -26,7 +32,8 @@ static struct nfsfh** fhs;
 static uint64_t* sizes;
 static int nfiles, depth = 16, inflight, failed, mounted;
 static uint64_t io = 1 << 20, bytes, reads;
-static double random_s, t_end;
+static double random_s, duration_s, t_end;
+static int batch;
 static int cur_file;
 static uint64_t cur_off;
 
@@ -60,6 +67,7 @@ static void ReadCb(int err, struct nfs_context* n, void* data, void* priv) {
 
 // Starts reads until `depth` are in flight or there is nothing left.
 static void Issue(void) {
+  if (batch && inflight > 0) return;  // the batch is not over yet
   while (inflight < depth && !failed) {
     int f;
     uint64_t off, len;
@@ -69,9 +77,13 @@ static void Issue(void) {
       off = ((uint64_t)rand() % (sizes[f] / 4096)) * 4096;
       len = 4096;
     } else {
+      if (duration_s > 0 && Now() >= t_end) return;
       while (cur_file < nfiles && cur_off >= sizes[cur_file]) {
         cur_file++;
         cur_off = 0;
+        if (cur_file == nfiles && duration_s > 0 && Now() < t_end) {
+          cur_file = 0;  // --duration: once more
+        }
       }
       if (cur_file >= nfiles) return;
       f = cur_file;
@@ -105,6 +117,8 @@ static void MountCb(int err, struct nfs_context* n, void* d, void* p) {
 static int Mounted(void) { return mounted; }
 
 static int opened;
+static const char** paths;
+static void OpenCb(int err, struct nfs_context* n, void* d, void* p);
 static void StatCb(int err, struct nfs_context* n, void* d, void* p) {
   (void)n;
   if (err) {
@@ -113,6 +127,11 @@ static void StatCb(int err, struct nfs_context* n, void* d, void* p) {
   }
   sizes[(intptr_t)p] = ((struct nfs_stat_64*)d)->nfs_size;
   opened++;
+  if (opened < nfiles &&  // the next file, once this one is open
+      nfs_open_async(nfs, paths[opened], O_RDONLY, OpenCb,
+                     (void*)(intptr_t)opened) < 0) {
+    Die("open");
+  }
 }
 static void OpenCb(int err, struct nfs_context* n, void* d, void* p) {
   (void)n;
@@ -125,12 +144,15 @@ static void OpenCb(int err, struct nfs_context* n, void* d, void* p) {
 }
 static int AllOpen(void) { return opened == nfiles; }
 static int Drained(void) {
-  return inflight == 0 && (random_s > 0 ? Now() >= t_end : cur_file >= nfiles);
+  if (inflight > 0) return 0;
+  if (random_s > 0) return Now() >= t_end;
+  return cur_file >= nfiles || (duration_s > 0 && Now() >= t_end);
 }
 
 int main(int argc, char** argv) {
   const char* url = NULL;
-  const char* paths[4096];
+  static const char* args[4096];
+  paths = args;
   for (int i = 1; i < argc; i++) {
     if (strncmp(argv[i], "--depth=", 8) == 0) {
       depth = atoi(argv[i] + 8);
@@ -138,16 +160,20 @@ int main(int argc, char** argv) {
       io = strtoull(argv[i] + 5, NULL, 10);
     } else if (strncmp(argv[i], "--random=", 9) == 0) {
       random_s = atof(argv[i] + 9);
+    } else if (strncmp(argv[i], "--duration=", 11) == 0) {
+      duration_s = atof(argv[i] + 11);
+    } else if (strcmp(argv[i], "--batch") == 0) {
+      batch = 1;
     } else if (url == NULL) {
       url = argv[i];
     } else if (nfiles < 4096) {
-      paths[nfiles++] = argv[i];
+      args[nfiles++] = argv[i];
     }
   }
   if (url == NULL || nfiles == 0 || depth < 1 || io < 1) {
     fprintf(stderr,
             "usage: nfs_async_read URL PATH... [--depth=D] [--io=B] "
-            "[--random=S]\n");
+            "[--duration=S] [--random=S [--batch]]\n");
     return 2;
   }
   nfs = nfs_init_context();
@@ -157,13 +183,11 @@ int main(int argc, char** argv) {
   Loop(Mounted);
   fhs = calloc(nfiles, sizeof(*fhs));
   sizes = calloc(nfiles, sizeof(*sizes));
-  for (int i = 0; i < nfiles; i++) {
-    if (nfs_open_async(nfs, paths[i], O_RDONLY, OpenCb, (void*)(intptr_t)i) < 0)
-      Die("open");
-  }
+  if (nfs_open_async(nfs, paths[0], O_RDONLY, OpenCb, (void*)(intptr_t)0) < 0)
+    Die("open");
   Loop(AllOpen);
   const double t0 = Now();
-  t_end = t0 + random_s;
+  t_end = t0 + (random_s > 0 ? random_s : duration_s);
   Issue();
   Loop(Drained);
   const double t = Now() - t0;

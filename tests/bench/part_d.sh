@@ -14,17 +14,25 @@
 #   read       rangefs-bench --api=read: File::Read of 1 MiB (ReadOptions{})
 #   readinto   tests/bench/python_readers.py: rangefs.Client().open + readinto
 #              of a 1 MiB buffer (threads of one process)
-#   cat_file   the same, rangefs.fsspec.RangefsFileSystem.cat_file of the
-#              reader's whole share (needs fsspec: the tests' virtualenv,
-#              $RANGEFS_PYTHON_VENV, else $ROOT/.cache/python-venv)
+#   cat_file   the same, rangefs.fsspec.RangefsFileSystem.cat_file of
+#              each 1 MiB range of the reader's share (needs fsspec: the
+#              tests' virtualenv, $RANGEFS_PYTHON_VENV, else
+#              $ROOT/.cache/python-venv); D_CAT_WHOLE=1: one cat_file of
+#              the whole share (a new bytes object of up to 512 MiB: the
+#              kernel's page faults and zeroing of fresh memory, ~0.35 s/GB
+#              here, on top of the copy that fio makes)
 #   fuse dd    rangefs-mount with its default options, `dd bs=1M` of the
 #              reader's share of the mounted files
 #   fuse fio   the same mount, fio psync 1 MiB, each job its share
 #   dio dd, dio fio   the same with `-o direct_io=true`
 #   readv      rangefs-bench --api=readv: ReadV of D_BATCH (default 32)
 #              random 4 KiB ranges per reader vs fio randread 4 KiB
-#              io_uring, numjobs = readers, iodepth = D_BATCH (equal reads
-#              in flight); cold: O_DIRECT on both sides (fio --direct=1,
+#              io_uring, numjobs = readers, iodepth = D_BATCH, submitted
+#              and reaped D_BATCH at a time (--iodepth_batch_submit and
+#              --iodepth_batch_complete_min): equal reads in flight, as a
+#              ReadV call waits for all its ranges before the next call;
+#              D_READV_FIO=refill: fio refills each slot as it completes
+#              (a deeper queue than any one ReadV call; for diagnosis); cold: O_DIRECT on both sides (fio --direct=1,
 #              ours --o_direct: ClientOptions::o_direct, the workload's
 #              O_DIRECT, not a tuning knob)
 # Each reader reads its own share, each fio job its own objects: with N
@@ -51,17 +59,30 @@
 # >= 0.8; cold sequential library and FUSE >= 0.9; 4 KiB random O_DIRECT
 # >= 0.9; every row >= 0.7; CPU s/GB <= 1.2 x fio's in warm rows.
 # OUT/part_d.md: the table; OUT/d_rounds.md: every round; every command
-# line in OUT/commands.log. --quick (the smoke test, on the CI's critical
+# line in OUT/commands.log; OUT/d_times.log: each row's wall time (to plan
+# a D_ROWS run). --quick (the smoke test, on the CI's critical
 # path): D_READERS=2, every row read once (readv: 0.3 s), one row per
 # entry point (Reader, File::Read, Python readinto, FUSE dd, ReadV) warm and
 # the Reader cold.
 # D_READERS, D_KINDS, D_COLD_KINDS, D_BATCH (environment) pick the rows;
+# D_ROWS="KIND:MODE:N ..." (e.g. "readinto:warm:4 readv:cold:1") runs
+# exactly those rows, in that order, instead; D_FILES and D_FILE_MB
+# (default: run.sh's FILES x FILE_MB, 4 x 512 MiB) size the data set, for a
+# check on a busy machine (not a result: the targets assume the default);
 # D_FUSE_OPTS (e.g. "-o splice=false") is added to both mounts' options,
 # before the direct mount's -o direct_io=true (for A/B runs of a mount
 # option; the defaults are what the rows are about).
 echo "bench: part D (every entry point with default settings vs fio, same objects)"
+D_SAVED_SIZE=("$FILES" "$FILE_MB")  # put back at the end (later parts)
+FILES=${D_FILES:-$FILES}; FILE_MB=${D_FILE_MB:-$FILE_MB}
 D_READERS=${D_READERS:-$([ "$QUICK" = 1 ] && echo 2 || echo "1 2 4 8")}
 D_BATCH=${D_BATCH:-32}
+D_READV_FIO=${D_READV_FIO:-batch}
+case "$D_READV_FIO" in
+  batch) D_FIO_BATCH=(--iodepth_batch_submit="$D_BATCH" --iodepth_batch_complete_min="$D_BATCH") ;;
+  refill) D_FIO_BATCH=() ;;
+  *) echo "bench: D_READV_FIO must be batch or refill, not '$D_READV_FIO'" >&2; exit 2 ;;
+esac
 D_KINDS=${D_KINDS:-$([ "$QUICK" = 1 ] && echo "reader read readinto fuse_dd readv" ||
   echo "reader read readinto cat_file fuse_dd fuse_fio dio_dd dio_fio readv")}
 D_COLD_KINDS=${D_COLD_KINDS:-$([ "$QUICK" = 1 ] && echo "reader" || echo "$D_KINDS")}
@@ -76,7 +97,7 @@ for i in $(seq 1 "$FILES"); do
 done
 mapfile -t D_OBJS < <(find "$CD/exports" -type f -path '*/f/*' ! -name '.*' | sort)
 D_FILE_BYTES=$((FILE_MB << 20))
-rm -f "$OUT/d_errors.log"
+rm -f "$OUT/d_errors.log" "$OUT/d_times.log"
 echo "part D: ${#D_OBJS[@]} objects, $FILES files x $FILE_MB MiB" >>"$OUT/commands.log"
 
 # The Python package: its sources and the extension, staged for PYTHONPATH.
@@ -204,7 +225,7 @@ d_fio() {  # d_fio KIND MODE N RES: the baseline, fio on the objects
     local direct=$([ "$mode" = cold ] && echo 1 || echo 0)
     # shellcheck disable=SC2046
     fio_run "$WORK/dfio.json" --rw=randread --bs=4k --direct="$direct" --ioengine=io_uring \
-      --iodepth="$D_BATCH" --randrepeat=0 --norandommap --invalidate=0 --readonly \
+      --iodepth="$D_BATCH" "${D_FIO_BATCH[@]}" --randrepeat=0 --norandommap --invalidate=0 --readonly \
       "${D_TIME[@]}" --name=rand --filename="$(IFS=:; echo "${D_OBJS[*]}")" --numjobs="$n" || return 1
   else
     # shellcheck disable=SC2046
@@ -240,6 +261,7 @@ open(sys.argv[2], 'w').write(f\"{rate} {d['cpu_s_per_gb']}\\n\")" "$res.raw" "$r
       cmd=(env PYTHONPATH="$D_SITE" "$D_PY" "$ROOT/tests/bench/python_readers.py" --api="$kind"
            --etcd="$RANGEFS_ETCD" --cluster=benchd --mount_root="$MOUNT_ROOT" --dir=/d
            --threads="$n" "${timing[@]}")
+      [ "${D_CAT_WHOLE:-0}" = 1 ] && [ "$kind" = cat_file ] && cmd+=(--cat_whole)
       echo "${cmd[*]}" >>"$OUT/commands.log"
       "${cmd[@]}" >"$res.raw" 2>"$res.err" || return 1
       python3 -c "
@@ -308,7 +330,7 @@ d_label() {
     reader) echo "C++ Reader, 1 MiB Read" ;;
     read) echo "C++ File::Read, 1 MiB" ;;
     readinto) echo "Python readinto, 1 MiB" ;;
-    cat_file) echo "Python fsspec cat_file" ;;
+    cat_file) [ "${D_CAT_WHOLE:-0}" = 1 ] && echo "Python fsspec cat_file, whole share" || echo "Python fsspec cat_file, 1 MiB" ;;
     fuse_dd) echo "FUSE default, dd bs=1M" ;;
     fuse_fio) echo "FUSE default, fio psync 1M" ;;
     dio_dd) echo "FUSE direct_io, dd bs=1M" ;;
@@ -375,40 +397,63 @@ PY
 } >"$OUT/part_d.md"
 { echo "# part D rounds: ours, fio, ratio; CPU s/GB ours vs fio"; echo
   echo "| row | round | first | ours | fio | ratio | CPU ours | CPU fio |"; echo "|---|---|---|---|---|---|---|---|"; } >"$OUT/d_rounds.md"
-D_PASS=0; D_FAIL=0; D_SKIP=()
-for mode in warm cold; do
-  for n in $D_READERS; do
-    for kind in $([ "$mode" = cold ] && echo "$D_COLD_KINDS" || echo "$D_KINDS"); do
-      case "$kind" in
-        readinto) [ -n "$D_PY" ] || { D_SKIP+=("$kind (no Python with the rangefs extension)"); continue; } ;;
-        cat_file) [ "$D_FSSPEC" = 1 ] || { D_SKIP+=("$kind (no fsspec: set RANGEFS_PYTHON_VENV)"); continue; } ;;
-        fuse_* | dio_*) [ "$D_FUSE" = 1 ] || { D_SKIP+=("$kind (no FUSE)"); continue; } ;;
-      esac
-      RA=(); RB=(); CA_=(); CB_=()
-      for r in $(seq 1 "$REPEAT"); do
-        if [ $((r % 2)) = 1 ]; then
-          read -r va cpa <<<"$(d_measure d_ours "$kind" "$mode" "$n")"
-          read -r vb cpb <<<"$(d_measure d_fio "$kind" "$mode" "$n")"
-        else
-          read -r vb cpb <<<"$(d_measure d_fio "$kind" "$mode" "$n")"
-          read -r va cpa <<<"$(d_measure d_ours "$kind" "$mode" "$n")"
-        fi
-        RA+=("$va"); RB+=("$vb"); CA_+=("$cpa"); CB_+=("$cpb")
+# d_rows: the rows to run, "MODE N KIND" lines in order.
+d_rows() {
+  local row kind mode n
+  if [ -n "${D_ROWS:-}" ]; then
+    for row in $D_ROWS; do
+      IFS=: read -r kind mode n <<<"$row"
+      if [ -z "$(d_label "$kind")" ] || { [ "$mode" != warm ] && [ "$mode" != cold ]; } ||
+        ! [[ "$n" =~ ^[1-9][0-9]*$ ]]; then
+        echo "bench: D_ROWS: \"$row\" is not KIND:warm|cold:READERS" >&2
+        return 1
+      fi
+      echo "$mode $n $kind"
+    done
+    return
+  fi
+  for mode in warm cold; do
+    for n in $D_READERS; do
+      for kind in $([ "$mode" = cold ] && echo "$D_COLD_KINDS" || echo "$D_KINDS"); do
+        echo "$mode $n $kind"
       done
-      line=$(d_summary "$OUT/d_rounds.md" "$(d_label "$kind")" "$mode" "$n" "$(d_target "$kind" "$mode")" \
-             "${RA[@]}" -- "${RB[@]}" -- "${CA_[@]}" -- "${CB_[@]}")
-      echo "$line" >>"$OUT/part_d.md"
-      if [[ "$line" == *"| PASS"* ]]; then D_PASS=$((D_PASS + 1)); else D_FAIL=$((D_FAIL + 1)); fi
     done
   done
-done
+}
+D_ROW_LIST=$(d_rows) || exit 2
+D_PASS=0; D_FAIL=0; D_SKIP=()
+while read -r mode n kind <&3; do
+  case "$kind" in
+    readinto) [ -n "$D_PY" ] || { D_SKIP+=("$kind (no Python with the rangefs extension)"); continue; } ;;
+    cat_file) [ "$D_FSSPEC" = 1 ] || { D_SKIP+=("$kind (no fsspec: set RANGEFS_PYTHON_VENV)"); continue; } ;;
+    fuse_* | dio_*) [ "$D_FUSE" = 1 ] || { D_SKIP+=("$kind (no FUSE)"); continue; } ;;
+  esac
+  RA=(); RB=(); CA_=(); CB_=(); D_T0=$SECONDS
+  for r in $(seq 1 "$REPEAT"); do
+    if [ $((r % 2)) = 1 ]; then
+      read -r va cpa <<<"$(d_measure d_ours "$kind" "$mode" "$n")"
+      read -r vb cpb <<<"$(d_measure d_fio "$kind" "$mode" "$n")"
+    else
+      read -r vb cpb <<<"$(d_measure d_fio "$kind" "$mode" "$n")"
+      read -r va cpa <<<"$(d_measure d_ours "$kind" "$mode" "$n")"
+    fi
+    RA+=("$va"); RB+=("$vb"); CA_+=("$cpa"); CB_+=("$cpb")
+  done
+  line=$(d_summary "$OUT/d_rounds.md" "$(d_label "$kind")" "$mode" "$n" "$(d_target "$kind" "$mode")" \
+         "${RA[@]}" -- "${RB[@]}" -- "${CA_[@]}" -- "${CB_[@]}")
+  echo "$line" >>"$OUT/part_d.md"
+  echo "$kind:$mode:$n $((SECONDS - D_T0)) s" >>"$OUT/d_times.log"
+  if [[ "$line" == *"| PASS"* ]]; then D_PASS=$((D_PASS + 1)); else D_FAIL=$((D_FAIL + 1)); fi
+done 3<<<"$D_ROW_LIST"
 { echo
   [ "$D_DROP_FAILED" = 1 ] && echo "drop_caches failed: the rows that need it (cold; FUSE warm) were not measured (failed)."
   [ "${#D_SKIP[@]}" -gt 0 ] && echo "skipped: $(printf '%s\n' "${D_SKIP[@]}" | sort -u | paste -sd ';' -)."
   [ -s "$OUT/d_errors.log" ] && echo "failed runs: $(wc -l <"$OUT/d_errors.log") (OUT/d_errors.log)."
   [ "$REPEAT" -lt 5 ] && echo "note: $REPEAT round(s) (< 5): not a result to report."
+  [ -n "${D_FILES:-}${D_FILE_MB:-}" ] && echo "note: D_FILES/D_FILE_MB set: a check, not a result to report."
   true
 } >>"$OUT/part_d.md"
 echo "part D (default settings vs fio, OUT/part_d.md): $D_PASS row(s) PASS, $D_FAIL FAIL" >>"$OUT/report.md"
 for d in "$D_MNT" "$D_MNTD"; do fusermount3 -u -z "$d" 2>/dev/null || true; done
 deploy/local/cluster.sh down --dir="$CD" >/dev/null
+FILES=${D_SAVED_SIZE[0]}; FILE_MB=${D_SAVED_SIZE[1]}

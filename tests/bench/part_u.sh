@@ -11,12 +11,21 @@
 #     tests/bench/nfs_async_read (libnfs's async API, one context, 16 reads
 #     of 1 MiB in flight) vs nfs-cat (libnfs-utils, synchronous), each
 #     reading every object once.
-#   4 KiB random: read_bench --mode=rand --batch=32 (ReadVs of 32 reads)
-#     vs nfs_async_read --random --depth=32 (32 always in flight), U_S s.
+#   4 KiB random: read_bench --mode=rand --batch=32 (ReadVs of 32 reads,
+#     each ended before the next starts) vs nfs_async_read --random
+#     --depth=32 --batch (the same: batches of 32) at equal depth, and vs
+#     nfs_async_read --random --depth=32 (32 always in flight), U_S s.
 # U_REPEAT rounds (default REPEAT), the sides' order alternating; the table
 # shows medians and min-max. Needs root and /usr/bin/ganesha.nfsd.
+# Then the same over tbf-capped links on a real cluster (part_un.sh);
+# U_LOOPBACK=0 or U_CAPPED=0 leaves out either.
 echo "bench: part U (data_path=nfs vs plain libnfs readers, same objects)"
 U_REPEAT=${U_REPEAT:-$REPEAT}
+mm() { python3 -c "
+import sys
+v = sorted(float(x) for x in sys.argv[1:] if x != 'failed')
+print(f'{min(v):.0f}-{max(v):.0f}' if v else 'failed')" "$@"; }
+if [ "${U_LOOPBACK:-1}" != 0 ]; then
 U_NODES=${U_NODES:-1}
 if [ "$QUICK" = 1 ]; then U_MB=${U_MB:-64}; U_S=${U_S:-1}; else U_MB=${U_MB:-256}; U_S=${U_S:-3}; fi
 UD="$WORK/u"; mkdir -p "$UD/rec"
@@ -61,8 +70,8 @@ u_lib_rand() {
     --nfs="$U_URL" --bs=4096 --batch=32 --seconds="$U_S" 2>>"$UD/err.log" |
     awk '/^result/ {printf "%.0f", $4}' || echo failed
 }
-u_async_rand() {
-  "$BIN/nfs_async_read" "$U_LIBNFS" "${U_OBJS[@]}" --depth=32 --random="$U_S" 2>>"$UD/err.log" |
+u_async_rand() {  # $1: --batch (batches of 32) or nothing (32 held)
+  "$BIN/nfs_async_read" "$U_LIBNFS" "${U_OBJS[@]}" --depth=32 --random="$U_S" "$@" 2>>"$UD/err.log" |
     sed -n 's/.*seconds=\([0-9.]*\) reads=\([0-9]*\).*/\1 \2/p' | awk '{printf "%.0f", $2 / $1}' || echo failed
 }
 declare -A UV
@@ -77,17 +86,13 @@ for r in $(seq 1 "$U_REPEAT"); do
     esac
   done
   if [ $((r % 2)) = 1 ]; then
-    UV[lrand]+=" $(u_lib_rand)"; UV[arand]+=" $(u_async_rand)"
+    UV[lrand]+=" $(u_lib_rand)"; UV[brand]+=" $(u_async_rand --batch)"; UV[arand]+=" $(u_async_rand)"
   else
-    UV[arand]+=" $(u_async_rand)"; UV[lrand]+=" $(u_lib_rand)"
+    UV[arand]+=" $(u_async_rand)"; UV[brand]+=" $(u_async_rand --batch)"; UV[lrand]+=" $(u_lib_rand)"
   fi
-  echo "part U round $r: lib1 ${UV[lib1]##* } lib2 ${UV[lib2]##* } async ${UV[async]##* } cat ${UV[cat]##* } MB/s; rand lib ${UV[lrand]##* } async ${UV[arand]##* } IOPS" | tee -a "$OUT/u_rounds.md"
+  echo "part U round $r: lib1 ${UV[lib1]##* } lib2 ${UV[lib2]##* } async ${UV[async]##* } cat ${UV[cat]##* } MB/s; rand lib ${UV[lrand]##* } async batches ${UV[brand]##* } async held ${UV[arand]##* } IOPS" | tee -a "$OUT/u_rounds.md"
 done
 u_stop; trap cleanup EXIT
-mm() { python3 -c "
-import sys
-v = sorted(float(x) for x in sys.argv[1:] if x != 'failed')
-print(f'{min(v):.0f}-{max(v):.0f}' if v else 'failed')" "$@"; }
 # shellcheck disable=SC2086
 {
   echo
@@ -96,7 +101,12 @@ print(f'{min(v):.0f}-{max(v):.0f}' if v else 'failed')" "$@"; }
   echo "| side | median | min-max |"
   echo "|---|---|---|"
   for k in lib1 lib2 async cat; do echo "| seq $k (MB/s) | $(f0 "$(median ${UV[$k]})") | $(mm ${UV[$k]}) |"; done
-  for k in lrand arand; do echo "| 4 KiB random $k (IOPS) | $(f0 "$(median ${UV[$k]})") | $(mm ${UV[$k]}) |"; done
+  for k in lrand brand arand; do echo "| 4 KiB random $k (IOPS) | $(f0 "$(median ${UV[$k]})") | $(mm ${UV[$k]}) |"; done
   echo
-  echo "seq lib1 / async: $(ratio "$(median ${UV[lib1]})" "$(median ${UV[async]})"); lib1 / nfs-cat: $(ratio "$(median ${UV[lib1]})" "$(median ${UV[cat]})"); 4 KiB random lib / async: $(ratio "$(median ${UV[lrand]})" "$(median ${UV[arand]})")"
+  echo "seq lib1 / async: $(ratio "$(median ${UV[lib1]})" "$(median ${UV[async]})"); lib1 / nfs-cat: $(ratio "$(median ${UV[lib1]})" "$(median ${UV[cat]})"); 4 KiB random lib (ReadVs of 32) / async in batches of 32 (equal depth): $(ratio "$(median ${UV[lrand]})" "$(median ${UV[brand]})"); / async with 32 held: $(ratio "$(median ${UV[lrand]})" "$(median ${UV[arand]})")"
 } | tee -a "$OUT/report.md"
+fi
+if [ "${U_CAPPED:-1}" != 0 ]; then
+  # shellcheck source=tests/bench/part_un.sh
+  source "$ROOT/tests/bench/part_un.sh"
+fi

@@ -42,7 +42,8 @@
 # fio on the same objects with the same readers (D_READERS, default
 # "1 2 4 8"), warm and cold, CPU s/GB on both sides; OUT/part_d.md with a
 # PASS/FAIL column against issue 34's targets (72 rows: ~1 h with the
-# default RUNTIME and 5 rounds; D_READERS="1 4" or D_KINDS=... for less).
+# default RUNTIME and 5 rounds; D_READERS="1 4", D_KINDS=... or
+# D_ROWS="KIND:MODE:N ..." for less: part_d.sh's header).
 # Part N: namespace/bench:namespace_bench (its own etcd): random lookups
 # over a 1M-extent namespace on 2 threads, and the cache's RSS in a fresh
 # process (not with --quick).
@@ -53,7 +54,10 @@
 # With --quick only when named in --only (not in the smoke test).
 # Part U (tests/bench/part_u.sh; only when --only names it): the library's
 # userspace NFS data path (data_path=nfs) against plain libnfs readers
-# (nfs_async_read, nfs-cat) of the same objects behind one nfs-ganesha.
+# (nfs_async_read, nfs-cat) of the same objects behind one nfs-ganesha on
+# loopback; then (part_un.sh) on a cluster of nodes in network namespaces,
+# each with its own nfs-ganesha behind a tbf-capped link, against the
+# links' capacity (iperf3) and the same readers, one per node.
 # Part R (tests/bench/part_r.sh; only when --only names it): rangefs-keeper
 # rebuilding the erasure-coded columns of a node killed for good, against
 # copying the same bytes.

@@ -15,8 +15,10 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <fstream>
+#include <iterator>
 #include <map>
 #include <memory>
 #include <random>
@@ -49,6 +51,7 @@ namespace rangefs {
 namespace {
 
 using ::testing::HasSubstr;
+using ::testing::Not;
 
 constexpr uint64_t kUnit = 1 << 20;  // stripe unit = checksum block = cell
 constexpr uint64_t kRow = 6 * kUnit;
@@ -166,7 +169,16 @@ class ConvertTest : public ::testing::Test {
         "--orphan_scan_interval_s=0.5",
         "--rebalance_tolerance=0",
         "--etcd_timeout_s=2"};
-    for (std::string& f : extra) argv.push_back(std::move(f));
+    // A flag in `extra` replaces the default above.
+    for (std::string& f : extra) {
+      const std::string name = f.substr(0, f.find('=') + 1);
+      argv.erase(std::remove_if(argv.begin() + 1, argv.end(),
+                                [&](const std::string& d) {
+                                  return absl::StartsWith(d, name);
+                                }),
+                 argv.end());
+      argv.push_back(std::move(f));
+    }
     auto p = testing::Subprocess::Start(
         {.argv = argv,
          .log_path = absl::StrCat(cluster_->dir(), "/keeper",
@@ -601,6 +613,131 @@ TEST_F(ConvertTest, AKeeperKilledAtEachStepIsFinishedByTheNext) {
     EXPECT_THAT(s, IsOk()) << text;
     keeper_.reset();
   }
+}
+
+// The status record, `rangefs-admin status` and the metrics file show the
+// backlog per policy (files, bytes, bytes to free) and an ETA as soon as the
+// round is planned: the keeper here exits (as if killed) at the first step
+// of its first conversion, so what it published is what an operator saw
+// while that conversion ran. Before, the first record came after the first
+// conversion ended.
+TEST_F(ConvertTest, StatusShowsTheBacklogWhileTheFirstConversionRuns) {
+  Put("/st/a", 2 * kRow - 3, 6);
+  Put("/st/b", 2 * kRow - 7, 6);
+  SetPolicy("/st", "ec=6+3");
+  const std::string metrics = cluster_->dir() + "/keeper.prom";
+  // A lease that outlives the check: the records are under it.
+  StartKeeper({"--test_exit_at_convert_step=1", "--parallel_conversions=1",
+               "--lease_ttl_s=60", "--convert_bytes_per_sec=4194304",
+               "--metrics_file=" + metrics});
+  ASSERT_THAT(keeper_->Wait(kWait), IsOk()) << keeper_->LogTail(8192);
+  ASSERT_THAT(keeper_->Log(), HasSubstr("--test_exit_at_convert_step"));
+  EXPECT_TRUE(Meets("/st/a", "replicas=2") && Meets("/st/b", "replicas=2"));
+
+  auto range = cluster_->store()->kv()->Range(
+      cluster_->store()->keys().KeeperStatus(), "", 0, 0);
+  ASSERT_THAT(range, IsOk());
+  ASSERT_EQ(range->kvs.size(), 1u) << "no status record published";
+  v1::KeeperStatus st;
+  ASSERT_TRUE(st.ParseFromString(range->kvs[0].value));
+  EXPECT_TRUE(st.in_round());
+  EXPECT_EQ(st.conversions_done(), 0);
+  ASSERT_EQ(st.conversions_size(), 1) << st.ShortDebugString();
+  const v1::KeeperStatus::PolicyConversions& c = st.conversions(0);
+  EXPECT_EQ(c.policy(), "/st");
+  EXPECT_EQ(c.files(), 2);
+  EXPECT_EQ(c.bytes(), files_["/st/a"].size() + files_["/st/b"].size());
+  EXPECT_GT(c.bytes_saved(), 0);  // 2 replicas -> RS(6,3)
+  EXPECT_EQ(c.stuck(), 0);
+  // ~12 MiB of parity at 4 MiB/s, one file at a time.
+  EXPECT_GT(st.convert_eta_s(), 1);
+  EXPECT_LT(st.convert_eta_s(), 10);
+
+  auto status = Run({"status"});
+  ASSERT_THAT(status, IsOk());
+  EXPECT_THAT(status->message, HasSubstr("policy /st: 2 file(s) ("));
+  EXPECT_THAT(status->message, HasSubstr(") to convert, "));
+  EXPECT_THAT(status->message, HasSubstr("conversions ETA "));
+
+  std::ifstream in(metrics);
+  const std::string text((std::istreambuf_iterator<char>(in)),
+                         std::istreambuf_iterator<char>());
+  EXPECT_THAT(text,
+              HasSubstr("rangefs_keeper_convert_pending_files{policy=\"/st\"} "
+                        "2\n"));
+  EXPECT_THAT(text, HasSubstr(absl::StrCat(
+                        "rangefs_keeper_convert_pending_bytes{policy=\"/st\"} ",
+                        c.bytes(), "\n")));
+  EXPECT_THAT(text, HasSubstr("rangefs_keeper_convert_pending_saved_bytes{"
+                              "policy=\"/st\"} "));
+  EXPECT_THAT(text, HasSubstr("rangefs_keeper_convert_eta_seconds "));
+  EXPECT_THAT(text, Not(HasSubstr("rangefs_keeper_convert_eta_seconds -1")));
+}
+
+// rangefs-keeper --dry_run lists what a round would do: the rebuild of an
+// erasure-coded column whose node is dead (as rangefs-admin repair
+// --dry-run lists it: the same words) and a conversion to a policy.
+TEST_F(ConvertTest, KeeperDryRunListsEcRebuildsAndConversions) {
+  const std::string data = Random(3 * kRow + 17, 99);
+  const std::string local = cluster_->dir() + "/ec_local";
+  std::ofstream(local, std::ios::binary) << data;
+  ASSERT_THAT(Run({"file", "put", local, "/ecd/f", "--ec=6+3",
+                   "--stripe-unit=64K", "--ec-min-rows=0"}),
+              IsOk());
+  Put("/conv/f", kRow - 5, 1);  // two replicas on two nodes
+  SetPolicy("/conv", "ec=6+3");
+  // A column of /ecd/f on a node without a replica of /conv/f dies.
+  std::set<std::string> conv_nodes;
+  for (const auto& e : Layout("/conv/f").extents()) {
+    for (const auto& r : e.replicas()) conv_nodes.insert(r.node_id());
+  }
+  const v1::FileLayout ec = Layout("/ecd/f");
+  int column = -1;
+  std::string node;
+  for (int t = 0; t < ec.striped().targets_size() && column < 0; ++t) {
+    node = ec.striped().targets(t).replicas(0).node_id();
+    if (conv_nodes.count(node) == 0) column = t;
+  }
+  ASSERT_GE(column, 0);
+  for (size_t i = 0; i < cluster_->agents(); ++i) {
+    if (cluster_->agent(i).id == node) {
+      ASSERT_THAT(cluster_->agent(i).process->Kill(), IsOk());
+    }
+  }
+  ASSERT_TRUE(cluster_->WaitLive(
+      node, [](bool found, const ns::LiveEntry&) { return !found; }, kWait));
+
+  auto p = testing::Subprocess::Start(
+      {.argv = {testing::RunfilePath("keeper/rangefs-keeper"),
+                "--etcd_endpoints=" + cluster_->etcd()->endpoints(),
+                "--cluster=it", "--dry_run"},
+       .log_path = cluster_->dir() + "/keeper_dry_run.log"});
+  ASSERT_THAT(p, IsOk());
+  auto exit = (*p)->Wait(kWait);
+  ASSERT_THAT(exit, IsOk());
+  EXPECT_TRUE(WIFEXITED(*exit) && WEXITSTATUS(*exit) == 0) << (*p)->Log();
+  const std::string out = (*p)->Log();
+
+  auto admin = Run({"repair", "--dry-run"});
+  ASSERT_THAT(admin, IsOk());
+  std::vector<std::string> rebuild;
+  bool admin_converts = false;
+  for (const auto& row : admin->rows) {
+    if (row[0] == "rebuild" && row[1] == "/ecd/f") rebuild = row;
+    if (row[0] == "convert" && row[1] == "/conv/f") admin_converts = true;
+  }
+  ASSERT_EQ(rebuild.size(), 8u) << admin::FormatHuman(*admin);
+  EXPECT_TRUE(admin_converts) << admin::FormatHuman(*admin);
+  EXPECT_EQ(rebuild[2], absl::StrCat(column));
+  EXPECT_EQ(rebuild[4], node);
+  // The keeper's line: the same column and words (each run picks its own
+  // target among the equals).
+  EXPECT_THAT(out, HasSubstr(absl::StrCat("rebuild /ecd/f column ", column, " ",
+                                          rebuild[3], ": ", node, " -> ")));
+  EXPECT_THAT(out, HasSubstr(absl::StrCat("(reads dead: 6 of 8 columns, by ")));
+  EXPECT_THAT(rebuild[6], HasSubstr("dead: 6 of 8 columns, by "));
+  EXPECT_THAT(out, HasSubstr("1 erasure-coded column rebuild(s)"));
+  EXPECT_THAT(out, HasSubstr("convert /conv/f: ec-rewrite -> ec=6+3"));
 }
 
 }  // namespace

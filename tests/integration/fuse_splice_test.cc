@@ -267,6 +267,107 @@ TEST_F(FuseSpliceTest, SecondPassOfOneOpenIsSpliced) {
   EXPECT_EQ(lines[1], "1 True 9") << r.output;
 }
 
+// Cold bytes (not in the objects' page cache): a request continuing the
+// handle's sequential stream is spliced too (the kernel reads the object
+// ahead as for a read(2) of it); a cold read that continues nothing goes
+// the copy path. Every request finds the objects' cache dropped
+// (POSIX_FADV_DONTNEED), so none is helped by an earlier read-ahead.
+TEST_F(FuseSpliceTest, ColdStreamIsSplicedOtherColdReadsAreCopied) {
+  int port = 0;
+  MountProcess* m = Mount("cold", {"-o", "direct_io=true"}, &port);
+  ASSERT_NE(m, nullptr);
+  ShResult objs = Sh(absl::StrCat("find ", Q(cluster_->dir()),
+                                  "/export-n* -type f -path '*/f/*' ! -name "
+                                  "'.*' | tr '\\n' ' '"));
+  ASSERT_EQ(objs.code, 0);
+  ASSERT_FALSE(objs.output.empty());
+  const std::string py = absl::StrCat(
+      "/usr/bin/python3 -c \"import os, sys, urllib.request\n"
+      "def spliced():\n"
+      "  t = urllib.request.urlopen('http://127.0.0.1:",
+      port,
+      "/metrics', timeout=5).read().decode()\n"
+      "  return int([l.split()[1] for l in t.splitlines() if "
+      "l.startswith('rangefs_mount_spliced_reads_total ')][0])\n"
+      "def drop():\n"
+      "  for o in sys.argv[3:]:\n"
+      "    d = os.open(o, os.O_RDONLY)\n"
+      "    os.posix_fadvise(d, 0, 0, os.POSIX_FADV_DONTNEED)\n"
+      "    os.close(d)\n"
+      "f = os.open(sys.argv[1], os.O_RDONLY)\n"
+      "want = open(sys.argv[2], 'rb').read()\n"
+      "got = b''\n"  // a first pass opens the column objects
+      "while True:\n"
+      "  b = os.pread(f, 1 << 20, len(got))\n"
+      "  if not b: break\n"
+      "  got += b\n"
+      "s0 = spliced(); got = b''\n"
+      "while True:\n"
+      "  drop()\n"
+      "  b = os.pread(f, 1 << 20, len(got))\n"
+      "  if not b: break\n"
+      "  got += b\n"
+      "print('stream', got == want, spliced() - s0)\n"
+      "drop(); s0 = spliced(); b = os.pread(f, 1 << 20, 3 << 20)\n"
+      "print('jump', b == want[3 << 20:4 << 20], spliced() - s0)\" ",
+      Q(m->path("/s/big")), " ", Q(src_), " ", objs.output);
+  ShResult r = Sh(py);
+  ASSERT_EQ(r.code, 0) << r.output;
+  std::vector<std::string> lines = absl::StrSplit(r.output, '\n');
+  ASSERT_GE(lines.size(), 2u) << r.output;
+  // 9 requests (8 MiB + 12345 bytes): the first starts no stream (copy),
+  // the 8 after it continue it, each spliced although cold.
+  EXPECT_EQ(lines[0], "stream True 8") << r.output;
+  EXPECT_EQ(lines[1], "jump True 0") << r.output;
+}
+
+// After a burst of parallel reads, FUSE workers beyond max_idle_threads
+// (default 4) end: the kernel hands each request to the worker that has
+// waited longest, so every idle worker kept takes turns, and a single
+// reader's requests would cycle through all of them. A mount keeping 64
+// shows the burst did start more than that.
+TEST_F(FuseSpliceTest, IdleWorkersBeyondTheLimitEndAfterABurst) {
+  int port = 0, port64 = 0;
+  MountProcess* m = Mount("burst", {"-o", "direct_io=true"}, &port);
+  MountProcess* m64 =
+      Mount("burst64", {"-o", "direct_io=true,max_idle_threads=64"}, &port64);
+  ASSERT_NE(m, nullptr);
+  ASSERT_NE(m64, nullptr);
+  auto threads = [](MountProcess* p) {
+    ShResult r = Sh("ls /proc/$(awk '/^pid = / {print $3}' " +
+                    Q(p->mountpoint() + ".status") + "/*.status)/task | wc -l");
+    int n = -1;
+    return absl::SimpleAtoi(absl::StripAsciiWhitespace(r.output), &n) ? n : -1;
+  };
+  // 16 readers at once, 1 MiB preads over the whole file, twice.
+  constexpr char kBurst[] =
+      "/usr/bin/python3 -c \"import os, sys, threading\n"
+      "def run():\n"
+      "  f = os.open(sys.argv[1], os.O_RDONLY)\n"
+      "  for p in range(2):\n"
+      "    o = 0\n"
+      "    while os.pread(f, 1 << 20, o): o += 1 << 20\n"
+      "ts = [threading.Thread(target=run) for _ in range(16)]\n"
+      "[t.start() for t in ts]; [t.join() for t in ts]\" ";
+  int before = 0, before64 = 0;
+  for (MountProcess* p : {m, m64}) {
+    ASSERT_EQ(Sh("cat " + Q(p->path("/s/big")) + " >/dev/null").code, 0);
+    (p == m ? before : before64) = threads(p);
+    ASSERT_GT(threads(p), 0);
+    ShResult r = Sh(kBurst + Q(p->path("/s/big")));
+    ASSERT_EQ(r.code, 0) << r.output;
+  }
+  EXPECT_GT(threads(m64), before64 + 4);
+  // A worker ends when it answers a request while more than the limit are
+  // idle: at once, but allow the last ones a moment (bounded).
+  int after = threads(m);
+  for (int i = 0; i < 100 && after > before + 4; ++i) {
+    usleep(100 * 1000);
+    after = threads(m);
+  }
+  EXPECT_LE(after, before + 4) << "threads before the burst: " << before;
+}
+
 TEST_F(FuseSpliceTest, OffMeansNoSplicing) {
   int port = 0;
   MountProcess* m =

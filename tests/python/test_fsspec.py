@@ -3,6 +3,8 @@ pyarrow, pandas and Dask, against the real local cluster."""
 
 from __future__ import annotations
 
+import ctypes
+import mmap
 import os
 
 import fsspec
@@ -12,9 +14,10 @@ import pyarrow.fs as pafs
 import pyarrow.parquet as pq
 import pytest
 
-from conftest import TMP, random_bytes
+from conftest import TMP, random_bytes, wait_until
 from rangefs.fsspec import RangefsFileSystem
 
+MIB = 1 << 20
 ROWS = 200_000
 COLUMNS = [f"c{i}" for i in range(6)]
 
@@ -68,6 +71,62 @@ def test_ls_info_find_glob(fs, tree):
     assert fs.glob("/t/**/*.bin") == ["/t/sub/deep/c.bin", "/t/sub/deep/d.bin"]
     assert fs.exists("/t/a") and not fs.exists("/t/zzz")
     assert fs.unstrip_protocol("/t/a") == "rangefs://pytest/t/a"
+
+
+def _resident_pages(path: str, length: int) -> int:
+    """Pages of the first `length` bytes of `path` in the page cache
+    (mincore(2) of a read-only mapping)."""
+    libc = ctypes.CDLL(None, use_errno=True)
+    libc.mmap.restype = ctypes.c_void_p
+    libc.mmap.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int, ctypes.c_int,
+                          ctypes.c_int, ctypes.c_long]
+    libc.munmap.argtypes = [ctypes.c_void_p, ctypes.c_size_t]
+    libc.mincore.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_char_p]
+    page = mmap.PAGESIZE
+    vec = ctypes.create_string_buffer((length + page - 1) // page)
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        addr = libc.mmap(None, length, mmap.PROT_READ, mmap.MAP_SHARED, fd, 0)
+        assert addr not in (None, ctypes.c_void_p(-1).value), os.strerror(ctypes.get_errno())
+        try:
+            assert libc.mincore(addr, length, vec) == 0, os.strerror(ctypes.get_errno())
+        finally:
+            libc.munmap(addr, length)
+    finally:
+        os.close(fd)
+    return sum(b & 1 for b in vec.raw)
+
+
+def _drop_cached(path: str) -> bool:
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fdatasync(fd)
+        os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
+    finally:
+        os.close(fd)
+    return _resident_pages(path, os.path.getsize(path)) == 0
+
+
+def test_consecutive_cat_file_calls_read_ahead(fs, cluster):
+    """cat_file goes through the client's kept File of the path, so that
+    consecutive calls are one sequential stream (readahead hints, issue 34):
+    a File opened per call starts a new stream each time and never hints.
+    1 MiB stripes over 3 columns: calls for MiB 0 and 1 (columns 0, 1),
+    which wait for the disk, ask the kernel for the next 4 MiB: MiB 2,
+    column 2's first unit, which no call read."""
+    data = random_bytes(12 * MIB, seed=35)
+    cluster.put_bytes(data, "/ra/f", "--stripe-unit=1M", "--width=3", "--replicas=1")
+    objects = [os.path.join(cluster.mount_root, t["replicas"][0]["node_id"],
+                            t["replicas"][0]["object"])
+               for t in cluster.layout("/ra/f")["striped"]["targets"]]
+    assert fs.cat_file("/ra/f") == data  # the client opens every object
+    if not all(_drop_cached(o) for o in objects):
+        pytest.skip(f"the page cache of {objects[0]} stays")
+    assert fs.cat_file("/ra/f", 0, MIB) == data[:MIB]
+    assert fs.cat_file("/ra/f", MIB, 2 * MIB) == data[MIB:2 * MIB]
+    pages = MIB // mmap.PAGESIZE
+    wait_until(lambda: _resident_pages(objects[2], MIB) == pages, 10,
+               "column 2's first MiB read ahead")
 
 
 def test_cat_open_and_cat_ranges(fs, tree):

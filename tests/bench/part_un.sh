@@ -1,0 +1,203 @@
+# Part U over capped links (sourced by tests/bench/part_u.sh; uses
+# run.sh's helpers and settings): the library's userspace NFS data path
+# (data_path=nfs, issue 37) on a real cluster whose nodes are separate
+# network namespaces, each behind a tc tbf cap, against the links'
+# capacity and plain libnfs readers of the same objects over the same
+# links.
+#
+# deploy/local/cluster.sh up --nfs --hosts=netns: UN_NODES nodes, each with
+# its agent and its own nfs-ganesha (NFSv4, read-only VFS export) in its
+# namespace, its egress capped at UN_RATE; the client (etcd, every reader
+# below) in a namespace of its own. UN_FILES files of UN_FILE_MB MiB are
+# put with --replicas=1 --stripe-unit=1M, so that each file is striped over
+# every node and each byte lives on one node only; objects warm in the page
+# cache. Every side reads for UN_S seconds, except nfs-cat (every object
+# once).
+#   capacity: iperf3 -R, one stream per node through its cap (1 MiB
+#     writes, the first second omitted), summed; and the tbf rate itself.
+#   sequential: rangefs-bench --data_path=nfs --workload=scan (UN_THREADS
+#     threads, default UN_FILES, 16 MiB calls, no prefetch) vs nfs_async_read, one process per node on its
+#     node's objects in parallel (16 reads of 1 MiB in flight each), vs
+#     nfs-cat, one loop per node in parallel; totals over the slowest.
+#   4 KiB random, equal depth: rangefs-bench --workload=lookup with 32
+#     reads held in flight (--max_in_flight=32 of ReadVs of 1024) vs
+#     nfs_async_read --random, one process per node, 32 / UN_NODES held in
+#     flight each (32 in all).
+# Needs root, network namespaces, /usr/bin/ganesha.nfsd and iperf3.
+if ! ip netns add rfs-bench-probe-u 2>/dev/null; then
+  echo "bench: cannot create network namespaces: part U over capped links skipped" | tee -a "$OUT/report.md"
+  return 0
+fi
+ip netns del rfs-bench-probe-u
+UN_NODES=${UN_NODES:-4}
+if [ "$QUICK" = 1 ]; then
+  UN_RATE=${UN_RATE:-400mbit}; UN_FILES=${UN_FILES:-2}; UN_FILE_MB=${UN_FILE_MB:-32}; UN_S=${UN_S:-2}
+else
+  UN_RATE=${UN_RATE:-800mbit}; UN_FILES=${UN_FILES:-4}; UN_FILE_MB=${UN_FILE_MB:-256}; UN_S=${UN_S:-8}
+fi
+UN_THREADS=${UN_THREADS:-$UN_FILES}
+UN_DEPTH=32
+echo "bench: part U over capped links ($UN_NODES nodes in netns, egress capped at $UN_RATE each, $UN_FILES x $UN_FILE_MB MiB)"
+CU="$WORK/clusterU"; CLUSTERS+=("$CU")
+eval "$(deploy/local/cluster.sh up --dir="$CU" --nodes="$UN_NODES" --hosts=netns --insecure --nfs \
+  --rate="$UN_RATE" --bin="$BIN" --cluster=benchu | tail -n 1)"
+# shellcheck disable=SC1090,SC1091
+source "$CU/cluster.env"
+UN_C="rfs${TAG}-c"
+un_in() { ip netns exec "$UN_C" "$@"; }
+un_ip() { echo "10.250.${TAG}.$((10 + $1))"; }
+mkdir -p "$WORK/data/u"
+for f in $(seq 1 "$UN_FILES"); do
+  gen "$WORK/data/u/g$f" "u$f" $((UN_FILE_MB << 20))
+  un_in "$BIN/rangefs-admin" --etcd="$RANGEFS_ETCD" --cluster=benchu --no-progress \
+    file put "$WORK/data/u/g$f" "/u/g$f" --replicas=1 --stripe-unit=1M >/dev/null
+done
+rm -rf "$WORK/data/u"
+# Each node's objects (paths beneath its export) and their bytes.
+declare -A UN_OBJS
+UN_BYTES=0
+for i in $(seq 1 "$UN_NODES"); do
+  mapfile -t objs < <(find "$CU/exports/n$i" -type f -path '*/f/*' ! -name '.*' | sort)
+  [ "${#objs[@]}" -gt 0 ] || { echo "bench: part U: node n$i holds no object" >&2; exit 1; }
+  cat "${objs[@]}" >/dev/null  # warm
+  UN_BYTES=$((UN_BYTES + $(du -cb "${objs[@]}" | tail -n 1 | cut -f1)))
+  UN_OBJS[$i]="${objs[*]#"$CU/exports/n$i"}"
+done
+[ "$UN_BYTES" = $((UN_FILES * UN_FILE_MB << 20)) ] || {
+  echo "bench: part U: the nodes hold $UN_BYTES bytes of objects, not $((UN_FILES * UN_FILE_MB << 20))" >&2; exit 1; }
+for i in $(seq 1 "$UN_NODES"); do
+  ip netns exec "rfs${TAG}-$i" iperf3 -s -B "$(un_ip "$i")" -p 5301 -D --logfile "$WORK/iperf-u$i.log" -I "$WORK/iperf-u$i.pid"
+done
+for i in $(seq 1 "$UN_NODES"); do  # -D returns before the server listens
+  for _ in $(seq 1 1200); do
+    ip netns exec "rfs${TAG}-$i" ss -ltnH "sport = :5301" | grep -q . && break
+    sleep 0.05
+  done
+done
+echo "# part U over capped links: commands" >"$OUT/un_commands.log"
+# Runs CMD for every node in parallel (in the client's namespace), with
+# an argument "{URL}" replaced by the node's libnfs URL and the node's
+# objects appended; prints their outputs, node after node ("failed" for a
+# failed one).
+un_each() {
+  local i pids=() a args u
+  for i in $(seq 1 "$UN_NODES"); do
+    u=$(cat "$CU/run/nfs-n$i.libnfs")
+    args=(); for a in "$@"; do if [ "$a" = "{URL}" ]; then args+=("$u"); else args+=("$a"); fi; done
+    echo "${args[*]}" >>"$OUT/un_commands.log"
+    # shellcheck disable=SC2086
+    { un_in "${args[@]}" ${UN_OBJS[$i]} || echo failed; } >"$WORK/un-out$i" 2>>"$WORK/un-err.log" &
+    pids+=($!)
+  done
+  wait "${pids[@]}"
+  for i in $(seq 1 "$UN_NODES"); do cat "$WORK/un-out$i"; done
+}
+un_iperf() {  # MB/s: one stream per node through its cap
+  local i pids=() j
+  for i in $(seq 1 "$UN_NODES"); do
+    un_in iperf3 -c "$(un_ip "$i")" -p 5301 -R -l 1M -O 1 -t "$UN_S" -J >"$WORK/un-ip$i.json" 2>>"$WORK/un-err.log" &
+    pids+=($!)
+  done
+  wait "${pids[@]}" || { echo failed; return; }
+  j=$(for i in $(seq 1 "$UN_NODES"); do echo "$WORK/un-ip$i.json"; done)
+  # shellcheck disable=SC2086
+  python3 -c "
+import json, sys
+print(round(sum(json.load(open(f))['end']['sum_received']['bits_per_second'] / 8e6 for f in sys.argv[1:])))" $j ||
+    echo failed
+}
+un_bench() {  # rangefs-bench in the client's namespace; prints FIELD of its JSON
+  local field=$1; shift
+  local cmd=("$BIN/rangefs-bench" --etcd="$RANGEFS_ETCD" --cluster=benchu --dir=/u --data_path=nfs
+             --duration_s="$UN_S" --json "$@")
+  echo "${cmd[*]}" >>"$OUT/un_commands.log"
+  un_in "${cmd[@]}" >"$WORK/un-bench.json" 2>>"$WORK/un-err.log" &&
+    python3 -c "import json; print(json.load(open('$WORK/un-bench.json'))['$field'])" 2>/dev/null || echo failed
+}
+# 16 MiB calls without the Reader's prefetch, as in part B: the scan uses
+# nothing between calls, and the background window cost here (measured
+# 151-243 MB/s with it, 294-354 without, 4 threads on 800 mbit caps).
+# --single_flight=false: the threads read the files in step, and single
+# flight would fetch a byte once for several threads.
+un_lib() {  # MB/s of data_path=nfs scanning every file
+  local g; g=$(un_bench gbps --workload=scan --threads="$UN_THREADS" --io_size=16M --prefetch=false \
+                 --single_flight=false)
+  if isnum "$g"; then python3 -c "print(round($g * 1000))"; else echo failed; fi
+}
+un_lib_rand() {  # IOPS of data_path=nfs, UN_DEPTH reads held in flight
+  local v; v=$(un_bench iops --workload=lookup --threads=1 --lookup_size=4096 --batch=1024 \
+                 --max_in_flight="$UN_DEPTH" --lookup_buffers="$UN_DEPTH")
+  if isnum "$v"; then printf '%.0f\n' "$v"; else echo failed; fi
+}
+# Sum of bytes (or reads) over the slowest process's seconds, from
+# nfs_async_read's "bytes=N seconds=S reads=R" lines.
+un_total() {  # un_total bytes|reads
+  python3 -c "
+import re, sys
+v = sys.stdin.read().split('\n')
+m = [re.search(r'bytes=(\d+) seconds=([\d.]+) reads=(\d+)', l) for l in v if l.strip()]
+if len(m) != $UN_NODES or not all(m): print('failed'); sys.exit()
+s = max(float(x.group(2)) for x in m)
+n = sum(int(x.group(1 if '$1' == 'bytes' else 3)) for x in m)
+print(round(n / s / (1e6 if '$1' == 'bytes' else 1)))"
+}
+un_async() {
+  un_each "$BIN/nfs_async_read" "{URL}" --depth=16 --io=1048576 --duration="$UN_S" | un_total bytes
+}
+un_async_rand() {
+  un_each "$BIN/nfs_async_read" "{URL}" --depth=$((UN_DEPTH / UN_NODES)) --random="$UN_S" | un_total reads
+}
+un_cat() {  # every object once with nfs-cat, one loop per node in parallel
+  local t0 t1 i pids=() o u
+  t0=$(date +%s.%N)
+  for i in $(seq 1 "$UN_NODES"); do
+    u=$(cat "$CU/run/nfs-n$i.libnfs")
+    (
+      for o in ${UN_OBJS[$i]}; do un_in nfs-cat "${u%%\?*}$o?${u#*\?}" >/dev/null || exit 1; done
+    ) 2>>"$WORK/un-err.log" &
+    pids+=($!)
+  done
+  for i in "${pids[@]}"; do wait "$i" || { echo failed; return; }; done
+  t1=$(date +%s.%N)
+  python3 -c "print(round($UN_BYTES / ($t1 - $t0) / 1e6))"
+}
+
+UN_CAP_TBF=$(python3 -c "r = '$UN_RATE'; print(round($UN_NODES * float(r[:-4]) * {'m': 1e6, 'g': 1e9, 'k': 1e3}[r[-4]] / 8e6))")
+declare -A UNV
+for r in $(seq 1 "$U_REPEAT"); do
+  if [ $((r % 2)) = 1 ]; then order="iperf lib async cat lrand arand"; else order="arand lrand cat async lib iperf"; fi
+  for s in $order; do
+    case $s in
+      iperf) UNV[iperf]+=" $(un_iperf)" ;;
+      lib) UNV[lib]+=" $(un_lib)" ;;
+      async) UNV[async]+=" $(un_async)" ;;
+      cat) UNV[cat]+=" $(un_cat)" ;;
+      lrand) UNV[lrand]+=" $(un_lib_rand)" ;;
+      arand) UNV[arand]+=" $(un_async_rand)" ;;
+    esac
+  done
+  echo "part U capped round $r: iperf3 ${UNV[iperf]##* } lib ${UNV[lib]##* } async ${UNV[async]##* } cat ${UNV[cat]##* } MB/s; rand lib ${UNV[lrand]##* } async ${UNV[arand]##* } IOPS" | tee -a "$OUT/u_rounds.md"
+done
+for i in $(seq 1 "$UN_NODES"); do kill "$(cat "$WORK/iperf-u$i.pid")" 2>/dev/null || true; done
+deploy/local/cluster.sh down --dir="$CU" >/dev/null 2>&1 || true
+# shellcheck disable=SC2086
+{
+  echo
+  echo "## Part U over capped links: data_path=nfs, $UN_NODES nodes (netns, egress tbf $UN_RATE each), $UN_FILES x $UN_FILE_MB MiB striped 1 MiB over all, $U_REPEAT rounds, medians; min-max"
+  echo
+  echo "| side | median | min-max |"
+  echo "|---|---|---|"
+  echo "| links: iperf3 -R, 1 stream per node (MB/s) | $(f0 "$(median ${UNV[iperf]})") | $(mm ${UNV[iperf]}) |"
+  echo "| links: tbf rate x $UN_NODES (MB/s, L2 bytes) | $UN_CAP_TBF | - |"
+  echo "| seq data_path=nfs, rangefs-bench scan, $UN_THREADS threads x 16 MiB, no prefetch (MB/s) | $(f0 "$(median ${UNV[lib]})") | $(mm ${UNV[lib]}) |"
+  echo "| seq nfs_async_read, 1 per node, 16 x 1 MiB in flight each (MB/s) | $(f0 "$(median ${UNV[async]})") | $(mm ${UNV[async]}) |"
+  echo "| seq nfs-cat, 1 loop per node (MB/s) | $(f0 "$(median ${UNV[cat]})") | $(mm ${UNV[cat]}) |"
+  echo "| 4 KiB random data_path=nfs, $UN_DEPTH held in flight (IOPS) | $(f0 "$(median ${UNV[lrand]})") | $(mm ${UNV[lrand]}) |"
+  echo "| 4 KiB random nfs_async_read, $((UN_DEPTH / UN_NODES)) held per node, $UN_DEPTH in all (IOPS) | $(f0 "$(median ${UNV[arand]})") | $(mm ${UNV[arand]}) |"
+  echo
+  best=$(python3 -c "
+import sys
+v = [float(x) for x in sys.argv[1:] if x not in ('failed', '')]
+print(max(v) if v else 'failed')" "$(median ${UNV[async]})" "$(median ${UNV[cat]})")
+  echo "capped seq data_path=nfs / iperf3 capacity: $(ratio "$(median ${UNV[lib]})" "$(median ${UNV[iperf]})") (target >= 0.95); / best of nfs_async_read and nfs-cat: $(ratio "$(median ${UNV[lib]})" "$best") (target >= 0.9); 4 KiB random lib / async at equal depth: $(ratio "$(median ${UNV[lrand]})" "$(median ${UNV[arand]})")"
+} | tee -a "$OUT/report.md"
