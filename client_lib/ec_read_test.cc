@@ -314,6 +314,40 @@ TEST_F(EcReadTest, RowPlanUnderMaxInFlight) {
   }
 }
 
+// A scan through a Reader with default settings reads whole rows per call
+// once it knows the stream is degraded (internal/reader.h), so the row plan
+// rebuilds each lost cell from the row's other data cells the call holds
+// and one parity cell.
+TEST_F(EcReadTest, ReaderScanRebuildsEachRowFromOneParityCell) {
+  constexpr int k = 6, m = 3;
+  constexpr uint64_t kRows = 120;  // 2880 KiB in rows of 24 KiB
+  const std::string data = EcFile("/v", kRows * k * kCell, k, m);
+  Lose({0});
+  ClientOptions o = Options();
+  o.hedging = false;  // no spare helpers: only the cells wanted
+  Client* client = OpenClient(o);
+  auto f = client->OpenFile("/v");
+  ASSERT_THAT(f, IsOk());
+  std::unique_ptr<Reader> reader = (*f)->NewReader(ReaderOptions{});
+  std::string got;
+  std::string buf(40 << 10, '\0');
+  while (true) {
+    auto n = reader->Read(absl::MakeSpan(buf));
+    ASSERT_THAT(n, IsOk());
+    if (*n == 0) break;
+    got.append(buf, 0, *n);
+  }
+  reader.reset();
+  EXPECT_TRUE(got == data);
+  const ClientStats s = client->Stats();
+  EXPECT_EQ(s.ec_degraded_reads, kRows);
+  // A parity cell a row, but for row 10: the first window [0, 256K) and
+  // the prefetch after it, sized before any rebuild was seen, split it
+  // (cells 1 to 3 in the window: 3 parity cells). Unshaped fills also
+  // split row 74 at 1792K (two more).
+  EXPECT_EQ(s.ec_helper_reads, kRows + 2);
+}
+
 TEST_F(EcReadTest, LostParityCellsLeaveHealthyReadsAlone) {
   const std::string data = EcFile("/p", 2 * 4 * kCell + 1, 4, 2);
   Lose({4, 5});

@@ -44,6 +44,9 @@ struct CallReport {
   // Bytes the calling thread copied straight out of the page cache of a
   // local file system (ClientOptions::page_cache_reads): no I/O waited for.
   uint64_t cached_bytes = 0;
+  // Bytes the call's erasure-coded reads rebuilt from other cells (a lost
+  // or slow data cell: ec_read.h).
+  uint64_t rebuilt_bytes = 0;
 };
 
 // What a FileImpl needs of its client (ClientImpl implements it).
@@ -179,6 +182,15 @@ class FileImpl : public File {
     absl::MutexLock l(&mu_);
     layout_ = *now;
     return *now;
+  }
+
+  // Bytes per row of the layout read with now if it is erasure-coded (k
+  // data cells), else 0: a call that holds whole rows rebuilds a lost cell
+  // from the row's other cells it reads anyway (ec_call_cells.h).
+  uint64_t EcRowBytes() const {
+    absl::MutexLock l(&mu_);
+    const ns::EcGeometry g = ns::EcGeometryOf(layout_->header);
+    return g.cell * static_cast<uint64_t>(g.k);
   }
 
   // Hints the bytes ahead of a sequential reader whose call read `n` bytes

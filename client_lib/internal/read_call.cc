@@ -757,7 +757,12 @@ std::vector<absl::StatusOr<size_t>> ClientImpl::Execute(
     RunLoop(c);
     CloseCall(b);
     CollectResults(b, results);
-    if (report != nullptr) report->cached_bytes = b.cached_bytes;
+    if (report != nullptr) {
+      report->cached_bytes = b.cached_bytes;
+      if (b.ec != nullptr) {
+        report->rebuilt_bytes = b.ec->counters().reconstructed_bytes;
+      }
+    }
     if (b.ec != nullptr) AddEcCounters(b.ec->counters());
     for (PieceState& p : b.pieces) {
       if (p.flight != nullptr) led.push_back(std::move(p.flight));

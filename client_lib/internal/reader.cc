@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstring>
 #include <utility>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "base/status_macros.h"
@@ -37,7 +38,31 @@ absl::Status PrefetchReader::Seek(uint64_t position) {
   return absl::OkStatus();
 }
 
+uint64_t PrefetchReader::RowBytes() const {
+  return impl_ == nullptr ? 0 : impl_->EcRowBytes();
+}
+
+uint64_t PrefetchReader::FillEnd(uint64_t offset, size_t want,
+                                 bool sequential) const {
+  const uint64_t row = degraded_ && sequential ? RowBytes() : 0;
+  if (row == 0) return offset + want;
+  const uint64_t size = file_->size();
+  const uint64_t end = std::min<uint64_t>(size, offset + want);
+  if (end == size) return end;
+  const uint64_t down = end / row * row;
+  if (down > offset) return down;
+  return std::min(size, down + row);  // the rest of the row
+}
+
+size_t PrefetchReader::DirectTail(uint64_t end, bool sequential) const {
+  const uint64_t row = degraded_ && sequential ? RowBytes() : 0;
+  const uint64_t size = file_->size();
+  if (row == 0 || end >= size || end % row == 0) return 0;
+  return static_cast<size_t>(std::min(size, (end / row + 1) * row) - end);
+}
+
 void PrefetchReader::StartPrefetch(uint64_t offset, size_t want) {
+  want = static_cast<size_t>(FillEnd(offset, want, true) - offset);
   prefetch_.pending = true;
   prefetch_.offset = offset;
   prefetch_.buffer.Reserve(want);
@@ -57,17 +82,33 @@ void PrefetchReader::StartPrefetch(uint64_t offset, size_t want) {
   });
 }
 
-absl::StatusOr<size_t> PrefetchReader::ReadFile(uint64_t offset,
-                                                absl::Span<char> dst,
-                                                const ReadOptions& options,
-                                                CallReport* report) {
+absl::StatusOr<size_t> PrefetchReader::ReadFile(
+    uint64_t offset, absl::Span<char> dst, const ReadOptions& options,
+    CallReport* report, absl::Span<char> tail, size_t* tail_n) {
   if (impl_ == nullptr) return file_->Read(offset, dst, options);
-  return impl_->ReadReported(offset, dst, options, report);
+  if (tail.empty()) return impl_->ReadReported(offset, dst, options, report);
+  const Request reqs[2] = {{impl_, offset, dst},
+                           {impl_, offset + dst.size(), tail}};
+  std::vector<absl::StatusOr<size_t>> r =
+      impl_->client()->Execute(reqs, options, report);
+  if (!r[0].ok()) return r[0].status();
+  *tail_n = r[1].ok() && *r[0] == dst.size() ? *r[1] : 0;
+  const size_t n = *r[0] + *tail_n;
+  if (n > 0) impl_->Hint(offset, n, report->cached_bytes < n);
+  return *r[0];
 }
 
-void PrefetchReader::Learn(size_t n, const CallReport& report) {
+void PrefetchReader::Learn(uint64_t offset, size_t n,
+                           const CallReport& report) {
   if (n == 0 || impl_ == nullptr) return;
   source_ = report.cached_bytes >= n ? Source::kMemory : Source::kStorage;
+  // Degraded until a whole row is read without a rebuild.
+  const uint64_t row = RowBytes();
+  if (report.rebuilt_bytes > 0) {
+    degraded_ = true;
+  } else if (row > 0 && (offset + row - 1) / row * row + row <= offset + n) {
+    degraded_ = false;
+  }
 }
 
 bool PrefetchReader::Prefetching() const {
@@ -114,7 +155,7 @@ absl::Status PrefetchReader::Refill(size_t need, size_t hint,
     buffer_len_ = *prefetch_.result;
     next_expected_ = position_ + buffer_len_;
     filled_ = true;
-    Learn(buffer_len_, prefetch_.report);
+    Learn(position_, buffer_len_, prefetch_.report);
     if (Prefetching() && buffer_len_ > 0 && next_expected_ < file_->size()) {
       StartPrefetch(next_expected_, next_want);
     }
@@ -125,20 +166,33 @@ absl::Status PrefetchReader::Refill(size_t need, size_t hint,
   // Big caller reads go straight to the caller's buffer.
   const bool go_direct = direct.size() >= std::max(kDirectMin, window_) ||
                          (direct.size() >= kDirectMin && !Prefetching());
-  const size_t want = go_direct ? direct.size() : std::max(window_, need);
+  const size_t want =
+      go_direct ? direct.size()
+                : static_cast<size_t>(
+                      FillEnd(position_, std::max(window_, need), sequential) -
+                      position_);
+  // Erasure-coded and degraded: the rest of the direct read's last row.
+  const size_t tail = go_direct ? DirectTail(position_ + want, sequential) : 0;
   // A sequential stream reads its next window while this one is fetched
   // and consumed.
-  if (Prefetching() && sequential && position_ + want < file_->size()) {
-    StartPrefetch(position_ + want, next_want);
+  if (Prefetching() && sequential && position_ + want + tail < file_->size()) {
+    StartPrefetch(position_ + want + tail, next_want);
   }
   CallReport call;
   if (go_direct) {
-    RANGEFS_ASSIGN_OR_RETURN(*direct_n,
-                             ReadFile(position_, direct, options_.read, &call));
-    Learn(*direct_n, call);
+    if (tail > 0) {
+      buffer_len_ = 0;  // the tail overwrites the window
+      buffer_.Reserve(tail);
+    }
+    size_t tail_n = 0;
+    RANGEFS_ASSIGN_OR_RETURN(
+        *direct_n, ReadFile(position_, direct, options_.read, &call,
+                            absl::MakeSpan(buffer_.data(), tail), &tail_n));
+    Learn(position_, *direct_n + tail_n, call);
     position_ += *direct_n;
-    next_expected_ = position_;
-    buffer_len_ = 0;
+    buffer_offset_ = position_;
+    buffer_len_ = tail_n;
+    next_expected_ = position_ + tail_n;
     filled_ = true;
     return absl::OkStatus();
   }
@@ -146,7 +200,7 @@ absl::Status PrefetchReader::Refill(size_t need, size_t hint,
   RANGEFS_ASSIGN_OR_RETURN(
       size_t n, ReadFile(position_, absl::MakeSpan(buffer_.data(), want),
                          options_.read, &call));
-  Learn(n, call);
+  Learn(position_, n, call);
   buffer_offset_ = position_;
   buffer_len_ = n;
   next_expected_ = position_ + n;

@@ -14,6 +14,18 @@
 //   for): the next window is read in the background while the caller
 //   consumes this one (options.prefetch), so that the reads overlap.
 // A new Reader starts as from storage; every fill checks again.
+//
+// Erasure-coded files (ec_read.h), while the stream is degraded (a fill
+// rebuilt bytes from other cells, and no whole row was read since without
+// a rebuild), are read in whole rows (k data cells), so that a lost cell
+// is rebuilt from the row's other cells the same call reads anyway plus a
+// parity cell, not from k cells read again:
+// - a window or prefetch fill that continues the stream ends at the last
+//   row boundary it reaches, or at the end of the row it ends in;
+// - a read straight into the caller's buffer also reads the rest of the
+//   row it ends in, into the window buffer, in the same call.
+// A healthy stream (and a read after a Seek) is read as a plain file's:
+// rows would cost it copies and save nothing.
 #ifndef RANGEFS_CLIENT_LIB_INTERNAL_READER_H_
 #define RANGEFS_CLIENT_LIB_INTERNAL_READER_H_
 
@@ -90,12 +102,27 @@ class PrefetchReader : public Reader {
   bool Buffered() const;  // position_ is inside buffer_
   // Whether fills read ahead in the background now (see above).
   bool Prefetching() const;
-  // Learns where `n` bytes just read came from.
-  void Learn(size_t n, const client_internal::CallReport& report);
-  // file_->Read, telling where the bytes came from when file_ is ours.
+  // Learns where `n` bytes just read at `offset` came from, and whether
+  // the stream is degraded.
+  void Learn(uint64_t offset, size_t n,
+             const client_internal::CallReport& report);
+  // file_->Read, telling where the bytes came from when file_ is ours
+  // (`report`: not null). With a `tail` (file_ ours) the bytes right after
+  // dst's are read into it in the same call: *tail_n of them, 0 if dst was
+  // not filled or that part failed (it was extra).
   absl::StatusOr<size_t> ReadFile(uint64_t offset, absl::Span<char> dst,
                                   const ReadOptions& options,
-                                  client_internal::CallReport* report);
+                                  client_internal::CallReport* report,
+                                  absl::Span<char> tail = {},
+                                  size_t* tail_n = nullptr);
+  // Bytes per row of file_ if it is ours and erasure-coded, else 0.
+  uint64_t RowBytes() const;
+  // The end of a fill of `want` bytes at `offset` (see above).
+  // (`sequential`: the fill continues the stream).
+  uint64_t FillEnd(uint64_t offset, size_t want, bool sequential) const;
+  // The bytes after a direct read that ends at `end` that complete its row
+  // (see above); 0 unless the stream is degraded.
+  size_t DirectTail(uint64_t end, bool sequential) const;
   void StartPrefetch(uint64_t offset, size_t want);
   void JoinPrefetch();     // waits for the thread, if any
   void DiscardPrefetch();  // cancels and joins it
@@ -107,6 +134,9 @@ class PrefetchReader : public Reader {
   FileImpl* const impl_;  // file_ if it is ours, else null (reports nothing)
   const ReaderOptions options_;
   Source source_ = Source::kUnknown;
+  // A fill rebuilt bytes, and no whole row was read since without a
+  // rebuild (see above).
+  bool degraded_ = false;
   uint64_t position_ = 0;
   size_t window_;
   bool filled_ = false;  // a fill happened since construction or last seek

@@ -1,0 +1,230 @@
+// The shapes of the reads the Reader (reader.h) makes: over a FileHost that
+// serves a file's bytes from memory and records every call's ranges.
+#include "client_lib/internal/reader.h"
+
+#include <algorithm>
+#include <cstring>
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "absl/synchronization/mutex.h"
+#include "base/testing/status_matchers.h"
+#include "client_lib/internal/file_impl.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "namespace/cached_layout.h"
+
+namespace rangefs {
+namespace client_internal {
+namespace {
+
+constexpr uint64_t kCell = 64 << 10;
+constexpr int kK = 6;
+constexpr uint64_t kRow = kK * kCell;  // 384 KiB
+
+struct Range {
+  uint64_t offset = 0;
+  uint64_t length = 0;
+  uint64_t end() const { return offset + length; }
+};
+using Call = std::vector<Range>;
+
+std::string Describe(const Call& c) {
+  std::string s;
+  for (const Range& r : c)
+    absl::StrAppend(&s, "[", r.offset, ",", r.end(), ")");
+  return s;
+}
+
+// Serves `data` and records each call; says every call rebuilt bytes if
+// `degraded` (as a call with a lost cell does).
+class RecordingHost : public FileHost {
+ public:
+  RecordingHost(std::string data, bool degraded)
+      : data_(std::move(data)), degraded_(degraded) {}
+
+  std::vector<absl::StatusOr<size_t>> Execute(absl::Span<const Request> reqs,
+                                              const ReadOptions& /*options*/,
+                                              CallReport* report) override {
+    std::vector<absl::StatusOr<size_t>> out;
+    Call call;
+    uint64_t total = 0;
+    for (const Request& r : reqs) {
+      const size_t n = static_cast<size_t>(
+          std::min<uint64_t>(r.dst.size(), data_.size() - r.offset));
+      memcpy(r.dst.data(), data_.data() + r.offset, n);
+      call.push_back({r.offset, n});
+      out.push_back(n);
+      total += n;
+    }
+    if (report != nullptr) report->rebuilt_bytes = degraded_ ? total : 0;
+    absl::MutexLock l(&mu_);
+    calls_.push_back(std::move(call));
+    return out;
+  }
+  ns::LayoutCache* cache() override { return nullptr; }
+  void CountRefresh() override {}
+  void CountAbort() override {}
+
+  std::vector<Call> calls() {
+    absl::MutexLock l(&mu_);
+    return calls_;
+  }
+
+ private:
+  const std::string data_;
+  const bool degraded_;
+  absl::Mutex mu_;
+  std::vector<Call> calls_ ABSL_GUARDED_BY(mu_);
+};
+
+std::string Bytes(uint64_t size) {
+  std::string s(size, '\0');
+  for (uint64_t i = 0; i < size; ++i) s[i] = static_cast<char>(i * 131 + 7);
+  return s;
+}
+
+// A layout of `size` bytes: RS(6,3) with kCell cells if `ec`, else a plain
+// striped layout of the same width.
+std::shared_ptr<const ns::CachedLayout> Layout(uint64_t size, bool ec) {
+  auto l = std::make_shared<ns::CachedLayout>();
+  l->path = "/f";
+  l->header.set_size(size);
+  l->header.set_state(ec ? v1::READY_EC : v1::READY);
+  v1::StripedLayout* s = l->header.mutable_striped();
+  s->set_stripe_unit(kCell);
+  if (ec) {
+    s->mutable_erasure()->set_codec(v1::ErasureCode::RS_CAUCHY_GF8);
+    s->mutable_erasure()->set_data_columns(kK);
+    s->mutable_erasure()->set_parity_columns(3);
+  }
+  for (int t = 0; t < (ec ? kK + 3 : kK); ++t) {
+    v1::Replica* r = s->add_targets()->add_replicas();
+    r->set_node_id(absl::StrCat("n", t));
+    r->set_object(absl::StrCat("o", t));
+  }
+  return l;
+}
+
+class ReaderShapeTest : public ::testing::Test {
+ protected:
+  // Reads the whole file through a Reader in `io` byte reads; checks the
+  // bytes and returns the calls made.
+  std::vector<Call> Scan(uint64_t size, bool ec, bool degraded, size_t io,
+                         ReaderOptions ro) {
+    const std::string data = Bytes(size);
+    RecordingHost host(data, degraded);
+    FileImpl file(&host, Layout(size, ec), /*pinned=*/true);
+    std::unique_ptr<Reader> reader = file.NewReader(ro);
+    std::string got;
+    std::string buf(io, '\0');
+    while (true) {
+      absl::StatusOr<size_t> n = reader->Read(absl::MakeSpan(buf));
+      EXPECT_THAT(n, IsOk());
+      if (!n.ok() || *n == 0) break;
+      got.append(buf, 0, *n);
+    }
+    EXPECT_TRUE(got == data)
+        << "bytes differ, " << got.size() << " of " << data.size();
+    reader.reset();  // joins a prefetch
+    return host.calls();
+  }
+};
+
+// A degraded stream's window and prefetch fills end at row boundaries
+// (after the first, which cannot know), so calls hold whole rows.
+TEST_F(ReaderShapeTest, DegradedEcFillsEndAtRowBoundaries) {
+  const uint64_t size = 40 * kRow + 1000;
+  for (bool prefetch : {false, true}) {
+    ReaderOptions ro;
+    ro.prefetch = prefetch;
+    const std::vector<Call> calls =
+        Scan(size, /*ec=*/true, /*degraded=*/true, 64 << 10, ro);
+    ASSERT_GE(calls.size(), 4u);
+    int whole_rows = 0;
+    for (size_t i = 0; i < calls.size(); ++i) {
+      const Call& c = calls[i];
+      ASSERT_EQ(c.size(), 1u) << Describe(c);
+      const Range& r = c[0];
+      const bool ends_row = r.end() % kRow == 0 || r.end() == size;
+      if (i > 0) {
+        EXPECT_TRUE(ends_row) << "prefetch " << prefetch << " " << Describe(c);
+      }
+      if (r.offset % kRow == 0 && ends_row) ++whole_rows;
+    }
+    // 256 KiB, then [256K, 768K) (2 rows), then whole rows to the end.
+    EXPECT_GE(whole_rows, static_cast<int>(calls.size()) - 2)
+        << "prefetch " << prefetch;
+  }
+}
+
+// A degraded stream's reads straight into the caller's buffer also read the
+// rest of their last row into the window, in the same call.
+TEST_F(ReaderShapeTest, DegradedEcDirectReadsCompleteTheirRow) {
+  const uint64_t size = 20 * kRow + 1000;
+  const size_t io = 256 << 10;  // 2/3 of a row
+  ReaderOptions ro;
+  ro.prefetch = false;  // every fill is a direct read
+  const std::vector<Call> calls =
+      Scan(size, /*ec=*/true, /*degraded=*/true, io, ro);
+  ASSERT_GE(calls.size(), 3u);
+  // The first call does not know yet that the stream is degraded.
+  EXPECT_EQ(calls[0].size(), 1u) << Describe(calls[0]);
+  int tails = 0;
+  for (size_t i = 1; i < calls.size(); ++i) {
+    const Call& c = calls[i];
+    const uint64_t end = c.back().end();
+    EXPECT_TRUE(end % kRow == 0 || end == size) << Describe(c);
+    EXPECT_LE(c.front().length, io) << Describe(c);
+    if (c.size() == 2) {
+      EXPECT_EQ(c[1].offset, c[0].end()) << Describe(c);
+      ++tails;
+    }
+  }
+  EXPECT_GE(tails, 5);
+}
+
+// A healthy stream's direct reads are the caller's own: no tail, no copy.
+TEST_F(ReaderShapeTest, HealthyEcDirectReadsAreTheCallersOwn) {
+  const uint64_t size = 20 * kRow + 1000;
+  const size_t io = 256 << 10;
+  ReaderOptions ro;
+  ro.prefetch = false;
+  const std::vector<Call> calls =
+      Scan(size, /*ec=*/true, /*degraded=*/false, io, ro);
+  uint64_t at = 0;
+  for (const Call& c : calls) {
+    ASSERT_EQ(c.size(), 1u) << Describe(c);
+    EXPECT_EQ(c[0].offset, at);
+    EXPECT_EQ(c[0].length, std::min<uint64_t>(io, size - at));
+    at = c[0].end();
+  }
+  EXPECT_EQ(at, size);
+}
+
+// A plain striped file's fills, and a healthy erasure-coded file's, keep
+// their sizes: the window doubles.
+TEST_F(ReaderShapeTest, PlainAndHealthyEcFillsAreUnchanged) {
+  const uint64_t size = 40 * kRow + 1000;
+  for (bool ec : {false, true}) {
+    ReaderOptions ro;
+    ro.prefetch = false;
+    // A plain file is read the same whatever its calls report.
+    const std::vector<Call> calls =
+        Scan(size, ec, /*degraded=*/!ec, 64 << 10, ro);
+    ASSERT_GE(calls.size(), 5u);
+    uint64_t want = ro.initial_readahead;
+    for (size_t i = 0; i < 5; ++i) {
+      ASSERT_EQ(calls[i].size(), 1u) << Describe(calls[i]);
+      EXPECT_EQ(calls[i][0].length, want) << "ec " << ec << " call " << i;
+      want *= 2;
+    }
+  }
+}
+
+}  // namespace
+}  // namespace client_internal
+}  // namespace rangefs
