@@ -74,6 +74,20 @@ for r in sys.argv[3:]:
 print('\n'.join(bad) if bad else 'ok')
 )PY";
 
+// The start of a `python3 -c "..."` script (the caller closes the quote)
+// with spliced(): the mount's rangefs_mount_spliced_reads_total, read from
+// its metrics port.
+std::string SplicedCounterPy(int port) {
+  return absl::StrCat(
+      "/usr/bin/python3 -c \"import os, sys, urllib.request\n"
+      "def spliced():\n"
+      "  t = urllib.request.urlopen('http://127.0.0.1:",
+      port,
+      "/metrics', timeout=5).read().decode()\n"
+      "  return int([l.split()[1] for l in t.splitlines() if "
+      "l.startswith('rangefs_mount_spliced_reads_total ')][0])\n");
+}
+
 class FuseSpliceTest : public ::testing::Test {
  protected:
   void SetUp() override {
@@ -240,24 +254,18 @@ TEST_F(FuseSpliceTest, SecondPassOfOneOpenIsSpliced) {
   int port = 0;
   MountProcess* m = Mount("twice", {"-o", "direct_io=true"}, &port);
   ASSERT_NE(m, nullptr);
-  const std::string py = absl::StrCat(
-      "/usr/bin/python3 -c \"import os, sys, urllib.request\n"
-      "def spliced():\n"
-      "  t = urllib.request.urlopen('http://127.0.0.1:",
-      port,
-      "/metrics', timeout=5).read().decode()\n"
-      "  return int([l.split()[1] for l in t.splitlines() if "
-      "l.startswith('rangefs_mount_spliced_reads_total ')][0])\n"
-      "f = os.open(sys.argv[1], os.O_RDONLY)\n"
-      "want = open(sys.argv[2], 'rb').read()\n"
-      "for p in range(2):\n"
-      "  s0 = spliced(); got = b''\n"
-      "  while True:\n"
-      "    b = os.pread(f, 1 << 20, len(got))\n"
-      "    if not b: break\n"
-      "    got += b\n"
-      "  print(p, got == want, spliced() - s0)\" ",
-      Q(m->path("/s/big")), " ", Q(src_));
+  const std::string py =
+      absl::StrCat(SplicedCounterPy(port),
+                   "f = os.open(sys.argv[1], os.O_RDONLY)\n"
+                   "want = open(sys.argv[2], 'rb').read()\n"
+                   "for p in range(2):\n"
+                   "  s0 = spliced(); got = b''\n"
+                   "  while True:\n"
+                   "    b = os.pread(f, 1 << 20, len(got))\n"
+                   "    if not b: break\n"
+                   "    got += b\n"
+                   "  print(p, got == want, spliced() - s0)\" ",
+                   Q(m->path("/s/big")), " ", Q(src_));
   ShResult r = Sh(py);
   ASSERT_EQ(r.code, 0) << r.output;
   std::vector<std::string> lines = absl::StrSplit(r.output, '\n');
@@ -282,13 +290,7 @@ TEST_F(FuseSpliceTest, ColdStreamIsSplicedOtherColdReadsAreCopied) {
   ASSERT_EQ(objs.code, 0);
   ASSERT_FALSE(objs.output.empty());
   const std::string py = absl::StrCat(
-      "/usr/bin/python3 -c \"import os, sys, urllib.request\n"
-      "def spliced():\n"
-      "  t = urllib.request.urlopen('http://127.0.0.1:",
-      port,
-      "/metrics', timeout=5).read().decode()\n"
-      "  return int([l.split()[1] for l in t.splitlines() if "
-      "l.startswith('rangefs_mount_spliced_reads_total ')][0])\n"
+      SplicedCounterPy(port),
       "def drop():\n"
       "  for o in sys.argv[3:]:\n"
       "    d = os.open(o, os.O_RDONLY)\n"
