@@ -687,10 +687,16 @@ TEST_F(ConvertTest, KeeperDryRunListsEcRebuildsAndConversions) {
   Put("/conv/f", kRow - 5, 1);  // two replicas on two nodes
   SetPolicy("/conv", "ec=6+3");
   // A column of /ecd/f on a node without a replica of /conv/f dies.
+  // (--width=1: a striped layout of one column; extents too, in case.)
   std::set<std::string> conv_nodes;
-  for (const auto& e : Layout("/conv/f").extents()) {
+  const v1::FileLayout conv = Layout("/conv/f");
+  for (const auto& e : conv.extents()) {
     for (const auto& r : e.replicas()) conv_nodes.insert(r.node_id());
   }
+  for (const auto& t : conv.striped().targets()) {
+    for (const auto& r : t.replicas()) conv_nodes.insert(r.node_id());
+  }
+  ASSERT_EQ(conv_nodes.size(), 2u) << conv.DebugString();
   const v1::FileLayout ec = Layout("/ecd/f");
   int column = -1;
   std::string node;
