@@ -345,8 +345,8 @@ bool ClientImpl::JudgeAttempt(CallLoop& c, int i, int64_t started_ns) {
   // attempts they hold may be out of any call's sight (their pieces done
   // by hedges, or their calls returned). But only time the node's threads
   // spent stuck counts: from the later of its dispatch and the last read
-  // one of them started (NodeRuntime::last_start_ns), and not at all while
-  // none reads (all its attempts queued). Time in our own queue, behind
+  // one of them started (NodeRuntime::last_start_ns), and not while none
+  // reads (all its attempts queued). Time in our own queue, behind
   // busy threads or on a machine too loaded to run them, is no news of the
   // node (issue 35: healthy nodes marked dead "while queued").
   absl::Time since = absl::FromUnixNanos(started_ns);
@@ -355,7 +355,10 @@ bool ClientImpl::JudgeAttempt(CallLoop& c, int i, int64_t started_ns) {
     since =
         std::max(a->dispatched, absl::FromUnixNanos(a->node->last_start_ns())) +
         kHealthRecheck;
-    if (!a->node->Reading()) may_stall = false;
+    // While none reads, its wait counts from now on: not a stall yet, but
+    // a timer stays armed so that a later pass judges it again (its
+    // node's threads may pick it up and hang without waking this loop).
+    if (!a->node->Reading()) since = std::max(since, now + kHealthRecheck);
   }
   absl::Time stall_at = absl::InfiniteFuture();
   if (may_stall) {
