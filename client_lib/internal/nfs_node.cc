@@ -69,6 +69,12 @@ int NfsNode::mounts() const {
   return n;
 }
 
+int64_t NfsNode::sent_now() const {
+  int64_t n = 0;
+  for (const auto& l : loops_) n += l->sent_now();
+  return n;
+}
+
 std::shared_ptr<const node::Checksums> NfsNode::CachedSidecar(
     const std::string& o) {
   absl::MutexLock l(&mu_);

@@ -58,6 +58,8 @@ class NfsNode {
   void Stop();
   // Contexts mounted so far, all connections together.
   int mounts() const;
+  // Reads sent by the submitting thread (NfsLoop::SendNow), all together.
+  int64_t sent_now() const;
 
  private:
   NfsNode(NfsExport e, std::vector<std::shared_ptr<NfsLoop>> loops)
