@@ -47,7 +47,11 @@ struct NfsRequest {
   uint64_t length = 0;
   // A short read is the file's end, not an error (a sidecar, read whole).
   bool to_eof = false;
-  absl::Time deadline;   // wall time
+  absl::Time deadline;  // wall time
+  // Not to be sent: answered with this on the connection's thread (a
+  // request its submitter found wrong while it may hold locks that `done`
+  // takes: NfsNode's refusals).
+  absl::Status refused;
   // Called once, on the connection's thread: OK with the bytes (`data`,
   // `n`: valid during the call only), or an error.
   std::function<void(const absl::Status&, const char* data, size_t n)> done;

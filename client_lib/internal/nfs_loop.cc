@@ -19,6 +19,9 @@ namespace {
 // clock jump.
 constexpr absl::Duration kMaxPoll = absl::Milliseconds(100);
 
+// The loop whose Run this thread is in (null: none).
+thread_local const NfsLoop* running_loop = nullptr;
+
 }  // namespace
 
 absl::StatusOr<std::unique_ptr<NfsLoop>> NfsLoop::Create(NfsExport e,
@@ -41,11 +44,14 @@ void NfsLoop::Submit(std::unique_ptr<NfsRequest> r) {
     load_.fetch_sub(1, std::memory_order_relaxed);
     done(s, data, n);
   };
-  if (SendNow(r)) return;
+  // On the loop's own thread (a `done` that starts the next read): queued
+  // with no wake-up, since the loop takes its queue before it polls again.
+  const bool own = running_loop == this;
+  if (!own && r->refused.ok() && SendNow(r)) return;
   {
     absl::MutexLock l(&mu_);
     if (!stop_) {
-      const bool wake = queue_.empty();
+      const bool wake = queue_.empty() && !own;
       queue_.push_back(std::move(r));
       if (!wake) return;
     }
@@ -100,6 +106,7 @@ std::vector<std::unique_ptr<NfsRequest>> NfsLoop::Take(bool* stop) {
 }
 
 void NfsLoop::Run() {
+  running_loop = this;
   NfsConn conn(export_, id_);
   conn_mu_.Lock();
   conn_ = &conn;
@@ -113,6 +120,8 @@ void NfsLoop::Run() {
                     absl::StrCat("NFS reads of ", export_.Describe(),
                                  " stopped (client closing)")),
                 nullptr, 0);
+      } else if (!r->refused.ok()) {
+        r->done(r->refused, nullptr, 0);
       } else {
         conn.Start(std::move(r), now);
       }
@@ -143,6 +152,7 @@ void NfsLoop::Run() {
   conn_mu_.Unlock();
   conn.Close(absl::UnavailableError(absl::StrCat(
       "NFS reads of ", export_.Describe(), " stopped (client closing)")));
+  running_loop = nullptr;
 }
 
 }  // namespace client_internal

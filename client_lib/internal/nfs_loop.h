@@ -32,7 +32,9 @@ class NfsLoop {
 
   // Starts `r` (any thread): sent at once from this thread when the loop
   // waits in poll and the connection can (NfsConn::SendNow; its `done`
-  // still runs on the loop's thread), else queued for the loop. After
+  // still runs on the loop's thread), else queued for the loop (from the
+  // loop's own thread, a `done` starting the next read: queued with no
+  // wake-up). NfsRequest::refused: answered on the loop's thread. After
   // Stop: fails it UNAVAILABLE at once.
   void Submit(std::unique_ptr<NfsRequest> r);
   // The loop; returns after Stop, every request answered.
