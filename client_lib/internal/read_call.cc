@@ -322,7 +322,7 @@ bool ClientImpl::RefillWindow(CallLoop& c, absl::Time parked_until) {
     return false;
   }
   if (c.waiting.empty()) return true;  // nothing to let go: no news
-  c.memo.admissible.clear();           // health read afresh, as each loop step
+  c.memo.admissible.clear();  // health read afresh, as in each loop step
   DispatchWaiting(c);
   // A piece with no replica left failed: the loop ends it.
   if (b.remaining == 0 || !b.failed.empty()) {
@@ -333,8 +333,9 @@ bool ClientImpl::RefillWindow(CallLoop& c, absl::Time parked_until) {
   // after they start), a stall's (stall_min_delay at least), a timeout's.
   // The calling thread must wake by then, on its own or woken now.
   absl::Duration first = options_.attempt_timeout;
-  if (options_.stall_factor > 0)
+  if (options_.stall_factor > 0) {
     first = std::min(first, options_.stall_min_delay);
+  }
   for (const Task& t : b.outbox) {
     if (options_.hedging) {
       first = std::min(first, HedgeDelayOf(t.attempt->node, c.hedge_delays));

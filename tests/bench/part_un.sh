@@ -170,6 +170,7 @@ UN_CAP_TBF=$(python3 -c "r = '$UN_RATE'; print(round($UN_NODES * float(r[:-4]) *
 UN_SIDES=${UN_SIDES:-iperf lib async cat lrand arand}
 [ -n "${UN_BENCH_A:-}" ] && UN_SIDES+=" lrandA"
 declare -A UNV
+for s in iperf lib async cat lrand arand lrandA; do UNV[$s]=""; done  # (sides left out: empty)
 for r in $(seq 1 "$U_REPEAT"); do
   order=$UN_SIDES
   if [ $((r % 2)) = 0 ]; then order=$(echo "$UN_SIDES" | tr ' ' '\n' | tac | tr '\n' ' '); fi
