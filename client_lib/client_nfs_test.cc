@@ -253,6 +253,44 @@ TEST_P(ClientNfsTest, AutoReadsNfsWithoutAMount) {
   EXPECT_EQ(Sum(&NodeStats::agent_reads), 0u);
 }
 
+// A ReadV whose window (max_in_flight) is smaller than its pieces: each
+// piece's end dispatches the next one on the NFS connection's thread that
+// ended it, with no hand-off to the calling thread (window_refills counts
+// the pieces so dispatched), byte-exact.
+TEST_P(ClientNfsTest, PieceEndsRefillTheWindowOnTheConnectionsThread) {
+  for (VerifyMode v : {VerifyMode::kOff, VerifyMode::kFull}) {
+    ClientOptions o = Options(DataPath::kNfs);
+    o.verify = v;
+    o.single_flight = false;  // each range its own piece
+    Open(o);
+    constexpr int kRanges = 256, kWindow = 4;
+    constexpr uint64_t kLen = 4096;
+    std::vector<std::string> bufs(kRanges, std::string(kLen, '\0'));
+    std::vector<ReadRange> ranges;
+    for (int i = 0; i < kRanges; ++i) {
+      ranges.push_back({(uint64_t{7919} * kLen * i) % (kFileSize - kLen),
+                        absl::MakeSpan(bufs[i])});
+    }
+    auto r = file_->ReadV(ranges, {.max_in_flight = kWindow});
+    ASSERT_EQ(r.size(), ranges.size());
+    for (int i = 0; i < kRanges; ++i) {
+      ASSERT_THAT(r[i], IsOk()) << i;
+      ASSERT_EQ(*r[i], kLen);
+      ASSERT_EQ(bufs[i], data_.substr(ranges[i].offset, kLen)) << i;
+    }
+    const ClientStats s = client_->Stats();
+    // The first kWindow pieces go from the calling thread; an end that
+    // comes while it is not waiting (rare: it waits for most of each
+    // read's round trip) leaves the next one to it.
+    EXPECT_GT(s.window_refills, s.pieces / 2)
+        << "verify=" << static_cast<int>(v);
+    EXPECT_LE(s.window_refills, s.pieces - kWindow);  // (some straddle units)
+    EXPECT_EQ(Sum(&NodeStats::errors), 0u);
+    file_.reset();
+    client_.reset();
+  }
+}
+
 // Reads the whole file again and again on another thread until `stop`;
 // counts the failed reads.
 struct Scan {

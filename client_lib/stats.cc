@@ -23,6 +23,9 @@ std::string FormatPrometheus(const ClientStats& s) {
   w.Counter("retries_total", "Pieces retried on another replica.", s.retries);
   w.Counter("hedges_total", "Hedged attempts.", s.hedges);
   w.Counter("hedge_wins_total", "Hedges that answered first.", s.hedge_wins);
+  w.Counter("window_refills_total",
+            "Pieces dispatched by the thread that ended an earlier piece.",
+            s.window_refills);
   w.Counter("checksum_failures_total", "CRC32C mismatches.",
             s.checksum_failures);
   w.Counter("deadline_exceeded_total", "Ranges past their deadline.",

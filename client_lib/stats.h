@@ -70,6 +70,10 @@ struct ClientStats {
   uint64_t retries = 0;
   uint64_t hedges = 0;
   uint64_t hedge_wins = 0;  // the hedge answered before the primary
+  // Pieces dispatched by the thread that ended an earlier piece of the
+  // call (an NFS connection's), not by the calling thread's loop
+  // (ReadOptions::max_in_flight's window refilled without a hand-off).
+  uint64_t window_refills = 0;
   uint64_t checksum_failures = 0;
   uint64_t deadline_exceeded = 0;
   uint64_t unavailable = 0;          // ranges failed: all replicas failed

@@ -56,6 +56,12 @@ bool Batch::Completed(Attempt* a, const absl::StatusOr<size_t>& r,
   return CompletedLocked(a, r, out);
 }
 
+bool Batch::CompletedAndRefill(Attempt* a, const absl::StatusOr<size_t>& r,
+                               const char* out) {
+  absl::MutexLock l(&mu);
+  return CompletedLocked(a, r, out, true);
+}
+
 void Batch::CompletedAll(absl::Span<const Success> done) {
   absl::MutexLock l(&mu);
   for (const Success& d : done) {
@@ -64,7 +70,7 @@ void Batch::CompletedAll(absl::Span<const Success> done) {
 }
 
 bool Batch::CompletedLocked(Attempt* a, const absl::StatusOr<size_t>& r,
-                            const char* out) {
+                            const char* out, bool may_refill) {
   PieceState& p = pieces[a->piece];
   a->finished = true;
   if (!a->abandoned) p.active--;
@@ -95,7 +101,12 @@ bool Batch::CompletedLocked(Attempt* a, const absl::StatusOr<size_t>& r,
     a->status = absl::OkStatus();
     // Counted before the caller can wake: its Stats() sees the win.
     if (a->hedge && hedge_wins != nullptr) hedge_wins->fetch_add(1);
-    if (--remaining == 0 || closed || NotifiesEach(p)) Notify();
+    if (--remaining == 0 || closed || NotifiesEach(p)) {
+      // (refill: read only now, CopyIn may have let go of mu)
+      const bool refilled = may_refill && remaining > 0 && !closed &&
+                            refill != nullptr && refill->Refill();
+      if (!refilled) Notify();
+    }
     return a->hedge;
   }
   a->status = r.status();

@@ -73,6 +73,9 @@ struct Batch final : AttemptSink {
   // The ring the calling thread borrowed for this call (null: none). Its
   // small mount reads are submitted and reaped by the caller itself.
   ReadRing* ring = nullptr;
+  // The call's loop while its thread waits on `cv` (null: none): a piece's
+  // end dispatches the next ones itself (CompletedAndRefill).
+  WindowRefill* refill ABSL_GUARDED_BY(mu) = nullptr;
   // The caller waits on `ring` rather than on `cv`.
   bool ring_waiting ABSL_GUARDED_BY(mu) = false;
   // ReadOptions::canceller fired: the call returns now.
@@ -93,9 +96,13 @@ struct Batch final : AttemptSink {
   void Dropped(Attempt* a) override;
   bool Completed(Attempt* a, const absl::StatusOr<size_t>& r,
                  const char* out) override;
+  bool CompletedAndRefill(Attempt* a, const absl::StatusOr<size_t>& r,
+                          const char* out) override;
   void CompletedAll(absl::Span<const Success> done) override;
+  // `may_refill`: CompletedAndRefill's (`refill` may dispatch here).
   bool CompletedLocked(Attempt* a, const absl::StatusOr<size_t>& r,
-                       const char* out) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu);
+                       const char* out, bool may_refill = false)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu);
   void LandingFailed(Attempt* a) override;
   char* Land(Attempt* a) override;
   // `a`'s read is to land in its piece's buffer (the piece's only attempt,

@@ -178,6 +178,16 @@ class AttemptSink {
   // hedge. Never blocks on I/O.
   virtual bool Completed(Attempt* a, const absl::StatusOr<size_t>& r,
                          const char* out) = 0;
+  // As Completed, from a thread that may also start the call's next
+  // pieces (an NFS connection's loop: handing a read to a node only queues
+  // or sends it, never blocks): when the piece's end is what the call's
+  // loop waits for to let more pieces go (ReadOptions::max_in_flight),
+  // they are dispatched here (WindowRefill), with no hand-off to the
+  // calling thread first.
+  virtual bool CompletedAndRefill(Attempt* a, const absl::StatusOr<size_t>& r,
+                                  const char* out) {
+    return Completed(a, r, out);
+  }
   // Attempts that ended with every byte: Completed(attempt, its length,
   // out) for each, in order (Batch takes its lock once for all, letting go
   // of it only where Completed would: a large copy, a landing read).
@@ -201,6 +211,20 @@ class AttemptSink {
   // A landing read must end promptly once a->canceller fires; until its
   // Completed, another attempt's answer and the call's return wait for it.
   virtual char* Land(Attempt* a) = 0;
+};
+
+// A read call's loop, lent to the I/O threads while its calling thread
+// waits (ClientImpl::RunLoop): the calling thread does nothing meanwhile
+// that this could race with.
+class WindowRefill {
+ public:
+  virtual ~WindowRefill() = default;
+  // With the call's lock held (Batch::mu), on the thread that just ended
+  // one of its pieces: dispatches the pieces the call's cap held back and
+  // hands them to their nodes, as the calling thread's loop would after
+  // its wake-up. True if the calling thread need not be woken for this
+  // end (its own wake-up comes soon enough for the new attempts' timers).
+  virtual bool Refill() = 0;
 };
 
 struct Task {

@@ -441,6 +441,7 @@ ClientStats ClientImpl::Stats() {
   s.bytes = bytes_.load();
   s.retries = retries_.load();
   s.hedges = hedges_.load();
+  s.window_refills = window_refills_.load();
   s.hedge_wins = core_->hedge_wins();
   s.checksum_failures = core_->checksum_failures();
   s.deadline_exceeded = deadline_exceeded_.load();

@@ -206,6 +206,8 @@ class ClientImpl : public Client, public FileHost {
   // starts them on the caller's ring (NodeRuntime::StartOnCaller), or
   // copies them out of the page cache here (ReadCachedOnCaller).
   void Flush(Batch& b) ABSL_EXCLUSIVE_LOCKS_REQUIRED(b.mu);
+  // Flush's last step: hands b.outbox to the nodes (NodeRuntime::Submit).
+  void SubmitToNodes(Batch& b) ABSL_EXCLUSIVE_LOCKS_REQUIRED(b.mu);
   // Serves `t` on the calling thread from the page cache when its node
   // allows (NodeRuntime::ReadCached), under the claim rule; true if done.
   // Releases b.mu while it copies.
@@ -246,6 +248,12 @@ class ClientImpl : public Client, public FileHost {
   void RunLoop(CallLoop& c);
   // Dispatches the pieces the global in-flight cap held back.
   void DispatchWaiting(CallLoop& c);
+  // The call's loop lent to the completing threads while it waits until
+  // `parked_until` (WindowRefill): a piece's end dispatches the pieces the
+  // call's cap held back and hands them to their nodes (never to the
+  // caller's ring or page cache: the calling thread's own).
+  struct LoopRefill;
+  bool RefillWindow(CallLoop& c, absl::Time parked_until);
   // ReadOptions::max_in_flight pieces of the call are in flight (with b.mu).
   bool OwnCapFull(const CallLoop& c) const;
   // Failed attempts: their pieces go to another replica.
@@ -348,7 +356,7 @@ class ClientImpl : public Client, public FileHost {
   std::atomic<uint64_t> seed_counter_{0};
   std::atomic<uint64_t> reads_{0}, pieces_{0}, bytes_{0}, retries_{0},
       hedges_{0}, deadline_exceeded_{0}, unavailable_{0}, layout_aborts_{0},
-      layout_refreshes_{0}, verify_counter_{0};
+      layout_refreshes_{0}, verify_counter_{0}, window_refills_{0};
 };
 
 }  // namespace client_internal

@@ -171,8 +171,14 @@ void ClientImpl::Flush(Batch& b) {
     out.resize(kept);
     if (out.empty()) return;
   }
-  // The rest: one Submit per node, nodes in order of first appearance, each
-  // node's tasks in dispatch order.
+  SubmitToNodes(b);
+}
+
+void ClientImpl::SubmitToNodes(Batch& b) {
+  std::vector<Task>& out = b.outbox;
+  if (out.empty()) return;
+  // One Submit per node, nodes in order of first appearance, each node's
+  // tasks in dispatch order.
   absl::InlinedVector<NodeRuntime*, 8> nodes;
   for (const Task& t : out) {
     if (std::find(nodes.begin(), nodes.end(), t.attempt->node) == nodes.end()) {

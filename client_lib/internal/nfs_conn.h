@@ -17,7 +17,8 @@
 // NFSv4.0 open-owner's sequence ids must not race: libnfs 4.0 sends
 // concurrent OPENs of one context with clashing seqids, answered
 // NFS4ERR_BAD_SEQID / OLD_STATEID); reads run concurrently. Not
-// thread-safe: its thread's only.
+// thread-safe: its loop's, or (SendNow) another thread's while the loop
+// holds off (NfsLoop's lock).
 #ifndef RANGEFS_CLIENT_LIB_INTERNAL_NFS_CONN_H_
 #define RANGEFS_CLIENT_LIB_INTERNAL_NFS_CONN_H_
 
@@ -47,6 +48,10 @@ struct NfsRequest {
   // A short read is the file's end, not an error (a sidecar, read whole).
   bool to_eof = false;
   absl::Time deadline;  // wall time
+  // Not to be sent: answered with this on the connection's thread (a
+  // request its submitter found wrong while it may hold locks that `done`
+  // takes: NfsNode's refusals).
+  absl::Status refused;
   // Called once, on the connection's thread: OK with the bytes (`data`,
   // `n`: valid during the call only), or an error.
   std::function<void(const absl::Status&, const char* data, size_t n)> done;
@@ -62,6 +67,15 @@ class NfsConn {
 
   // Starts `r` now, or once the context is mounted (mounting it if none).
   void Start(std::unique_ptr<NfsRequest> r, absl::Time now);
+  // Sends `r` at once, without ever calling its `done` here: only a read
+  // of an open path on a mounted, healthy context, whose deadline has not
+  // passed; it is then answered later by Service or Expire, like any other.
+  // Else false, with `r` untouched (for Start). For a thread other than the
+  // loop's, while the loop waits in poll (NfsLoop::Submit): the request
+  // goes out now rather than after the loop's wake-up.
+  bool SendNow(std::unique_ptr<NfsRequest>& r, absl::Time now);
+  // Broken by SendNow's write: the loop's Service tears it down.
+  bool broken() const { return !broken_.ok(); }
   // The context's socket and the poll events it waits for; -1 if none.
   int fd() const;
   short events() const;

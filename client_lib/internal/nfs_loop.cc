@@ -19,6 +19,9 @@ namespace {
 // clock jump.
 constexpr absl::Duration kMaxPoll = absl::Milliseconds(100);
 
+// The loop whose Run this thread is in (null: none).
+thread_local const NfsLoop* running_loop = nullptr;
+
 }  // namespace
 
 absl::StatusOr<std::unique_ptr<NfsLoop>> NfsLoop::Create(NfsExport e,
@@ -41,10 +44,14 @@ void NfsLoop::Submit(std::unique_ptr<NfsRequest> r) {
     load_.fetch_sub(1, std::memory_order_relaxed);
     done(s, data, n);
   };
+  // On the loop's own thread (a `done` that starts the next read): queued
+  // with no wake-up, since the loop takes its queue before it polls again.
+  const bool own = running_loop == this;
+  if (!own && r->refused.ok() && SendNow(r)) return;
   {
     absl::MutexLock l(&mu_);
     if (!stop_) {
-      const bool wake = queue_.empty();
+      const bool wake = queue_.empty() && !own;
       queue_.push_back(std::move(r));
       if (!wake) return;
     }
@@ -57,6 +64,23 @@ void NfsLoop::Submit(std::unique_ptr<NfsRequest> r) {
     return;
   }
   Wake();
+}
+
+bool NfsLoop::SendNow(std::unique_ptr<NfsRequest>& r) {
+  if (!conn_mu_.TryLock()) return false;  // the loop is busy: it queues
+  bool sent = false, wake = false;
+  if (conn_ != nullptr) {
+    const absl::Time deadline = r->deadline;
+    sent = conn_->SendNow(r, absl::Now());
+    // The loop's poll must end sooner for this deadline, for a connection
+    // the write broke, or for bytes left to write.
+    wake = sent && (deadline < poll_end_ || conn_->broken() ||
+                    (conn_->events() & POLLOUT) != 0);
+  }
+  conn_mu_.Unlock();
+  if (sent) sent_now_.fetch_add(1, std::memory_order_relaxed);
+  if (wake) Wake();
+  return sent;
 }
 
 void NfsLoop::Wake() {
@@ -82,7 +106,10 @@ std::vector<std::unique_ptr<NfsRequest>> NfsLoop::Take(bool* stop) {
 }
 
 void NfsLoop::Run() {
+  running_loop = this;
   NfsConn conn(export_, id_);
+  conn_mu_.Lock();
+  conn_ = &conn;
   for (;;) {
     bool stop = false;
     std::vector<std::unique_ptr<NfsRequest>> fresh = Take(&stop);
@@ -93,6 +120,8 @@ void NfsLoop::Run() {
                     absl::StrCat("NFS reads of ", export_.Describe(),
                                  " stopped (client closing)")),
                 nullptr, 0);
+      } else if (!r->refused.ok()) {
+        r->done(r->refused, nullptr, 0);
       } else {
         conn.Start(std::move(r), now);
       }
@@ -106,18 +135,24 @@ void NfsLoop::Run() {
                                            absl::ZeroDuration(), kMaxPoll);
     const int ms = static_cast<int>(absl::ToInt64Milliseconds(
         wait + absl::Microseconds(999)));  // rounded up: no busy wait
+    poll_end_ = absl::Now() + absl::Milliseconds(ms);
+    conn_mu_.Unlock();
     const int rc = poll(fds, nfds, ms);
+    conn_mu_.Lock();
     if (rc > 0 && (fds[0].revents & POLLIN) != 0) {
       uint64_t v;
       ssize_t n = read(event_fd_, &v, sizeof(v));
       (void)n;
     }
-    if (nfds == 2 && rc > 0 && fds[1].revents != 0) {
-      conn.Service(fds[1].revents);
+    if ((nfds == 2 && rc > 0 && fds[1].revents != 0) || conn.broken()) {
+      conn.Service(nfds == 2 && rc > 0 ? fds[1].revents : 0);
     }
   }
+  conn_ = nullptr;
+  conn_mu_.Unlock();
   conn.Close(absl::UnavailableError(absl::StrCat(
       "NFS reads of ", export_.Describe(), " stopped (client closing)")));
+  running_loop = nullptr;
 }
 
 }  // namespace client_internal

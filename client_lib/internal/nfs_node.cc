@@ -69,6 +69,22 @@ int NfsNode::mounts() const {
   return n;
 }
 
+int64_t NfsNode::sent_now() const {
+  int64_t n = 0;
+  for (const auto& l : loops_) n += l->sent_now();
+  return n;
+}
+
+void NfsNode::Refuse(absl::Status why, bool checksum_failure, NfsDone done) {
+  auto r = std::make_unique<NfsRequest>();
+  r->refused = std::move(why);
+  r->done = [checksum_failure, done = std::move(done)](const absl::Status& s,
+                                                       const char*, size_t) {
+    done(s, nullptr, checksum_failure);
+  };
+  Pick().Submit(std::move(r));
+}
+
 std::shared_ptr<const node::Checksums> NfsNode::CachedSidecar(
     const std::string& o) {
   absl::MutexLock l(&mu_);
@@ -90,7 +106,7 @@ void NfsNode::Read(NfsPiece p, NfsDone done) {
   absl::StatusOr<std::string> path =
       ExportPath(export_, node::SidecarPathFor(piece->object));
   if (!path.ok()) {
-    done(path.status(), nullptr, false);
+    Refuse(path.status(), false, std::move(done));
     return;
   }
   auto r = std::make_unique<NfsRequest>();
@@ -128,7 +144,7 @@ void NfsNode::ReadPlanned(std::shared_ptr<NfsPiece> p,
                           NfsDone done) {
   absl::StatusOr<std::string> path = ExportPath(export_, p->object);
   if (!path.ok()) {
-    done(path.status(), nullptr, false);
+    Refuse(path.status(), false, std::move(done));
     return;
   }
   // The span to read: the piece, widened to whole sidecar blocks when
@@ -140,18 +156,18 @@ void NfsNode::ReadPlanned(std::shared_ptr<NfsPiece> p,
   if (sums != nullptr) {
     const uint64_t bs = sums->block_size;
     if (bs == 0) {
-      done(absl::DataLossError(absl::StrCat("sidecar of ", plan->path.full(),
-                                            ": block size 0")),
-           nullptr, true);
+      Refuse(absl::DataLossError(absl::StrCat("sidecar of ", plan->path.full(),
+                                              ": block size 0")),
+             true, std::move(done));
       return;
     }
     plan->start = p->offset / bs * bs;
     plan->end = std::min(RoundUp(p->offset + p->length, bs), sums->object_size);
     if (plan->end < p->offset + p->length) {
-      done(absl::DataLossError(absl::StrCat(
-               plan->path.full(), " is ", plan->end,
-               " bytes by its sidecar; need up to ", p->offset + p->length)),
-           nullptr, true);
+      Refuse(absl::DataLossError(absl::StrCat(
+                 plan->path.full(), " is ", plan->end,
+                 " bytes by its sidecar; need up to ", p->offset + p->length)),
+             true, std::move(done));
       return;
     }
     plan->sums = std::move(sums);

@@ -7,7 +7,8 @@
 // read over NFS too (once, then cached), the read widened to whole sidecar
 // blocks, and each block's CRC32C checked (MountReader::Check: DATA_LOSS
 // naming the block). It knows nothing of calls or queues: a read's `done`
-// runs on a connection's thread. Thread-safe.
+// runs on a connection's thread (never Read's: a read refused at once is
+// answered there too). Thread-safe.
 #ifndef RANGEFS_CLIENT_LIB_INTERNAL_NFS_NODE_H_
 #define RANGEFS_CLIENT_LIB_INTERNAL_NFS_NODE_H_
 
@@ -58,11 +59,17 @@ class NfsNode {
   void Stop();
   // Contexts mounted so far, all connections together.
   int mounts() const;
+  // Reads sent by the submitting thread (NfsLoop::SendNow), all together.
+  int64_t sent_now() const;
 
  private:
   NfsNode(NfsExport e, std::vector<std::shared_ptr<NfsLoop>> loops)
       : export_(std::move(e)), loops_(std::move(loops)) {}
   NfsLoop& Pick() const;
+  // Answers `done` with `why` from a connection's thread, never from the
+  // caller's: Read's caller may hold locks that `done` takes (a read
+  // call's, handing it its pieces).
+  void Refuse(absl::Status why, bool checksum_failure, NfsDone done);
   void ReadPlanned(std::shared_ptr<NfsPiece> p,
                    std::shared_ptr<const node::Checksums> sums, NfsDone done);
   std::shared_ptr<const node::Checksums> CachedSidecar(const std::string& o);

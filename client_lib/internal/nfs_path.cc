@@ -90,7 +90,10 @@ void NodeRuntime::StartNfs(const std::shared_ptr<NfsNode>& nfs, Task t,
   nfs->Read(std::move(piece), [self = shared_from_this(), t = std::move(t), t0](
                                   const absl::StatusOr<size_t>& r,
                                   const char* out, bool checksum_failure) {
-    self->Finish(t.attempt, t.call.get(), r, out, checksum_failure, t0);
+    // On the connection's thread, which may start the call's next pieces
+    // (handing them to NFS connections only queues or sends them).
+    self->Finish(t.attempt, t.call.get(), r, out, checksum_failure, t0,
+                 /*refill=*/true);
   });
 }
 

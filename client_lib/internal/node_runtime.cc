@@ -246,7 +246,7 @@ void NodeRuntime::CountSucceeded(int64_t count, int64_t bytes,
 // caller's ring, through the same counting (CountEnded, CountSucceeded).
 void NodeRuntime::Finish(Attempt* a, AttemptSink* b,
                          const absl::StatusOr<size_t>& r, const char* out,
-                         bool checksum_failure, absl::Time t0) {
+                         bool checksum_failure, absl::Time t0, bool refill) {
   const absl::Time now = client_->clock()->MonotonicNow();
   const absl::Duration latency = now - t0;
   const int64_t length = static_cast<int64_t>(a->length);
@@ -273,7 +273,11 @@ void NodeRuntime::Finish(Attempt* a, AttemptSink* b,
     }
   }
 
-  b->Completed(a, r, out);
+  if (refill) {
+    b->CompletedAndRefill(a, r, out);
+  } else {
+    b->Completed(a, r, out);
+  }
 }
 
 }  // namespace client_internal

@@ -367,9 +367,11 @@ class NodeRuntime : public std::enable_shared_from_this<NodeRuntime> {
   void CountSucceeded(int64_t count, int64_t bytes,
                       absl::Duration last_latency);
   // Accounts an attempt's outcome and hands its bytes (`out`, valid until
-  // this returns) to the batch.
+  // this returns) to the batch; `refill`: through CompletedAndRefill (the
+  // thread may start the call's next pieces).
   void Finish(Attempt* a, AttemptSink* b, const absl::StatusOr<size_t>& r,
-              const char* out, bool checksum_failure, absl::Time t0);
+              const char* out, bool checksum_failure, absl::Time t0,
+              bool refill = false);
   static MountPiece PieceOf(const Attempt* a) {
     return {*a->object, a->object_offset, a->length, a->verify};
   }

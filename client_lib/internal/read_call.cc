@@ -301,6 +301,51 @@ void ClientImpl::DispatchWaiting(CallLoop& c) {
   budget_.OnReads(reads);
 }
 
+struct ClientImpl::LoopRefill final : WindowRefill {
+  LoopRefill(ClientImpl* client, CallLoop& loop, absl::Time until)
+      : self(client), c(loop), parked_until(until) {}
+  bool Refill() override { return self->RefillWindow(c, parked_until); }
+  ClientImpl* const self;
+  CallLoop& c;
+  const absl::Time parked_until;
+};
+
+bool ClientImpl::RefillWindow(CallLoop& c, absl::Time parked_until) {
+  Batch& b = *c.b;
+  // Lent while the calling thread waits: the completing thread holds the
+  // batch lock (Batch::CompletedAndRefill); Dispatch names it c.b.
+  b.mu.AssertHeld();
+  c.b->mu.AssertHeld();
+  // What only the calling thread's loop does: it is woken for these.
+  if (b.cancelled || b.closed || b.ec != nullptr || !b.failed.empty() ||
+      !b.released.empty()) {
+    return false;
+  }
+  if (c.waiting.empty()) return true;  // nothing to let go: no news
+  c.memo.admissible.clear();  // health read afresh, as in each loop step
+  DispatchWaiting(c);
+  // A piece with no replica left failed: the loop ends it.
+  if (b.remaining == 0 || !b.failed.empty()) {
+    SubmitToNodes(b);
+    return false;
+  }
+  // The new attempts' first timer: a hedge's (their node's hedge delay
+  // after they start), a stall's (stall_min_delay at least), a timeout's.
+  // The calling thread must wake by then, on its own or woken now.
+  absl::Duration first = options_.attempt_timeout;
+  if (options_.stall_factor > 0) {
+    first = std::min(first, options_.stall_min_delay);
+  }
+  for (const Task& t : b.outbox) {
+    if (options_.hedging) {
+      first = std::min(first, HedgeDelayOf(t.attempt->node, c.hedge_delays));
+    }
+  }
+  window_refills_.fetch_add(b.outbox.size());
+  SubmitToNodes(b);
+  return parked_until <= clock_->MonotonicNow() + first;
+}
+
 void ClientImpl::RetryFailed(CallLoop& c) {
   Batch& b = *c.b;
   // The loop runs under the batch lock (Execute); Dispatch names it c.b.
@@ -600,7 +645,13 @@ void ClientImpl::RunLoop(CallLoop& c) {
     }
     const absl::Duration wait = WaitFor(c);
     if (wait <= absl::ZeroDuration()) continue;
+    // While it waits on the condvar, the pieces' ends may dispatch the next
+    // ones themselves (Batch::CompletedAndRefill); not with reads on the
+    // caller's ring, which only this thread may start.
+    LoopRefill refill(this, c, c.now + wait);
+    if (b.ring == nullptr) b.refill = &refill;
     Wait(b, wait);
+    b.refill = nullptr;
   }
 }
 

@@ -108,7 +108,7 @@ print(round(sum(json.load(open(f))['end']['sum_received']['bits_per_second'] / 8
 }
 un_bench() {  # rangefs-bench in the client's namespace; prints FIELD of its JSON
   local field=$1; shift
-  local cmd=("$BIN/rangefs-bench" --etcd="$RANGEFS_ETCD" --cluster=benchu --dir=/u --data_path=nfs
+  local cmd=("${BIN_BENCH:-$BIN/rangefs-bench}" --etcd="$RANGEFS_ETCD" --cluster=benchu --dir=/u --data_path=nfs
              --duration_s="$UN_S" --json "$@")
   echo "${cmd[*]}" >>"$OUT/un_commands.log"
   un_in "${cmd[@]}" >"$WORK/un-bench.json" 2>>"$WORK/un-err.log" &&
@@ -163,11 +163,20 @@ un_cat() {  # every object once with nfs-cat, one loop per node in parallel
 }
 
 UN_CAP_TBF=$(python3 -c "r = '$UN_RATE'; print(round($UN_NODES * float(r[:-4]) * {'m': 1e6, 'g': 1e9, 'k': 1e3}[r[-4]] / 8e6))")
+# UN_SIDES (environment): the sides to measure, in odd rounds' order (even
+# rounds reverse it). UN_BENCH_A=PATH (environment): also side "lrandA",
+# the 4 KiB random row with that rangefs-bench (an A/B of two builds in the
+# same rounds, alternating).
+UN_SIDES=${UN_SIDES:-iperf lib async cat lrand arand}
+[ -n "${UN_BENCH_A:-}" ] && UN_SIDES+=" lrandA"
 declare -A UNV
+for s in iperf lib async cat lrand arand lrandA; do UNV[$s]=""; done  # (sides left out: empty)
 for r in $(seq 1 "$U_REPEAT"); do
-  if [ $((r % 2)) = 1 ]; then order="iperf lib async cat lrand arand"; else order="arand lrand cat async lib iperf"; fi
+  order=$UN_SIDES
+  if [ $((r % 2)) = 0 ]; then order=$(echo "$UN_SIDES" | tr ' ' '\n' | tac | tr '\n' ' '); fi
   for s in $order; do
     case $s in
+      lrandA) UNV[lrandA]+=" $(BIN_BENCH="$UN_BENCH_A" un_lib_rand)" ;;
       iperf) UNV[iperf]+=" $(un_iperf)" ;;
       lib) UNV[lib]+=" $(un_lib)" ;;
       async) UNV[async]+=" $(un_async)" ;;
@@ -176,7 +185,7 @@ for r in $(seq 1 "$U_REPEAT"); do
       arand) UNV[arand]+=" $(un_async_rand)" ;;
     esac
   done
-  echo "part U capped round $r: iperf3 ${UNV[iperf]##* } lib ${UNV[lib]##* } async ${UNV[async]##* } cat ${UNV[cat]##* } MB/s; rand lib ${UNV[lrand]##* } async ${UNV[arand]##* } IOPS" | tee -a "$OUT/u_rounds.md"
+  echo "part U capped round $r: iperf3 ${UNV[iperf]##* } lib ${UNV[lib]##* } async ${UNV[async]##* } cat ${UNV[cat]##* } MB/s; rand lib ${UNV[lrand]##* } async ${UNV[arand]##* }${UN_BENCH_A:+ A ${UNV[lrandA]##* }} IOPS" | tee -a "$OUT/u_rounds.md"
 done
 for i in $(seq 1 "$UN_NODES"); do kill "$(cat "$WORK/iperf-u$i.pid")" 2>/dev/null || true; done
 deploy/local/cluster.sh down --dir="$CU" >/dev/null 2>&1 || true
@@ -194,10 +203,13 @@ deploy/local/cluster.sh down --dir="$CU" >/dev/null 2>&1 || true
   echo "| seq nfs-cat, 1 loop per node (MB/s) | $(f0 "$(median ${UNV[cat]})") | $(mm ${UNV[cat]}) |"
   echo "| 4 KiB random data_path=nfs, $UN_DEPTH held in flight (IOPS) | $(f0 "$(median ${UNV[lrand]})") | $(mm ${UNV[lrand]}) |"
   echo "| 4 KiB random nfs_async_read, $((UN_DEPTH / UN_NODES)) held per node, $UN_DEPTH in all (IOPS) | $(f0 "$(median ${UNV[arand]})") | $(mm ${UNV[arand]}) |"
+  if [ -n "${UN_BENCH_A:-}" ]; then
+    echo "| 4 KiB random data_path=nfs with UN_BENCH_A=$UN_BENCH_A (IOPS) | $(f0 "$(median ${UNV[lrandA]})") | $(mm ${UNV[lrandA]}) |"
+  fi
   echo
   best=$(python3 -c "
 import sys
 v = [float(x) for x in sys.argv[1:] if x not in ('failed', '')]
 print(max(v) if v else 'failed')" "$(median ${UNV[async]})" "$(median ${UNV[cat]})")
-  echo "capped seq data_path=nfs / iperf3 capacity: $(ratio "$(median ${UNV[lib]})" "$(median ${UNV[iperf]})") (target >= 0.95); / best of nfs_async_read and nfs-cat: $(ratio "$(median ${UNV[lib]})" "$best") (target >= 0.9); 4 KiB random lib / async at equal depth: $(ratio "$(median ${UNV[lrand]})" "$(median ${UNV[arand]})")"
+  echo "capped seq data_path=nfs / iperf3 capacity: $(ratio "$(median ${UNV[lib]})" "$(median ${UNV[iperf]})") (target >= 0.95); / best of nfs_async_read and nfs-cat: $(ratio "$(median ${UNV[lib]})" "$best") (target >= 0.9); 4 KiB random lib / async at equal depth: $(ratio "$(median ${UNV[lrand]})" "$(median ${UNV[arand]})")${UN_BENCH_A:+; UN_BENCH_A / async: $(ratio "$(median ${UNV[lrandA]})" "$(median ${UNV[arand]})")}"
 } | tee -a "$OUT/report.md"
