@@ -353,13 +353,27 @@ absl::StatusOr<EcRebuildResult> EcRebuilder::RebuildRange(
                        .column = request.column(),
                        .rebuild_id = request.rebuild_id()},
                       /*fresh=*/first == 0 && ends_column));
+  absl::StatusOr<EcRebuildResult> r =
+      RebuildInto(*staging, request, *codec, deadline, cancelled);
+  if (!r.ok() && first == 0 && ends_column) staging->Remove().IgnoreError();
+  return r;
+}
+
+absl::StatusOr<EcRebuildResult> EcRebuilder::RebuildInto(
+    EcStaging& staging, const RebuildEcColumnRequest& request,
+    const ec::Codec& codec, absl::Time deadline,
+    const std::function<bool()>& cancelled) {
+  const std::string& path = request.path();
+  const ns::EcGeometry g = GeometryOf(request);
+  const uint64_t first = request.first_row();
+  const uint64_t end = EndRow(request, g);
   RateLimiter call_limiter(request.max_bytes_per_sec(), clock_);
   const absl::Time mono_deadline =
       deadline == absl::InfiniteFuture()
           ? deadline
           : clock_->MonotonicNow() + (deadline - absl::Now());
   ColumnRebuild rebuild(
-      request, *codec, [this](const std::string& a) { return Peer(a); },
+      request, codec, [this](const std::string& a) { return Peer(a); },
       deadline);
   for (uint64_t row = first; row < end; ++row) {
     if (cancelled && cancelled()) {
@@ -373,21 +387,21 @@ absl::StatusOr<EcRebuildResult> EcRebuilder::RebuildRange(
           options_.limiter->Acquire(cell.size(), mono_deadline));
     }
     RANGEFS_RETURN_IF_ERROR(call_limiter.Acquire(cell.size(), mono_deadline));
-    RANGEFS_RETURN_IF_ERROR(staging->WriteCell(row, cell));
+    RANGEFS_RETURN_IF_ERROR(staging.WriteCell(row, cell));
     if (options_.on_bytes) options_.on_bytes(cell.size());
   }
-  RANGEFS_RETURN_IF_ERROR(staging->Record(first, request.cell_crc32c()));
+  RANGEFS_RETURN_IF_ERROR(staging.Record(first, request.cell_crc32c()));
   EcRebuildResult result;
   result.bytes_read = rebuild.bytes_read();
-  if (!ends_column) return result;
+  if (end < g.rows) return result;
   std::unique_ptr<ObjectWriter> cells;
   if (request.column() >= g.k) {
     RANGEFS_ASSIGN_OR_RETURN(
         cells, ObjectWriter::Begin(root_, ns::EcCellsObject(path),
                                    static_cast<uint32_t>(g.cell)));
-    RANGEFS_RETURN_IF_ERROR(staging->AppendCellsTable(*cells));
+    RANGEFS_RETURN_IF_ERROR(staging.AppendCellsTable(*cells));
   }
-  RANGEFS_ASSIGN_OR_RETURN(Checksums c, staging->Commit(request.overwrite()));
+  RANGEFS_ASSIGN_OR_RETURN(Checksums c, staging.Commit(request.overwrite()));
   result.committed = true;
   result.size = c.object_size;
   result.crc32c = c.crc32c;

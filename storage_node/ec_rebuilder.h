@@ -38,7 +38,9 @@
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
 #include "base/clock.h"
+#include "ec/codec.h"
 #include "proto/node_agent.pb.h"
+#include "storage_node/ec_staging.h"
 #include "storage_node/export_root.h"
 #include "storage_node/node_client.h"
 #include "storage_node/rate_limiter.h"
@@ -91,6 +93,12 @@ class EcRebuilder {
   // Rebuild without the one-call-per-path guard.
   absl::StatusOr<EcRebuildResult> RebuildRange(
       const RebuildEcColumnRequest& request, absl::Time deadline,
+      const std::function<bool()>& cancelled);
+  // The request's rows into `staging`, then the commit when they end the
+  // column.
+  absl::StatusOr<EcRebuildResult> RebuildInto(
+      EcStaging& staging, const RebuildEcColumnRequest& request,
+      const ec::Codec& codec, absl::Time deadline,
       const std::function<bool()>& cancelled);
 
   const ExportRoot* const root_;

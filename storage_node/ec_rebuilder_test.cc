@@ -394,6 +394,7 @@ TEST_F(EcRebuilderTest, CrcMismatchWritesNothingAndNamesTheRow) {
                                         " has CRC-32C"))));
     EXPECT_FALSE(TargetHas("new/col"));
     EXPECT_FALSE(TargetHas("new/col.cells"));
+    EXPECT_THAT(Temps(), ::testing::IsEmpty());  // a whole-column call
   }
 }
 

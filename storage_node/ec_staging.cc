@@ -205,6 +205,11 @@ absl::Status EcStaging::AppendCellsTable(ObjectWriter& out) {
   });
 }
 
+absl::Status EcStaging::Remove() {
+  RANGEFS_RETURN_IF_ERROR(root_->RemoveTemp(name_ + kRecordSuffix));
+  return root_->RemoveTemp(name_);
+}
+
 absl::StatusOr<Checksums> EcStaging::Commit(bool overwrite) {
   const std::string what = absl::StrCat("staging of ", key_.path);
   RANGEFS_ASSIGN_OR_RETURN(std::vector<uint32_t> want, RecordedColumnCrcs());

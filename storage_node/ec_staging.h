@@ -79,6 +79,9 @@ class EcStaging {
   // cell) and drops the record. ALREADY_EXISTS if the object exists and
   // !overwrite. Blocking; reads the column once.
   absl::StatusOr<Checksums> Commit(bool overwrite);
+  // Removes the staging object and its record (a whole-column call that
+  // failed: nobody comes back for its rows).
+  absl::Status Remove();
   // Appends the recorded CRC table (a ".cells" object's bytes, see
   // ns::EncodeEcCellCrcs) to `out`, in pieces. Call when every row is
   // marked (Commit checks that; this does too).
