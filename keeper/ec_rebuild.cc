@@ -1,8 +1,11 @@
 #include "keeper/ec_rebuild.h"
 
+#include <algorithm>
+#include <limits>
 #include <string>
 #include <utility>
 
+#include "absl/random/random.h"
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "base/status_macros.h"
@@ -37,6 +40,12 @@ absl::StatusOr<node::RebuildEcColumnRequest> RebuildRequest(
         "no readable .cells object: rebuilt cells could not be checked");
   }
   const ns::EcGeometry g = ns::EcGeometryOf(layout);
+  const uint64_t table = g.rows * static_cast<uint64_t>(g.k + g.m);
+  if (crcs.crcs.size() != table) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("cell CRC table of ", crcs.crcs.size(), " entries; ",
+                     g.rows, " rows of ", g.k + g.m, " cells need ", table));
+  }
   node::RebuildEcColumnRequest req;
   req.set_path(c.object);
   req.set_k(g.k);
@@ -68,8 +77,35 @@ absl::StatusOr<node::RebuildEcColumnRequest> RebuildRequest(
                      "address, ",
                      g.k, " needed"));
   }
-  req.mutable_cell_crc32c()->Add(crcs.crcs.begin(), crcs.crcs.end());
   return req;
+}
+
+uint64_t RowsPerCall(const ns::EcGeometry& g, const RebuildOptions& options) {
+  if (options.rows_per_call > 0) return options.rows_per_call;
+  const uint64_t by_crcs =
+      kRebuildCrcsPerCall / static_cast<uint64_t>(g.k + g.m);
+  const uint64_t by_bytes =
+      kRebuildBytesPerCall / std::max<uint64_t>(g.cell, 1);
+  return std::max<uint64_t>(1, std::min(by_crcs, by_bytes));
+}
+
+node::RebuildEcColumnRequest RangeRequest(node::RebuildEcColumnRequest base,
+                                          const CellCrcTable& crcs,
+                                          uint64_t first_row,
+                                          uint64_t row_count,
+                                          uint64_t rebuild_id) {
+  const uint64_t n = static_cast<uint64_t>(base.k() + base.m());
+  const uint64_t rows = n == 0 ? 0 : crcs.crcs.size() / n;
+  const uint64_t end =
+      row_count == 0 ? rows : std::min(rows, first_row + row_count);
+  base.set_first_row(first_row);
+  if (row_count > 0) base.set_row_count(row_count);
+  base.set_rebuild_id(rebuild_id);
+  if (first_row < end) {
+    base.mutable_cell_crc32c()->Add(crcs.crcs.begin() + first_row * n,
+                                    crcs.crcs.begin() + end * n);
+  }
+  return base;
 }
 
 absl::StatusOr<RebuildResult> RebuildColumn(ingest::Agents& agents,
@@ -83,27 +119,44 @@ absl::StatusOr<RebuildResult> RebuildColumn(ingest::Agents& agents,
     return r == nullptr || r->addresses().empty() ? "" : r->addresses(0);
   };
   RANGEFS_ASSIGN_OR_RETURN(
-      node::RebuildEcColumnRequest req,
+      node::RebuildEcColumnRequest base,
       RebuildRequest(layout, crcs, c, unusable, address_of, options));
-  absl::StatusOr<node::RebuildEcColumnResponse> r =
-      absl::UnavailableError("not asked");
-  RANGEFS_RETURN_IF_ERROR(agents.Call(c.target_node, [&](node::NodeClient& nc) {
-    r = nc.RebuildEcColumn(req, absl::Now() + options.write_timeout);
-    return r.status();
-  }));
   const ns::EcGeometry g = ns::EcGeometryOf(layout);
-  if (r->size() != c.bytes) {
-    return absl::InternalError(absl::StrCat("rebuilt ", c.object, " on ",
-                                            c.target_node, ": ", r->size(),
-                                            " bytes, not ", c.bytes));
+  const uint64_t per_call = RowsPerCall(g, options);
+  absl::BitGen bitgen;
+  const uint64_t id = absl::Uniform<uint64_t>(
+      absl::IntervalClosed, bitgen, 1, std::numeric_limits<uint64_t>::max());
+  node::RebuildEcColumnResponse last;
+  uint64_t bytes_read = 0;
+  uint64_t first = 0;
+  do {
+    const uint64_t count = std::min(per_call, g.rows - first);
+    const node::RebuildEcColumnRequest req =
+        RangeRequest(base, crcs, first, count, id);
+    absl::StatusOr<node::RebuildEcColumnResponse> r =
+        absl::UnavailableError("not asked");
+    RANGEFS_RETURN_IF_ERROR(
+        agents.Call(c.target_node, [&](node::NodeClient& nc) {
+          r = nc.RebuildEcColumn(req, absl::Now() + options.write_timeout);
+          return r.status();
+        }));
+    bytes_read += r->bytes_read();
+    last = *std::move(r);
+    first += count;
+  } while (first < g.rows);
+  if (!last.committed() || last.size() != c.bytes) {
+    return absl::InternalError(
+        absl::StrCat("rebuilt ", c.object, " on ", c.target_node, ": ",
+                     last.committed() ? "" : "not committed, ", last.size(),
+                     " bytes, not ", c.bytes));
   }
-  if (c.column >= g.k && r->cells_size() != ns::EcCellsBytes(g)) {
+  if (c.column >= g.k && last.cells_size() != ns::EcCellsBytes(g)) {
     return absl::InternalError(absl::StrCat(
         "rebuilt ", ns::EcCellsObject(c.object), " on ", c.target_node, ": ",
-        r->cells_size(), " bytes, not ", ns::EcCellsBytes(g)));
+        last.cells_size(), " bytes, not ", ns::EcCellsBytes(g)));
   }
-  return RebuildResult{.bytes_written = r->size() + r->cells_size(),
-                       .bytes_read = r->bytes_read()};
+  return RebuildResult{.bytes_written = last.size() + last.cells_size(),
+                       .bytes_read = bytes_read};
 }
 
 }  // namespace keeper

@@ -442,11 +442,14 @@ grpc::Status AgentService::RebuildEcColumn(
     }
     return ToGrpcStatus(r.status());
   }
-  writes_.fetch_add(1);
+  if (r->committed) writes_.fetch_add(1);
   RANGEFS_LOG(INFO) << "rebuilt column " << request->column() << " as "
-                    << request->path() << " (" << r->size << " bytes, "
-                    << r->bytes_read << " read from survivors) in "
+                    << request->path() << " (rows from " << request->first_row()
+                    << (r->committed ? ", committed, " : ", staged, ")
+                    << r->size << " bytes, " << r->bytes_read
+                    << " read from survivors) in "
                     << (clock_->MonotonicNow() - start);
+  response->set_committed(r->committed);
   response->set_size(r->size);
   response->set_crc32c(r->crc32c);
   response->set_bytes_read(r->bytes_read);

@@ -13,6 +13,7 @@
 #include "base/status_macros.h"
 #include "ec/codec.h"
 #include "namespace/ec_layout.h"
+#include "storage_node/ec_staging.h"
 #include "storage_node/object_writer.h"
 #include "storage_node/sidecar.h"
 
@@ -46,8 +47,47 @@ uint64_t StoredBytes(const ns::EcGeometry& g, uint64_t row, int t) {
   return t < g.k ? ns::DataCellBytes(g, row, t) : g.cell;
 }
 
-std::string CrcTableBytes(const RebuildEcColumnRequest& r) {
-  return ns::EncodeEcCellCrcs(r.cell_crc32c());
+// The request's rows: [first_row, end).
+uint64_t EndRow(const RebuildEcColumnRequest& r, const ns::EcGeometry& g) {
+  return r.has_row_count() ? r.first_row() + r.row_count() : g.rows;
+}
+
+// first_row, row_count, rebuild_id and the CRCs of the range (the
+// geometry's fields are valid).
+absl::Status ValidateRange(const RebuildEcColumnRequest& r) {
+  const ns::EcGeometry g = GeometryOf(r);
+  const uint64_t n = static_cast<uint64_t>(r.k() + r.m());
+  if (r.first_row() >= g.rows && !(g.rows == 0 && r.first_row() == 0)) {
+    return Invalid(absl::StrCat("first_row ", r.first_row(),
+                                " is not below the file's ", g.rows, " rows"));
+  }
+  if (r.has_row_count() &&
+      (r.row_count() == 0 || r.row_count() > g.rows - r.first_row())) {
+    return Invalid(absl::StrCat("row_count ", r.row_count(), " from first_row ",
+                                r.first_row(), " is not in [1, ",
+                                g.rows - r.first_row(), "] (the file has ",
+                                g.rows, " rows)"));
+  }
+  const uint64_t end = EndRow(r, g);
+  const uint64_t rows = end - r.first_row();
+  if (rows > static_cast<uint64_t>(kMaxEcRebuildCrcs) / n) {
+    return Invalid(absl::StrCat(
+        "rows [", r.first_row(), ", ", end, ") of ", n, " cells: more than ",
+        kMaxEcRebuildCrcs, " cell CRCs in one call (set row_count lower)"));
+  }
+  if (static_cast<uint64_t>(r.cell_crc32c_size()) != rows * n) {
+    return Invalid(absl::StrCat(r.cell_crc32c_size(), " cell CRCs; rows [",
+                                r.first_row(), ", ", end, ") of ", n,
+                                " cells need ", rows * n));
+  }
+  const bool whole = r.first_row() == 0 && end == g.rows;
+  if (!whole && r.rebuild_id() == 0) {
+    return Invalid(absl::StrCat("rebuild_id 0: rows [", r.first_row(), ", ",
+                                end, ") are not the whole column (", g.rows,
+                                " rows), so a nonzero rebuild_id must tie "
+                                "them to their attempt"));
+  }
+  return absl::OkStatus();
 }
 
 }  // namespace
@@ -70,18 +110,11 @@ absl::Status ValidateRebuildRequest(const RebuildEcColumnRequest& r) {
     return Invalid(absl::StrCat("cell_size ", r.cell_size(), " is not in [",
                                 kMinBlockSize, ", ", kMaxBlockSize, "]"));
   }
-  const ns::EcGeometry g = GeometryOf(r);
-  if (g.rows > static_cast<uint64_t>(kMaxEcRebuildCrcs / n)) {
-    return Invalid(absl::StrCat("file_size ", r.file_size(), " gives ", g.rows,
-                                " rows of ", n, " cells: more than ",
-                                kMaxEcRebuildCrcs, " cell CRCs"));
+  if (r.file_size() > kMaxEcRebuildFileSize) {
+    return Invalid(absl::StrCat("file_size ", r.file_size(), " is past ",
+                                kMaxEcRebuildFileSize));
   }
-  if (static_cast<uint64_t>(r.cell_crc32c_size()) !=
-      g.rows * static_cast<uint64_t>(n)) {
-    return Invalid(absl::StrCat(r.cell_crc32c_size(), " cell CRCs; ", g.rows,
-                                " rows of ", n, " cells need ",
-                                g.rows * static_cast<uint64_t>(n)));
-  }
+  RANGEFS_RETURN_IF_ERROR(ValidateRange(r));
   if (r.survivors_size() < r.k() || r.survivors_size() >= n) {
     return Invalid(absl::StrCat(r.survivors_size(), " survivors; between ",
                                 r.k(), " and ", n - 1, " are needed"));
@@ -156,7 +189,8 @@ class ColumnRebuild {
   absl::StatusOr<std::string> ReadCell(const EcSurvivor& s, uint64_t row);
   uint32_t Crc(uint64_t row, int t) const {
     return r_.cell_crc32c(static_cast<int>(
-        row * static_cast<uint64_t>(g_.k + g_.m) + static_cast<uint64_t>(t)));
+        (row - r_.first_row()) * static_cast<uint64_t>(g_.k + g_.m) +
+        static_cast<uint64_t>(t)));
   }
 
   const RebuildEcColumnRequest& r_;
@@ -276,6 +310,25 @@ absl::StatusOr<EcRebuildResult> EcRebuilder::Rebuild(
     const RebuildEcColumnRequest& request, absl::Time deadline,
     const std::function<bool()>& cancelled) {
   RANGEFS_RETURN_IF_ERROR(ValidateRebuildRequest(request));
+  const std::string name = EcStagingName(request.path());
+  {
+    absl::MutexLock l(&mu_);
+    if (!busy_.insert(name).second) {
+      return absl::AbortedError(
+          absl::StrCat("RebuildEcColumn of ", request.path(),
+                       ": another call on that path is running on this node"));
+    }
+  }
+  absl::StatusOr<EcRebuildResult> r =
+      RebuildRange(request, deadline, cancelled);
+  absl::MutexLock l(&mu_);
+  busy_.erase(name);
+  return r;
+}
+
+absl::StatusOr<EcRebuildResult> EcRebuilder::RebuildRange(
+    const RebuildEcColumnRequest& request, absl::Time deadline,
+    const std::function<bool()>& cancelled) {
   const std::string& path = request.path();
   if (!request.overwrite()) {
     absl::StatusOr<struct stat> st = root_->Stat(path);
@@ -289,24 +342,40 @@ absl::StatusOr<EcRebuildResult> EcRebuilder::Rebuild(
   RANGEFS_ASSIGN_OR_RETURN(std::unique_ptr<ec::Codec> codec,
                            ec::NewCodec({.k = request.k(), .m = request.m()}));
   const ns::EcGeometry g = GeometryOf(request);
-  const uint32_t block = static_cast<uint32_t>(g.cell);
-  RANGEFS_ASSIGN_OR_RETURN(std::unique_ptr<ObjectWriter> out,
-                           ObjectWriter::Begin(root_, path, block));
-  std::unique_ptr<ObjectWriter> cells;
-  const bool parity = request.column() >= g.k;
-  if (parity) {
-    RANGEFS_ASSIGN_OR_RETURN(
-        cells, ObjectWriter::Begin(root_, ns::EcCellsObject(path), block));
-  }
+  const uint64_t first = request.first_row();
+  const uint64_t end = EndRow(request, g);
+  const bool ends_column = end == g.rows;
+  RANGEFS_ASSIGN_OR_RETURN(
+      std::unique_ptr<EcStaging> staging,
+      EcStaging::Open(root_,
+                      {.path = path,
+                       .g = g,
+                       .column = request.column(),
+                       .rebuild_id = request.rebuild_id()},
+                      /*fresh=*/first == 0 && ends_column));
+  absl::StatusOr<EcRebuildResult> r =
+      RebuildInto(*staging, request, *codec, deadline, cancelled);
+  if (!r.ok() && first == 0 && ends_column) staging->Remove().IgnoreError();
+  return r;
+}
+
+absl::StatusOr<EcRebuildResult> EcRebuilder::RebuildInto(
+    EcStaging& staging, const RebuildEcColumnRequest& request,
+    const ec::Codec& codec, absl::Time deadline,
+    const std::function<bool()>& cancelled) {
+  const std::string& path = request.path();
+  const ns::EcGeometry g = GeometryOf(request);
+  const uint64_t first = request.first_row();
+  const uint64_t end = EndRow(request, g);
   RateLimiter call_limiter(request.max_bytes_per_sec(), clock_);
   const absl::Time mono_deadline =
       deadline == absl::InfiniteFuture()
           ? deadline
           : clock_->MonotonicNow() + (deadline - absl::Now());
   ColumnRebuild rebuild(
-      request, *codec, [this](const std::string& a) { return Peer(a); },
+      request, codec, [this](const std::string& a) { return Peer(a); },
       deadline);
-  for (uint64_t row = 0; row < g.rows; ++row) {
+  for (uint64_t row = first; row < end; ++row) {
     if (cancelled && cancelled()) {
       return absl::CancelledError(absl::StrCat(
           "rebuild of ", path, " cancelled at row ", row, " of ", g.rows));
@@ -318,20 +387,25 @@ absl::StatusOr<EcRebuildResult> EcRebuilder::Rebuild(
           options_.limiter->Acquire(cell.size(), mono_deadline));
     }
     RANGEFS_RETURN_IF_ERROR(call_limiter.Acquire(cell.size(), mono_deadline));
-    RANGEFS_RETURN_IF_ERROR(out->Append(cell.data(), cell.size()));
+    RANGEFS_RETURN_IF_ERROR(staging.WriteCell(row, cell));
     if (options_.on_bytes) options_.on_bytes(cell.size());
   }
+  RANGEFS_RETURN_IF_ERROR(staging.Record(first, request.cell_crc32c()));
   EcRebuildResult result;
   result.bytes_read = rebuild.bytes_read();
-  std::string table;
-  if (parity) {
-    table = CrcTableBytes(request);
-    RANGEFS_RETURN_IF_ERROR(cells->Append(table.data(), table.size()));
+  if (end < g.rows) return result;
+  std::unique_ptr<ObjectWriter> cells;
+  if (request.column() >= g.k) {
+    RANGEFS_ASSIGN_OR_RETURN(
+        cells, ObjectWriter::Begin(root_, ns::EcCellsObject(path),
+                                   static_cast<uint32_t>(g.cell)));
+    RANGEFS_RETURN_IF_ERROR(staging.AppendCellsTable(*cells));
   }
-  RANGEFS_ASSIGN_OR_RETURN(Checksums c, out->Commit(request.overwrite()));
+  RANGEFS_ASSIGN_OR_RETURN(Checksums c, staging.Commit(request.overwrite()));
+  result.committed = true;
   result.size = c.object_size;
   result.crc32c = c.crc32c;
-  if (parity) {
+  if (cells != nullptr) {
     RANGEFS_ASSIGN_OR_RETURN(Checksums cc, cells->Commit(request.overwrite()));
     result.cells_size = cc.object_size;
   }

@@ -2,13 +2,15 @@
 //
 // The agent's side of RebuildEcColumn (proto/node_agent.proto): rebuilds
 // one column of an erasure-coded file into this export from k survivor
-// columns on peer agents, verified end to end. Row by row, the same cell
-// of k survivors is read (verify=true: each peer checks its sidecar; each
-// chunk's CRC-32C is checked on arrival; the cell is checked against the
-// request's cell CRC table), a failed, slow or wrong survivor is replaced
-// by the next one named, the lost cell is decoded (ec/codec.h, ISA-L) and
-// checked against its expected CRC-32C, and appended to an ObjectWriter
-// (temp file, then rename, with its sidecar). A parity column also gets
+// columns on peer agents, verified end to end, one range of rows per call.
+// Row by row, the same cell of k survivors is read (verify=true: each peer
+// checks its sidecar; each chunk's CRC-32C is checked on arrival; the cell
+// is checked against the request's cell CRC table), a failed, slow or
+// wrong survivor is replaced by the next one named, the lost cell is
+// decoded (ec/codec.h, ISA-L), checked against its expected CRC-32C and
+// written at its offset into the column's staging object (ec_staging.h).
+// The call whose range ends the column checks the whole staging object
+// and renames it into place with its sidecar; a parity column also gets
 // its ".cells" object. Nothing appears unless every row passed.
 //
 //   EcRebuilder rebuilder(root, {.peer_tls = tls, .limiter = &node_limiter});
@@ -18,7 +20,8 @@
 // Every field of the request is untrusted (ValidateRebuildRequest). The
 // survivors' addresses come from the caller (a writer, see
 // write_access.h) and are dialled with the agent's peer credentials.
-// Thread-safe; peer clients are cached per address.
+// Thread-safe; peer clients are cached per address; calls on one path
+// run one at a time (another answers ABORTED).
 #ifndef RANGEFS_STORAGE_NODE_EC_REBUILDER_H_
 #define RANGEFS_STORAGE_NODE_EC_REBUILDER_H_
 
@@ -26,6 +29,7 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <set>
 #include <string>
 
 #include "absl/base/thread_annotations.h"
@@ -34,7 +38,9 @@
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
 #include "base/clock.h"
+#include "ec/codec.h"
 #include "proto/node_agent.pb.h"
+#include "storage_node/ec_staging.h"
 #include "storage_node/export_root.h"
 #include "storage_node/node_client.h"
 #include "storage_node/rate_limiter.h"
@@ -44,8 +50,9 @@ namespace rangefs {
 namespace node {
 
 // Caps on a request's sizes (the proto states them too).
-inline constexpr int kMaxEcRebuildCrcs = 1 << 20;  // cell_crc32c entries
+inline constexpr int kMaxEcRebuildCrcs = 1 << 20;  // cell_crc32c per call
 inline constexpr size_t kMaxEcSurvivorAddress = 255;
+inline constexpr uint64_t kMaxEcRebuildFileSize = uint64_t{1} << 56;
 
 // OK if `request` is within the bounds node_agent.proto states for
 // RebuildEcColumnRequest; else INVALID_ARGUMENT naming the field (and the
@@ -62,10 +69,11 @@ struct EcRebuilderOptions {
 };
 
 struct EcRebuildResult {
-  uint64_t size = 0;        // the column's object
-  uint32_t crc32c = 0;      // of the whole object
-  uint64_t bytes_read = 0;  // survivor bytes read
-  uint64_t cells_size = 0;  // the ".cells" object (parity columns)
+  bool committed = false;   // the range ended the column, now in place
+  uint64_t size = 0;        // the column's object (committed)
+  uint32_t crc32c = 0;      // of the whole object (committed)
+  uint64_t cells_size = 0;  // the ".cells" object (committed parity)
+  uint64_t bytes_read = 0;  // survivor bytes read by this call
 };
 
 class EcRebuilder {
@@ -73,8 +81,8 @@ class EcRebuilder {
   // `root` is not owned and must outlive the rebuilder.
   EcRebuilder(const ExportRoot* root, EcRebuilderOptions options);
 
-  // Rebuilds as the file comment says. `deadline` is wall time;
-  // `cancelled` is polled between rows (CANCELLED). Errors: see
+  // Rebuilds the request's rows as the file comment says. `deadline` is
+  // wall time; `cancelled` is polled between rows (CANCELLED). Errors: see
   // RebuildEcColumn in node_agent.proto.
   absl::StatusOr<EcRebuildResult> Rebuild(
       const RebuildEcColumnRequest& request, absl::Time deadline,
@@ -82,6 +90,16 @@ class EcRebuilder {
 
  private:
   absl::StatusOr<NodeClient*> Peer(const std::string& address);
+  // Rebuild without the one-call-per-path guard.
+  absl::StatusOr<EcRebuildResult> RebuildRange(
+      const RebuildEcColumnRequest& request, absl::Time deadline,
+      const std::function<bool()>& cancelled);
+  // The request's rows into `staging`, then the commit when they end the
+  // column.
+  absl::StatusOr<EcRebuildResult> RebuildInto(
+      EcStaging& staging, const RebuildEcColumnRequest& request,
+      const ec::Codec& codec, absl::Time deadline,
+      const std::function<bool()>& cancelled);
 
   const ExportRoot* const root_;
   const EcRebuilderOptions options_;
@@ -89,6 +107,7 @@ class EcRebuilder {
   absl::Mutex mu_;
   std::map<std::string, std::unique_ptr<NodeClient>> peers_
       ABSL_GUARDED_BY(mu_);
+  std::set<std::string> busy_ ABSL_GUARDED_BY(mu_);  // staging names
 };
 
 }  // namespace node

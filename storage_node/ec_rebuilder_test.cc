@@ -3,7 +3,10 @@
 // ".cells" object for parity), a dead or corrupt survivor is replaced by
 // another, a rebuilt cell that fails its expected CRC leaves nothing
 // behind and the error names the row, and every out-of-bounds request
-// field is refused (INVALID_ARGUMENT naming it).
+// field is refused (INVALID_ARGUMENT naming it). A column rebuilt in ranges
+// of rows appears only with its last range, whatever order the others
+// came in (repeats overwrite), never from a staging object another
+// attempt left, and never when a staged cell reads back wrong.
 #include "storage_node/ec_rebuilder.h"
 
 #include <sys/stat.h>
@@ -24,6 +27,7 @@
 #include "grpcpp/grpcpp.h"
 #include "gtest/gtest.h"
 #include "storage_node/agent_service.h"
+#include "storage_node/ec_staging.h"
 #include "storage_node/export_root.h"
 #include "storage_node/node_client.h"
 #include "storage_node/object_writer.h"
@@ -159,6 +163,26 @@ class EcRebuilderTest : public ::testing::Test {
     return r;
   }
 
+  // Request(column) cut to rows [first, first + count) of attempt `id`.
+  RebuildEcColumnRequest Range(int column, uint64_t first, uint64_t count,
+                               uint64_t id) const {
+    RebuildEcColumnRequest r = Request(column);
+    r.set_first_row(first);
+    r.set_row_count(count);
+    r.set_rebuild_id(id);
+    r.clear_cell_crc32c();
+    for (uint64_t i = first * (kK + kM); i < (first + count) * (kK + kM); ++i) {
+      r.add_cell_crc32c(file_.crcs[i]);
+    }
+    return r;
+  }
+
+  std::vector<std::string> Temps() const {
+    auto t = target_->root->ListTemp();
+    EXPECT_THAT(t, IsOk());
+    return t.ok() ? *t : std::vector<std::string>{};
+  }
+
   absl::StatusOr<RebuildEcColumnResponse> Rebuild(
       const RebuildEcColumnRequest& r) {
     return target_->client->RebuildEcColumn(r, absl::Now() + absl::Seconds(30));
@@ -213,6 +237,115 @@ TEST_F(EcRebuilderTest, RebuildsEachColumnByteExact) {
   EXPECT_EQ(stats->ec_rebuilt_bytes(), all);
 }
 
+TEST_F(EcRebuilderTest, RebuildsInRangesAndAppearsWithTheLast) {
+  for (int t : {1, 3}) {  // a data column with a short last cell; parity
+    SCOPED_TRACE(t);
+    for (uint64_t row : {0, 1}) {
+      auto got = Rebuild(Range(t, row, 1, 42));
+      ASSERT_THAT(got, IsOk());
+      EXPECT_FALSE(got->committed());
+      EXPECT_EQ(got->size(), 0u);
+      EXPECT_GT(got->bytes_read(), 0u);
+      EXPECT_FALSE(TargetHas("new/col"));  // staged, not served
+      EXPECT_FALSE(TargetHas("new/col.cells"));
+      EXPECT_EQ(Temps().size(), 2u);  // the staging object and its record
+    }
+    auto got = Rebuild(Range(t, 2, 1, 42));
+    ASSERT_THAT(got, IsOk());
+    EXPECT_TRUE(got->committed());
+    EXPECT_EQ(got->size(), file_.columns[t].size());
+    EXPECT_EQ(got->crc32c(), Crc32c(file_.columns[t]));
+    EXPECT_EQ(Slurp(TargetFile("new/col")), file_.columns[t]);
+    if (t >= kK) {
+      EXPECT_EQ(got->cells_size(), file_.crcs.size() * 4);
+      std::string want;
+      for (uint32_t c : file_.crcs) {
+        want.append(reinterpret_cast<const char*>(&c), 4);  // little-endian
+      }
+      EXPECT_EQ(Slurp(TargetFile("new/col.cells")), want);
+      ASSERT_THAT(target_->root->RemoveObject("new/col.cells"), IsOk());
+    }
+    // The sidecar was written: the agent serves verified reads of it.
+    std::string back(file_.columns[t].size(), '\0');
+    auto n = target_->client->ReadRange(
+        "new/col", 0, absl::MakeSpan(back),
+        {.deadline = absl::Now() + absl::Seconds(5), .verify_on_server = true});
+    ASSERT_THAT(n, IsOk());
+    EXPECT_EQ(back, file_.columns[t]);
+    EXPECT_THAT(Temps(), ::testing::IsEmpty());
+    ASSERT_THAT(target_->root->RemoveObject("new/col"), IsOk());
+  }
+}
+
+TEST_F(EcRebuilderTest, RangesInAnyOrderAndRepeatedOverwrite) {
+  // The last range first: rows 0 and 1 are missing, nothing appears.
+  ASSERT_THAT(Rebuild(Range(1, 1, 1, 5)), IsOk());
+  EXPECT_THAT(Rebuild(Range(1, 2, 1, 5)).status(),
+              StatusIs(absl::StatusCode::kFailedPrecondition,
+                       HasSubstr("row 0 of 3 was not rebuilt")));
+  EXPECT_FALSE(TargetHas("new/col"));
+  // Row 0, row 1 again (a retried call), then the last range again.
+  ASSERT_THAT(Rebuild(Range(1, 0, 1, 5)), IsOk());
+  ASSERT_THAT(Rebuild(Range(1, 1, 2, 5)), IsOk());  // rows 1-2: ends it
+  EXPECT_EQ(Slurp(TargetFile("new/col")), file_.columns[1]);
+  EXPECT_THAT(Temps(), ::testing::IsEmpty());
+}
+
+TEST_F(EcRebuilderTest, StagingOfAnotherAttemptIsReplacedNeverServed) {
+  // A crashed keeper's attempt 1 staged rows 0 and 1; the staging object
+  // also holds junk where row 2 goes.
+  ASSERT_THAT(Rebuild(Range(3, 0, 2, 1)), IsOk());
+  const std::string staged = absl::StrCat(target_->dir, "/", kTempDirName, "/",
+                                          EcStagingName("new/col"));
+  {
+    std::ofstream f(staged, std::ios::in | std::ios::out | std::ios::binary);
+    f.seekp(2 * kCell);
+    f << std::string(kCell, 'x');
+  }
+  // Attempt 2 starts with its later rows: attempt 1's rows do not count.
+  ASSERT_THAT(Rebuild(Range(3, 1, 1, 2)), IsOk());
+  EXPECT_THAT(
+      Rebuild(Range(3, 2, 1, 2)).status(),
+      StatusIs(absl::StatusCode::kFailedPrecondition, HasSubstr("row 0 of 3")));
+  EXPECT_FALSE(TargetHas("new/col"));
+  ASSERT_THAT(Rebuild(Range(3, 0, 1, 2)), IsOk());
+  ASSERT_THAT(Rebuild(Range(3, 2, 1, 2)), IsOk());
+  EXPECT_EQ(Slurp(TargetFile("new/col")), file_.columns[3]);
+
+  // A leftover staging object and a whole-column call (the old form,
+  // rebuild_id 0): it starts afresh.
+  RebuildEcColumnRequest leftover = Range(0, 0, 1, 9);
+  leftover.set_overwrite(true);  // column 3 is there now
+  ASSERT_THAT(Rebuild(leftover), IsOk());
+  RebuildEcColumnRequest whole = Request(0);
+  whole.set_overwrite(true);
+  auto got = Rebuild(whole);
+  ASSERT_THAT(got, IsOk());
+  EXPECT_TRUE(got->committed());
+  EXPECT_EQ(Slurp(TargetFile("new/col")), file_.columns[0]);
+  EXPECT_THAT(Temps(), ::testing::IsEmpty());
+}
+
+TEST_F(EcRebuilderTest, StagedCellThatReadsBackWrongIsNotServed) {
+  ASSERT_THAT(Rebuild(Range(0, 0, 2, 3)), IsOk());
+  // The disk returns something else for row 1 than what was written.
+  const std::string staged = absl::StrCat(target_->dir, "/", kTempDirName, "/",
+                                          EcStagingName("new/col"));
+  {
+    std::fstream f(staged, std::ios::in | std::ios::out | std::ios::binary);
+    f.seekp(kCell + 17);
+    f.put('\x5a');
+  }
+  EXPECT_THAT(Rebuild(Range(0, 2, 1, 3)).status(),
+              StatusIs(absl::StatusCode::kDataLoss,
+                       HasSubstr("row 1 reads back with CRC-32C")));
+  EXPECT_FALSE(TargetHas("new/col"));
+  // Row 1 again, then the end: the column appears, byte-exact.
+  ASSERT_THAT(Rebuild(Range(0, 1, 1, 3)), IsOk());
+  ASSERT_THAT(Rebuild(Range(0, 2, 1, 3)), IsOk());
+  EXPECT_EQ(Slurp(TargetFile("new/col")), file_.columns[0]);
+}
+
 TEST_F(EcRebuilderTest, ReplacesCorruptSurvivor) {
   // Column 0's object is corrupt in row 1; its sidecar still matches (only
   // the cell CRC table shows it): column 3 stands in for that row.
@@ -261,6 +394,7 @@ TEST_F(EcRebuilderTest, CrcMismatchWritesNothingAndNamesTheRow) {
                                         " has CRC-32C"))));
     EXPECT_FALSE(TargetHas("new/col"));
     EXPECT_FALSE(TargetHas("new/col.cells"));
+    EXPECT_THAT(Temps(), ::testing::IsEmpty());  // a whole-column call
   }
 }
 
@@ -312,7 +446,33 @@ TEST(ValidateRebuildRequestTest, NamesTheBrokenField) {
       {"cell_size 100", [](auto& r) { r.set_cell_size(100); }},
       {"cell_size", [](auto& r) { r.set_cell_size(uint64_t{1} << 40); }},
       {"cell CRCs", [](auto& r) { r.add_cell_crc32c(0); }},
-      {"more than", [](auto& r) { r.set_file_size(uint64_t{1} << 62); }},
+      {"file_size", [](auto& r) { r.set_file_size(uint64_t{1} << 62); }},
+      {"more than 1048576 cell CRCs in one call",
+       [](auto& r) { r.set_file_size(uint64_t{1} << 40); }},
+      {"first_row 3 is not below the file's 3 rows",
+       [](auto& r) { r.set_first_row(3); }},
+      {"first_row", [](auto& r) { r.set_first_row(~0ull); }},
+      {"row_count 0", [](auto& r) { r.set_row_count(0); }},
+      {"row_count 3 from first_row 1 is not in [1, 2]",
+       [](auto& r) {
+         r.set_first_row(1);
+         r.set_row_count(3);
+       }},
+      {"row_count",
+       [](auto& r) {
+         r.set_first_row(2);
+         r.set_row_count(~0ull);
+       }},
+      {"9 cell CRCs; rows [1, 2) of 3 cells need 3",
+       [](auto& r) {
+         r.set_first_row(1);
+         r.set_row_count(1);
+       }},
+      {"rebuild_id 0",
+       [](auto& r) {
+         r.set_first_row(1);
+         r.mutable_cell_crc32c()->Truncate(6);
+       }},
       {"1 survivors", [](auto& r) { r.mutable_survivors()->RemoveLast(); }},
       {"survivor 1 (column 0)",
        [](auto& r) { r.mutable_survivors(1)->set_column(0); }},
@@ -325,6 +485,47 @@ TEST(ValidateRebuildRequestTest, NamesTheBrokenField) {
       {"object_offset",
        [](auto& r) { r.mutable_survivors(0)->set_object_offset(~0ull); }},
   };
+  // Ranges: the rows' CRCs only, with a rebuild id.
+  RebuildEcColumnRequest range = good;
+  range.set_first_row(1);
+  range.set_row_count(1);
+  range.set_rebuild_id(1);
+  range.mutable_cell_crc32c()->Truncate(3);
+  EXPECT_THAT(ValidateRebuildRequest(range), IsOk());
+  range.clear_row_count();  // to the end: rows 1 and 2
+  EXPECT_THAT(ValidateRebuildRequest(range),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr("rows [1, 3) of 3 cells need 6")));
+  // One call no longer carries the whole table: an RS(6,3) file of 6 MiB
+  // cells past the old cap (116509 rows, 1048581 CRCs) rebuilds in ranges,
+  // up to its last row; the whole table in one call is refused.
+  RebuildEcColumnRequest big = good;
+  big.set_k(6);
+  big.set_m(3);
+  big.set_column(8);
+  big.set_cell_size(6 << 20);
+  big.mutable_survivors()->Clear();
+  for (int t = 0; t < 6; ++t) {
+    EcSurvivor* s = big.add_survivors();
+    s->set_column(t);
+    s->set_address("127.0.0.1:1");
+    s->set_path("a/c");
+  }
+  const uint64_t rows = 116509;
+  big.set_file_size(rows * 6 * (6 << 20));
+  big.set_first_row(rows - 1000);
+  big.set_row_count(1000);
+  big.set_rebuild_id(77);
+  big.mutable_cell_crc32c()->Clear();
+  for (int i = 0; i < 1000 * 9; ++i) big.add_cell_crc32c(0);
+  EXPECT_THAT(ValidateRebuildRequest(big), IsOk());
+  big.clear_row_count();  // rows - 1000 to the end: the same range
+  EXPECT_THAT(ValidateRebuildRequest(big), IsOk());
+  big.set_first_row(0);
+  EXPECT_THAT(ValidateRebuildRequest(big),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr("more than 1048576 cell CRCs")));
+
   for (const Case& c : cases) {
     SCOPED_TRACE(c.want);
     RebuildEcColumnRequest r = good;

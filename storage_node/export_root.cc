@@ -232,6 +232,27 @@ absl::StatusOr<TempFile> ExportRoot::CreateTemp() const {
   return absl::InternalError("could not pick a fresh temp file name");
 }
 
+absl::StatusOr<ScopedFd> ExportRoot::OpenNamedTemp(
+    const std::string& name) const {
+  if (!tmp_fd_.valid()) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("export ", root_dir_, " is read-only"));
+  }
+  if (name.empty() || name == "." || name == ".." ||
+      name.find('/') != std::string::npos ||
+      name.find('\0') != std::string::npos) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("temp file name \"", absl::CEscape(name), "\""));
+  }
+  ScopedFd fd(openat(tmp_fd_.get(), name.c_str(),
+                     O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0644));
+  if (!fd.valid()) {
+    return ErrnoStatus(errno, absl::StrCat("open temp ", root_dir_, "/",
+                                           kTempDirName, "/", name));
+  }
+  return fd;
+}
+
 absl::Status ExportRoot::RemoveTemp(const std::string& name) const {
   if (!tmp_fd_.valid()) return absl::OkStatus();
   if (unlinkat(tmp_fd_.get(), name.c_str(), 0) != 0 && errno != ENOENT) {

@@ -92,6 +92,10 @@ class ExportRoot {
 
   // Creates a new empty file in the temp dir.
   absl::StatusOr<TempFile> CreateTemp() const;
+  // Opens temp file `name` (one component the caller chose, not a random
+  // name) for reading and writing, creating it if absent: state a writer
+  // keeps across calls (ec_staging.h). FAILED_PRECONDITION when read-only.
+  absl::StatusOr<ScopedFd> OpenNamedTemp(const std::string& name) const;
   // Unlinks a temp file; OK if already gone.
   absl::Status RemoveTemp(const std::string& name) const;
   // Moves temp file `temp_name` to `path`, creating missing parent dirs
