@@ -53,6 +53,7 @@ EcBuffer EcBuffers::Take(size_t n) {
       Kept& k = kept_[static_cast<size_t>(best)];
       b.data_ = std::move(k.data);
       b.size_ = k.size;
+      kept_bytes_ -= k.size;
       k = std::move(kept_.back());
       kept_.pop_back();
       return b;
@@ -64,16 +65,9 @@ EcBuffer EcBuffers::Take(size_t n) {
 
 void EcBuffers::Give(std::unique_ptr<char[]> data, size_t size) {
   absl::MutexLock l(&mu_);
-  if (kept_.size() < kMaxKept) {
-    kept_.push_back({std::move(data), size});
-    return;
-  }
-  // Full: keeps the bigger of this one and the smallest kept.
-  size_t smallest = 0;
-  for (size_t j = 1; j < kept_.size(); ++j) {
-    if (kept_[j].size < kept_[smallest].size) smallest = j;
-  }
-  if (kept_[smallest].size < size) kept_[smallest] = {std::move(data), size};
+  if (kept_.size() >= kMaxKept || kept_bytes_ + size > kMaxKeptBytes) return;
+  kept_bytes_ += size;
+  kept_.push_back({std::move(data), size});
 }
 
 size_t EcBuffers::kept() const {

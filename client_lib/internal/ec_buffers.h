@@ -6,9 +6,9 @@
 // faults and the kernel's zero fill of every page (glibc hands buffers that
 // big to mmap, or trims them off its heap again): part E's degraded scan
 // spent ~6% of its CPU there. EcBuffers keeps a few big buffers for reuse.
-// Bounded: at most kMaxKept buffers of at most kMaxBytes each; smaller
-// requests than kMinBytes are plain allocations (malloc serves them from its
-// heap). Thread-safe.
+// Bounded: at most kMaxKept buffers and kMaxKeptBytes in all, each of
+// kMinBytes to kMaxBytes (smaller requests are plain allocations: malloc
+// serves them from its heap; bigger ones are not kept). Thread-safe.
 #ifndef RANGEFS_CLIENT_LIB_INTERNAL_EC_BUFFERS_H_
 #define RANGEFS_CLIENT_LIB_INTERNAL_EC_BUFFERS_H_
 
@@ -46,7 +46,8 @@ class EcBuffers {
  public:
   static constexpr size_t kMinBytes = size_t{64} << 10;
   static constexpr size_t kMaxBytes = size_t{8} << 20;
-  static constexpr size_t kMaxKept = 16;
+  static constexpr size_t kMaxKept = 32;
+  static constexpr size_t kMaxKeptBytes = size_t{32} << 20;
 
   // The process's pool (rebuilds of every client share it).
   static EcBuffers& Shared();
@@ -65,6 +66,7 @@ class EcBuffers {
 
   mutable absl::Mutex mu_;
   std::vector<Kept> kept_ ABSL_GUARDED_BY(mu_);
+  size_t kept_bytes_ ABSL_GUARDED_BY(mu_) = 0;
 };
 
 }  // namespace client_internal

@@ -39,21 +39,21 @@ TEST(EcBuffersTest, SmallAndHugeRequestsAreNotKept) {
   EXPECT_EQ(pool.kept(), 0u);
 }
 
-TEST(EcBuffersTest, KeepsAtMostkMaxKeptPreferringBigOnes) {
+TEST(EcBuffersTest, KeepsAtMostkMaxKeptBuffersAndkMaxKeptBytes) {
   EcBuffers pool;
   std::vector<EcBuffer> out;
-  for (size_t i = 0; i < EcBuffers::kMaxKept; ++i) {
+  for (size_t i = 0; i <= EcBuffers::kMaxKept; ++i) {
     out.push_back(pool.Take(EcBuffers::kMinBytes));
   }
-  EcBuffer big = pool.Take(2 * kMiB);
-  char* const big_data = big.get();
   out.clear();
   EXPECT_EQ(pool.kept(), EcBuffers::kMaxKept);
-  big.reset();  // full: replaces a smaller one
-  EXPECT_EQ(pool.kept(), EcBuffers::kMaxKept);
-  EcBuffer again = pool.Take(2 * kMiB);
-  EXPECT_EQ(again.get(), big_data);
-  EXPECT_EQ(pool.kept(), EcBuffers::kMaxKept - 1);
+  EcBuffers bytes;
+  const size_t n = EcBuffers::kMaxKeptBytes / EcBuffers::kMaxBytes;
+  for (size_t i = 0; i <= n; ++i) {
+    out.push_back(bytes.Take(EcBuffers::kMaxBytes));
+  }
+  out.clear();
+  EXPECT_EQ(bytes.kept(), n);
 }
 
 TEST(EcBuffersTest, AMovedBufferGoesBackOnce) {
