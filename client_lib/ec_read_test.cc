@@ -437,6 +437,53 @@ TEST_F(EcReadTest, HungHelperIsReplacedByAnotherCell) {
   faulty_.Release();
 }
 
+// A rebuilt piece that leads a single flight decodes into its caller's
+// buffer and feeds the flight's followers from there (Batch::EndFill): the
+// second reader of the same lost range waits for the first one's rebuild
+// and gets the same bytes, with one rebuild and one set of helper reads.
+TEST_F(EcReadTest, FollowerOfARebuiltPieceGetsItsBytesFromOneRebuild) {
+  const std::string data = EcFile("/s", 2 * 4 * kCell, 4, 2);
+  Lose({0});
+  // Every helper of cell 0's rebuild waits until released.
+  for (int n = 1; n < 6; ++n) {
+    faulty_.AddRule({.path_contains = absl::StrCat("/", Node(n), "/"),
+                     .action = FaultAction::kBlock});
+  }
+  ClientOptions o = Options();
+  o.hedging = false;
+  o.single_flight_min_bytes = 1;  // cells of 4 KiB lead flights
+  o.attempt_timeout = absl::Seconds(20);
+  Client* client = OpenClient(o);
+  auto f = client->OpenFile("/s");
+  ASSERT_THAT(f, IsOk());
+  constexpr uint64_t kOffset = 100, kLen = 2000;  // inside cell 0
+  std::string first(kLen, '\0'), second(kLen, '\0');
+  absl::StatusOr<size_t> r1 = size_t{0}, r2 = size_t{0};
+  std::thread leader([&] { r1 = (*f)->Read(kOffset, absl::MakeSpan(first)); });
+  auto until = [](auto done) {
+    const absl::Time end = absl::Now() + absl::Seconds(10);
+    while (!done() && absl::Now() < end) absl::SleepFor(absl::Milliseconds(2));
+    return done();
+  };
+  EXPECT_TRUE(until([&] { return faulty_.blocked_now() >= 1; }));
+  std::thread follower(
+      [&] { r2 = (*f)->Read(kOffset, absl::MakeSpan(second)); });
+  EXPECT_TRUE(until([&] { return client->Stats().shared_waiting == 1; }))
+      << "waiting " << client->Stats().shared_waiting;
+  faulty_.Release();
+  leader.join();
+  follower.join();
+  ASSERT_THAT(r1, IsOk());
+  ASSERT_THAT(r2, IsOk());
+  EXPECT_EQ(*r1, kLen);
+  EXPECT_EQ(*r2, kLen);
+  EXPECT_TRUE(first == data.substr(kOffset, kLen));
+  EXPECT_TRUE(second == data.substr(kOffset, kLen));
+  const ClientStats s = client->Stats();
+  EXPECT_EQ(s.shared_pieces, 1u);
+  EXPECT_EQ(s.ec_degraded_reads, 1u);
+}
+
 TEST_F(EcReadTest, SlowDataCellIsParityHedged) {
   const std::string data = EcFile("/s", 6 * kCell, 6, 3);
   ClientOptions o = Options();

@@ -158,10 +158,7 @@ bool Batch::CopyIn(PieceState& p, const char* out, uint64_t length) {
 
 char* Batch::ClaimForFill(int i) {
   PieceState& p = pieces[i];
-  if (closed || p.done || p.claimed || p.landing != nullptr ||
-      p.flight != nullptr) {
-    return nullptr;
-  }
+  if (closed || p.done || p.claimed || p.landing != nullptr) return nullptr;
   p.claimed = true;
   copiers++;
   return p.dst;
@@ -169,10 +166,22 @@ char* Batch::ClaimForFill(int i) {
 
 void Batch::EndFill(int i, bool filled) {
   PieceState& p = pieces[i];
+  if (filled && p.flight != nullptr) {
+    // Pieces of other calls waiting for these bytes: fed from the caller's
+    // buffer, still claimed (their locks, not ours).
+    std::shared_ptr<Flight> flight = std::move(p.flight);
+    mu.Unlock();
+    flight->Publish(p.dst);
+    mu.Lock();
+  }
   copiers--;
   if (!filled) {
     p.claimed = false;
     if (closed) Notify();  // CloseCall waits for the copiers
+    return;
+  }
+  if (p.done) {  // given up meanwhile: counted then, not again
+    if (closed) Notify();
     return;
   }
   p.done = true;

@@ -123,10 +123,11 @@ struct Batch final : AttemptSink {
   // An erasure-coded rebuild that decodes piece `i`'s bytes straight into
   // its buffer (ec_read.h): claims the piece and counts a copier, as
   // CopyIn does, and returns the buffer; null if it cannot (done, claimed,
-  // an agent read landing in it, a flight's followers to feed, closed):
-  // then Fill. The caller writes without mu, then EndFill(i, true) (the
-  // piece is done) or EndFill(i, false) (bad bytes: the piece is open
-  // again, its buffer holding anything).
+  // an agent read landing in it, closed): then Fill. The caller writes
+  // without mu, then EndFill(i, true) (the piece is done; the followers of
+  // the flight it leads get its bytes from the buffer: may release mu) or
+  // EndFill(i, false) (bad bytes: the piece is open again, its buffer
+  // holding anything; its flight stays).
   char* ClaimForFill(int i) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu);
   void EndFill(int i, bool filled) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu);
   // Erasure-coded reads of this call (ec_read.h); null when it has none.

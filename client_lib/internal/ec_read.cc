@@ -166,7 +166,7 @@ void EcReads::StartRebuild(Batch& b, int i, bool hedge, Engine& e) {
     } else if (c.read == 0) {
       // Past the file's end (the partial last row): zeros, no read.
       c.state = CellState::kZero;
-      c.buf.reset(new char[r->length]);
+      c.buf = EcBuffers::Shared().Take(r->length);
       memset(c.buf.get(), 0, r->length);
     }
   }
@@ -410,7 +410,7 @@ bool EcReads::StartCell(Batch& b, Rebuild& r, int t, Engine& e, bool patient) {
     c.why = "no room for a helper read";
     return false;
   }
-  c.buf.reset(new char[r.length]);  // not zeroed: the read fills it
+  c.buf = EcBuffers::Shared().Take(r.length);  // not zeroed: read fills it
   // Bytes past the cell's stored end (a partial last cell) are zeros.
   memset(c.buf.get() + c.read, 0, r.length - c.read);
   PieceState& h = b.pieces[i];
@@ -506,12 +506,13 @@ void EcReads::Decode(Batch& b, Rebuild& r, Engine& e) {
     ++used;
   }
   // Into the caller's buffer itself when the piece can be claimed (no
-  // copy), without b.mu (the cells read are done: nothing writes them);
+  // copy; the followers of the flight it leads are fed from there by
+  // EndFill), without b.mu (the cells read are done: nothing writes them);
   // else into a buffer of our own, then Fill.
   PieceState& p = b.pieces[r.piece];
   char* const in_place = b.ClaimForFill(r.piece);
-  std::unique_ptr<char[]> own;
-  if (in_place == nullptr) own.reset(new char[r.length]);
+  EcBuffer own;
+  if (in_place == nullptr) own = EcBuffers::Shared().Take(r.length);
   char* const out = in_place != nullptr ? in_place : own.get();
   const int wanted[] = {r.lost};
   char* const outs[] = {out};

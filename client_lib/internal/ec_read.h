@@ -56,6 +56,7 @@
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
 #include "client_lib/internal/batch.h"
+#include "client_lib/internal/ec_buffers.h"
 #include "client_lib/internal/ec_call_cells.h"
 #include "ec/codec.h"
 #include "namespace/ec_layout.h"
@@ -165,9 +166,9 @@ class EcReads {
   };
   struct Cell {
     CellState state = CellState::kIdle;
-    int piece = -1;     // its helper piece; kOwn: the call's piece
-    uint64_t read = 0;  // bytes of the range it holds (the rest: zeros)
-    std::unique_ptr<char[]> buf;
+    int piece = -1;             // its helper piece; kOwn: the call's piece
+    uint64_t read = 0;          // bytes of the range it holds (the rest: zeros)
+    EcBuffer buf;               // its bytes, unless kOwn (EcBuffers: reused)
     const char* own = nullptr;  // kOwn: the range in the caller's buffer
     int own_piece = -1;         // the call's piece that reads it, if any
     std::string why;            // kLost: the helper's last failure

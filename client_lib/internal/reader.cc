@@ -54,10 +54,14 @@ uint64_t PrefetchReader::FillEnd(uint64_t offset, size_t want,
   return std::min(size, down + row);  // the rest of the row
 }
 
-size_t PrefetchReader::DirectTail(uint64_t end, bool sequential) const {
+size_t PrefetchReader::DirectTail(uint64_t start, uint64_t end,
+                                  bool sequential) const {
   const uint64_t row = degraded_ && sequential ? RowBytes() : 0;
   const uint64_t size = file_->size();
   if (row == 0 || end >= size || end % row == 0) return 0;
+  // Less than half of the row in the caller's buffer: no tail (reader.h).
+  const uint64_t held = end - std::max(start, end / row * row);
+  if (2 * held < row) return 0;
   return static_cast<size_t>(std::min(size, (end / row + 1) * row) - end);
 }
 
@@ -172,7 +176,8 @@ absl::Status PrefetchReader::Refill(size_t need, size_t hint,
                       FillEnd(position_, std::max(window_, need), sequential) -
                       position_);
   // Erasure-coded and degraded: the rest of the direct read's last row.
-  const size_t tail = go_direct ? DirectTail(position_ + want, sequential) : 0;
+  const size_t tail =
+      go_direct ? DirectTail(position_, position_ + want, sequential) : 0;
   // A sequential stream reads its next window while this one is fetched
   // and consumed.
   if (Prefetching() && sequential && position_ + want + tail < file_->size()) {

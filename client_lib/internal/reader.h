@@ -22,8 +22,17 @@
 // parity cell, not from k cells read again:
 // - a window or prefetch fill that continues the stream ends at the last
 //   row boundary it reaches, or at the end of the row it ends in;
-// - a read straight into the caller's buffer also reads the rest of the
-//   row it ends in, into the window buffer, in the same call.
+// - a read straight into the caller's buffer that holds at least half of
+//   the row it ends in also reads the rest of that row, into the window
+//   buffer, in the same call. One that holds less reads no tail: a lost
+//   cell in that part is then rebuilt from its cells and parity cells (and
+//   at most as many data cells as the tail would hold: parity first), and
+//   one in the rest is rebuilt by the next call, whose part holds more
+//   than half of the row, from parity cells and that part's cells. Each
+//   way costs no more cell reads than the tail, and the tail's bytes are
+//   copied twice (window, then the caller's buffer): part E's degraded
+//   scan with 4 MiB reads of 6 MiB rows copied a third of its bytes twice
+//   with a tail for every row.
 // A healthy stream (and a read after a Seek) is read as a plain file's:
 // rows would cost it copies and save nothing.
 #ifndef RANGEFS_CLIENT_LIB_INTERNAL_READER_H_
@@ -120,9 +129,9 @@ class PrefetchReader : public Reader {
   // The end of a fill of `want` bytes at `offset` (see above).
   // (`sequential`: the fill continues the stream).
   uint64_t FillEnd(uint64_t offset, size_t want, bool sequential) const;
-  // The bytes after a direct read that ends at `end` that complete its row
-  // (see above); 0 unless the stream is degraded.
-  size_t DirectTail(uint64_t end, bool sequential) const;
+  // The bytes after a direct read of [start, end) that complete its last
+  // row (see above); 0 unless the stream is degraded.
+  size_t DirectTail(uint64_t start, uint64_t end, bool sequential) const;
   void StartPrefetch(uint64_t offset, size_t want);
   void JoinPrefetch();     // waits for the thread, if any
   void DiscardPrefetch();  // cancels and joins it
