@@ -208,11 +208,12 @@ class ClientImpl : public Client, public FileHost {
   void Flush(Batch& b) ABSL_EXCLUSIVE_LOCKS_REQUIRED(b.mu);
   // Flush's last step: hands b.outbox to the nodes (NodeRuntime::Submit).
   void SubmitToNodes(Batch& b) ABSL_EXCLUSIVE_LOCKS_REQUIRED(b.mu);
-  // Serves `t` on the calling thread from the page cache when its node
-  // allows (NodeRuntime::ReadCached), under the claim rule; true if done.
-  // Releases b.mu while it copies.
-  bool ReadCachedOnCaller(Batch& b, Task& t)
-      ABSL_EXCLUSIVE_LOCKS_REQUIRED(b.mu);
+  // Serves the tasks of b.outbox whose nodes allow it on the calling
+  // thread from the page cache (NodeRuntime::CopyCached), under the claim
+  // rule, and removes them from it: every such piece claimed at once, one
+  // release of b.mu while they are copied, one clock read and one count a
+  // node (NodeRuntime::CountCached) for them all (cached_read.cc).
+  void ReadCachedOnCaller(Batch& b) ABSL_EXCLUSIVE_LOCKS_REQUIRED(b.mu);
   // A ring for the calling thread's small mount reads, while its call
   // runs; null when io_uring is off or refused, or kMaxCallerRings are out.
   ReadRing* BorrowRing();

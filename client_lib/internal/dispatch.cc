@@ -99,53 +99,12 @@ void ClientImpl::ReapCallerRing(ReadRing& ring, size_t max) {
   NodeRuntime::FinishAll(ok);
 }
 
-bool ClientImpl::ReadCachedOnCaller(Batch& b, Task& t) {
-  Attempt* a = t.attempt;
-  PieceState& p = b.pieces[a->piece];
-  // The piece's only attempt (a hedge's primary may still answer), not
-  // claimed: this thread claims it, so that no other attempt copies into
-  // the caller's buffer meanwhile, and reads without the batch's lock.
-  if (p.done || p.claimed || p.active != 1 || !a->node->MayReadCached(a)) {
-    return false;
-  }
-  p.claimed = true;
-  b.copiers++;
-  // Pieces waiting for these bytes (single flight), of this call or
-  // others: served from `dst` once it holds them, with no Batch::mu held.
-  std::shared_ptr<Flight> flight = std::move(p.flight);
-  b.mu.Unlock();
-  const bool served = a->node->ReadCached(a, p.dst);
-  if (served && flight != nullptr) flight->Publish(p.dst);
-  b.mu.Lock();
-  b.copiers--;
-  if (!served) {
-    p.flight = std::move(flight);
-    p.claimed = false;  // the usual way overwrites whatever `dst` got
-    return false;
-  }
-  a->finished = true;
-  a->status = absl::OkStatus();
-  p.active--;
-  p.done = true;
-  b.remaining--;
-  b.cached_bytes += a->length;
-  // No other thread wakes the loop for it: the loop looks before it waits.
-  if (b.NotifiesEach(p)) b.self_woken = true;
-  return true;
-}
-
 void ClientImpl::Flush(Batch& b) {
   std::vector<Task>& out = b.outbox;
   if (out.empty()) return;
   // Mount reads whose bytes are in the page cache: copied here.
   if (options_.page_cache_reads && !b.closed) {
-    size_t kept = 0;
-    for (size_t i = 0; i < out.size(); ++i) {
-      if (ReadCachedOnCaller(b, out[i])) continue;
-      if (kept != i) out[kept] = std::move(out[i]);
-      ++kept;
-    }
-    out.resize(kept);
+    ReadCachedOnCaller(b);
     if (out.empty()) return;
   }
   // Small mount reads: started here, on the caller's ring. The kernel sees

@@ -205,6 +205,19 @@ class FileImpl : public File {
     }
     client_->HintAhead(*l, h);
   }
+  // Hint for each of a ReadV's `calls` to this file (offset order), with
+  // one hold of the hints' lock for them all.
+  void HintAll(absl::Span<const HintRange> calls, bool waited) {
+    const absl::InlinedVector<HintRange, 2> hs =
+        hints_.ObserveAll(calls, size_, waited);
+    if (hs.empty()) return;
+    std::shared_ptr<const ns::CachedLayout> l;
+    {
+      absl::MutexLock lock(&mu_);
+      l = layout_;
+    }
+    for (const HintRange& h : hs) client_->HintAhead(*l, h);
+  }
 
  private:
   FileHost* const client_;

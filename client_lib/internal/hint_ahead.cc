@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/container/inlined_vector.h"
 #include "client_lib/internal/client_impl.h"
 #include "client_lib/internal/node_runtime.h"
 #include "namespace/cached_layout.h"
@@ -45,23 +46,36 @@ bool NodeRuntime::WillNeed(const std::string& object, uint64_t offset,
 void HintReadV(absl::Span<const Request> reqs,
                absl::Span<const absl::StatusOr<size_t>> results,
                const CallReport& report) {
-  std::vector<size_t> done;
+  // Ranges that read bytes, by file and offset (sorted in place: no
+  // look-up through the requests), each file's run fed at once.
+  struct Done {
+    FileImpl* file;
+    HintRange call;
+  };
+  absl::InlinedVector<Done, 32> done;
   uint64_t read = 0;
   for (size_t i = 0; i < reqs.size(); ++i) {
     if (reqs[i].file == nullptr || !results[i].ok() || *results[i] == 0) {
       continue;
     }
-    done.push_back(i);
+    done.push_back({reqs[i].file, {reqs[i].offset, *results[i]}});
     read += *results[i];
   }
   const bool waited = report.cached_bytes < read;
-  std::sort(done.begin(), done.end(), [&](size_t a, size_t b) {
-    const Request& x = reqs[a];
-    const Request& y = reqs[b];
+  std::sort(done.begin(), done.end(), [](const Done& x, const Done& y) {
     if (x.file != y.file) return std::less<const FileImpl*>()(x.file, y.file);
-    return x.offset < y.offset;
+    return x.call.offset < y.call.offset;
   });
-  for (size_t i : done) reqs[i].file->Hint(reqs[i].offset, *results[i], waited);
+  absl::InlinedVector<HintRange, 32> calls;
+  for (size_t i = 0; i < done.size();) {
+    calls.clear();
+    size_t j = i;
+    for (; j < done.size() && done[j].file == done[i].file; ++j) {
+      calls.push_back(done[j].call);
+    }
+    done[i].file->HintAll(calls, waited);
+    i = j;
+  }
 }
 
 void ClientImpl::HintAhead(const ns::CachedLayout& layout, HintRange r) {

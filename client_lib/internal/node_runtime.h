@@ -314,11 +314,24 @@ class NodeRuntime : public std::enable_shared_from_this<NodeRuntime> {
   bool MayReadCached(const Attempt* a);
   // Copies `a`'s bytes into `dst` (a->length bytes, the caller's buffer,
   // claimed for it) on the calling thread, only from the page cache
-  // (RWF_NOWAIT), checked against the sidecar when verifying; finishes
-  // the attempt's node-side accounting. False if not served (not wholly
-  // cached, a checksum mismatch, an error): `dst` may then hold anything,
-  // and the attempt goes its usual way.
-  bool ReadCached(Attempt* a, char* dst);
+  // (RWF_NOWAIT), checked against the sidecar when verifying. False if not
+  // served (not wholly cached, a checksum mismatch, an error): `dst` may
+  // then hold anything, and the attempt goes its usual way. Served ones
+  // are counted by CountCached. `files`: the objects looked up so far by
+  // the caller's run of CopyCached calls (empty at first; objects by
+  // address, so only while their layouts live: one call's), so that ranges
+  // of one object look its file up once (null: not open).
+  struct CachedFile {
+    const std::string* object = nullptr;
+    std::shared_ptr<RingFile> file;
+  };
+  using CachedFiles = absl::InlinedVector<CachedFile, 16>;
+  bool CopyCached(Attempt* a, char* dst, CachedFiles& files);
+  // The node-side accounting of `count` attempts of this node (`bytes` in
+  // all) that CopyCached served, the last at `now`, as Finish counts a
+  // success, but without a latency: a copy out of memory says nothing of
+  // how fast the node's storage answers.
+  void CountCached(int64_t count, int64_t bytes, absl::Time now);
   // Asks the kernel to read `length` bytes of `object` at `offset` into
   // the page cache (POSIX_FADV_WILLNEED, hint_ahead.cc), when ReadCached
   // could serve them later: a mount known good on a local file system,

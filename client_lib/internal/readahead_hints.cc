@@ -9,6 +9,23 @@ HintRange ReadaheadHints::Observe(uint64_t offset, uint64_t length,
                                   uint64_t size, bool waited) {
   if (length == 0) return {};
   absl::MutexLock l(&mu_);
+  return ObserveLocked(offset, length, size, waited);
+}
+
+absl::InlinedVector<HintRange, 2> ReadaheadHints::ObserveAll(
+    absl::Span<const HintRange> calls, uint64_t size, bool waited) {
+  absl::InlinedVector<HintRange, 2> out;
+  absl::MutexLock l(&mu_);
+  for (const HintRange& c : calls) {
+    if (c.length == 0) continue;
+    const HintRange h = ObserveLocked(c.offset, c.length, size, waited);
+    if (h.length > 0) out.push_back(h);
+  }
+  return out;
+}
+
+HintRange ReadaheadHints::ObserveLocked(uint64_t offset, uint64_t length,
+                                        uint64_t size, bool waited) {
   ++clock_;
   Stream* s = nullptr;
   for (Stream& c : streams_) {

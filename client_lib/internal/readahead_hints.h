@@ -33,7 +33,9 @@
 #include <cstdint>
 
 #include "absl/base/thread_annotations.h"
+#include "absl/container/inlined_vector.h"
 #include "absl/synchronization/mutex.h"
+#include "absl/types/span.h"
 
 namespace rangefs {
 namespace client_internal {
@@ -62,8 +64,15 @@ class ReadaheadHints {
   // the range to hint now (clipped at `size`), or an empty one.
   HintRange Observe(uint64_t offset, uint64_t length, uint64_t size,
                     bool waited);
+  // Observe of each of `calls` (each a call's offset and length, in the
+  // order they are to be seen) under one hold of the lock: a ReadV's
+  // ranges of one file. The ranges to hint, in order.
+  absl::InlinedVector<HintRange, 2> ObserveAll(
+      absl::Span<const HintRange> calls, uint64_t size, bool waited);
 
  private:
+  HintRange ObserveLocked(uint64_t offset, uint64_t length, uint64_t size,
+                          bool waited) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   struct Stream {
     uint64_t end = 0;         // where the next call continues it
     uint64_t hinted_end = 0;  // hinted up to here

@@ -131,6 +131,46 @@ TEST(ReadaheadHintsTest, ASeekStartsOver) {
   EXPECT_EQ(h.length, 4 * kMiB);  // a new stream's first window
 }
 
+// ObserveAll (a ReadV's ranges of one file, under one lock) hints what the
+// same calls through Observe one by one would: random ranges and a
+// sequential run mixed, cached and not.
+TEST(ReadaheadHintsTest, ObserveAllHintsAsObserveOneByOne) {
+  std::mt19937_64 rng(7);
+  ReadaheadHints one({.min_window = kMiB, .max_window = 16 * kMiB});
+  ReadaheadHints all({.min_window = kMiB, .max_window = 16 * kMiB});
+  uint64_t seq = 0;
+  int hints = 0;
+  for (int call = 0; call < 200; ++call) {
+    std::vector<HintRange> calls;
+    for (int k = 0; k < 8; ++k) {
+      if (rng() % 2 == 0) {
+        calls.push_back({seq, 64 << 10});
+        seq += 64 << 10;
+      } else {
+        calls.push_back({rng() % (kSize / 4096) * 4096, 4096});
+      }
+    }
+    std::sort(calls.begin(), calls.end(),
+              [](const HintRange& a, const HintRange& b) {
+                return a.offset < b.offset;
+              });
+    const bool waited = rng() % 3 == 0;
+    std::vector<HintRange> want;
+    for (const HintRange& c : calls) {
+      const HintRange h = one.Observe(c.offset, c.length, kSize, waited);
+      if (h.length > 0) want.push_back(h);
+    }
+    const auto got = all.ObserveAll(calls, kSize, waited);
+    ASSERT_EQ(got.size(), want.size()) << call;
+    for (size_t i = 0; i < want.size(); ++i) {
+      EXPECT_EQ(got[i].offset, want[i].offset) << call;
+      EXPECT_EQ(got[i].length, want[i].length) << call;
+    }
+    hints += static_cast<int>(want.size());
+  }
+  EXPECT_GT(hints, 0);  // the sequential run was hinted
+}
+
 }  // namespace
 }  // namespace client_internal
 }  // namespace rangefs
