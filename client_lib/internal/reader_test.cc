@@ -66,7 +66,7 @@ class RecordingHost : public FileHost {
       total += n;
     }
     if (report != nullptr) report->rebuilt_bytes = degraded_ ? total : 0;
-    absl::SleepFor(latency_);
+    if (latency_ > absl::ZeroDuration()) absl::SleepFor(latency_);
     absl::MutexLock l(&mu_);
     calls_.push_back(std::move(call));
     if (std::this_thread::get_id() != owner_) ++background_calls_;
