@@ -55,8 +55,12 @@ struct ReaderOptions {
 // export on this host, warm), reading ahead would only add a copy, so it
 // reads nothing ahead and a Read of 128 KiB or more lands straight in the
 // caller's buffer; bytes waited for (a disk, a network mount, an agent)
-// turn prefetching back on. No flag needed; `prefetch = false` turns
-// reading ahead off always.
+// turn prefetching back on. A caller whose Reads are at least a window (and
+// 128 KiB) has them land straight in its buffer too, and gets a background
+// read only while it spends time between Reads (twice what copying the
+// prefetched bytes once more costs, as the Reader measures it): one that
+// calls again at once would gain nothing but that copy. No flag needed;
+// `prefetch = false` turns reading ahead off always.
 // A prefetch that is no longer wanted (a Seek elsewhere, the Reader's
 // destruction, a Cancel of options.read.canceller) is cancelled
 // (ReadCanceller), so destruction returns within milliseconds whatever the

@@ -25,6 +25,17 @@ bool FileError(int err) {
          err == -ENOTDIR || err == -ELOOP || err == -ENAMETOOLONG;
 }
 
+// A stale file handle (the file was replaced while the server was down):
+// libnfs 4.0 fails a v3 READ with -EFAULT whatever the server said, and
+// names the status only in the context's error text ("NFS: Read failed
+// with NFS3ERR_STALE(-116)"); other requests pass -ESTALE.
+bool Stale(int err, nfs_context* ctx) {
+  if (err == -ESTALE) return true;
+  const char* text = ctx == nullptr ? nullptr : nfs_get_error(ctx);
+  return err == -EFAULT && text != nullptr &&
+         strstr(text, "NFS3ERR_STALE(") != nullptr;
+}
+
 }  // namespace
 
 struct NfsConn::Op {
@@ -257,7 +268,8 @@ void NfsConn::ReadCb(int err, nfs_context*, void* data, void* priv) {
 void NfsConn::OnRead(Op* op, int err, const char* data) {
   NfsRequest& r = *op->req;
   if (err < 0) {
-    if ((err == -ESTALE || err == -ENOENT) && op->cached_fh && !op->retried &&
+    const bool stale = Stale(err, ctx_);
+    if ((stale || err == -ENOENT) && op->cached_fh && !op->retried &&
         op->got == 0) {
       // The server restarted or re-exported: look the path up again.
       // (Not closed: a CLOSE would race the open-owner's next OPEN; the
@@ -270,7 +282,7 @@ void NfsConn::OnRead(Op* op, int err, const char* data) {
       return;
     }
     absl::Status s = Error("read", *op, err);
-    if (!FileError(err) && err != -ESTALE) Break(s);
+    if (!FileError(err) && !stale) Break(s);
     Finish(op, s, nullptr, 0);
     return;
   }

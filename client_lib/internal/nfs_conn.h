@@ -12,8 +12,10 @@
 // lost, a reset connection) is torn down too, and the next request mounts
 // a new one (NFSv3 and v4 alike: a v4 context whose lease expired never
 // recovers). File handles are cached per object path; a cached handle
-// that reads ESTALE or ENOENT (the server restarted or re-exported) is
-// dropped and the path looked up again, once. Opens go one at a time (an
+// that reads ESTALE or ENOENT (the file was replaced while its server was
+// down, or re-exported; libnfs 4.0 fails a v3 READ of a stale handle with
+// EFAULT and NFS3ERR_STALE in its error text) is dropped and the path
+// looked up again, once, in the same read. Opens go one at a time (an
 // NFSv4.0 open-owner's sequence ids must not race: libnfs 4.0 sends
 // concurrent OPENs of one context with clashing seqids, answered
 // NFS4ERR_BAD_SEQID / OLD_STATEID); reads run concurrently. Not

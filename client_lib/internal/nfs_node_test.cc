@@ -2,14 +2,18 @@
 // server, NFSv4 on loopback, no rpcbind): byte-exact reads at edge sizes,
 // sidecar verification, a server stopped mid-read (the request's own
 // deadline), killed and restarted (the context rebuilt), paused past its
-// NFSv4 lease (a new context), an export that is gone. (A file replaced behind
-// a cached handle is not stale here: ganesha keeps the old inode open and
+// NFSv4 lease (a new context), an export that is gone, a file replaced
+// while the server was down (a stale handle, v3). (A file replaced while
+// the server runs is not stale: ganesha keeps the old inode open and
 // serves its bytes, as an open file would.)
 #include "client_lib/internal/nfs_node.h"
 
 #include <signal.h>
 #include <sys/stat.h>
 
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
 #include <fstream>
 #include <memory>
 #include <string>
@@ -78,8 +82,8 @@ class NfsNodeTest : public ::testing::Test {
     Connect(server_->url());
   }
 
-  void Connect(const std::string& url) {
-    absl::StatusOr<NfsExport> e = ParseNfsExport("n1", url, "4.1");
+  void Connect(const std::string& url, const std::string& version = "4.1") {
+    absl::StatusOr<NfsExport> e = ParseNfsExport("n1", url, version);
     ASSERT_TRUE(e.ok()) << e.status();
     auto n = NfsNode::Create("n1", *e, 1);
     ASSERT_TRUE(n.ok()) << n.status();
@@ -312,6 +316,34 @@ TEST_F(NfsNodeTest, MissingExportIsAClearError) {
   EXPECT_THAT(r.bytes.status(),
               StatusIs(absl::StatusCode::kUnavailable, HasSubstr("-gone")));
   EXPECT_LT(r.took, absl::Seconds(5));
+}
+
+// A file replaced (new inode, same bytes) while its server was down: a v3
+// context lives through the restart (libnfs reconnects), so its cached
+// handle reads NFS3ERR_STALE, and the path is looked up again in the same
+// read: no error, no new context. (An NFSv4.0 context of libnfs 4.0 does
+// not live through a restart: the next read mounts a new one.)
+TEST_F(NfsNodeTest, ReplacedWhileServerDownIsLookedUpAgainOverV3) {
+  node_->Stop();
+  for (std::thread& t : threads_) t.join();
+  threads_.clear();
+  server_.reset();
+  auto server = testing::GaneshaServer::Start(
+      {.export_dir = export_dir_, .version = "3"});
+  ASSERT_THAT(server, ::rangefs::IsOk());
+  server_ = std::move(*server);
+  Connect(server_->url(), "3");
+  ASSERT_TRUE(Read(0, 4096).bytes.ok());  // the handle is cached
+  ASSERT_THAT(server_->Kill(), ::rangefs::IsOk());
+  const std::string obj = export_dir_ + "/d/obj";
+  WriteFile(obj + ".new", data_);
+  ASSERT_EQ(rename((obj + ".new").c_str(), obj.c_str()), 0) << strerror(errno);
+  ASSERT_THAT(server_->Restart(), ::rangefs::IsOk());
+  Result r = Read(4096, 8192);
+  ASSERT_TRUE(r.bytes.ok()) << r.bytes.status();
+  EXPECT_TRUE(*r.bytes == data_.substr(4096, 8192));
+  EXPECT_EQ(node_->mounts(), 1) << "the context did not live through the "
+                                   "restart: no stale handle was read";
 }
 
 TEST(NfsExportTest, ParsesAndRefuses) {

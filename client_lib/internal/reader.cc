@@ -5,7 +5,9 @@
 #include <utility>
 #include <vector>
 
+#include "absl/cleanup/cleanup.h"
 #include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
 #include "base/status_macros.h"
 
 namespace rangefs {
@@ -80,9 +82,11 @@ void PrefetchReader::StartPrefetch(uint64_t offset, size_t want) {
   ro.canceller = prefetch_.cancel.get();
   prefetch_.report = CallReport{};
   prefetch_.thread = std::thread([this, offset, want, ro] {
+    const absl::Time t0 = absl::Now();
     prefetch_.result =
         ReadFile(offset, absl::MakeSpan(prefetch_.buffer.data(), want), ro,
                  &prefetch_.report);
+    prefetch_.took = absl::Now() - t0;
   });
 }
 
@@ -119,6 +123,13 @@ bool PrefetchReader::Prefetching() const {
   // Unknown (the first fill): as storage, which costs a memory source at
   // most one window copied twice.
   return options_.prefetch && source_ != Source::kMemory;
+}
+
+bool PrefetchReader::ReadAhead(absl::Span<char> direct, size_t ahead) const {
+  if (!Prefetching()) return false;
+  // A direct read's prefetch costs a copy (prefetch_policy.h).
+  const bool direct_sized = direct.size() >= std::max(kDirectMin, window_);
+  return !direct_sized || policy_.Pays(ahead);
 }
 
 void PrefetchReader::JoinPrefetch() {
@@ -160,7 +171,9 @@ absl::Status PrefetchReader::Refill(size_t need, size_t hint,
     next_expected_ = position_ + buffer_len_;
     filled_ = true;
     Learn(position_, buffer_len_, prefetch_.report);
-    if (Prefetching() && buffer_len_ > 0 && next_expected_ < file_->size()) {
+    policy_.Fill(prefetch_.took);
+    if (ReadAhead(direct, next_want) && buffer_len_ > 0 &&
+        next_expected_ < file_->size()) {
       StartPrefetch(next_expected_, next_want);
     }
     return absl::OkStatus();
@@ -180,7 +193,8 @@ absl::Status PrefetchReader::Refill(size_t need, size_t hint,
       go_direct ? DirectTail(position_, position_ + want, sequential) : 0;
   // A sequential stream reads its next window while this one is fetched
   // and consumed.
-  if (Prefetching() && sequential && position_ + want + tail < file_->size()) {
+  if (ReadAhead(direct, next_want) && sequential &&
+      position_ + want + tail < file_->size()) {
     StartPrefetch(position_ + want + tail, next_want);
   }
   CallReport call;
@@ -190,9 +204,11 @@ absl::Status PrefetchReader::Refill(size_t need, size_t hint,
       buffer_.Reserve(tail);
     }
     size_t tail_n = 0;
+    const absl::Time t0 = absl::Now();
     RANGEFS_ASSIGN_OR_RETURN(
         *direct_n, ReadFile(position_, direct, options_.read, &call,
                             absl::MakeSpan(buffer_.data(), tail), &tail_n));
+    policy_.Fill(absl::Now() - t0);
     Learn(position_, *direct_n + tail_n, call);
     position_ += *direct_n;
     buffer_offset_ = position_;
@@ -219,6 +235,14 @@ bool PrefetchReader::Buffered() const {
 }
 
 absl::StatusOr<size_t> PrefetchReader::Read(absl::Span<char> dst) {
+  // The caller's time between big reads (those the policy is for).
+  const bool big = dst.size() >= kDirectMin;
+  if (big && returned_ != absl::InfinitePast()) {
+    policy_.Gap(absl::Now() - returned_);
+  }
+  absl::Cleanup mark = [this, big] {
+    if (big) returned_ = absl::Now();
+  };
   size_t done = 0;
   while (done < dst.size() && position_ < file_->size()) {
     if (Buffered()) {

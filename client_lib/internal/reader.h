@@ -12,7 +12,11 @@
 //   (kDirectMin and up) land straight in the caller's buffer.
 // - from storage (a disk, a network mount, an agent: some byte was waited
 //   for): the next window is read in the background while the caller
-//   consumes this one (options.prefetch), so that the reads overlap.
+//   consumes this one (options.prefetch), so that the reads overlap;
+//   for a caller whose reads land straight in its buffer (kDirectMin and
+//   up, at least a window) only while the caller spends time between
+//   calls (PrefetchPolicy, prefetch_policy.h: else the prefetch's extra
+//   copy is all it adds).
 // A new Reader starts as from storage; every fill checks again.
 //
 // Erasure-coded files (ec_read.h), while the stream is degraded (a fill
@@ -49,6 +53,7 @@
 #include "absl/types/span.h"
 #include "client_lib/file.h"
 #include "client_lib/internal/file_impl.h"
+#include "client_lib/internal/prefetch_policy.h"
 #include "client_lib/read_canceller.h"
 
 namespace rangefs {
@@ -97,6 +102,7 @@ class PrefetchReader : public Reader {
     uint64_t offset = 0;
     WindowBuffer buffer;
     absl::StatusOr<size_t> result;
+    absl::Duration took;  // the read's own time
     client_internal::CallReport report;
     std::unique_ptr<ReadCanceller> cancel;
     std::unique_ptr<CancelHook> link;
@@ -109,6 +115,9 @@ class PrefetchReader : public Reader {
   absl::Status Refill(size_t need, size_t hint, absl::Span<char> direct,
                       bool report, size_t* direct_n);
   bool Buffered() const;  // position_ is inside buffer_
+  // Whether a fill for a caller's read of `direct` (its unread part) also
+  // reads `ahead` bytes ahead in the background (see above).
+  bool ReadAhead(absl::Span<char> direct, size_t ahead) const;
   // Whether fills read ahead in the background now (see above).
   bool Prefetching() const;
   // Learns where `n` bytes just read at `offset` came from, and whether
@@ -154,6 +163,10 @@ class PrefetchReader : public Reader {
   size_t buffer_len_ = 0;
   uint64_t next_expected_ = 0;
   Prefetch prefetch_;
+  // When the last big Read (kDirectMin and up) returned: the caller's time
+  // between big reads for policy_.
+  absl::Time returned_ = absl::InfinitePast();
+  PrefetchPolicy policy_;
 };
 
 }  // namespace client_internal

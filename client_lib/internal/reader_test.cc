@@ -6,11 +6,13 @@
 #include <cstring>
 #include <memory>
 #include <string>
+#include <thread>
 #include <utility>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/mutex.h"
+#include "absl/time/clock.h"
 #include "base/testing/status_matchers.h"
 #include "client_lib/internal/file_impl.h"
 #include "gmock/gmock.h"
@@ -40,11 +42,14 @@ std::string Describe(const Call& c) {
 }
 
 // Serves `data` and records each call; says every call rebuilt bytes if
-// `degraded` (as a call with a lost cell does).
+// `degraded` (as a call with a lost cell does). Each call takes `latency`
+// (a storage's) and counts whether a thread other than the constructing
+// one made it (a prefetch).
 class RecordingHost : public FileHost {
  public:
-  RecordingHost(std::string data, bool degraded)
-      : data_(std::move(data)), degraded_(degraded) {}
+  RecordingHost(std::string data, bool degraded,
+                absl::Duration latency = absl::ZeroDuration())
+      : data_(std::move(data)), degraded_(degraded), latency_(latency) {}
 
   std::vector<absl::StatusOr<size_t>> Execute(absl::Span<const Request> reqs,
                                               const ReadOptions& /*options*/,
@@ -61,8 +66,10 @@ class RecordingHost : public FileHost {
       total += n;
     }
     if (report != nullptr) report->rebuilt_bytes = degraded_ ? total : 0;
+    if (latency_ > absl::ZeroDuration()) absl::SleepFor(latency_);
     absl::MutexLock l(&mu_);
     calls_.push_back(std::move(call));
+    if (std::this_thread::get_id() != owner_) ++background_calls_;
     return out;
   }
   ns::LayoutCache* cache() override { return nullptr; }
@@ -73,12 +80,19 @@ class RecordingHost : public FileHost {
     absl::MutexLock l(&mu_);
     return calls_;
   }
+  int background_calls() {
+    absl::MutexLock l(&mu_);
+    return background_calls_;
+  }
 
  private:
   const std::string data_;
   const bool degraded_;
+  const absl::Duration latency_;
+  const std::thread::id owner_ = std::this_thread::get_id();
   absl::Mutex mu_;
   std::vector<Call> calls_ ABSL_GUARDED_BY(mu_);
+  int background_calls_ ABSL_GUARDED_BY(mu_) = 0;
 };
 
 std::string Bytes(uint64_t size) {
@@ -235,6 +249,40 @@ TEST_F(ReaderShapeTest, PlainAndHealthyEcFillsAreUnchanged) {
       ASSERT_EQ(calls[i].size(), 1u) << Describe(calls[i]);
       EXPECT_EQ(calls[i][0].length, want) << "ec " << ec << " call " << i;
       want *= 2;
+    }
+  }
+}
+
+// A caller whose reads land straight in its buffer (a window each) and who
+// calls again at once gets no prefetch after its first call: a prefetch
+// would be the same single read in flight plus a copy (over NFS on capped
+// links it cost the scan a third of its rate). One who spends time between
+// calls keeps reading ahead in the background (prefetch_policy.h).
+TEST(ReaderPrefetchTest, DirectReadsPrefetchOnlyWhileTheCallerTakesItsTime) {
+  constexpr size_t kIo = 4 << 20;  // a copy's cost: 1 ms (policy: 2 ms)
+  constexpr int kCalls = 16;
+  const std::string data = Bytes(kCalls * kIo);
+  for (bool thinks : {false, true}) {
+    SCOPED_TRACE(thinks ? "the caller takes 5 ms between calls"
+                        : "the caller calls again at once");
+    RecordingHost host(data, false, absl::Milliseconds(5));
+    FileImpl file(&host, Layout(data.size(), false), /*pinned=*/true);
+    std::unique_ptr<Reader> reader = file.NewReader({.max_readahead = kIo});
+    std::string buf(kIo, '\0');
+    for (int i = 0; i < kCalls; ++i) {
+      absl::StatusOr<size_t> n = reader->Read(absl::MakeSpan(buf));
+      ASSERT_THAT(n, IsOk());
+      ASSERT_EQ(*n, kIo);
+      ASSERT_EQ(memcmp(buf.data(), data.data() + i * kIo, kIo), 0) << i;
+      if (thinks) absl::SleepFor(absl::Milliseconds(5));
+    }
+    reader.reset();  // joins a prefetch
+    if (thinks) {
+      EXPECT_GE(host.background_calls(), kCalls - 2);
+    } else {
+      // The first call's prefetch (nothing is known yet); a second call
+      // delayed by the scheduler may add one or two.
+      EXPECT_LE(host.background_calls(), 3);
     }
   }
 }
