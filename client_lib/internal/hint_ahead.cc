@@ -46,14 +46,17 @@ char* NoWriteBuffer() {
 // way a reader's own read would, without waiting for it and without a
 // copy: per kProbeBytes, one RWF_NOWAIT read into NoWriteBuffer. Where
 // the first page is not cached, the read starts the kernel's readahead
-// (sized by the file's readahead state and the device's read_ahead_kb,
-// in large folios) and answers EAGAIN without waiting for it; where it is
-// cached, the copy fails at once (EFAULT) after the kernel has seen any
-// readahead mark there. POSIX_FADV_WILLNEED reads the same pages as 4 KiB
-// folios, and copying out of those costs every later reader of the pages
-// 1.5-2x the CPU per byte (tests/bench/RESULTS.md, "Python readinto's CPU
-// per GB"). False where RWF_NOWAIT is not supported (the caller falls
-// back to POSIX_FADV_WILLNEED) or the buffer could not be mapped.
+// (sized by the file's readahead state and the device's read_ahead_kb;
+// after a stream's first window, in large folios) and answers EAGAIN
+// without waiting for the pages; where it is cached, the copy fails at
+// once (EFAULT) after the kernel has seen any readahead mark there. Like
+// POSIX_FADV_WILLNEED, the kernel queues the reads on this thread (which
+// may wait for a free request of the device's queue). WILLNEED reads the
+// pages as 4 KiB folios, and copying out of those costs every later
+// reader of the pages 1.5-2x the CPU per byte (tests/bench/RESULTS.md,
+// "Python readinto's CPU per GB"). False where RWF_NOWAIT is not
+// supported (the caller falls back to POSIX_FADV_WILLNEED) or the buffer
+// could not be mapped.
 bool KernelReadahead(int fd, uint64_t offset, uint64_t length) {
   char* const no_write = NoWriteBuffer();
   if (no_write == nullptr) return false;
