@@ -13,6 +13,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cstdint>
 #include <cstring>
 #include <fstream>
 #include <memory>
@@ -232,8 +233,9 @@ class ClientMountTest : public ::testing::Test {
     std::string data;
     std::vector<std::string> objects;  // column t's object file
   };
-  Striped StripedFile() {
-    Striped out{.data = RandomBytes(kNodes * kColumn)};
+  // `rows` rows of units (a column of rows * kUnit bytes).
+  Striped StripedFile(uint64_t rows = kColumn / kUnit) {
+    Striped out{.data = RandomBytes(kNodes * rows * kUnit)};
     v1::FileLayout l;
     l.set_size(out.data.size());
     l.set_state(v1::READY);
@@ -389,6 +391,52 @@ int64_t ResidentPages(const std::string& path, uint64_t offset,
   return n;
 }
 
+// Pages of [offset, offset + length) of `path` (page-aligned) that are in
+// the page cache as part of a folio larger than one page, from
+// /proc/self/pagemap and /proc/kpageflags (KPF_COMPOUND_HEAD,
+// KPF_COMPOUND_TAIL); -1 if it cannot tell (not root, no such files).
+// Waits for pages still being read (it maps and touches each cached one).
+int64_t LargeFolioPages(const std::string& path, uint64_t offset,
+                        uint64_t length) {
+  const int fd = open(path.c_str(), O_RDONLY);
+  if (fd < 0) return -1;
+  void* p = mmap(nullptr, offset + length, PROT_READ, MAP_SHARED, fd, 0);
+  close(fd);
+  if (p == MAP_FAILED) return -1;
+  absl::Cleanup unmap = [&] { munmap(p, offset + length); };
+  const int pagemap = open("/proc/self/pagemap", O_RDONLY);
+  const int flags = open("/proc/kpageflags", O_RDONLY);
+  absl::Cleanup close_both = [&] {
+    if (pagemap >= 0) close(pagemap);
+    if (flags >= 0) close(flags);
+  };
+  if (pagemap < 0 || flags < 0) return -1;
+  const size_t page = static_cast<size_t>(sysconf(_SC_PAGESIZE));
+  std::vector<unsigned char> vec((offset + length) / page);
+  if (mincore(p, offset + length, vec.data()) != 0) return -1;
+  int64_t large = 0;
+  for (size_t i = offset / page; i < vec.size(); ++i) {
+    if ((vec[i] & 1) == 0) continue;
+    const volatile char* at = static_cast<const char*>(p) + i * page;
+    (void)*at;  // maps the cached page (no readahead: it is cached)
+    uint64_t entry = 0;
+    const off_t slot = static_cast<off_t>(
+        (reinterpret_cast<uintptr_t>(at) / page) * sizeof(entry));
+    if (pread(pagemap, &entry, sizeof(entry), slot) != sizeof(entry)) {
+      return -1;
+    }
+    const uint64_t pfn = entry & ((uint64_t{1} << 55) - 1);
+    if ((entry >> 63) == 0 || pfn == 0) return -1;  // no PFNs shown
+    uint64_t f = 0;
+    if (pread(flags, &f, sizeof(f), static_cast<off_t>(pfn * sizeof(f))) !=
+        sizeof(f)) {
+      return -1;
+    }
+    if (f & ((uint64_t{1} << 15) | (uint64_t{1} << 16))) ++large;
+  }
+  return large;
+}
+
 // Drops `path` from the page cache (written back first); false if it
 // stays (a file system that keeps it: the test cannot tell then).
 bool DropCached(const std::string& path, uint64_t size) {
@@ -450,8 +498,68 @@ TEST_F(ClientMountTest, SequentialReadsHintTheColumnsAheadAndRandomOnesDoNot) {
     })) << "column "
         << t << ": " << ResidentPages(objects[t], 0, kUnit) << " of "
         << unit_pages << " pages";
-    // Not past the window: row 1 of columns 2, 3 is not asked for.
-    EXPECT_EQ(ResidentPages(objects[t], kUnit, kUnit), 0) << "column " << t;
+    // Not far past the window: the kernel's readahead, started at row 0
+    // with a 1 MiB request, reads at most 2 MiB on a disk whose
+    // read_ahead_kb is below 32 MiB; row 3 of columns 2, 3 stays out.
+    EXPECT_EQ(ResidentPages(objects[t], 3 * kUnit, kUnit), 0) << "column " << t;
+  }
+}
+
+// The hints start the kernel's own readahead (hint_ahead.cc), whose pages
+// come in as large folios after its first window, not as
+// POSIX_FADV_WILLNEED's 4 KiB ones: copying out of those costs every later
+// reader of the pages 1.5-2x the CPU. A cold sequential scan of 12 MiB
+// columns, whose hints run up to 8 MiB ahead of the reader on each column,
+// leaves most of each column in large folios.
+TEST_F(ClientMountTest, HintedColumnsComeInAsLargeFolios) {
+  constexpr uint64_t kRows = 12;
+  const uint64_t column = kRows * kUnit;
+  const Striped striped = StripedFile(kRows);
+  const std::vector<std::string>& objects = striped.objects;
+  auto drop_all = [&] {
+    for (const std::string& o : objects) {
+      if (!DropCached(o, column)) return false;
+    }
+    return true;
+  };
+  if (!drop_all()) GTEST_SKIP() << "the page cache of " << root_ << " stays";
+  {  // Does the kernel's own readahead make large folios here at all?
+    std::string chunk(kUnit, '\0');
+    const int fd = open(objects[0].c_str(), O_RDONLY);
+    ASSERT_GE(fd, 0);
+    for (uint64_t at = 0; at < column; at += kUnit) {
+      ASSERT_EQ(pread(fd, chunk.data(), kUnit, static_cast<off_t>(at)),
+                static_cast<ssize_t>(kUnit));
+    }
+    close(fd);
+    const int64_t large = LargeFolioPages(objects[0], 0, column);
+    if (large < 0) {
+      GTEST_SKIP() << "no /proc/kpageflags or PFNs in /proc/self/pagemap";
+    }
+    if (large == 0) {
+      GTEST_SKIP() << "the kernel's readahead makes no large folios on "
+                   << root_;
+    }
+  }
+  Client* client = OpenClient(Options());
+  ASSERT_NE(client, nullptr);
+  std::unique_ptr<File> f = OpenWarm(client, "/striped");
+  ASSERT_NE(f, nullptr);
+  std::string all(striped.data.size(), '\0');  // opens every column's object
+  ASSERT_THAT(f->Read(0, absl::MakeSpan(all)), IsOk());
+  ASSERT_TRUE(drop_all());
+  std::string buf(kUnit, '\0');
+  for (uint64_t at = 0; at < striped.data.size(); at += kUnit) {
+    ASSERT_THAT(f->Read(at, absl::MakeSpan(buf)), IsOk());
+    ASSERT_TRUE(buf == striped.data.substr(at, kUnit)) << at;
+  }
+  EXPECT_GT(Sum(client->Stats(), &NodeStats::cached_reads), 0u)
+      << "no read found its bytes read ahead";
+  const int64_t pages = column / sysconf(_SC_PAGESIZE);
+  for (int t = 0; t < kNodes; ++t) {
+    const int64_t large = LargeFolioPages(objects[t], 0, column);
+    EXPECT_GT(large, pages / 2) << "column " << t << ": " << large << " of "
+                                << pages << " pages in large folios";
   }
 }
 
@@ -515,7 +623,7 @@ TEST_F(ClientMountTest, SequentialReadVHintsTheColumnsAheadAndRandomOnesDoNot) {
   // Sequential: units 0 and 1 (row 0 of columns 0 and 1) in 128 KiB
   // ranges, shuffled within each of two calls, as the kernel's readahead
   // requests come. The hints run ahead over row 0 of columns 2 and 3,
-  // which no range reads, and stop short of their row 1.
+  // which no range reads.
   ASSERT_TRUE(drop_all());
   constexpr size_t kRequest = 128 << 10;
   for (uint64_t unit : {0, 1}) {
@@ -533,7 +641,9 @@ TEST_F(ClientMountTest, SequentialReadVHintsTheColumnsAheadAndRandomOnesDoNot) {
     })) << "column "
         << t << ": " << ResidentPages(objects[t], 0, kUnit) << " of "
         << unit_pages << " pages";
-    EXPECT_EQ(ResidentPages(objects[t], 2 * kUnit, kUnit), 0) << "column " << t;
+    // How far past the hinted range the kernel reads is its readahead's
+    // choice (hint_ahead.cc): a hint at row 1 may meet the mark the first
+    // window left there and start the next one.
   }
 }
 

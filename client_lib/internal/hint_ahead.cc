@@ -1,12 +1,16 @@
 // Readahead hints for sequential readers (readahead_hints.h): the hinted
-// range of a file, mapped onto its column objects, becomes one
-// POSIX_FADV_WILLNEED per piece on the object file its read would use. The
-// kernel starts reading those pages without waiting for them; the reader's
-// later calls then find them in the page cache and copy them on the
-// calling thread (cached_read.cc): one copy per byte, as a plain pread has.
+// range of a file, mapped onto its column objects, becomes a start of the
+// kernel's own readahead on each piece's object file (KernelReadahead
+// below). The kernel reads those pages without the caller waiting for
+// them; the reader's later calls then find them in the page cache and
+// copy them on the calling thread (cached_read.cc): one copy per byte, as
+// a plain pread has.
 #include <fcntl.h>
+#include <sys/mman.h>
+#include <sys/uio.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <functional>
 #include <memory>
 #include <string>
@@ -20,8 +24,58 @@
 namespace rangefs {
 namespace client_internal {
 
-bool NodeRuntime::WillNeed(const std::string& object, uint64_t offset,
-                           uint64_t length) {
+namespace {
+
+// KernelReadahead's probes ask for at most this much each: the request
+// size of a reader's own calls (1 MiB), which the kernel's readahead sizes
+// its window from.
+constexpr uint64_t kProbeBytes = uint64_t{1} << 20;
+
+// kProbeBytes of address space no one may write: the kernel cannot copy
+// into it (MAP_NORESERVE, PROT_NONE: no memory behind it). Null if it
+// could not be mapped.
+char* NoWriteBuffer() {
+  static char* const buffer = [] {
+    void* p = mmap(nullptr, kProbeBytes, PROT_NONE,
+                   MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    return p == MAP_FAILED ? nullptr : static_cast<char*>(p);
+  }();
+  return buffer;
+}
+
+// Starts the kernel's readahead of [offset, offset + length) of `fd` the
+// way a reader's own read would, without waiting for it and without a
+// copy: per kProbeBytes, one RWF_NOWAIT read into NoWriteBuffer. Where
+// the first page is not cached, the read starts the kernel's readahead
+// (sized by the file's readahead state and the device's read_ahead_kb;
+// after a stream's first window, in large folios) and answers EAGAIN
+// without waiting for the pages; where it is cached, the copy fails at
+// once (EFAULT) after the kernel has seen any readahead mark there. Like
+// POSIX_FADV_WILLNEED, the kernel queues the reads on this thread (which
+// may wait for a free request of the device's queue). WILLNEED reads the
+// pages as 4 KiB folios, and copying out of those costs every later
+// reader of the pages 1.5-2x the CPU per byte (tests/bench/RESULTS.md,
+// "Python readinto's CPU per GB"). False where RWF_NOWAIT is not
+// supported (the caller falls back to POSIX_FADV_WILLNEED) or the buffer
+// could not be mapped.
+bool KernelReadahead(int fd, uint64_t offset, uint64_t length) {
+  char* const no_write = NoWriteBuffer();
+  if (no_write == nullptr) return false;
+  for (uint64_t at = offset; at < offset + length; at += kProbeBytes) {
+    struct iovec iov = {no_write, static_cast<size_t>(std::min(
+                                      kProbeBytes, offset + length - at))};
+    const ssize_t n = preadv2(fd, &iov, 1, static_cast<off_t>(at), RWF_NOWAIT);
+    if (n == 0) return true;  // the end of the file
+    if (n < 0 && errno == EOPNOTSUPP) return false;
+    if (n < 0 && errno != EAGAIN && errno != EFAULT) return true;  // a hint
+  }
+  return true;
+}
+
+}  // namespace
+
+bool NodeRuntime::ReadAhead(const std::string& object, uint64_t offset,
+                            uint64_t length) {
   const ClientOptions& o = client_->options();
   if (!o.page_cache_reads || o.o_direct || o.data_path == DataPath::kAgent ||
       mount_down() || !caller_ok_.load(std::memory_order_relaxed)) {
@@ -36,11 +90,9 @@ bool NodeRuntime::WillNeed(const std::string& object, uint64_t offset,
   std::shared_ptr<RingFile> file =
       OpenRingFd(MountPath{mount_dir(), object}, /*direct=*/false);
   if (file == nullptr || !file->caller_safe()) return false;
-  if (posix_fadvise(file->fd(), static_cast<off_t>(offset),
-                    static_cast<off_t>(length), POSIX_FADV_WILLNEED) != 0) {
-    return false;
-  }
-  return true;
+  if (KernelReadahead(file->fd(), offset, length)) return true;
+  return posix_fadvise(file->fd(), static_cast<off_t>(offset),
+                       static_cast<off_t>(length), POSIX_FADV_WILLNEED) == 0;
 }
 
 void HintReadV(absl::Span<const Request> reqs,
@@ -104,7 +156,7 @@ void ClientImpl::HintAhead(const ns::CachedLayout& layout, HintRange r) {
       node = n;
     }
     if (admissible != 1) continue;
-    node->WillNeed(pick->object(), p.ObjectOffset(*pick), p.length);
+    node->ReadAhead(pick->object(), p.ObjectOffset(*pick), p.length);
   }
 }
 

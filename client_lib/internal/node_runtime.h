@@ -332,11 +332,12 @@ class NodeRuntime : public std::enable_shared_from_this<NodeRuntime> {
   // success, but without a latency: a copy out of memory says nothing of
   // how fast the node's storage answers.
   void CountCached(int64_t count, int64_t bytes, absl::Time now);
-  // Asks the kernel to read `length` bytes of `object` at `offset` into
-  // the page cache (POSIX_FADV_WILLNEED, hint_ahead.cc), when ReadCached
-  // could serve them later: a mount known good on a local file system,
-  // its file already open. Never blocks on a mount. True if hinted.
-  bool WillNeed(const std::string& object, uint64_t offset, uint64_t length);
+  // Starts the kernel's own readahead of `length` bytes of `object` at
+  // `offset` (KernelReadahead, hint_ahead.cc), when ReadCached could serve
+  // them later: a mount known good on a local file system, its file
+  // already open. Never waits for the bytes nor blocks on a mount. True
+  // if asked.
+  bool ReadAhead(const std::string& object, uint64_t offset, uint64_t length);
   // The open file of `object` when a caller may read it itself, with no
   // check of ours (File::LocalSpans, local_spans.cc): a mount known good on
   // a local file system, the file already open (never blocks); null

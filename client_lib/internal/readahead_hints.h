@@ -2,7 +2,7 @@
 //
 // ReadaheadHints: decides, from the offsets and sizes of a file's read
 // calls, which bytes ahead of a sequential reader to ask the kernel for
-// (POSIX_FADV_WILLNEED on the column objects: ClientImpl::HintAhead), so
+// (its own readahead on the column objects: ClientImpl::HintAhead), so
 // that a cold sequential scan keeps the disk busy on every column while
 // the reader copies what is already in the page cache. It does no I/O.
 //
@@ -23,7 +23,7 @@
 //
 //   ReadaheadHints hints({.min_window = 1 << 20, .max_window = 32 << 20});
 //   HintRange h = hints.Observe(offset, n, file_size, /*waited=*/true);
-//   if (h.length > 0) WillNeed(h.offset, h.length);
+//   if (h.length > 0) ReadAhead(h.offset, h.length);
 //
 // Thread-safe.
 #ifndef RANGEFS_CLIENT_LIB_INTERNAL_READAHEAD_HINTS_H_
