@@ -10,7 +10,9 @@
 
 #include <atomic>
 #include <cstdio>
+#include <cstdlib>
 #include <fstream>
+#include <functional>
 #include <memory>
 #include <string>
 #include <thread>
@@ -19,9 +21,11 @@
 #include "absl/random/random.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "absl/synchronization/notification.h"
 #include "absl/time/clock.h"
 #include "base/testing/status_matchers.h"
 #include "client_lib/client.h"
+#include "client_lib/internal/nfs_node.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "namespace/store.h"
@@ -431,6 +435,96 @@ TEST_P(ClientNfsTest, ObjectsReplacedWhileServersWereDownAreLookedUpAgain) {
   EXPECT_GT(Sum(&NodeStats::nfs_reads), reads);
   EXPECT_EQ(Sum(&NodeStats::errors), 0u);
   EXPECT_EQ(Sum(&NodeStats::agent_reads), 0u);
+}
+
+// Runs `fn` on a thread of its own; should it not return within `limit`
+// (a deadlocked read never does), the test fails and the process exits at
+// once: the hung thread cannot be joined, nor the client torn down.
+void WithinOrExit(absl::Duration limit, const std::function<void()>& fn) {
+  absl::Notification finished;
+  std::thread t([&] {
+    fn();
+    finished.Notify();
+  });
+  if (!finished.WaitForNotificationWithTimeout(limit)) {
+    fprintf(stderr, "FAILED: still running after %s (deadlocked?)\n",
+            absl::FormatDuration(limit).c_str());
+    fflush(stderr);
+    std::_Exit(1);
+  }
+  t.join();
+}
+
+// Set on the thread that makes the read call (the hook below leaves its
+// reads alone).
+thread_local bool calling_thread = false;
+std::atomic<bool> stop_off_calling_thread_only{false};
+std::atomic<int> stops_off_calling_thread{0};
+
+// Stops the node's NFS export just as a read is submitted to it, as a
+// replaced export (SetNfsExport) or the client closing (BeginStop) may do
+// between nfs() handing the export out and the read's submission.
+void StopAsReadIsSubmitted(client_internal::NfsNode& n) {
+  if (stop_off_calling_thread_only.load() && calling_thread) return;
+  if (!calling_thread) stops_off_calling_thread.fetch_add(1);
+  n.Stop();
+}
+
+// A read submitted to an NFS export stopped meanwhile, from the calling
+// thread (under the call's lock: Flush) and from a connection's thread
+// refilling the call's window (under it too: CompletedAndRefill). The
+// stopped connection used to answer it on the submitting thread, whose
+// `done` then took the call's lock again: a self-deadlock, for good. Now
+// the read is dispatched again, to the node's agent: byte-exact, promptly.
+TEST_P(ClientNfsTest, ExportStoppedAsAReadIsSubmittedReadsTheAgent) {
+  struct Unhook {
+    ~Unhook() { client_internal::NfsNode::SetBeforeReadForTest(nullptr); }
+  } unhook;
+  // From the calling thread: every node's export stops at its first read.
+  Open(Options(DataPath::kNfs));
+  client_internal::NfsNode::SetBeforeReadForTest(&StopAsReadIsSubmitted);
+  stop_off_calling_thread_only = false;
+  const absl::Time t0 = absl::Now();
+  WithinOrExit(absl::Seconds(30), [&] {
+    calling_thread = true;
+    EXPECT_TRUE(ReadBack(0, kFileSize));
+  });
+  EXPECT_LT(absl::Now() - t0, absl::Seconds(5));
+  EXPECT_EQ(Sum(&NodeStats::errors), 0u);
+  EXPECT_GT(Sum(&NodeStats::agent_reads), 0u);
+  file_.reset();
+  client_.reset();
+
+  // From a connection's thread: the first pieces go out from the calling
+  // thread and are read over NFS; their ends dispatch the next ones.
+  ClientOptions o = Options(DataPath::kNfs);
+  o.single_flight = false;  // each range its own piece
+  Open(o);
+  stop_off_calling_thread_only = true;
+  constexpr int kRanges = 64, kWindow = 2;
+  constexpr uint64_t kLen = 4096;
+  std::vector<std::string> bufs(kRanges, std::string(kLen, '\0'));
+  std::vector<ReadRange> ranges;
+  for (int i = 0; i < kRanges; ++i) {
+    ranges.push_back({(uint64_t{7919} * kLen * i) % (kFileSize - kLen),
+                      absl::MakeSpan(bufs[i])});
+  }
+  std::vector<absl::StatusOr<size_t>> r;
+  const absl::Time t1 = absl::Now();
+  WithinOrExit(absl::Seconds(30), [&] {
+    calling_thread = true;
+    r = file_->ReadV(ranges, {.max_in_flight = kWindow});
+  });
+  EXPECT_LT(absl::Now() - t1, absl::Seconds(5));
+  ASSERT_EQ(r.size(), ranges.size());
+  for (int i = 0; i < kRanges; ++i) {
+    ASSERT_THAT(r[i], IsOk()) << i;
+    ASSERT_EQ(bufs[i], data_.substr(ranges[i].offset, kLen)) << i;
+  }
+  EXPECT_GT(stops_off_calling_thread.load(), 0);  // the refill path ran
+  EXPECT_GT(Sum(&NodeStats::nfs_reads), 0u);
+  EXPECT_GT(Sum(&NodeStats::agent_reads), 0u);
+  // (Reads a stopped export held fail UNAVAILABLE, and go elsewhere.)
 }
 
 INSTANTIATE_TEST_SUITE_P(Versions, ClientNfsTest,

@@ -117,13 +117,19 @@ bool NfsConn::SendNow(std::unique_ptr<NfsRequest>& r, absl::Time now) {
   }
   op->req = std::move(r);
   ops_.emplace(op, std::move(owned));
-  // Written now (the loop polls without POLLOUT). Only a write: no
-  // callback runs here. A failed write is a broken connection, which the
-  // loop tears down (its requests fail there).
-  if ((nfs_which_events(ctx_) & POLLOUT) != 0 &&
-      nfs_service(ctx_, POLLOUT) < 0) {
-    Break(absl::UnavailableError(absl::StrCat(
-        "NFS connection to ", export_.Describe(), ": ", nfs_get_error(ctx_))));
+  // Written now (the loop polls without POLLOUT). Only a write: a failed
+  // one is a broken connection, which the loop tears down (its requests
+  // fail there). Should libnfs fail its requests in this call (a reconnect
+  // that fails at once), ReadCb leaves them to that teardown: nothing is
+  // answered on this thread, which may hold locks `done` takes.
+  if ((nfs_which_events(ctx_) & POLLOUT) != 0) {
+    foreign_ = true;
+    if (nfs_service(ctx_, POLLOUT) < 0) {
+      Break(absl::UnavailableError(absl::StrCat("NFS connection to ",
+                                                export_.Describe(), ": ",
+                                                nfs_get_error(ctx_))));
+    }
+    foreign_ = false;
   }
   return true;
 }
@@ -260,6 +266,10 @@ void NfsConn::ReadCb(int err, nfs_context*, void* data, void* priv) {
   if (op->answered) {
     c->orphans_--;
     c->ops_.erase(op);
+    return;
+  }
+  if (c->foreign_) {  // in SendNow's write: answered by the loop's teardown
+    c->Break(c->Error("read", *op, err < 0 ? err : -EIO));
     return;
   }
   c->OnRead(op, err, static_cast<const char*>(data));

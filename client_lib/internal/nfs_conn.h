@@ -124,7 +124,8 @@ class NfsConn {
   State state_ = State::kDown;
   bool closing_ = false;  // inside nfs_destroy_context
   bool in_service_ = false;
-  absl::Status broken_;       // set: tear down after nfs_service returns
+  bool foreign_ = false;  // in SendNow's nfs_service (not the loop's thread)
+  absl::Status broken_;   // set: tear down after nfs_service returns
   absl::Status mount_error_;  // the last mount's failure
   absl::Time retry_after_ = absl::InfinitePast();
   uint64_t readmax_ = 1 << 20;

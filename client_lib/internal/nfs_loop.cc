@@ -36,7 +36,7 @@ NfsLoop::NfsLoop(NfsExport e, std::string id, int event_fd)
 
 NfsLoop::~NfsLoop() { close(event_fd_); }
 
-void NfsLoop::Submit(std::unique_ptr<NfsRequest> r) {
+bool NfsLoop::Submit(std::unique_ptr<NfsRequest> r) {
   load_.fetch_add(1, std::memory_order_relaxed);
   auto done = std::move(r->done);
   r->done = [this, done = std::move(done)](const absl::Status& s,
@@ -47,23 +47,22 @@ void NfsLoop::Submit(std::unique_ptr<NfsRequest> r) {
   // On the loop's own thread (a `done` that starts the next read): queued
   // with no wake-up, since the loop takes its queue before it polls again.
   const bool own = running_loop == this;
-  if (!own && r->refused.ok() && SendNow(r)) return;
+  if (!own && r->refused.ok() && SendNow(r)) return true;
+  bool wake = false;
   {
     absl::MutexLock l(&mu_);
-    if (!stop_) {
-      const bool wake = queue_.empty() && !own;
-      queue_.push_back(std::move(r));
-      if (!wake) return;
+    if (stop_) {
+      // Refused, never answered here: this thread may hold a lock that
+      // `done` takes (a read call's, handing it its pieces), and a stopped
+      // loop has no thread left to answer on.
+      load_.fetch_sub(1, std::memory_order_relaxed);
+      return false;
     }
+    wake = queue_.empty() && !own;
+    queue_.push_back(std::move(r));
   }
-  if (r != nullptr) {  // stopped
-    r->done(
-        absl::UnavailableError(absl::StrCat("NFS reads of ", export_.Describe(),
-                                            " stopped (client closing)")),
-        nullptr, 0);
-    return;
-  }
-  Wake();
+  if (wake) Wake();
+  return true;
 }
 
 bool NfsLoop::SendNow(std::unique_ptr<NfsRequest>& r) {

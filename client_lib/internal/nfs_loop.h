@@ -5,7 +5,9 @@
 // starts the requests other threads Submit, services libnfs, and fails
 // requests at their deadlines. It never blocks except in poll, so Stop()
 // ends it promptly even while its server hangs. Requests' `done` callbacks
-// run on the loop's thread. Thread-safe (Run on one thread).
+// run on the loop's thread, never on a submitting thread: after Stop,
+// Submit refuses (returns false) instead of answering. Thread-safe (Run on
+// one thread).
 #ifndef RANGEFS_CLIENT_LIB_INTERNAL_NFS_LOOP_H_
 #define RANGEFS_CLIENT_LIB_INTERNAL_NFS_LOOP_H_
 
@@ -34,9 +36,12 @@ class NfsLoop {
   // waits in poll and the connection can (NfsConn::SendNow; its `done`
   // still runs on the loop's thread), else queued for the loop (from the
   // loop's own thread, a `done` starting the next read: queued with no
-  // wake-up). NfsRequest::refused: answered on the loop's thread. After
-  // Stop: fails it UNAVAILABLE at once.
-  void Submit(std::unique_ptr<NfsRequest> r);
+  // wake-up). NfsRequest::refused: answered on the loop's thread. Returns
+  // false once the loop is stopped: `r` is dropped, its `done` never
+  // called. Submit never runs a `done` itself, so its caller may hold locks
+  // that `done` takes (a read call's batch lock); a request accepted
+  // before Stop is answered UNAVAILABLE by the loop's thread as it ends.
+  [[nodiscard]] bool Submit(std::unique_ptr<NfsRequest> r);
   // The loop; returns after Stop, every request answered.
   void Run();
   void Stop();

@@ -1,6 +1,7 @@
 #include "client_lib/internal/nfs_node.h"
 
 #include <algorithm>
+#include <atomic>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
@@ -36,6 +37,8 @@ absl::StatusOr<std::string> ExportPath(const NfsExport& e,
 
 uint64_t RoundUp(uint64_t n, uint64_t a) { return (n + a - 1) / a * a; }
 
+std::atomic<void (*)(NfsNode&)> before_read_for_test{nullptr};
+
 }  // namespace
 
 absl::StatusOr<std::shared_ptr<NfsNode>> NfsNode::Create(
@@ -60,7 +63,12 @@ NfsLoop& NfsNode::Pick() const {
 }
 
 void NfsNode::Stop() {
+  stopped_.store(true, std::memory_order_release);
   for (const auto& l : loops_) l->Stop();
+}
+
+void NfsNode::SetBeforeReadForTest(void (*hook)(NfsNode&)) {
+  before_read_for_test.store(hook, std::memory_order_release);
 }
 
 int NfsNode::mounts() const {
@@ -75,14 +83,14 @@ int64_t NfsNode::sent_now() const {
   return n;
 }
 
-void NfsNode::Refuse(absl::Status why, bool checksum_failure, NfsDone done) {
+bool NfsNode::Refuse(absl::Status why, bool checksum_failure, NfsDone done) {
   auto r = std::make_unique<NfsRequest>();
   r->refused = std::move(why);
   r->done = [checksum_failure, done = std::move(done)](const absl::Status& s,
                                                        const char*, size_t) {
     done(s, nullptr, checksum_failure);
   };
-  Pick().Submit(std::move(r));
+  return Pick().Submit(std::move(r));
 }
 
 std::shared_ptr<const node::Checksums> NfsNode::CachedSidecar(
@@ -92,41 +100,41 @@ std::shared_ptr<const node::Checksums> NfsNode::CachedSidecar(
   return it == sidecars_.end() ? nullptr : it->second;
 }
 
-void NfsNode::Read(NfsPiece p, NfsDone done) {
+bool NfsNode::Read(NfsPiece p, NfsDone done) {
+  if (auto* hook = before_read_for_test.load(std::memory_order_acquire)) {
+    hook(*this);
+  }
   auto piece = std::make_shared<NfsPiece>(std::move(p));
   if (!piece->verify) {
-    ReadPlanned(std::move(piece), nullptr, std::move(done));
-    return;
+    return ReadPlanned(std::move(piece), nullptr, std::move(done));
   }
   std::shared_ptr<const node::Checksums> sums = CachedSidecar(piece->object);
   if (sums != nullptr) {
-    ReadPlanned(std::move(piece), std::move(sums), std::move(done));
-    return;
+    return ReadPlanned(std::move(piece), std::move(sums), std::move(done));
   }
   absl::StatusOr<std::string> path =
       ExportPath(export_, node::SidecarPathFor(piece->object));
-  if (!path.ok()) {
-    Refuse(path.status(), false, std::move(done));
-    return;
-  }
+  if (!path.ok()) return Refuse(path.status(), false, std::move(done));
   auto r = std::make_unique<NfsRequest>();
   r->path = std::move(*path);
   r->length = kMaxSidecar;
   r->to_eof = true;
   r->deadline = piece->deadline;
-  r->done = [this, piece, done = std::move(done)](
-                const absl::Status& s, const char* data, size_t n) mutable {
+  // On the loop's thread, which holds no caller's lock: a refusal of the
+  // planned read (the node stopped meanwhile) is answered here.
+  r->done = [this, piece, done = std::make_shared<NfsDone>(std::move(done))](
+                const absl::Status& s, const char* data, size_t n) {
     if (!s.ok()) {
-      done(s, nullptr, false);
+      (*done)(s, nullptr, false);
       return;
     }
     absl::StatusOr<node::Checksums> c =
         node::DecodeSidecar(absl::string_view(data, n));
     if (!c.ok()) {
-      done(absl::DataLossError(absl::StrCat("sidecar of ", export_.Describe(),
-                                            " ", piece->object, ": ",
-                                            c.status().message())),
-           nullptr, true);
+      (*done)(absl::DataLossError(
+                  absl::StrCat("sidecar of ", export_.Describe(), " ",
+                               piece->object, ": ", c.status().message())),
+              nullptr, true);
       return;
     }
     auto sums = std::make_shared<const node::Checksums>(std::move(*c));
@@ -134,19 +142,24 @@ void NfsNode::Read(NfsPiece p, NfsDone done) {
       absl::MutexLock l(&mu_);
       sidecars_[piece->object] = sums;
     }
-    ReadPlanned(std::move(piece), std::move(sums), std::move(done));
+    if (!ReadPlanned(piece, std::move(sums),
+                     [done](const absl::StatusOr<size_t>& r, const char* out,
+                            bool checksum_failure) {
+                       (*done)(r, out, checksum_failure);
+                     })) {
+      (*done)(absl::UnavailableError(absl::StrCat(
+                  "NFS reads of ", export_.Describe(), " stopped")),
+              nullptr, false);
+    }
   };
-  Pick().Submit(std::move(r));
+  return Pick().Submit(std::move(r));
 }
 
-void NfsNode::ReadPlanned(std::shared_ptr<NfsPiece> p,
+bool NfsNode::ReadPlanned(std::shared_ptr<NfsPiece> p,
                           std::shared_ptr<const node::Checksums> sums,
                           NfsDone done) {
   absl::StatusOr<std::string> path = ExportPath(export_, p->object);
-  if (!path.ok()) {
-    Refuse(path.status(), false, std::move(done));
-    return;
-  }
+  if (!path.ok()) return Refuse(path.status(), false, std::move(done));
   // The span to read: the piece, widened to whole sidecar blocks when
   // verifying (MountReader::Plan's rule, without O_DIRECT).
   auto plan = std::make_shared<MountPlan>();
@@ -156,19 +169,18 @@ void NfsNode::ReadPlanned(std::shared_ptr<NfsPiece> p,
   if (sums != nullptr) {
     const uint64_t bs = sums->block_size;
     if (bs == 0) {
-      Refuse(absl::DataLossError(absl::StrCat("sidecar of ", plan->path.full(),
-                                              ": block size 0")),
-             true, std::move(done));
-      return;
+      return Refuse(absl::DataLossError(absl::StrCat(
+                        "sidecar of ", plan->path.full(), ": block size 0")),
+                    true, std::move(done));
     }
     plan->start = p->offset / bs * bs;
     plan->end = std::min(RoundUp(p->offset + p->length, bs), sums->object_size);
     if (plan->end < p->offset + p->length) {
-      Refuse(absl::DataLossError(absl::StrCat(
-                 plan->path.full(), " is ", plan->end,
-                 " bytes by its sidecar; need up to ", p->offset + p->length)),
-             true, std::move(done));
-      return;
+      return Refuse(
+          absl::DataLossError(absl::StrCat(plan->path.full(), " is ", plan->end,
+                                           " bytes by its sidecar; need up to ",
+                                           p->offset + p->length)),
+          true, std::move(done));
     }
     plan->sums = std::move(sums);
   }
@@ -192,7 +204,7 @@ void NfsNode::ReadPlanned(std::shared_ptr<NfsPiece> p,
         MountReader::Check(piece, *plan, data, n, &checksum_failure);
     done(len, len.ok() ? data + plan->lead : nullptr, checksum_failure);
   };
-  Pick().Submit(std::move(r));
+  return Pick().Submit(std::move(r));
 }
 
 }  // namespace client_internal

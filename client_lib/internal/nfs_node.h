@@ -7,11 +7,13 @@
 // read over NFS too (once, then cached), the read widened to whole sidecar
 // blocks, and each block's CRC32C checked (MountReader::Check: DATA_LOSS
 // naming the block). It knows nothing of calls or queues: a read's `done`
-// runs on a connection's thread (never Read's: a read refused at once is
-// answered there too). Thread-safe.
+// runs on a connection's thread, never Read's (a read refused at once is
+// answered there too; once the node is stopped, Read refuses by its return
+// value instead: a stopped connection has no thread left). Thread-safe.
 #ifndef RANGEFS_CLIENT_LIB_INTERNAL_NFS_NODE_H_
 #define RANGEFS_CLIENT_LIB_INTERNAL_NFS_NODE_H_
 
+#include <atomic>
 #include <cstddef>
 #include <cstdint>
 #include <functional>
@@ -55,12 +57,22 @@ class NfsNode {
   const NfsExport& nfs_export() const { return export_; }
   // The loops, each to Run on a thread of its own until Stop.
   const std::vector<std::shared_ptr<NfsLoop>>& loops() const { return loops_; }
-  void Read(NfsPiece p, NfsDone done);
+  // Starts reading `p`; `done` then runs once, on a connection's thread.
+  // False once the node is stopped (its export replaced, the client
+  // closing): `done` was not called and never will be; the caller reads
+  // the piece another way (its Read may hold locks that `done` takes).
+  [[nodiscard]] bool Read(NfsPiece p, NfsDone done);
+  // Ends the connections: reads they hold fail UNAVAILABLE on their
+  // threads; later Reads return false.
   void Stop();
+  bool stopped() const { return stopped_.load(std::memory_order_acquire); }
   // Contexts mounted so far, all connections together.
   int mounts() const;
   // Reads sent by the submitting thread (NfsLoop::SendNow), all together.
   int64_t sent_now() const;
+  // For tests: `hook` runs first in every Read, on the reading thread
+  // (nullptr: none). Process-wide.
+  static void SetBeforeReadForTest(void (*hook)(NfsNode&));
 
  private:
   NfsNode(NfsExport e, std::vector<std::shared_ptr<NfsLoop>> loops)
@@ -68,14 +80,16 @@ class NfsNode {
   NfsLoop& Pick() const;
   // Answers `done` with `why` from a connection's thread, never from the
   // caller's: Read's caller may hold locks that `done` takes (a read
-  // call's, handing it its pieces).
-  void Refuse(absl::Status why, bool checksum_failure, NfsDone done);
-  void ReadPlanned(std::shared_ptr<NfsPiece> p,
+  // call's, handing it its pieces). False (`done` dropped): stopped.
+  bool Refuse(absl::Status why, bool checksum_failure, NfsDone done);
+  // As Read, once the sidecar (if verifying) is known.
+  bool ReadPlanned(std::shared_ptr<NfsPiece> p,
                    std::shared_ptr<const node::Checksums> sums, NfsDone done);
   std::shared_ptr<const node::Checksums> CachedSidecar(const std::string& o);
 
   const NfsExport export_;
   const std::vector<std::shared_ptr<NfsLoop>> loops_;
+  std::atomic<bool> stopped_{false};
   absl::Mutex mu_;
   absl::flat_hash_map<std::string, std::shared_ptr<const node::Checksums>>
       sidecars_ ABSL_GUARDED_BY(mu_);

@@ -11,6 +11,7 @@
 #include <signal.h>
 #include <sys/stat.h>
 
+#include <atomic>
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
@@ -104,14 +105,18 @@ class NfsNodeTest : public ::testing::Test {
     Result out;
     absl::Notification done;
     const absl::Time t0 = absl::Now();
-    node_->Read({object, offset, length, verify, t0 + budget},
-                [&](const absl::StatusOr<size_t>& r, const char* p, bool cf) {
-                  out.bytes =
-                      r.ok() ? absl::StatusOr<std::string>(std::string(p, *r))
+    const bool started = node_->Read(
+        {object, offset, length, verify, t0 + budget},
+        [&](const absl::StatusOr<size_t>& r, const char* p, bool cf) {
+          out.bytes = r.ok() ? absl::StatusOr<std::string>(std::string(p, *r))
                              : r.status();
-                  out.checksum_failure = cf;
-                  done.Notify();
-                });
+          out.checksum_failure = cf;
+          done.Notify();
+        });
+    if (!started) {
+      out.bytes = absl::UnavailableError("refused: the node is stopped");
+      return out;
+    }
     done.WaitForNotification();
     out.took = absl::Now() - t0;
     return out;
@@ -163,14 +168,14 @@ TEST_F(NfsNodeTest, ConcurrentFirstReadsOfManyObjects) {
   absl::BlockingCounter left(2 * kObjects);
   for (int k = 0; k < 2 * kObjects; ++k) {
     const int i = k % kObjects;
-    node_->Read({absl::StrCat("d/o", i), 0, want[i].size(), false,
-                 absl::Now() + absl::Seconds(10)},
-                [&, k](const absl::StatusOr<size_t>& r, const char* p, bool) {
-                  got[k] = r.ok()
-                               ? absl::StatusOr<std::string>(std::string(p, *r))
-                               : r.status();
-                  left.DecrementCount();
-                });
+    ASSERT_TRUE(node_->Read(
+        {absl::StrCat("d/o", i), 0, want[i].size(), false,
+         absl::Now() + absl::Seconds(10)},
+        [&, k](const absl::StatusOr<size_t>& r, const char* p, bool) {
+          got[k] = r.ok() ? absl::StatusOr<std::string>(std::string(p, *r))
+                          : r.status();
+          left.DecrementCount();
+        }));
   }
   left.Wait();
   for (int k = 0; k < 2 * kObjects; ++k) {
@@ -249,11 +254,12 @@ TEST_F(NfsNodeTest, StopWhileServerStoppedReturnsPromptly) {
   ASSERT_THAT(server_->Pause(), ::rangefs::IsOk());
   absl::Notification done;
   absl::Status status;
-  node_->Read({"d/obj", 0, 1 << 20, false, absl::Now() + absl::Hours(1)},
-              [&](const absl::StatusOr<size_t>& r, const char*, bool) {
-                status = r.status();
-                done.Notify();
-              });
+  ASSERT_TRUE(
+      node_->Read({"d/obj", 0, 1 << 20, false, absl::Now() + absl::Hours(1)},
+                  [&](const absl::StatusOr<size_t>& r, const char*, bool) {
+                    status = r.status();
+                    done.Notify();
+                  }));
   absl::SleepFor(absl::Milliseconds(50));  // let it reach the server
   const absl::Time t0 = absl::Now();
   node_->Stop();
@@ -305,6 +311,26 @@ TEST_F(NfsNodeTest, LeaseLostWhilePausedIsANewContext) {
   ASSERT_TRUE(got.ok()) << got.status();
   EXPECT_TRUE(*got == data_.substr(8192, 4096));
   EXPECT_EQ(node_->mounts(), 2);  // the expired one, then a new one
+}
+
+// A stopped node has no thread left to answer on: Read refuses by its
+// return value and never runs `done` itself, whose caller may hold a lock
+// that `done` takes (a read call's batch lock: a self-deadlock before).
+TEST_F(NfsNodeTest, ReadsAfterStopAreRefusedNeverAnsweredOnTheCaller) {
+  ASSERT_TRUE(Read(0, 4096).bytes.ok());  // the loop ran and mounted
+  node_->Stop();
+  EXPECT_TRUE(node_->stopped());
+  for (std::thread& t : threads_) t.join();
+  threads_.clear();
+  std::atomic<int> answered{0};
+  auto count = [&](const absl::StatusOr<size_t>&, const char*, bool) {
+    answered.fetch_add(1);
+  };
+  const absl::Time deadline = absl::Now() + absl::Seconds(5);
+  EXPECT_FALSE(node_->Read({"d/obj", 0, 4096, false, deadline}, count));
+  EXPECT_FALSE(node_->Read({"d/obj", 0, 4096, true, deadline}, count));
+  EXPECT_FALSE(node_->Read({"../x", 0, 10, false, deadline}, count));  // bad
+  EXPECT_EQ(answered.load(), 0);
 }
 
 TEST_F(NfsNodeTest, MissingExportIsAClearError) {

@@ -52,7 +52,9 @@ std::shared_ptr<NfsNode> NodeRuntime::nfs() {
   const DataPath mode = client_->options().data_path;
   if (mode != DataPath::kNfs && mode != DataPath::kAuto) return nullptr;
   absl::MutexLock l(&nfs_mu_);
-  if (nfs_ == nullptr || nfs_stopped_) return nullptr;
+  // A stopped node is never handed out: StartNfs re-dispatches a read it
+  // refuses, which must not come back to it.
+  if (nfs_ == nullptr || nfs_stopped_ || nfs_->stopped()) return nullptr;
   if (!nfs_started_) {
     nfs_started_ = true;
     for (const std::shared_ptr<NfsLoop>& loop : nfs_->loops()) {
@@ -60,7 +62,8 @@ std::shared_ptr<NfsNode> NodeRuntime::nfs() {
       // export alive; it never blocks but in poll, so Shutdown waits for it.
       if (!threads_.Start(
               [self = shared_from_this(), nfs = nfs_, loop] { loop->Run(); })) {
-        loop->Stop();  // the client is closing: Submit fails at once
+        nfs_->Stop();  // the client is closing: the agent then
+        return nullptr;
       }
     }
   }
@@ -87,14 +90,25 @@ void NodeRuntime::StartNfs(const std::shared_ptr<NfsNode>& nfs, Task t,
       std::min(b->Deadline() - now, client_->options().attempt_timeout);
   NfsPiece piece{*a->object, a->object_offset, a->length, a->verify,
                  absl::Now() + left};
-  nfs->Read(std::move(piece), [self = shared_from_this(), t = std::move(t), t0](
-                                  const absl::StatusOr<size_t>& r,
-                                  const char* out, bool checksum_failure) {
-    // On the connection's thread, which may start the call's next pieces
-    // (handing them to NFS connections only queues or sends them).
-    self->Finish(t.attempt, t.call.get(), r, out, checksum_failure, t0,
-                 /*refill=*/true);
-  });
+  // Shared with the read's `done`, so that a refused read keeps its task.
+  auto held = std::make_shared<Task>(std::move(t));
+  const bool started =
+      nfs->Read(std::move(piece), [self = shared_from_this(), held, t0](
+                                      const absl::StatusOr<size_t>& r,
+                                      const char* out, bool checksum_failure) {
+        // On the connection's thread, which may start the call's next
+        // pieces (handing them to NFS connections only queues or sends
+        // them).
+        self->Finish(held->attempt, held->call.get(), r, out, checksum_failure,
+                     t0, /*refill=*/true);
+      });
+  if (started) return;
+  // The node was stopped since nfs() gave it out (its export replaced, the
+  // client closing): its `done` never runs. Not answered here (this thread
+  // may hold the call's lock, which Finish takes): dispatched again, to the
+  // node's new export or (nfs() now null) its queue and agent.
+  counters_.nfs_reads.fetch_sub(1);
+  Submit(absl::MakeSpan(held.get(), 1));
 }
 
 }  // namespace client_internal
