@@ -98,42 +98,6 @@ void NfsConn::Start(std::unique_ptr<NfsRequest> r, absl::Time now) {
   }
 }
 
-bool NfsConn::SendNow(std::unique_ptr<NfsRequest>& r, absl::Time now) {
-  if (state_ != State::kReady || !broken_.ok() || r->deadline <= now ||
-      r->length == 0) {
-    return false;
-  }
-  auto fh = handles_.find(r->path);
-  if (fh == handles_.end()) return false;  // an open: the loop's
-  auto owned = std::make_unique<Op>();
-  Op* op = owned.get();
-  op->conn = this;
-  op->fh = fh->second;
-  op->cached_fh = true;
-  op->in_libnfs = true;
-  if (nfs_pread_async(ctx_, op->fh, r->offset, std::min(r->length, readmax_),
-                      ReadCb, op) < 0) {
-    return false;  // the loop's Start fails it, on its own thread
-  }
-  op->req = std::move(r);
-  ops_.emplace(op, std::move(owned));
-  // Written now (the loop polls without POLLOUT). Only a write: a failed
-  // one is a broken connection, which the loop tears down (its requests
-  // fail there). Should libnfs fail its requests in this call (a reconnect
-  // that fails at once), ReadCb leaves them to that teardown: nothing is
-  // answered on this thread, which may hold locks `done` takes.
-  if ((nfs_which_events(ctx_) & POLLOUT) != 0) {
-    foreign_ = true;
-    if (nfs_service(ctx_, POLLOUT) < 0) {
-      Break(absl::UnavailableError(absl::StrCat("NFS connection to ",
-                                                export_.Describe(), ": ",
-                                                nfs_get_error(ctx_))));
-    }
-    foreign_ = false;
-  }
-  return true;
-}
-
 void NfsConn::Mount(absl::Time now) {
   ctx_ = nfs_init_context();
   if (ctx_ == nullptr) {
@@ -266,10 +230,6 @@ void NfsConn::ReadCb(int err, nfs_context*, void* data, void* priv) {
   if (op->answered) {
     c->orphans_--;
     c->ops_.erase(op);
-    return;
-  }
-  if (c->foreign_) {  // in SendNow's write: answered by the loop's teardown
-    c->Break(c->Error("read", *op, err < 0 ? err : -EIO));
     return;
   }
   c->OnRead(op, err, static_cast<const char*>(data));

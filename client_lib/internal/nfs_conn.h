@@ -19,8 +19,7 @@
 // NFSv4.0 open-owner's sequence ids must not race: libnfs 4.0 sends
 // concurrent OPENs of one context with clashing seqids, answered
 // NFS4ERR_BAD_SEQID / OLD_STATEID); reads run concurrently. Not
-// thread-safe: its loop's, or (SendNow) another thread's while the loop
-// holds off (NfsLoop's lock).
+// thread-safe: its loop's only.
 #ifndef RANGEFS_CLIENT_LIB_INTERNAL_NFS_CONN_H_
 #define RANGEFS_CLIENT_LIB_INTERNAL_NFS_CONN_H_
 
@@ -69,14 +68,7 @@ class NfsConn {
 
   // Starts `r` now, or once the context is mounted (mounting it if none).
   void Start(std::unique_ptr<NfsRequest> r, absl::Time now);
-  // Sends `r` at once, without ever calling its `done` here: only a read
-  // of an open path on a mounted, healthy context, whose deadline has not
-  // passed; it is then answered later by Service or Expire, like any other.
-  // Else false, with `r` untouched (for Start). For a thread other than the
-  // loop's, while the loop waits in poll (NfsLoop::Submit): the request
-  // goes out now rather than after the loop's wake-up.
-  bool SendNow(std::unique_ptr<NfsRequest>& r, absl::Time now);
-  // Broken by SendNow's write: the loop's Service tears it down.
+  // Broken (a failed write or service): the loop's Service tears it down.
   bool broken() const { return !broken_.ok(); }
   // The context's socket and the poll events it waits for; -1 if none.
   int fd() const;
@@ -124,8 +116,7 @@ class NfsConn {
   State state_ = State::kDown;
   bool closing_ = false;  // inside nfs_destroy_context
   bool in_service_ = false;
-  bool foreign_ = false;  // in SendNow's nfs_service (not the loop's thread)
-  absl::Status broken_;   // set: tear down after nfs_service returns
+  absl::Status broken_;       // set: tear down after nfs_service returns
   absl::Status mount_error_;  // the last mount's failure
   absl::Time retry_after_ = absl::InfinitePast();
   uint64_t readmax_ = 1 << 20;

@@ -47,7 +47,6 @@ bool NfsLoop::Submit(std::unique_ptr<NfsRequest> r) {
   // On the loop's own thread (a `done` that starts the next read): queued
   // with no wake-up, since the loop takes its queue before it polls again.
   const bool own = running_loop == this;
-  if (!own && r->refused.ok() && SendNow(r)) return true;
   bool wake = false;
   {
     absl::MutexLock l(&mu_);
@@ -63,23 +62,6 @@ bool NfsLoop::Submit(std::unique_ptr<NfsRequest> r) {
   }
   if (wake) Wake();
   return true;
-}
-
-bool NfsLoop::SendNow(std::unique_ptr<NfsRequest>& r) {
-  if (!conn_mu_.TryLock()) return false;  // the loop is busy: it queues
-  bool sent = false, wake = false;
-  if (conn_ != nullptr) {
-    const absl::Time deadline = r->deadline;
-    sent = conn_->SendNow(r, absl::Now());
-    // The loop's poll must end sooner for this deadline, for a connection
-    // the write broke, or for bytes left to write.
-    wake = sent && (deadline < poll_end_ || conn_->broken() ||
-                    (conn_->events() & POLLOUT) != 0);
-  }
-  conn_mu_.Unlock();
-  if (sent) sent_now_.fetch_add(1, std::memory_order_relaxed);
-  if (wake) Wake();
-  return sent;
 }
 
 void NfsLoop::Wake() {
@@ -107,8 +89,6 @@ std::vector<std::unique_ptr<NfsRequest>> NfsLoop::Take(bool* stop) {
 void NfsLoop::Run() {
   running_loop = this;
   NfsConn conn(export_, id_);
-  conn_mu_.Lock();
-  conn_ = &conn;
   for (;;) {
     bool stop = false;
     std::vector<std::unique_ptr<NfsRequest>> fresh = Take(&stop);
@@ -134,10 +114,7 @@ void NfsLoop::Run() {
                                            absl::ZeroDuration(), kMaxPoll);
     const int ms = static_cast<int>(absl::ToInt64Milliseconds(
         wait + absl::Microseconds(999)));  // rounded up: no busy wait
-    poll_end_ = absl::Now() + absl::Milliseconds(ms);
-    conn_mu_.Unlock();
     const int rc = poll(fds, nfds, ms);
-    conn_mu_.Lock();
     if (rc > 0 && (fds[0].revents & POLLIN) != 0) {
       uint64_t v;
       ssize_t n = read(event_fd_, &v, sizeof(v));
@@ -147,8 +124,6 @@ void NfsLoop::Run() {
       conn.Service(nfds == 2 && rc > 0 ? fds[1].revents : 0);
     }
   }
-  conn_ = nullptr;
-  conn_mu_.Unlock();
   conn.Close(absl::UnavailableError(absl::StrCat(
       "NFS reads of ", export_.Describe(), " stopped (client closing)")));
   running_loop = nullptr;

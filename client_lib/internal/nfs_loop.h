@@ -32,14 +32,14 @@ class NfsLoop {
                                                          std::string id);
   ~NfsLoop();
 
-  // Starts `r` (any thread): sent at once from this thread when the loop
-  // waits in poll and the connection can (NfsConn::SendNow; its `done`
-  // still runs on the loop's thread), else queued for the loop (from the
+  // Starts `r` (any thread): queued for the loop, which is woken (from the
   // loop's own thread, a `done` starting the next read: queued with no
-  // wake-up). NfsRequest::refused: answered on the loop's thread. Returns
-  // false once the loop is stopped: `r` is dropped, its `done` never
-  // called. Submit never runs a `done` itself, so its caller may hold locks
-  // that `done` takes (a read call's batch lock); a request accepted
+  // wake-up; sending from the submitting thread while the loop waited in
+  // poll was tried and cost 27% of the 4 KiB random rate on a quiet
+  // 2-core host, tests/bench/RESULTS.md). NfsRequest::refused: answered on the
+  // loop's thread. Returns false once the loop is stopped: `r` is dropped, its
+  // `done` never called. Submit never runs a `done` itself, so its caller may
+  // hold locks that `done` takes (a read call's batch lock); a request accepted
   // before Stop is answered UNAVAILABLE by the loop's thread as it ends.
   [[nodiscard]] bool Submit(std::unique_ptr<NfsRequest> r);
   // The loop; returns after Stop, every request answered.
@@ -49,31 +49,17 @@ class NfsLoop {
   int64_t load() const { return load_.load(std::memory_order_relaxed); }
   // Contexts mounted so far (NfsConn::mounts), as of the last loop pass.
   int mounts() const { return mounts_.load(std::memory_order_relaxed); }
-  // Requests sent by the submitting thread itself (SendNow); for tests.
-  int64_t sent_now() const { return sent_now_.load(std::memory_order_relaxed); }
 
  private:
   NfsLoop(NfsExport e, std::string id, int event_fd);
   void Wake();
   std::vector<std::unique_ptr<NfsRequest>> Take(bool* stop);
 
-  // Sends `r` on the loop's connection from this thread, if the loop
-  // waits in poll (NfsConn::SendNow); else false, `r` untouched.
-  bool SendNow(std::unique_ptr<NfsRequest>& r);
-
   const NfsExport export_;
   const std::string id_;
   const int event_fd_;
-  // Held by the loop but while it waits in poll: another thread that gets
-  // it (TryLock only: the loop's callbacks may wait for that thread's
-  // locks) may use the connection meanwhile.
-  absl::Mutex conn_mu_;
-  NfsConn* conn_ ABSL_GUARDED_BY(conn_mu_) = nullptr;
-  // When the loop's poll returns at the latest.
-  absl::Time poll_end_ ABSL_GUARDED_BY(conn_mu_);
   std::atomic<int64_t> load_{0};
   std::atomic<int> mounts_{0};
-  std::atomic<int64_t> sent_now_{0};
   absl::Mutex mu_;
   std::vector<std::unique_ptr<NfsRequest>> queue_ ABSL_GUARDED_BY(mu_);
   bool stop_ ABSL_GUARDED_BY(mu_) = false;

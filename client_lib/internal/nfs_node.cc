@@ -77,12 +77,6 @@ int NfsNode::mounts() const {
   return n;
 }
 
-int64_t NfsNode::sent_now() const {
-  int64_t n = 0;
-  for (const auto& l : loops_) n += l->sent_now();
-  return n;
-}
-
 bool NfsNode::Refuse(absl::Status why, bool checksum_failure, NfsDone done) {
   auto r = std::make_unique<NfsRequest>();
   r->refused = std::move(why);

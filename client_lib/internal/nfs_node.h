@@ -68,8 +68,6 @@ class NfsNode {
   bool stopped() const { return stopped_.load(std::memory_order_acquire); }
   // Contexts mounted so far, all connections together.
   int mounts() const;
-  // Reads sent by the submitting thread (NfsLoop::SendNow), all together.
-  int64_t sent_now() const;
   // For tests: `hook` runs first in every Read, on the reading thread
   // (nullptr: none). Process-wide.
   static void SetBeforeReadForTest(void (*hook)(NfsNode&));
