@@ -112,8 +112,13 @@ void ClientImpl::ReadCachedOnCaller(Batch& b) {
   // primary may still answer), not claimed, so that no other attempt
   // copies into the caller's buffer meanwhile; read without the batch's
   // lock.
+  // b.outbox itself is read again only under b.mu: while this thread runs
+  // the call's loop nobody else dispatches for the call (the window refill
+  // is lent only while the caller waits), so the task indices hold.
   struct Claim {
     size_t task;  // in `out`
+    Attempt* attempt;
+    char* dst;
     // Pieces waiting for these bytes (single flight), of this call or
     // others: served from the piece's `dst` once it holds them, with no
     // Batch::mu held.
@@ -128,7 +133,7 @@ void ClientImpl::ReadCachedOnCaller(Batch& b) {
       continue;
     }
     p.claimed = true;
-    claims.push_back(Claim{i, std::move(p.flight)});
+    claims.push_back(Claim{i, a, p.dst, std::move(p.flight)});
   }
   if (claims.empty()) return;
   b.copiers++;
@@ -142,8 +147,8 @@ void ClientImpl::ReadCachedOnCaller(Batch& b) {
   absl::InlinedVector<Served, 8> by_node;
   NodeRuntime::CachedFiles files;
   for (Claim& c : claims) {
-    Attempt* a = out[c.task].attempt;
-    char* dst = b.pieces[a->piece].dst;
+    Attempt* a = c.attempt;
+    char* dst = c.dst;
     c.served = a->node->CopyCached(a, dst, files);
     if (!c.served) continue;
     if (c.flight != nullptr) c.flight->Publish(dst);
