@@ -577,13 +577,6 @@ TEST_F(ClientTest, QueuedPiecesOfAStalledNodeMoveWhenJudgedLate) {
   ClientOptions o = RoundRobinNoHedging();
   o.attempt_timeout = absl::Seconds(60);
   o.stall_min_delay = absl::Milliseconds(30);
-  // The fault layer blocks n0's reads through the file system, not the
-  // calling thread's copies out of the page cache: with those on, a piece
-  // of n0 served from memory after the clock's jump is an answer of n0
-  // ("slow, not hung"), which pushes every stall past a clock that does
-  // not move again. (40 runs at once: 17 timed out with them, 5 without:
-  // a rarer cause is left, also on the code before this session's.)
-  o.page_cache_reads = false;
   FakeClock clock;
   ClientTestHooks hooks = Hooks();
   hooks.clock = &clock;
