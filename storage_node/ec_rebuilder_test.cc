@@ -188,6 +188,18 @@ class EcRebuilderTest : public ::testing::Test {
     return target_->client->RebuildEcColumn(r, absl::Now() + absl::Seconds(30));
   }
 
+  // Overwrites `bytes` at `offset` of the staging object of "new/col" on
+  // the target (what a faulty disk or another attempt left there).
+  void OverwriteStaged(uint64_t offset, const std::string& bytes) const {
+    const std::string staged = absl::StrCat(target_->dir, "/", kTempDirName,
+                                            "/", EcStagingName("new/col"));
+    std::fstream f(staged, std::ios::in | std::ios::out | std::ios::binary);
+    ASSERT_TRUE(f.is_open()) << staged;
+    f.seekp(static_cast<std::streamoff>(offset));
+    f.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+    ASSERT_TRUE(f.good()) << staged;
+  }
+
   std::string TargetFile(const std::string& path) const {
     return absl::StrCat(target_->dir, "/", path);
   }
@@ -295,13 +307,7 @@ TEST_F(EcRebuilderTest, StagingOfAnotherAttemptIsReplacedNeverServed) {
   // A crashed keeper's attempt 1 staged rows 0 and 1; the staging object
   // also holds junk where row 2 goes.
   ASSERT_THAT(Rebuild(Range(3, 0, 2, 1)), IsOk());
-  const std::string staged = absl::StrCat(target_->dir, "/", kTempDirName, "/",
-                                          EcStagingName("new/col"));
-  {
-    std::ofstream f(staged, std::ios::in | std::ios::out | std::ios::binary);
-    f.seekp(2 * kCell);
-    f << std::string(kCell, 'x');
-  }
+  OverwriteStaged(2 * kCell, std::string(kCell, 'x'));
   // Attempt 2 starts with its later rows: attempt 1's rows do not count.
   ASSERT_THAT(Rebuild(Range(3, 1, 1, 2)), IsOk());
   EXPECT_THAT(
@@ -329,13 +335,7 @@ TEST_F(EcRebuilderTest, StagingOfAnotherAttemptIsReplacedNeverServed) {
 TEST_F(EcRebuilderTest, StagedCellThatReadsBackWrongIsNotServed) {
   ASSERT_THAT(Rebuild(Range(0, 0, 2, 3)), IsOk());
   // The disk returns something else for row 1 than what was written.
-  const std::string staged = absl::StrCat(target_->dir, "/", kTempDirName, "/",
-                                          EcStagingName("new/col"));
-  {
-    std::fstream f(staged, std::ios::in | std::ios::out | std::ios::binary);
-    f.seekp(kCell + 17);
-    f.put('\x5a');
-  }
+  OverwriteStaged(kCell + 17, "\x5a");
   EXPECT_THAT(Rebuild(Range(0, 2, 1, 3)).status(),
               StatusIs(absl::StatusCode::kDataLoss,
                        HasSubstr("row 1 reads back with CRC-32C")));
