@@ -81,16 +81,20 @@ AgentService::AgentService(const ExportRoot* root, AgentServiceOptions options)
           .nice = options_.copy_nice,
       });
   ec_rebuilder_ = std::make_unique<EcRebuilder>(
-      root_, EcRebuilderOptions{
-                 .peer_tls = options_.peer_tls,
-                 .limiter = &copy_limiter_,
-                 .clock = clock_,
-                 .on_bytes =
-                     [this](uint64_t n) {
-                       bytes_written_.fetch_add(n);
-                       ec_rebuilt_bytes_.fetch_add(n);
-                     },
-             });
+      root_,
+      EcRebuilderOptions{
+          .peer_tls = options_.peer_tls,
+          .limiter = &copy_limiter_,
+          .clock = clock_,
+          .on_bytes =
+              [this](uint64_t n) {
+                bytes_written_.fetch_add(n);
+                ec_rebuilt_bytes_.fetch_add(n);
+              },
+          .staging_idle = options_.ec_staging_idle,
+          .on_swept_bytes =
+              [this](uint64_t n) { ec_staging_swept_bytes_.fetch_add(n); },
+      });
   // Method 1 of NodeAgent (proto order) is ReadRange. A "streamed" handler
   // is a bidi stream on the server side: one request read, then writes.
   constexpr int kReadRangeMethodIndex = 1;
@@ -100,6 +104,8 @@ AgentService::AgentService(const ExportRoot* root, AgentServiceOptions options)
                                                grpc::ByteBuffer>(
           &AgentService::ReadRangeRaw, this));
 }
+
+AgentService::~AgentService() { ec_rebuilder_.reset(); }
 
 // ---------------------------------------------------------------- WriteObject
 
@@ -518,6 +524,7 @@ GetStatsResponse AgentService::Stats() const {
   r.set_export_healthy(root_->CheckHealth().ok() && free_bytes.ok());
   r.set_reads_rejected(reads_rejected_.load());
   r.set_ec_rebuilt_bytes(ec_rebuilt_bytes_.load());
+  r.set_ec_staging_swept_bytes(ec_staging_swept_bytes_.load());
   r.set_data_port(static_cast<uint32_t>(data_port_.load()));
   return r;
 }

@@ -60,6 +60,9 @@ struct AgentServiceOptions {
   uint64_t copy_max_bytes_per_sec = 0;
   // The nice value copies run at (ObjectCopierOptions::nice); 0: normal.
   int copy_nice = 10;
+  // RebuildEcColumn staging objects idle this long are swept
+  // (EcRebuilderOptions::staging_idle); zero: never.
+  absl::Duration ec_staging_idle = absl::Hours(1);
   // Test hook: called in ReadRange once the read slot is held, before any
   // I/O. Lets tests hold a read open deterministically. Empty in production.
   std::function<void(absl::string_view path)> read_started_hook;
@@ -73,6 +76,8 @@ class AgentService final : public NodeAgent::Service {
  public:
   // `root` is not owned, must be non-null and outlive the service.
   AgentService(const ExportRoot* root, AgentServiceOptions options);
+  // Stops the rebuilder's staging sweep before the counters it adds to go.
+  ~AgentService() override;
 
   grpc::Status WriteObject(grpc::ServerContext* context,
                            grpc::ServerReader<WriteObjectRequest>* reader,
@@ -154,6 +159,7 @@ class AgentService final : public NodeAgent::Service {
   std::atomic<int64_t> inflight_writes_{0};
   std::atomic<uint64_t> reads_rejected_{0};
   std::atomic<uint64_t> ec_rebuilt_bytes_{0};
+  std::atomic<uint64_t> ec_staging_swept_bytes_{0};
   std::atomic<int> data_port_{0};
   LatencyWindow read_latency_;
 };

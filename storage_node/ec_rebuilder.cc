@@ -10,6 +10,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "base/crc32c.h"
+#include "base/logging.h"
 #include "base/status_macros.h"
 #include "ec/codec.h"
 #include "namespace/ec_layout.h"
@@ -144,10 +145,67 @@ absl::Status ValidateRebuildRequest(const RebuildEcColumnRequest& r) {
   return absl::OkStatus();
 }
 
+absl::Duration StagingSweepInterval(absl::Duration idle) {
+  return std::clamp(idle / 4, absl::Seconds(1), absl::Minutes(10));
+}
+
 EcRebuilder::EcRebuilder(const ExportRoot* root, EcRebuilderOptions options)
     : root_(root),
       options_(std::move(options)),
-      clock_(options_.clock != nullptr ? options_.clock : Clock::Real()) {}
+      clock_(options_.clock != nullptr ? options_.clock : Clock::Real()) {
+  if (root_->writable() && options_.staging_idle > absl::ZeroDuration()) {
+    sweeper_ = std::make_unique<PeriodicTask>(
+        StagingSweepInterval(options_.staging_idle), [this] {
+          absl::StatusOr<EcStagingSweep> s =
+              SweepIdleStaging(options_.staging_idle);
+          if (!s.ok()) {
+            RANGEFS_LOG(WARNING) << "sweeping idle EC staging objects of "
+                                 << root_->root_dir() << ": " << s.status();
+          }
+        });
+  }
+}
+
+EcRebuilder::~EcRebuilder() { sweeper_.reset(); }
+
+absl::StatusOr<EcStagingSweep> EcRebuilder::SweepIdleStaging(
+    absl::Duration idle) {
+  const absl::Time idle_before = clock_->Now() - idle;
+  RANGEFS_ASSIGN_OR_RETURN(std::vector<EcStagingFiles> found,
+                           ListEcStaging(*root_));
+  EcStagingSweep swept;
+  for (const EcStagingFiles& f : found) {
+    if (f.last_write >= idle_before) continue;
+    {
+      absl::MutexLock l(&mu_);
+      if (busy_.count(f.name) > 0 || !sweeping_.insert(f.name).second) {
+        continue;  // a call (or another sweep) has it
+      }
+    }
+    // No call can write it now: look again (one may have, since the list).
+    absl::StatusOr<EcStagingFiles> now = StatEcStaging(*root_, f.name);
+    absl::Status s = now.status();
+    if (now.ok() && now->last_write < idle_before) {
+      s = RemoveEcStaging(*root_, f.name);
+      if (s.ok()) {
+        ++swept.objects;
+        swept.bytes += now->bytes;
+        RANGEFS_LOG(INFO) << "swept EC staging " << f.name << " of "
+                          << root_->root_dir() << " (" << now->bytes
+                          << " bytes), idle since " << now->last_write;
+      }
+    }
+    if (!s.ok() && !absl::IsNotFound(s)) {
+      RANGEFS_LOG(WARNING) << "sweeping EC staging " << f.name << ": " << s;
+    }
+    absl::MutexLock l(&mu_);
+    sweeping_.erase(f.name);
+  }
+  if (swept.bytes > 0 && options_.on_swept_bytes) {
+    options_.on_swept_bytes(swept.bytes);
+  }
+  return swept;
+}
 
 absl::StatusOr<NodeClient*> EcRebuilder::Peer(const std::string& address) {
   absl::MutexLock l(&mu_);
@@ -313,6 +371,10 @@ absl::StatusOr<EcRebuildResult> EcRebuilder::Rebuild(
   const std::string name = EcStagingName(request.path());
   {
     absl::MutexLock l(&mu_);
+    auto not_swept = [this, &name]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+      return sweeping_.count(name) == 0;
+    };
+    mu_.Await(absl::Condition(&not_swept));
     if (!busy_.insert(name).second) {
       return absl::AbortedError(
           absl::StrCat("RebuildEcColumn of ", request.path(),

@@ -21,7 +21,8 @@
 // survivors' addresses come from the caller (a writer, see
 // write_access.h) and are dialled with the agent's peer credentials.
 // Thread-safe; peer clients are cached per address; calls on one path
-// run one at a time (another answers ABORTED).
+// run one at a time (another answers ABORTED). Owns one thread, the
+// sweep of idle staging objects (EcRebuilderOptions::staging_idle).
 #ifndef RANGEFS_STORAGE_NODE_EC_REBUILDER_H_
 #define RANGEFS_STORAGE_NODE_EC_REBUILDER_H_
 
@@ -43,6 +44,7 @@
 #include "storage_node/ec_staging.h"
 #include "storage_node/export_root.h"
 #include "storage_node/node_client.h"
+#include "storage_node/periodic_task.h"
 #include "storage_node/rate_limiter.h"
 #include "storage_node/tls_client.h"
 
@@ -66,6 +68,25 @@ struct EcRebuilderOptions {
   Clock* clock = nullptr;          // Not owned; nullptr: the real clock.
   // Called with each rebuilt cell's byte count once written (counters).
   std::function<void(uint64_t)> on_bytes;
+  // A staging object (ec_staging.h) not written for this long, by
+  // `clock`'s wall time, belongs to a rebuild its caller abandoned (the
+  // keeper died, picked another target, the file went away): a background
+  // sweep removes it, every StagingSweepInterval(staging_idle). Zero: no
+  // sweep (the agent's start still empties the temp dir).
+  absl::Duration staging_idle = absl::Hours(1);
+  // Called with the bytes each sweep freed (counters).
+  std::function<void(uint64_t)> on_swept_bytes;
+};
+
+// How often the sweep of staging objects idle for `idle` runs: a quarter
+// of it, within [1 s, 10 min], so that a staging object goes at most that
+// long after it turned idle. Pure.
+absl::Duration StagingSweepInterval(absl::Duration idle);
+
+// What one sweep removed.
+struct EcStagingSweep {
+  uint64_t objects = 0;  // staging objects (each with its record)
+  uint64_t bytes = 0;    // on disk, both files
 };
 
 struct EcRebuildResult {
@@ -79,7 +100,12 @@ struct EcRebuildResult {
 class EcRebuilder {
  public:
   // `root` is not owned and must outlive the rebuilder.
+  // Starts the sweep when `root` is writable and options.staging_idle > 0.
   EcRebuilder(const ExportRoot* root, EcRebuilderOptions options);
+  EcRebuilder(const EcRebuilder&) = delete;
+  EcRebuilder& operator=(const EcRebuilder&) = delete;
+  // Stops the sweep (waits for a run in progress).
+  ~EcRebuilder();
 
   // Rebuilds the request's rows as the file comment says. `deadline` is
   // wall time; `cancelled` is polled between rows (CANCELLED). Errors: see
@@ -87,6 +113,15 @@ class EcRebuilder {
   absl::StatusOr<EcRebuildResult> Rebuild(
       const RebuildEcColumnRequest& request, absl::Time deadline,
       const std::function<bool()>& cancelled);
+
+  // Removes the staging objects last written before clock's now minus
+  // `idle`, except that of a call running now. A call on the same path
+  // that arrives meanwhile waits for the removal, then starts a fresh
+  // staging object (its final range then answers FAILED_PRECONDITION
+  // naming the first row it lacks, as after a restart). A file that
+  // cannot be removed is logged and skipped. Errors: listing the temp dir.
+  // Blocking; the background sweep calls it with options.staging_idle.
+  absl::StatusOr<EcStagingSweep> SweepIdleStaging(absl::Duration idle);
 
  private:
   absl::StatusOr<NodeClient*> Peer(const std::string& address);
@@ -108,6 +143,10 @@ class EcRebuilder {
   std::map<std::string, std::unique_ptr<NodeClient>> peers_
       ABSL_GUARDED_BY(mu_);
   std::set<std::string> busy_ ABSL_GUARDED_BY(mu_);  // staging names
+  // Staging names a sweep is removing; calls on them wait.
+  std::set<std::string> sweeping_ ABSL_GUARDED_BY(mu_);
+  // Last: stopped (joined) first. Null without a sweep.
+  std::unique_ptr<PeriodicTask> sweeper_;
 };
 
 }  // namespace node

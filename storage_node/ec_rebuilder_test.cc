@@ -6,20 +6,26 @@
 // field is refused (INVALID_ARGUMENT naming it). A column rebuilt in ranges
 // of rows appears only with its last range, whatever order the others
 // came in (repeats overwrite), never from a staging object another
-// attempt left, and never when a staged cell reads back wrong.
+// attempt left, and never when a staged cell reads back wrong. A staging
+// object left idle past its limit is swept (never that of a running call)
+// and counted; a late range of its rebuild starts over cleanly.
 #include "storage_node/ec_rebuilder.h"
 
 #include <sys/stat.h>
 
+#include <atomic>
 #include <fstream>
 #include <memory>
 #include <random>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "absl/synchronization/notification.h"
 #include "absl/time/clock.h"
 #include "base/crc32c.h"
+#include "base/testing/fake_clock.h"
 #include "base/testing/status_matchers.h"
 #include "base/testing/temp_dir.h"
 #include "ec/codec.h"
@@ -410,6 +416,130 @@ TEST_F(EcRebuilderTest, RefusesBadRequestsOverTheWire) {
   r.set_path("../escape");
   EXPECT_THAT(Rebuild(r).status(),
               StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("path")));
+}
+
+// Idle staging objects (a rebuild its caller abandoned) are swept, by a
+// rebuilder beside the target's service with a fake clock: the sweep
+// reads only its Now() against the files' modification times.
+class EcStagingSweepTest : public EcRebuilderTest {
+ protected:
+  // A rebuilder of the target's export; no background sweep unless
+  // `idle` is nonzero.
+  std::unique_ptr<EcRebuilder> Rebuilder(absl::Duration idle = {}) {
+    return std::make_unique<EcRebuilder>(
+        target_->root.get(),
+        EcRebuilderOptions{
+            .clock = &clock_,
+            .staging_idle = idle,
+            .on_swept_bytes = [this](uint64_t n) { OnSwept(n); }});
+  }
+
+  void OnSwept(uint64_t n) {
+    swept_bytes_ += n;
+    if (!swept_.HasBeenNotified()) swept_.Notify();
+  }
+
+  static absl::Time Deadline() { return absl::Now() + absl::Seconds(30); }
+
+  FakeClock clock_{absl::Now()};
+  std::atomic<uint64_t> swept_bytes_{0};
+  absl::Notification swept_;
+};
+
+TEST_F(EcStagingSweepTest, RemovesOnlyStagingIdlePastTheLimitAndCountsIt) {
+  auto rebuilder = Rebuilder();
+  ASSERT_THAT(rebuilder->Rebuild(Range(1, 0, 2, 7), Deadline(), nullptr),
+              IsOk());
+  auto other = target_->root->CreateTemp();  // a write in progress
+  ASSERT_THAT(other, IsOk());
+  ASSERT_EQ(Temps().size(), 3u);
+  clock_.Advance(absl::Minutes(59));
+  auto sweep = rebuilder->SweepIdleStaging(absl::Hours(1));
+  ASSERT_THAT(sweep, IsOk());
+  EXPECT_EQ(sweep->objects, 0u);
+  EXPECT_EQ(Temps().size(), 3u);
+
+  clock_.Advance(absl::Minutes(2));
+  sweep = rebuilder->SweepIdleStaging(absl::Hours(1));
+  ASSERT_THAT(sweep, IsOk());
+  EXPECT_EQ(sweep->objects, 1u);
+  EXPECT_GE(sweep->bytes, 2 * kCell);  // two rows, and the record
+  EXPECT_EQ(swept_bytes_.load(), sweep->bytes);
+  EXPECT_THAT(Temps(), ::testing::ElementsAre(other->name));
+
+  // The abandoned attempt's last range starts a fresh staging object and
+  // names the first row it lacks; sent again from there, it completes.
+  EXPECT_THAT(rebuilder->Rebuild(Range(1, 2, 1, 7), Deadline(), nullptr),
+              StatusIs(absl::StatusCode::kFailedPrecondition,
+                       HasSubstr("row 0 of 3 was not rebuilt")));
+  EXPECT_FALSE(TargetHas("new/col"));
+  ASSERT_THAT(rebuilder->Rebuild(Range(1, 0, 2, 7), Deadline(), nullptr),
+              IsOk());
+  ASSERT_THAT(rebuilder->Rebuild(Range(1, 2, 1, 7), Deadline(), nullptr),
+              IsOk());
+  EXPECT_EQ(Slurp(TargetFile("new/col")), file_.columns[1]);
+}
+
+TEST_F(EcStagingSweepTest, LeavesTheStagingOfARunningCallAlone) {
+  auto rebuilder = Rebuilder();
+  // The call stops between its two rows (where it polls for cancellation)
+  // until the sweep is done.
+  absl::Notification inside, go;
+  int polls = 0;
+  absl::Status call;
+  std::thread t([&] {
+    call = rebuilder
+               ->Rebuild(Range(1, 0, 2, 7), Deadline(),
+                         [&] {
+                           if (++polls == 2) {
+                             inside.Notify();
+                             go.WaitForNotification();
+                           }
+                           return false;
+                         })
+               .status();
+  });
+  ASSERT_TRUE(inside.WaitForNotificationWithTimeout(absl::Seconds(30)));
+  clock_.Advance(absl::Hours(2));  // its row 0 looks idle for 2 hours
+  auto sweep = rebuilder->SweepIdleStaging(absl::Hours(1));
+  go.Notify();
+  t.join();
+  ASSERT_THAT(sweep, IsOk());
+  EXPECT_EQ(sweep->objects, 0u);
+  ASSERT_THAT(call, IsOk());
+  EXPECT_EQ(Temps().size(), 2u);
+  // Once the call ended, the same staging object is fair game.
+  clock_.Advance(absl::Hours(2));
+  sweep = rebuilder->SweepIdleStaging(absl::Hours(1));
+  ASSERT_THAT(sweep, IsOk());
+  EXPECT_EQ(sweep->objects, 1u);
+  EXPECT_THAT(Temps(), ::testing::IsEmpty());
+}
+
+TEST_F(EcStagingSweepTest, RunsInTheBackgroundFromTheStart) {
+  ASSERT_THAT(Rebuild(Range(3, 0, 1, 7)), IsOk());  // through the service
+  clock_.Advance(absl::Hours(2));
+  auto rebuilder = Rebuilder(absl::Hours(1));  // sweeps at once, then every
+  ASSERT_TRUE(swept_.WaitForNotificationWithTimeout(absl::Seconds(30)));
+  EXPECT_GT(swept_bytes_.load(), 0u);
+  EXPECT_THAT(Temps(), ::testing::IsEmpty());
+  EXPECT_EQ(StagingSweepInterval(absl::Hours(1)), absl::Minutes(10));
+  EXPECT_EQ(StagingSweepInterval(absl::Minutes(20)), absl::Minutes(5));
+  EXPECT_EQ(StagingSweepInterval(absl::Seconds(1)), absl::Seconds(1));
+}
+
+// The agent counts the bytes it swept (GetStats, and so its metrics).
+TEST_F(EcStagingSweepTest, AgentServiceCountsSweptBytes) {
+  ASSERT_THAT(Rebuild(Range(3, 0, 1, 7)), IsOk());
+  clock_.Advance(absl::Hours(2));
+  AgentService service(target_->root.get(), {.clock = &clock_});
+  // Its sweep ran at once on a thread of its own: wait, bounded.
+  const absl::Time end = absl::Now() + absl::Seconds(30);
+  while (service.Stats().ec_staging_swept_bytes() == 0 && absl::Now() < end) {
+    absl::SleepFor(absl::Milliseconds(5));
+  }
+  EXPECT_GT(service.Stats().ec_staging_swept_bytes(), 0u);
+  EXPECT_THAT(Temps(), ::testing::IsEmpty());
 }
 
 // Each field's bounds (pure: no agent needed).

@@ -6,10 +6,14 @@
 
 #include <algorithm>
 #include <cstring>
+#include <set>
+#include <string>
 #include <utility>
 #include <vector>
 
+#include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/strip.h"
 #include "base/errno_status.h"
 #include "base/status_macros.h"
 
@@ -98,6 +102,68 @@ std::string EcStagingName(absl::string_view path) {
   return absl::StrCat("ec-", absl::Hex(h, absl::kZeroPad16));
 }
 
+namespace {
+
+// The staging name `file` belongs to (itself or without the record
+// suffix); "" when it is not one.
+std::string StagingNameOf(absl::string_view file) {
+  absl::string_view name = file;
+  absl::ConsumeSuffix(&name, kRecordSuffix);
+  constexpr size_t kHexDigits = 16;
+  if (!absl::ConsumePrefix(&name, "ec-") || name.size() != kHexDigits ||
+      !std::all_of(name.begin(), name.end(), [](char c) {
+        return absl::ascii_isdigit(c) || (c >= 'a' && c <= 'f');
+      })) {
+    return "";
+  }
+  return absl::StrCat("ec-", name);
+}
+
+}  // namespace
+
+absl::StatusOr<EcStagingFiles> StatEcStaging(const ExportRoot& root,
+                                             const std::string& name) {
+  EcStagingFiles f{.name = name, .last_write = absl::InfinitePast()};
+  bool found = false;
+  for (const std::string& file : {name, name + kRecordSuffix}) {
+    absl::StatusOr<struct stat> st = root.StatTemp(file);
+    if (absl::IsNotFound(st.status())) continue;
+    if (!st.ok()) return st.status();
+    found = true;
+    f.last_write = std::max(f.last_write, absl::TimeFromTimespec(st->st_mtim));
+    f.bytes += static_cast<uint64_t>(st->st_blocks) * 512;
+  }
+  if (!found) {
+    return absl::NotFoundError(absl::StrCat(
+        "staging ", name, " in the temp dir of ", root.root_dir()));
+  }
+  return f;
+}
+
+absl::StatusOr<std::vector<EcStagingFiles>> ListEcStaging(
+    const ExportRoot& root) {
+  RANGEFS_ASSIGN_OR_RETURN(std::vector<std::string> files, root.ListTemp());
+  std::set<std::string> names;
+  for (const std::string& file : files) {
+    std::string name = StagingNameOf(file);
+    if (!name.empty()) names.insert(std::move(name));
+  }
+  std::vector<EcStagingFiles> out;
+  for (const std::string& name : names) {
+    absl::StatusOr<EcStagingFiles> f = StatEcStaging(root, name);
+    if (absl::IsNotFound(f.status())) continue;  // removed meanwhile
+    if (!f.ok()) return f.status();
+    out.push_back(*std::move(f));
+  }
+  return out;
+}
+
+absl::Status RemoveEcStaging(const ExportRoot& root, const std::string& name) {
+  // The record first: a crash in between leaves an object without marks.
+  RANGEFS_RETURN_IF_ERROR(root.RemoveTemp(name + kRecordSuffix));
+  return root.RemoveTemp(name);
+}
+
 EcStaging::EcStaging(const ExportRoot* root, EcStagingKey key, ScopedFd data,
                      ScopedFd record)
     : root_(root),
@@ -173,7 +239,8 @@ absl::Status EcStaging::ForEachRecordedRow(
         return absl::FailedPreconditionError(absl::StrCat(
             "staging of ", key_.path, " (rebuild_id ", key_.rebuild_id,
             "): row ", first + r, " of ", key_.g.rows,
-            " was not rebuilt (a range missing, or the agent restarted): "
+            " was not rebuilt (a range missing, or the agent restarted or "
+            "swept the staging after it sat idle): "
             "send the rows from there, then the final range again"));
       }
       crcs.insert(crcs.end(), e + 1, e + 1 + n);
@@ -205,10 +272,7 @@ absl::Status EcStaging::AppendCellsTable(ObjectWriter& out) {
   });
 }
 
-absl::Status EcStaging::Remove() {
-  RANGEFS_RETURN_IF_ERROR(root_->RemoveTemp(name_ + kRecordSuffix));
-  return root_->RemoveTemp(name_);
-}
+absl::Status EcStaging::Remove() { return RemoveEcStaging(*root_, name_); }
 
 absl::StatusOr<Checksums> EcStaging::Commit(bool overwrite) {
   const std::string what = absl::StrCat("staging of ", key_.path);

@@ -3,7 +3,8 @@
 // Where RebuildEcColumn (ec_rebuilder.h) puts a column it rebuilds in
 // ranges of rows, before the column appears: a staging object in the
 // export's temp dir (never listed, never served; removed when the agent
-// starts), named after the destination path, plus a record of the rows
+// starts, and by a sweep once idle: EcRebuilderOptions::staging_idle),
+// named after the destination path, plus a record of the rows
 // written so far: for each row, a "written" mark and the row's k + m cell
 // CRC-32Cs. A row is marked only once its bytes are durable, so after any
 // crash the marks are a subset of what is on disk.
@@ -33,6 +34,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
+#include "absl/time/time.h"
 #include "absl/types/span.h"
 #include "namespace/ec_layout.h"
 #include "storage_node/export_root.h"
@@ -55,6 +57,26 @@ struct EcStagingKey {
 // Name of the staging object of `path` in the temp dir ("ec-" and 16 hex
 // digits); its record is that name plus ".rows". Pure.
 std::string EcStagingName(absl::string_view path);
+
+// A staging object found in the temp dir: its object and record (either
+// may be missing), as a sweep sees them.
+struct EcStagingFiles {
+  std::string name;       // EcStagingName's form
+  absl::Time last_write;  // the later mtime of the object and the record
+  uint64_t bytes = 0;     // on disk (allocated) of both
+};
+
+// The staging objects in root's temp dir (files named like EcStagingName,
+// with or without the record suffix), one entry per name; other temp
+// files are not listed. A file gone meanwhile is skipped. Blocking.
+absl::StatusOr<std::vector<EcStagingFiles>> ListEcStaging(
+    const ExportRoot& root);
+// The staging object `name` as ListEcStaging describes it; NOT_FOUND when
+// neither of its files exists.
+absl::StatusOr<EcStagingFiles> StatEcStaging(const ExportRoot& root,
+                                             const std::string& name);
+// Removes both files of staging object `name` (OK if gone).
+absl::Status RemoveEcStaging(const ExportRoot& root, const std::string& name);
 
 class EcStaging {
  public:

@@ -253,6 +253,18 @@ absl::StatusOr<ScopedFd> ExportRoot::OpenNamedTemp(
   return fd;
 }
 
+absl::StatusOr<struct stat> ExportRoot::StatTemp(
+    const std::string& name) const {
+  const std::string what =
+      absl::StrCat("temp ", root_dir_, "/", kTempDirName, "/", name);
+  if (!tmp_fd_.valid()) return absl::NotFoundError(what);
+  struct stat st;
+  if (fstatat(tmp_fd_.get(), name.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0) {
+    return ErrnoStatus(errno, absl::StrCat("stat ", what));
+  }
+  return st;
+}
+
 absl::Status ExportRoot::RemoveTemp(const std::string& name) const {
   if (!tmp_fd_.valid()) return absl::OkStatus();
   if (unlinkat(tmp_fd_.get(), name.c_str(), 0) != 0 && errno != ENOENT) {

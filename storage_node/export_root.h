@@ -96,6 +96,8 @@ class ExportRoot {
   // name) for reading and writing, creating it if absent: state a writer
   // keeps across calls (ec_staging.h). FAILED_PRECONDITION when read-only.
   absl::StatusOr<ScopedFd> OpenNamedTemp(const std::string& name) const;
+  // lstat(2) of temp file `name`. NOT_FOUND if absent (or read-only).
+  absl::StatusOr<struct stat> StatTemp(const std::string& name) const;
   // Unlinks a temp file; OK if already gone.
   absl::Status RemoveTemp(const std::string& name) const;
   // Moves temp file `temp_name` to `path`, creating missing parent dirs

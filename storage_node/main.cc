@@ -99,6 +99,16 @@ ABSL_FLAG(int, copy_nice, 10,
           "threads of this agent's copies, and those serving its peers' "
           "copies from here, run at it so that readers get the CPU first "
           "when both want it; 0: normal priority.");
+ABSL_FLAG(int64_t, ec_staging_idle_s, 3600,
+          "A RebuildEcColumn staging object (a column rebuilt in ranges of "
+          "rows, in the export's .rangefs-tmp/) not written for this many "
+          "seconds belongs to a rebuild its caller abandoned (rangefs-keeper "
+          "died or picked another target): the agent removes it, checking "
+          "every quarter of this (at most every 10 minutes), and counts the "
+          "bytes (rangefs_node_ec_staging_swept_bytes_total). A range of "
+          "that rebuild arriving later starts its staging afresh and the "
+          "final range names the rows it lacks. 0: never (the agent's start "
+          "still empties the temp dir).");
 ABSL_FLAG(std::string, peer_tls_ca, "",
           "PEM CA bundle of peer agents' certificates, for CopyObject "
           "(this agent dials the source agent). Empty (with the two below): "
@@ -294,6 +304,14 @@ int main(int argc, char** argv) {
   options.service.copy_max_bytes_per_sec = static_cast<uint64_t>(
       std::max<int64_t>(0, absl::GetFlag(FLAGS_copy_max_bytes_per_sec)));
   options.service.copy_nice = absl::GetFlag(FLAGS_copy_nice);
+  if (absl::GetFlag(FLAGS_ec_staging_idle_s) < 0) {
+    RANGEFS_LOG(ERROR) << "--ec_staging_idle_s="
+                       << absl::GetFlag(FLAGS_ec_staging_idle_s)
+                       << " is negative (0: never sweep)";
+    return 2;
+  }
+  options.service.ec_staging_idle =
+      absl::Seconds(absl::GetFlag(FLAGS_ec_staging_idle_s));
   options.data_port.background_nice = options.service.copy_nice;
   absl::StatusOr<rangefs::node::DataPortSend> send =
       rangefs::node::ParseDataPortSend(absl::GetFlag(FLAGS_data_port_send));

@@ -33,6 +33,10 @@ std::string AgentPrometheusText(const AgentMetrics& m) {
   w.Counter("ec_rebuilt_bytes_total",
             "Bytes of erasure-coded columns rebuilt here (RebuildEcColumn)",
             s.ec_rebuilt_bytes());
+  w.Counter("ec_staging_swept_bytes_total",
+            "Bytes of RebuildEcColumn staging objects removed after sitting "
+            "idle (--ec_staging_idle_s: rebuilds abandoned by their caller)",
+            s.ec_staging_swept_bytes());
   w.Counter("reads_rejected_total",
             "Reads refused with RESOURCE_EXHAUSTED (over "
             "--max_concurrent_reads)",
