@@ -371,23 +371,46 @@ uint64_t Sum(const ClientStats& s, uint64_t NodeStats::*field) {
   return n;
 }
 
+// [0, size) of a file mapped read-only (MAP_SHARED), and which of its
+// pages the page cache holds (mincore: bit 0 of each entry).
+struct MappedPages {
+  MappedPages() = default;
+  MappedPages(const MappedPages&) = delete;
+  MappedPages& operator=(const MappedPages&) = delete;
+  ~MappedPages() {
+    if (addr != MAP_FAILED) munmap(addr, size);
+  }
+  void* addr = MAP_FAILED;
+  size_t size = 0;
+  size_t page = static_cast<size_t>(sysconf(_SC_PAGESIZE));
+  std::vector<unsigned char> resident;  // one entry per page
+};
+
+// [0, size) of `path` as MappedPages; null if it cannot tell (open, mmap
+// or mincore failed).
+std::unique_ptr<MappedPages> MapPages(const std::string& path, uint64_t size) {
+  const int fd = open(path.c_str(), O_RDONLY);
+  if (fd < 0) return nullptr;
+  auto m = std::make_unique<MappedPages>();
+  m->size = size;
+  m->addr = mmap(nullptr, size, PROT_READ, MAP_SHARED, fd, 0);
+  close(fd);
+  if (m->addr == MAP_FAILED) return nullptr;
+  m->resident.resize((size + m->page - 1) / m->page);
+  if (mincore(m->addr, size, m->resident.data()) != 0) return nullptr;
+  return m;
+}
+
 // Pages of [offset, offset + length) of `path` in the page cache; -1 if
 // it cannot tell.
 int64_t ResidentPages(const std::string& path, uint64_t offset,
                       uint64_t length) {
-  const int fd = open(path.c_str(), O_RDONLY);
-  if (fd < 0) return -1;
-  void* p = mmap(nullptr, offset + length, PROT_READ, MAP_SHARED, fd, 0);
-  close(fd);
-  if (p == MAP_FAILED) return -1;
-  const size_t page = static_cast<size_t>(sysconf(_SC_PAGESIZE));
-  std::vector<unsigned char> vec((offset + length + page - 1) / page);
-  int64_t n = -1;
-  if (mincore(p, offset + length, vec.data()) == 0) {
-    n = 0;
-    for (size_t i = offset / page; i < vec.size(); ++i) n += vec[i] & 1;
+  const std::unique_ptr<MappedPages> m = MapPages(path, offset + length);
+  if (m == nullptr) return -1;
+  int64_t n = 0;
+  for (size_t i = offset / m->page; i < m->resident.size(); ++i) {
+    n += m->resident[i] & 1;
   }
-  munmap(p, offset + length);
   return n;
 }
 
@@ -398,12 +421,8 @@ int64_t ResidentPages(const std::string& path, uint64_t offset,
 // Waits for pages still being read (it maps and touches each cached one).
 int64_t LargeFolioPages(const std::string& path, uint64_t offset,
                         uint64_t length) {
-  const int fd = open(path.c_str(), O_RDONLY);
-  if (fd < 0) return -1;
-  void* p = mmap(nullptr, offset + length, PROT_READ, MAP_SHARED, fd, 0);
-  close(fd);
-  if (p == MAP_FAILED) return -1;
-  absl::Cleanup unmap = [&] { munmap(p, offset + length); };
+  const std::unique_ptr<MappedPages> m = MapPages(path, offset + length);
+  if (m == nullptr) return -1;
   const int pagemap = open("/proc/self/pagemap", O_RDONLY);
   const int flags = open("/proc/kpageflags", O_RDONLY);
   absl::Cleanup close_both = [&] {
@@ -411,13 +430,11 @@ int64_t LargeFolioPages(const std::string& path, uint64_t offset,
     if (flags >= 0) close(flags);
   };
   if (pagemap < 0 || flags < 0) return -1;
-  const size_t page = static_cast<size_t>(sysconf(_SC_PAGESIZE));
-  std::vector<unsigned char> vec((offset + length) / page);
-  if (mincore(p, offset + length, vec.data()) != 0) return -1;
+  const size_t page = m->page;
   int64_t large = 0;
-  for (size_t i = offset / page; i < vec.size(); ++i) {
-    if ((vec[i] & 1) == 0) continue;
-    const volatile char* at = static_cast<const char*>(p) + i * page;
+  for (size_t i = offset / page; i < m->resident.size(); ++i) {
+    if ((m->resident[i] & 1) == 0) continue;
+    const volatile char* at = static_cast<const char*>(m->addr) + i * page;
     (void)*at;  // maps the cached page (no readahead: it is cached)
     uint64_t entry = 0;
     const off_t slot = static_cast<off_t>(
