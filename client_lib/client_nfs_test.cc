@@ -46,6 +46,24 @@ constexpr int kNodes = 3;
 constexpr uint64_t kUnit = 256 << 10;
 constexpr uint64_t kFileSize = 3 * kUnit * 3 + 12345;
 
+// `count` ranges of `len` bytes spread over the file (a stride of 7919
+// lengths, wrapping), each with a buffer of its own. Not copyable: the
+// ranges point into the buffers.
+struct ScatteredRanges {
+  ScatteredRanges(int count, uint64_t len)
+      : bufs(static_cast<size_t>(count), std::string(len, '\0')) {
+    for (int i = 0; i < count; ++i) {
+      ranges.push_back({(uint64_t{7919} * len * i) % (kFileSize - len),
+                        absl::MakeSpan(bufs[i])});
+    }
+  }
+  ScatteredRanges(const ScatteredRanges&) = delete;
+  ScatteredRanges& operator=(const ScatteredRanges&) = delete;
+
+  std::vector<std::string> bufs;
+  std::vector<ReadRange> ranges;
+};
+
 class ClientNfsTest : public ::testing::TestWithParam<std::string> {
  public:
   // Reads [off, off + len) and compares; false (with a failure) if wrong.
@@ -270,12 +288,9 @@ TEST_P(ClientNfsTest, PieceEndsRefillTheWindowOnTheConnectionsThread) {
     Open(o);
     constexpr int kRanges = 256, kWindow = 4;
     constexpr uint64_t kLen = 4096;
-    std::vector<std::string> bufs(kRanges, std::string(kLen, '\0'));
-    std::vector<ReadRange> ranges;
-    for (int i = 0; i < kRanges; ++i) {
-      ranges.push_back({(uint64_t{7919} * kLen * i) % (kFileSize - kLen),
-                        absl::MakeSpan(bufs[i])});
-    }
+    ScatteredRanges sr(kRanges, kLen);
+    const std::vector<std::string>& bufs = sr.bufs;
+    const std::vector<ReadRange>& ranges = sr.ranges;
     auto r = file_->ReadV(ranges, {.max_in_flight = kWindow});
     ASSERT_EQ(r.size(), ranges.size());
     for (int i = 0; i < kRanges; ++i) {
@@ -503,12 +518,9 @@ TEST_P(ClientNfsTest, ExportStoppedAsAReadIsSubmittedReadsTheAgent) {
   stop_off_calling_thread_only = true;
   constexpr int kRanges = 64, kWindow = 2;
   constexpr uint64_t kLen = 4096;
-  std::vector<std::string> bufs(kRanges, std::string(kLen, '\0'));
-  std::vector<ReadRange> ranges;
-  for (int i = 0; i < kRanges; ++i) {
-    ranges.push_back({(uint64_t{7919} * kLen * i) % (kFileSize - kLen),
-                      absl::MakeSpan(bufs[i])});
-  }
+  ScatteredRanges sr(kRanges, kLen);
+  const std::vector<std::string>& bufs = sr.bufs;
+  const std::vector<ReadRange>& ranges = sr.ranges;
   std::vector<absl::StatusOr<size_t>> r;
   const absl::Time t1 = absl::Now();
   WithinOrExit(absl::Seconds(30), [&] {
