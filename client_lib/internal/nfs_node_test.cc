@@ -76,11 +76,24 @@ class NfsNodeTest : public ::testing::Test {
     sums.Update(data_.data(), data_.size());
     WriteFile(export_dir_ + "/" + node::SidecarPathFor("d/obj"),
               node::EncodeSidecar(sums.Finish()));
-    auto server = testing::GaneshaServer::Start(
-        {.export_dir = export_dir_, .version = "4.1"});
+    ASSERT_NO_FATAL_FAILURE(Serve({.version = "4.1"}));
+  }
+
+  // Starts a ganesha server of export_dir_ with `options` (export_dir is
+  // filled in) as server_, and connects node_ to it over its version.
+  void Serve(testing::GaneshaServerOptions options) {
+    options.export_dir = export_dir_;
+    auto server = testing::GaneshaServer::Start(options);
     ASSERT_THAT(server, ::rangefs::IsOk());
     server_ = std::move(*server);
-    Connect(server_->url());
+    Connect(server_->url(), options.version);
+  }
+
+  // Stops node_ and joins its loops' threads.
+  void StopNode() {
+    node_->Stop();
+    for (std::thread& t : threads_) t.join();
+    threads_.clear();
   }
 
   void Connect(const std::string& url, const std::string& version = "4.1") {
@@ -258,9 +271,7 @@ TEST_F(NfsNodeTest, StopWhileServerStoppedReturnsPromptly) {
                   }));
   absl::SleepFor(absl::Milliseconds(50));  // let it reach the server
   const absl::Time t0 = absl::Now();
-  node_->Stop();
-  for (std::thread& t : threads_) t.join();
-  threads_.clear();
+  StopNode();
   EXPECT_LT(absl::Now() - t0, absl::Seconds(1));
   ASSERT_TRUE(done.HasBeenNotified());
   EXPECT_THAT(status, StatusIs(absl::StatusCode::kUnavailable));
@@ -289,15 +300,9 @@ TEST_F(NfsNodeTest, KilledAndRestartedServerIsUsedAgain) {
 // old context fails its next read and is torn down, and the one after it
 // mounts a new context (a new client) and succeeds.
 TEST_F(NfsNodeTest, LeaseLostWhilePausedIsANewContext) {
-  node_->Stop();
-  for (std::thread& t : threads_) t.join();
-  threads_.clear();
+  StopNode();
   server_.reset();
-  auto server = testing::GaneshaServer::Start(
-      {.export_dir = export_dir_, .version = "4.1", .lease_lifetime_s = 2});
-  ASSERT_THAT(server, ::rangefs::IsOk());
-  server_ = std::move(*server);
-  Connect(server_->url());
+  ASSERT_NO_FATAL_FAILURE(Serve({.version = "4.1", .lease_lifetime_s = 2}));
   ASSERT_TRUE(Read(0, 4096).bytes.ok());
   ASSERT_THAT(server_->Pause(), ::rangefs::IsOk());
   absl::SleepFor(absl::Seconds(5));  // the lease (2 s) runs out: the fault
@@ -330,9 +335,7 @@ TEST_F(NfsNodeTest, ReadsAfterStopAreRefusedNeverAnsweredOnTheCaller) {
 }
 
 TEST_F(NfsNodeTest, MissingExportIsAClearError) {
-  node_->Stop();
-  for (std::thread& t : threads_) t.join();
-  threads_.clear();
+  StopNode();
   Connect(server_->url() + "-gone");
   Result r = Read(0, 10, false, absl::Seconds(5));
   EXPECT_THAT(r.bytes.status(),
@@ -346,15 +349,9 @@ TEST_F(NfsNodeTest, MissingExportIsAClearError) {
 // read: no error, no new context. (An NFSv4.0 context of libnfs 4.0 does
 // not live through a restart: the next read mounts a new one.)
 TEST_F(NfsNodeTest, ReplacedWhileServerDownIsLookedUpAgainOverV3) {
-  node_->Stop();
-  for (std::thread& t : threads_) t.join();
-  threads_.clear();
+  StopNode();
   server_.reset();
-  auto server = testing::GaneshaServer::Start(
-      {.export_dir = export_dir_, .version = "3"});
-  ASSERT_THAT(server, ::rangefs::IsOk());
-  server_ = std::move(*server);
-  Connect(server_->url(), "3");
+  ASSERT_NO_FATAL_FAILURE(Serve({.version = "3"}));
   ASSERT_TRUE(Read(0, 4096).bytes.ok());  // the handle is cached
   ASSERT_THAT(server_->Kill(), ::rangefs::IsOk());
   const std::string obj = export_dir_ + "/d/obj";
