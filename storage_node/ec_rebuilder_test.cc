@@ -564,6 +564,13 @@ TEST(ValidateRebuildRequestTest, NamesTheBrokenField) {
     std::string want;
     std::function<void(RebuildEcColumnRequest&)> edit;
   };
+  // An edit asking for rows [first, first + count).
+  auto rows_from = [](uint64_t first, uint64_t count) {
+    return [first, count](RebuildEcColumnRequest& r) {
+      r.set_first_row(first);
+      r.set_row_count(count);
+    };
+  };
   const std::vector<Case> cases = {
       {"path", [](auto& r) { r.set_path("../x"); }},
       {"path", [](auto& r) { r.set_path("/abs"); }},
@@ -583,21 +590,9 @@ TEST(ValidateRebuildRequestTest, NamesTheBrokenField) {
        [](auto& r) { r.set_first_row(3); }},
       {"first_row", [](auto& r) { r.set_first_row(~0ull); }},
       {"row_count 0", [](auto& r) { r.set_row_count(0); }},
-      {"row_count 3 from first_row 1 is not in [1, 2]",
-       [](auto& r) {
-         r.set_first_row(1);
-         r.set_row_count(3);
-       }},
-      {"row_count",
-       [](auto& r) {
-         r.set_first_row(2);
-         r.set_row_count(~0ull);
-       }},
-      {"9 cell CRCs; rows [1, 2) of 3 cells need 3",
-       [](auto& r) {
-         r.set_first_row(1);
-         r.set_row_count(1);
-       }},
+      {"row_count 3 from first_row 1 is not in [1, 2]", rows_from(1, 3)},
+      {"row_count", rows_from(2, ~0ull)},
+      {"9 cell CRCs; rows [1, 2) of 3 cells need 3", rows_from(1, 1)},
       {"rebuild_id 0",
        [](auto& r) {
          r.set_first_row(1);
