@@ -43,7 +43,11 @@
 # E_ROWS=dead (environment; default all): row 3 alone (the ec layout put
 # once, no ingest rounds, no rows 2 and 4), e.g. to compare builds of the
 # degraded read path quickly. Row 3 also reports the scans' CPU s/GB
-# (rangefs-bench's cpu_s_per_gb: the client's user + system CPU).
+# (rangefs-bench's cpu_s_per_gb: the client's user + system CPU), and each
+# dead round in OUT/e_rounds.md the share of the bytes read that were
+# rebuilt: it varies between runs (the layouts are placed at random; the
+# dead node holds a data column of some files, a parity column of others),
+# and the ratio with it.
 # E_SCAN_FLAGS (environment): extra rangefs-bench flags for the scans of
 # rows 2 and 3 (both sides), e.g. --io_size=6M: reads of whole RS(6,3)
 # rows (the default 4 MiB reads end inside a row two calls in three).
