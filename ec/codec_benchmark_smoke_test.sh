@@ -9,7 +9,9 @@ rc=$?
 echo "$out"
 [ "$rc" -eq 0 ] || { echo "FAIL: codec_benchmark exited $rc"; exit 1; }
 for name in BM_Encode/Isal_RS6_3 BM_Encode/Naive_RS6_3 \
-  BM_Decode/Isal_RS6_3/1 BM_Decode/Isal_RS6_3/3 BM_Decode/Naive_RS6_3/2; do
+  BM_Decode/Isal_RS6_3/1 BM_Decode/Isal_RS6_3/3 BM_Decode/Naive_RS6_3/2 \
+  BM_RebuildRow/Isal_RS6_3/0/0 BM_RebuildRow/Isal_RS6_3/1/0 \
+  BM_RebuildRow/Isal_RS6_3/2/64; do
   grep -E "^$name .*bytes_per_second=[0-9.]+[kMGT]?/s" <<<"$out" >/dev/null ||
     { echo "FAIL: no throughput line for $name"; exit 1; }
 done

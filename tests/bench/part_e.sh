@@ -43,10 +43,18 @@
 # E_ROWS=dead (environment; default all): row 3 alone (the ec layout put
 # once, no ingest rounds, no rows 2 and 4), e.g. to compare builds of the
 # degraded read path quickly. Row 3 also reports the scans' CPU s/GB
-# (rangefs-bench's cpu_s_per_gb: the client's user + system CPU).
+# (rangefs-bench's cpu_s_per_gb: the client's user + system CPU), and each
+# dead round in OUT/e_rounds.md the share of the bytes read that were
+# rebuilt: it varies between runs (the layouts are placed at random; the
+# dead node holds a data column of some files, a parity column of others),
+# and the ratio with it.
 # E_SCAN_FLAGS (environment): extra rangefs-bench flags for the scans of
 # rows 2 and 3 (both sides), e.g. --io_size=6M: reads of whole RS(6,3)
 # rows (the default 4 MiB reads end inside a row two calls in three).
+# E_BENCH_A=PATH (environment): row 3 also scans, in the same rounds, with
+# that rangefs-bench (side A: dead and healthy), the order of the four
+# scans reversed every other round: an A/B of two builds of the client
+# (this run's own rangefs-bench is side B). Its rows: "A:" in the table.
 # OUT/part_e.md: the table; OUT/e_rounds.md: every round; OUT/e_*.json:
 # every run; every command in OUT/commands.log.
 echo "bench: part E (erasure coding: RS(6,3) vs replicas, 9 nodes)"
@@ -156,7 +164,7 @@ e_warm() { find "$CE/exports" -type f -path '*/f/*' -exec cat {} + >/dev/null; }
 e_bench() {
   local name=$1
   shift
-  local cmd=("$BIN/rangefs-bench" --etcd="$RANGEFS_ETCD" --cluster=benche --mount_root="$MOUNT_ROOT"
+  local cmd=("${E_BENCH:-$BIN/rangefs-bench}" --etcd="$RANGEFS_ETCD" --cluster=benche --mount_root="$MOUNT_ROOT"
              --duration_s="$E_DUR" --warmup_s="$E_RAMP" --json "$@")
   e_log "${cmd[*]}"
   if "${cmd[@]}" >"$OUT/e_$name.json" 2>"$OUT/e_$name.err" && isnum "$(jget "$OUT/e_$name.json" gbps 2>/dev/null)"; then
@@ -202,6 +210,15 @@ e_lookup() {  # e_lookup NAME [hung]: JSON path
 e_cpu() {  # e_cpu JSON: the run's client CPU s/GB, or "failed"
   if [ -s "$1" ]; then jget "$1" cpu_s_per_gb; else echo failed; fi
 }
+# e_rebuilt JSON: rebuilt bytes per byte read from the nodes, in % (both
+# over the whole run, warm-up included). It varies between runs: the
+# layouts are placed at random, and the dead node holds a data column in
+# some files, a parity column in others.
+e_rebuilt() { if [ -s "$1" ]; then python3 -c "
+import json, sys
+d = json.load(open(sys.argv[1]))
+n = sum(d['nodes'].values())
+print(f\"{d['ec_reconstructed_bytes'] / n * 100:.1f}\" if n else 'failed')" "$1"; else echo failed; fi; }
 # Bytes read from the nodes per byte delivered.
 e_amp() { if [ -n "$1" ]; then python3 -c "
 import json, sys
@@ -209,6 +226,22 @@ d = json.load(open(sys.argv[1]))
 print(sum(d['nodes'].values()) / d['bytes'] if d['bytes'] else 'failed')" "$1"; else echo failed; fi; }
 
 declare -a S_EC=() S_PL=() S_DEAD=() S_HEALTHY=() C_DEAD=() C_HEALTHY=() L_H=() L_X=() A_H=() A_X=()
+declare -a SA_DEAD=() SA_HEALTHY=() CA_DEAD=() CA_HEALTHY=()
+# e_scan_a NAME DIR [dead]: e_scan with E_BENCH_A's rangefs-bench.
+e_scan_a() { E_BENCH="$E_BENCH_A" e_scan "$@"; }
+# e_dead_a R: row 3's side A in round R (E_BENCH_A), dead and healthy.
+e_dead_a() {
+  local r=$1 a b
+  if [ $((r % 2)) = 1 ]; then
+    a=$(e_scan_a "scanA_dead_$r" /e/ec dead); b=$(e_scan_a "scanA_healthy_$r" /e/ec)
+  else
+    b=$(e_scan_a "scanA_healthy_$r" /e/ec); a=$(e_scan_a "scanA_dead_$r" /e/ec dead)
+  fi
+  SA_DEAD+=("$a"); SA_HEALTHY+=("$b")
+  CA_DEAD+=("$(e_cpu "$OUT/e_scanA_dead_$r.json")"); CA_HEALTHY+=("$(e_cpu "$OUT/e_scanA_healthy_$r.json")")
+  e_round "A: ec scan dead / healthy (MB/s)" "$r" "$(f0 "$a") / $(f0 "$b")" \
+    "$(ratio "$a" "$b"); CPU s/GB $(f2 "${CA_DEAD[-1]}") / $(f2 "${CA_HEALTHY[-1]}"); helper reads $(e_field "$OUT/e_scanA_dead_$r.json" ec_helper_reads), rebuilt $(e_rebuilt "$OUT/e_scanA_dead_$r.json") % of the bytes read"
+}
 E_LERR=0
 if [ "$E_EC_OK" = 1 ]; then
   for r in $(seq 1 "$E_ROUNDS"); do
@@ -224,16 +257,19 @@ if [ "$E_EC_OK" = 1 ]; then
       S_EC+=("$a"); S_PL+=("$b")
       e_round "healthy scan ec / plain (MB/s)" "$r" "$(f0 "$a") / $(f0 "$b")" "$(ratio "$a" "$b")"
     fi
-    # 3. ec with data column 0's node dead vs healthy
+    # 3. ec with data column 0's node dead vs healthy (E_BENCH_A: side A
+    # first in odd rounds, last in even ones)
+    if [ -n "${E_BENCH_A:-}" ] && [ $((r % 2)) = 1 ]; then e_dead_a "$r"; fi
     if [ $((r % 2)) = 1 ]; then
       a=$(e_scan "scan_dead_$r" /e/ec dead); b=$(e_scan "scan_healthy_$r" /e/ec)
     else
       b=$(e_scan "scan_healthy_$r" /e/ec); a=$(e_scan "scan_dead_$r" /e/ec dead)
     fi
     S_DEAD+=("$a"); S_HEALTHY+=("$b")
+    if [ -n "${E_BENCH_A:-}" ] && [ $((r % 2)) = 0 ]; then e_dead_a "$r"; fi
     C_DEAD+=("$(e_cpu "$OUT/e_scan_dead_$r.json")"); C_HEALTHY+=("$(e_cpu "$OUT/e_scan_healthy_$r.json")")
     e_round "ec scan dead / healthy (MB/s)" "$r" "$(f0 "$a") / $(f0 "$b")" \
-      "$(ratio "$a" "$b"); CPU s/GB $(f2 "${C_DEAD[-1]}") / $(f2 "${C_HEALTHY[-1]}"); degraded reads $(e_field "$OUT/e_scan_dead_$r.json" ec_degraded_reads), helper reads $(e_field "$OUT/e_scan_dead_$r.json" ec_helper_reads)"
+      "$(ratio "$a" "$b"); CPU s/GB $(f2 "${C_DEAD[-1]}") / $(f2 "${C_HEALTHY[-1]}"); degraded reads $(e_field "$OUT/e_scan_dead_$r.json" ec_degraded_reads), helper reads $(e_field "$OUT/e_scan_dead_$r.json" ec_helper_reads), rebuilt $(e_rebuilt "$OUT/e_scan_dead_$r.json") % of the bytes read"
     [ "$E_ROWS" = all ] || continue
     # 4. 4 KiB random reads, healthy vs data column 1's node hung
     if [ $((r % 2)) = 1 ]; then
@@ -307,6 +343,13 @@ if [ "$E_EC_OK" = 1 ]; then
     "$(e_cell 0 "${S_HEALTHY[@]}")" "$r3_" ">= 0.7" "$(e_verdict "$r3_" '>=' 0.7)"
   e_row "scan client CPU s/GB: RS(6,3), 1 of 9 nodes dead vs healthy" "$(e_cell 2 "${C_DEAD[@]}")" \
     "$(e_cell 2 "${C_HEALTHY[@]}")" "$(ratio "$(median "${C_DEAD[@]}")" "$(median "${C_HEALTHY[@]}")")" "info" "-"
+  if [ -n "${E_BENCH_A:-}" ]; then
+    ra_=$(ratio "$(median "${SA_DEAD[@]}")" "$(median "${SA_HEALTHY[@]}")")
+    e_row "A: scan (MB/s), 1 of 9 nodes dead vs healthy (E_BENCH_A=$E_BENCH_A)" "$(e_cell 0 "${SA_DEAD[@]}")" \
+      "$(e_cell 0 "${SA_HEALTHY[@]}")" "$ra_" "info" "-"
+    e_row "A: scan client CPU s/GB, dead vs healthy" "$(e_cell 2 "${CA_DEAD[@]}")" \
+      "$(e_cell 2 "${CA_HEALTHY[@]}")" "$(ratio "$(median "${CA_DEAD[@]}")" "$(median "${CA_HEALTHY[@]}")")" "info" "-"
+  fi
 fi
 if [ "$E_EC_OK" = 1 ] && [ "$E_ROWS" = all ]; then
   r4_=$(ratio "$(median "${L_X[@]}")" "$(median "${L_H[@]}")")
