@@ -24,6 +24,11 @@
 #     reads held in flight (--max_in_flight=32 of ReadVs of 1024) vs
 #     nfs_async_read --random, one process per node, 32 / UN_NODES held in
 #     flight each (32 in all).
+#   UN_PERF=1 (environment): the 4 KiB random sides also run under
+#     `perf stat` (task-clock, context switches, syscalls; every thread of
+#     every process of a side) and the report gives each side's CPU,
+#     context switches and syscalls a read (reads: IOPS x UN_S), medians
+#     over rounds: less noisy than IOPS on a shared host.
 # Needs root, network namespaces, /usr/bin/ganesha.nfsd and iperf3.
 if ! ip netns add rfs-bench-probe-u 2>/dev/null; then
   echo "bench: cannot create network namespaces: part U over capped links skipped" | tee -a "$OUT/report.md"
@@ -84,7 +89,14 @@ un_each() {
   local i pids=() a args u
   for i in $(seq 1 "$UN_NODES"); do
     u=$(cat "$CU/run/nfs-n$i.libnfs")
-    args=(); for a in "$@"; do if [ "$a" = "{URL}" ]; then args+=("$u"); else args+=("$a"); fi; done
+    args=()
+    for a in "$@"; do
+      case $a in
+        "{URL}") args+=("$u") ;;
+        *"{NODE}"*) args+=("${a//\{NODE\}/$i}") ;;
+        *) args+=("$a") ;;
+      esac
+    done
     echo "${args[*]}" >>"$OUT/un_commands.log"
     # shellcheck disable=SC2086
     { un_in "${args[@]}" ${UN_OBJS[$i]} || echo failed; } >"$WORK/un-out$i" 2>>"$WORK/un-err.log" &
@@ -107,10 +119,21 @@ import json, sys
 print(round(sum(json.load(open(f))['end']['sum_received']['bits_per_second'] / 8e6 for f in sys.argv[1:])))" $j ||
     echo failed
 }
+# With UN_PERF=1: `perf stat` writing $WORK/perf-SIDE-rROUND[-NODE].stat
+# (un_perf SIDE [NODE]: the words to put before a command).
+UN_PERF=${UN_PERF:-0}
+un_perf() {
+  [ "$UN_PERF" = 1 ] || return 0
+  echo perf stat -x, -e task-clock,context-switches,raw_syscalls:sys_enter \
+    -o "$WORK/perf-$1-r$r${2:+-$2}.stat" --
+}
 un_bench() {  # rangefs-bench in the client's namespace; prints FIELD of its JSON
   local field=$1; shift
-  local cmd=("${BIN_BENCH:-$BIN/rangefs-bench}" --etcd="$RANGEFS_ETCD" --cluster=benchu --dir=/u --data_path=nfs
-             --duration_s="$UN_S" --json "$@")
+  local cmd=()
+  # shellcheck disable=SC2207
+  [ -z "${UN_SIDE:-}" ] || cmd=($(un_perf "$UN_SIDE"))
+  cmd+=("${BIN_BENCH:-$BIN/rangefs-bench}" --etcd="$RANGEFS_ETCD" --cluster=benchu --dir=/u --data_path=nfs
+        --duration_s="$UN_S" --json "$@")
   echo "${cmd[*]}" >>"$OUT/un_commands.log"
   un_in "${cmd[@]}" >"$WORK/un-bench.json" 2>>"$WORK/un-err.log" &&
     python3 -c "import json; print(json.load(open('$WORK/un-bench.json'))['$field'])" 2>/dev/null || echo failed
@@ -148,7 +171,9 @@ un_async() {
   un_each "$BIN/nfs_async_read" "{URL}" --depth=16 --io=1048576 --duration="$UN_S" | un_total bytes
 }
 un_async_rand() {
-  un_each "$BIN/nfs_async_read" "{URL}" --depth=$((UN_DEPTH / UN_NODES)) --random="$UN_S" | un_total reads
+  # shellcheck disable=SC2046
+  un_each $(un_perf arand "{NODE}") "$BIN/nfs_async_read" "{URL}" --depth=$((UN_DEPTH / UN_NODES)) \
+    --random="$UN_S" | un_total reads
 }
 un_cat() {  # every object once with nfs-cat, one loop per node in parallel
   local t0 t1 i pids=() o u
@@ -179,13 +204,13 @@ for r in $(seq 1 "$U_REPEAT"); do
   if [ $((r % 2)) = 0 ]; then order=$(echo "$UN_SIDES" | tr ' ' '\n' | tac | tr '\n' ' '); fi
   for s in $order; do
     case $s in
-      lrandA) UNV[lrandA]+=" $(BIN_BENCH="$UN_BENCH_A" un_lib_rand)" ;;
+      lrandA) UNV[lrandA]+=" $(UN_SIDE=lrandA BIN_BENCH="$UN_BENCH_A" un_lib_rand)" ;;
       iperf) UNV[iperf]+=" $(un_iperf)" ;;
       lib) UNV[lib]+=" $(un_lib --prefetch=false)" ;;
       libd) UNV[libd]+=" $(un_lib)" ;;  # the Reader's defaults
       async) UNV[async]+=" $(un_async)" ;;
       cat) UNV[cat]+=" $(un_cat)" ;;
-      lrand) UNV[lrand]+=" $(un_lib_rand)" ;;
+      lrand) UNV[lrand]+=" $(UN_SIDE=lrand un_lib_rand)" ;;
       arand) UNV[arand]+=" $(un_async_rand)" ;;
     esac
   done
@@ -217,4 +242,32 @@ import sys
 v = [float(x) for x in sys.argv[1:] if x not in ('failed', '')]
 print(max(v) if v else 'failed')" "$(median ${UNV[async]})" "$(median ${UNV[cat]})")
   echo "capped seq data_path=nfs / iperf3 capacity: $(ratio "$(median ${UNV[lib]})" "$(median ${UNV[iperf]})") (target >= 0.95); / best of nfs_async_read and nfs-cat: $(ratio "$(median ${UNV[lib]})" "$best") (target >= 0.9); default prefetch / no prefetch: $(ratio "$(median ${UNV[libd]})" "$(median ${UNV[lib]})") (target >= 1.0); 4 KiB random lib / async at equal depth: $(ratio "$(median ${UNV[lrand]})" "$(median ${UNV[arand]})")${UN_BENCH_A:+; UN_BENCH_A / async: $(ratio "$(median ${UNV[lrandA]})" "$(median ${UNV[arand]})")}"
+  if [ "$UN_PERF" = 1 ]; then
+    echo
+    echo "4 KiB random, per read (perf stat of every process of a side, reads = IOPS x $UN_S s; medians over rounds, min-max):"
+    for side in lrand lrandA arand; do
+      [ -n "${UNV[$side]}" ] || continue
+      python3 - "$WORK" "$side" "$UN_S" ${UNV[$side]} <<'PY'
+import glob, re, statistics, sys
+work, side, secs, iops = sys.argv[1], sys.argv[2], float(sys.argv[3]), sys.argv[4:]
+rows = {'task-clock': [], 'context-switches': [], 'raw_syscalls:sys_enter': []}
+for r, v in enumerate(iops, 1):
+    files = glob.glob(f'{work}/perf-{side}-r{r}.stat') + glob.glob(f'{work}/perf-{side}-r{r}-*.stat')
+    if v == 'failed' or not files:
+        continue
+    tot = dict.fromkeys(rows, 0.0)
+    for f in files:
+        for line in open(f):
+            p = line.split(',')
+            if len(p) > 2 and p[2] in tot and p[0].replace('.', '', 1).isdigit():
+                tot[p[2]] += float(p[0])
+    reads = float(v) * secs
+    for k in rows:
+        rows[k].append(tot[k] * (1e3 if k == 'task-clock' else 1) / reads)
+def cell(x):
+    return 'n/a' if not x else '%.2f (%.2f-%.2f)' % (statistics.median(x), min(x), max(x))
+print(f"- {side}: CPU {cell(rows['task-clock'])} us, context switches {cell(rows['context-switches'])}, syscalls {cell(rows['raw_syscalls:sys_enter'])}")
+PY
+    done
+  fi
 } | tee -a "$OUT/report.md"
