@@ -71,10 +71,13 @@ class Reader {
   virtual ~Reader() = default;
 
   // Copies up to dst.size() bytes from the current position into `dst` and
-  // advances; returns 0 at end of file. Errors as File::Read (a prefetched
-  // window's error is returned by the Read that needs its bytes). If an
-  // error occurs after some bytes were copied, those bytes are returned and
-  // the error comes with the next Read.
+  // advances; returns 0 at end of file. It may return fewer bytes before
+  // the end: while an erasure-coded file is read degraded (a lost cell
+  // rebuilt), a Read ends on a row boundary, so that the next reads whole
+  // rows (a lost cell costs one parity cell read, not k). Errors as File::Read
+  // (a prefetched window's error is returned by the Read that needs its bytes).
+  // If an error occurs after some bytes were copied, those bytes are returned
+  // and the error comes with the next Read.
   virtual absl::StatusOr<size_t> Read(absl::Span<char> dst) = 0;
   // Zero-copy Read: returns a view of up to `max` bytes at the current
   // position, inside the Reader's own window buffer, and advances past them;

@@ -56,15 +56,23 @@ uint64_t PrefetchReader::FillEnd(uint64_t offset, size_t want,
   return std::min(size, down + row);  // the rest of the row
 }
 
-size_t PrefetchReader::DirectTail(uint64_t start, uint64_t end,
-                                  bool sequential) const {
+PrefetchReader::DirectShape PrefetchReader::ShapeDirect(uint64_t start,
+                                                        uint64_t end,
+                                                        bool sequential) const {
   const uint64_t row = degraded_ && sequential ? RowBytes() : 0;
   const uint64_t size = file_->size();
-  if (row == 0 || end >= size || end % row == 0) return 0;
+  if (row == 0 || end >= size || end % row == 0) return {end - start, 0};
+  // Past a row boundary: only whole rows now, the rest next call (reader.h).
+  const uint64_t down = end / row * row;
+  if (down > start) return {down - start, 0};
   // Less than half of the row in the caller's buffer: no tail (reader.h).
-  const uint64_t held = end - std::max(start, end / row * row);
-  if (2 * held < row) return 0;
-  return static_cast<size_t>(std::min(size, (end / row + 1) * row) - end);
+  if (2 * (end - start) < row) return {end - start, 0};
+  return {end - start, static_cast<size_t>(std::min(size, down + row) - end)};
+}
+
+bool PrefetchReader::RowDone(size_t done) const {
+  const uint64_t row = degraded_ ? RowBytes() : 0;
+  return done > 0 && row > 0 && position_ % row == 0 && !Buffered();
 }
 
 void PrefetchReader::StartPrefetch(uint64_t offset, size_t want) {
@@ -183,14 +191,17 @@ absl::Status PrefetchReader::Refill(size_t need, size_t hint,
   // Big caller reads go straight to the caller's buffer.
   const bool go_direct = direct.size() >= std::max(kDirectMin, window_) ||
                          (direct.size() >= kDirectMin && !Prefetching());
+  // Erasure-coded and degraded: a direct read ends on a row boundary, or
+  // reads the rest of its last row (the tail) too.
+  const DirectShape shape =
+      go_direct ? ShapeDirect(position_, position_ + direct.size(), sequential)
+                : DirectShape{};
   const size_t want =
-      go_direct ? direct.size()
+      go_direct ? shape.own
                 : static_cast<size_t>(
                       FillEnd(position_, std::max(window_, need), sequential) -
                       position_);
-  // Erasure-coded and degraded: the rest of the direct read's last row.
-  const size_t tail =
-      go_direct ? DirectTail(position_, position_ + want, sequential) : 0;
+  const size_t tail = shape.tail;
   // A sequential stream reads its next window while this one is fetched
   // and consumed.
   if (ReadAhead(direct, next_want) && sequential &&
@@ -206,8 +217,9 @@ absl::Status PrefetchReader::Refill(size_t need, size_t hint,
     size_t tail_n = 0;
     const absl::Time t0 = absl::Now();
     RANGEFS_ASSIGN_OR_RETURN(
-        *direct_n, ReadFile(position_, direct, options_.read, &call,
-                            absl::MakeSpan(buffer_.data(), tail), &tail_n));
+        *direct_n,
+        ReadFile(position_, direct.subspan(0, shape.own), options_.read, &call,
+                 absl::MakeSpan(buffer_.data(), tail), &tail_n));
     policy_.Fill(absl::Now() - t0);
     Learn(position_, *direct_n + tail_n, call);
     position_ += *direct_n;
@@ -253,6 +265,9 @@ absl::StatusOr<size_t> PrefetchReader::Read(absl::Span<char> dst) {
       position_ += n;
       continue;
     }
+    // A degraded erasure-coded stream's Read ends on a row boundary, so
+    // that the next one reads whole rows (reader.h).
+    if (RowDone(done)) break;
     size_t direct_n = 0;
     absl::Status s = Refill(dst.size() - done, dst.size(), dst.subspan(done),
                             done == 0, &direct_n);

@@ -26,17 +26,21 @@
 // parity cell, not from k cells read again:
 // - a window or prefetch fill that continues the stream ends at the last
 //   row boundary it reaches, or at the end of the row it ends in;
-// - a read straight into the caller's buffer that holds at least half of
-//   the row it ends in also reads the rest of that row, into the window
-//   buffer, in the same call. One that holds less reads no tail: a lost
-//   cell in that part is then rebuilt from its cells and parity cells (and
-//   at most as many data cells as the tail would hold: parity first), and
-//   one in the rest is rebuilt by the next call, whose part holds more
-//   than half of the row, from parity cells and that part's cells. Each
-//   way costs no more cell reads than the tail, and the tail's bytes are
-//   copied twice (window, then the caller's buffer): part E's degraded
-//   scan with 4 MiB reads of 6 MiB rows copied a third of its bytes twice
-//   with a tail for every row.
+// - a Read ends on a row boundary: one whose buffer reaches past a row
+//   boundary returns the bytes up to the last one it reaches (fewer than
+//   asked), so that the next Read starts a row;
+// - a read straight into the caller's buffer within one row (less than a
+//   row of a caller's buffer) that holds at least half of that row also
+//   reads the rest of it, into the window buffer, in the same call, which
+//   the next Read returns (a short Read again). So each row is read by one
+//   call: with rangefs-bench's 4 MiB reads of 6 MiB RS(6,3) rows, each row
+//   is a 4 MiB call with a 2 MiB tail, and a lost cell costs one parity
+//   cell read (a third of the bytes copied twice). One that holds less
+//   than half reads no tail: a lost cell in that part is then rebuilt from
+//   its cells and parity cells (and at most as many data cells as the tail
+//   would hold: parity first), and one in the rest is rebuilt by the next
+//   call's part from parity cells and that part's cells. Each way costs no
+//   more cell reads than the tail, and the tail's bytes are copied twice.
 // A healthy stream (and a read after a Seek) is read as a plain file's:
 // rows would cost it copies and save nothing.
 #ifndef RANGEFS_CLIENT_LIB_INTERNAL_READER_H_
@@ -138,9 +142,16 @@ class PrefetchReader : public Reader {
   // The end of a fill of `want` bytes at `offset` (see above).
   // (`sequential`: the fill continues the stream).
   uint64_t FillEnd(uint64_t offset, size_t want, bool sequential) const;
-  // The bytes after a direct read of [start, end) that complete its last
-  // row (see above); 0 unless the stream is degraded.
-  size_t DirectTail(uint64_t start, uint64_t end, bool sequential) const;
+  // A direct read of [start, end) as made: the caller's `own` bytes at
+  // start, then `tail` bytes into the window (see above).
+  struct DirectShape {
+    size_t own = 0;
+    size_t tail = 0;
+  };
+  DirectShape ShapeDirect(uint64_t start, uint64_t end, bool sequential) const;
+  // Whether a Read that copied `done` bytes ends here: a degraded stream's
+  // Read ends on a row boundary (see above).
+  bool RowDone(size_t done) const;
   void StartPrefetch(uint64_t offset, size_t want);
   void JoinPrefetch();     // waits for the thread, if any
   void DiscardPrefetch();  // cancels and joins it

@@ -18,9 +18,11 @@
 #   2. healthy scan: rangefs-bench --workload=scan with default settings
 #      (data_path auto: the mount path here), warm objects (cat of every
 #      object first), E_DUR s after E_RAMP s, of ec vs plain. Target >= 0.95.
-#   3. degraded scan: the same scan of ec with the agent of data column 0
-#      SIGKILLed and its entry in the clients' mount_root renamed (its
-#      export unreadable to the client), vs ec healthy. The node is
+#   3. degraded scan: the same scan of ec with the agent of the node that
+#      holds a data column in the most files (ties: the smallest node id;
+#      the table names it and the count) SIGKILLed and its entry in the
+#      clients' mount_root renamed (its export unreadable to the client),
+#      vs ec healthy. The node is
 #      restarted (cluster.sh restart-node) and its entry restored after
 #      each dead run. Target >= 0.7.
 #   4. 4 KiB random reads: rangefs-bench --workload=lookup --batch=1
@@ -45,9 +47,9 @@
 # degraded read path quickly. Row 3 also reports the scans' CPU s/GB
 # (rangefs-bench's cpu_s_per_gb: the client's user + system CPU), and each
 # dead round in OUT/e_rounds.md the share of the bytes read that were
-# rebuilt: it varies between runs (the layouts are placed at random; the
-# dead node holds a data column of some files, a parity column of others),
-# and the ratio with it.
+# rebuilt: the layouts are placed at random, so it varies a little between
+# runs (the dead node holds a data column of most files, maybe not all; a
+# parity column of the others), and the ratio with it.
 # E_SCAN_FLAGS (environment): extra rangefs-bench flags for the scans of
 # rows 2 and 3 (both sides), e.g. --io_size=6M: reads of whole RS(6,3)
 # rows (the default 4 MiB reads end inside a row two calls in three).
@@ -127,7 +129,11 @@ for r in $(seq 1 "$E_PUT_ROUNDS"); do
     if [ "$r" -lt "$E_PUT_ROUNDS" ]; then e_unput "$layout" "$mark"; fi
   done
 done
-# The EC file's columns: node ids of data column 0 (killed) and 1 (hung).
+# The hung node (row 4): data column 1 of /e/ec/f1. The dead node (row 3):
+# the node that holds a data column in the most files (ties: the smallest
+# id), so that the rebuilt share does not depend on chance as much (the
+# layouts are placed at random): E_DEAD_FILES of E_FILES files lose a data
+# column.
 e_column_node() {  # e_column_node COLUMN: node id of /e/ec/f1's column
   "${E_ADMIN[@]}" file layout /e/ec/f1 | python3 -c "
 import json, sys
@@ -135,16 +141,31 @@ d = json.load(sys.stdin)
 t = d['striped']['targets']
 print(t[int(sys.argv[1])]['replicas'][0].get('node_id') or t[int(sys.argv[1])]['replicas'][0]['nodeId'])" "$1"
 }
+e_layouts() {  # every EC file's layout into WORK/e_layout_I.json
+  local i
+  for i in $(seq 1 "$E_FILES"); do "${E_ADMIN[@]}" file layout "/e/ec/f$i" >"$WORK/e_layout_$i.json" || return 1; done
+}
+e_dead_node() {  # prints "NODE FILES": the node with a data column in the most files
+  python3 - "$WORK"/e_layout_*.json <<'PY'
+import collections, json, sys
+def nid(r): return r.get('node_id') or r.get('nodeId')
+count = collections.Counter()
+for p in sys.argv[1:]:
+    t = json.load(open(p))['striped']['targets']
+    count.update({nid(x['replicas'][0]) for x in t[:6]})
+node, n = min(count.items(), key=lambda kv: (-kv[1], kv[0]))
+print(node, n)
+PY
+}
 E_EC_OK=1
-if ! E_DEAD=$(e_column_node 0) || ! E_HUNG=$(e_column_node 1) || [ -z "$E_DEAD" ] || [ -z "$E_HUNG" ]; then
-  echo "part E: /e/ec/f1 has no erasure-coded layout (file layout failed)" >>"$OUT/e_errors.log"
+if ! e_layouts || ! E_DEAD_AT=$(e_dead_node) || ! E_HUNG=$(e_column_node 1) || [ -z "$E_DEAD_AT" ] || [ -z "$E_HUNG" ]; then
+  echo "part E: /e/ec has no erasure-coded layouts (file layout failed)" >>"$OUT/e_errors.log"
   E_EC_OK=0
 fi
+read -r E_DEAD E_DEAD_FILES <<<"${E_DEAD_AT:-}"
 # The floor of the extra bytes (see the header): mean over the files of
 # (hung node holds a data column) x 5/6.
 e_floor() {
-  local i
-  for i in $(seq 1 "$E_FILES"); do "${E_ADMIN[@]}" file layout "/e/ec/f$i" >"$WORK/e_layout_$i.json" || return 1; done
   python3 - "$E_HUNG" "$WORK"/e_layout_*.json <<'PY' 2>>"$OUT/e_errors.log" || echo failed
 import json, sys
 hung, docs = sys.argv[1], [json.load(open(p)) for p in sys.argv[2:]]
@@ -155,7 +176,8 @@ PY
 }
 E_FLOOR=failed
 if [ "$E_EC_OK" = 1 ] && [ "$E_ROWS" = all ]; then E_FLOOR=$(e_floor || echo failed); fi
-e_log "part E: dead node (data column 0) $E_DEAD, hung node (data column 1) $E_HUNG"
+[ "$E_EC_OK" = 1 ] && e_round "dead node (row 3)" - "$E_DEAD" "a data column in $E_DEAD_FILES of $E_FILES files"
+e_log "part E: dead node $E_DEAD (a data column in $E_DEAD_FILES of $E_FILES files), hung node (data column 1 of f1) $E_HUNG"
 
 # --- runs of rangefs-bench
 e_warm() { find "$CE/exports" -type f -path '*/f/*' -exec cat {} + >/dev/null; }
@@ -257,7 +279,7 @@ if [ "$E_EC_OK" = 1 ]; then
       S_EC+=("$a"); S_PL+=("$b")
       e_round "healthy scan ec / plain (MB/s)" "$r" "$(f0 "$a") / $(f0 "$b")" "$(ratio "$a" "$b")"
     fi
-    # 3. ec with data column 0's node dead vs healthy (E_BENCH_A: side A
+    # 3. ec with the dead node (most data columns) dead vs healthy (E_BENCH_A: side A
     # first in odd rounds, last in even ones)
     if [ -n "${E_BENCH_A:-}" ] && [ $((r % 2)) = 1 ]; then e_dead_a "$r"; fi
     if [ $((r % 2)) = 1 ]; then
@@ -339,7 +361,7 @@ if [ "$E_EC_OK" = 1 ] && [ "$E_ROWS" = all ]; then
 fi
 if [ "$E_EC_OK" = 1 ]; then
   r3_=$(ratio "$(median "${S_DEAD[@]}")" "$(median "${S_HEALTHY[@]}")")
-  e_row "scan (MB/s): RS(6,3), 1 of 9 nodes dead (data column) vs healthy" "$(e_cell 0 "${S_DEAD[@]}")" \
+  e_row "scan (MB/s): RS(6,3), 1 of 9 nodes dead ($E_DEAD: a data column in $E_DEAD_FILES of $E_FILES files) vs healthy" "$(e_cell 0 "${S_DEAD[@]}")" \
     "$(e_cell 0 "${S_HEALTHY[@]}")" "$r3_" ">= 0.7" "$(e_verdict "$r3_" '>=' 0.7)"
   e_row "scan client CPU s/GB: RS(6,3), 1 of 9 nodes dead vs healthy" "$(e_cell 2 "${C_DEAD[@]}")" \
     "$(e_cell 2 "${C_HEALTHY[@]}")" "$(ratio "$(median "${C_DEAD[@]}")" "$(median "${C_HEALTHY[@]}")")" "info" "-"
