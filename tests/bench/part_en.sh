@@ -26,10 +26,13 @@
 #     the client's CPU s/GB, the rebuilt share of the bytes read, the
 #     bytes read from the nodes per byte delivered, and each link's use
 #     (its node's bytes over the run, warm-up included, / the cap).
-#   expectation: with the scan bound by the links, dead / healthy =
-#     (8 of 9 links) x (node bytes per byte, healthy / dead): a rebuilt
-#     cell is read as the parity cell instead of the lost one plus the
-#     helper cells that the client's reads did not already fetch.
+#   expectation, two ways: (a) with the scan bound by the links' sum,
+#     dead / healthy = (8 of 9 links) x (node bytes per byte, healthy /
+#     dead): a rebuilt cell is read as the parity cell instead of the lost
+#     one, plus the helper cells that the client's reads did not already
+#     fetch; (b) by the layouts (en_bounds below; the files are kept as
+#     OUT/e_capped_layout_*.json): each side bound by its busiest link, as
+#     the files' columns do not spread evenly over 9 nodes.
 # Needs root and network namespaces (else the rows say "skipped").
 E_LINK_RATE=${E_LINK_RATE:-400mbit}
 E_LINK_PROBE_ROUNDS=${E_LINK_PROBE_ROUNDS:-3}
@@ -71,6 +74,7 @@ for i in $(seq 1 "$E_FILES"); do
   [ "$EN_OK" = 1 ] || break
   "${EN_ADMIN[@]}" file layout "/e/ec/f$i" >"$WORK/en_layout_$i.json" || EN_OK=0
 done
+[ "$EN_OK" = 1 ] && for i in $(seq 1 "$E_FILES"); do cp "$WORK/en_layout_$i.json" "$OUT/e_capped_layout_$i.json"; done
 EN_DEAD_AT=""
 [ "$EN_OK" = 1 ] && EN_DEAD_AT=$(e_dead_node "$WORK"/en_layout_*.json)
 [ -n "$EN_DEAD_AT" ] || { echo "capped links: no erasure-coded layouts" >>"$OUT/e_errors.log"; EN_OK=0; }
@@ -105,6 +109,15 @@ en_scan() {  # en_scan NAME [dead]: MB/s
   e_mbps "$j"
   [ -z "$j" ] || [ "$(jget "$j" errors)" = 0 ] || echo "$1: $(jget "$j" errors) read errors" >>"$OUT/e_errors.log"
 }
+# en_amp JSON: bytes read from the nodes per byte delivered. The JSON's
+# "nodes" count the whole run, its "bytes" only what follows the warm-up:
+# the nodes' bytes are scaled by seconds / (seconds + warmup_s) (the rate
+# taken as steady).
+en_amp() { if [ -s "$1" ]; then python3 -c "
+import json, sys
+d = json.load(open(sys.argv[1]))
+n = sum(d['nodes'].values()) * d['seconds'] / (d['seconds'] + d['warmup_s'])
+print(n / d['bytes'] if d['bytes'] else 'failed')" "$1"; else echo failed; fi; }
 # en_paths JSON: the reads of each data path over all nodes ("agent 812"...).
 en_paths() { if [ -s "$1" ]; then python3 -c "
 import json, sys
@@ -143,15 +156,14 @@ en_round() {
   EN[${k}_dead]+=" $a"; EN[${k}_healthy]+=" $b"
   EN[${k}_cdead]+=" $(e_cpu "$jd")"; EN[${k}_chealthy]+=" $(e_cpu "$jh")"
   EN[${k}_rebuilt]+=" $(e_rebuilt "$jd")"
-  EN[${k}_adead]+=" $(e_amp "$([ -s "$jd" ] && echo "$jd")")"
-  EN[${k}_ahealthy]+=" $(e_amp "$([ -s "$jh" ] && echo "$jh")")"
+  EN[${k}_adead]+=" $(en_amp "$jd")"; EN[${k}_ahealthy]+=" $(en_amp "$jh")"
   local ld lh
   ld=$(en_links "$jd" "$E_LINK_RATE" "$EN_DEAD"); lh=$(en_links "$jh" "$E_LINK_RATE")
   EN[${k}_ldead]+=" ${ld%% *}"; EN[${k}_lhealthy]+=" ${lh%% *}"
   EN[${k}_lmdead]+=" ${ld##* }"; EN[${k}_lmhealthy]+=" ${lh##* }"
   EN[${k}_path]="$(en_paths "$jh")"
   e_round "$k: ec scan dead / healthy (MB/s)" "$r" "$(f0 "$a") / $(f0 "$b")" \
-    "$(ratio "$a" "$b"); CPU s/GB $(f2 "$(e_cpu "$jd")") / $(f2 "$(e_cpu "$jh")"); rebuilt $(e_rebuilt "$jd") % of the bytes read; node bytes per byte $(f2 "$(e_amp "$jd")") / $(f2 "$(e_amp "$jh")"); link use mean max (cap $E_LINK_RATE) $ld / $lh; helper reads $(e_field "$jd" ec_helper_reads); paths (healthy) ${EN[${k}_path]}"
+    "$(ratio "$a" "$b"); CPU s/GB $(f2 "$(e_cpu "$jd")") / $(f2 "$(e_cpu "$jh")"); rebuilt $(e_rebuilt "$jd") % of the bytes read; node bytes per byte $(f2 "$(en_amp "$jd")") / $(f2 "$(en_amp "$jh")"); link use mean max (cap $E_LINK_RATE) $ld / $lh; helper reads $(e_field "$jd" ec_helper_reads); paths (healthy) ${EN[${k}_path]}"
 }
 if [ "$EN_OK" = 1 ]; then
   en_caps off
@@ -161,6 +173,31 @@ if [ "$EN_OK" = 1 ]; then
 fi
 deploy/local/cluster.sh down --dir="$CEN" >/dev/null 2>&1 || true
 
+# en_bounds DEAD RATE LAYOUT.json...: the links' arithmetic, "HEALTHY DEAD"
+# in MB/s. Every file read at one rate r (one thread a file), each link
+# at most C = RATE / 8 x 1448 / 1514 (TCP payload in 1514-byte frames): a
+# node that serves a column of n files carries n x r / 6, so the scan
+# delivers at most 6 x files x C / (the largest n). Healthy: the data
+# columns; dead: the data columns of the live nodes, and for each file
+# that lost one the node of parity column 0 (the Reader's first choice,
+# ec_read.cc PickCell; the helper bytes beyond it are left out).
+en_bounds() {
+  python3 - "$@" <<'PY'
+import collections, json, sys
+dead, r, docs = sys.argv[1], sys.argv[2], [json.load(open(p)) for p in sys.argv[3:]]
+c = float(r[:-4]) * {'k': 1e3, 'm': 1e6, 'g': 1e9}[r[-4]] / 8e6 * 1448 / 1514
+def nid(x): return x['replicas'][0].get('node_id') or x['replicas'][0].get('nodeId')
+healthy, lost = collections.Counter(), collections.Counter()
+for d in docs:
+    t = [nid(x) for x in d['striped']['targets']]
+    healthy.update(set(t[:6]))
+    lost.update(set(n for n in t[:6] if n != dead))
+    if dead in t[:6]:
+        lost[t[6]] += 1
+f = len(docs)
+print(6 * f * c / max(healthy.values()), 6 * f * c / max(lost.values()))
+PY
+}
 # --- the rows
 en_med() { median ${EN[$1]}; }  # en_med KEY: the median of EN[KEY]
 en_cell() { e_cell "$1" ${EN[$2]}; }  # en_cell DIGITS KEY
@@ -180,7 +217,7 @@ if [ "$EN_OK" = 1 ]; then
     e_row "scan client CPU s/GB, $EN_DESC: dead vs healthy" "$(en_cell 2 capped_cdead)" "$(en_cell 2 capped_chealthy)" \
       "$(ratio "$(en_med capped_cdead)" "$(en_med capped_chealthy)")" "info" "-"
     e_row "$EN_DESC, dead: rebuilt share of the bytes read (%)" "$(en_cell 1 capped_rebuilt)" "-" "-" "info" "-"
-    e_row "$EN_DESC: node bytes per byte delivered, dead vs healthy" "$(en_cell 3 capped_adead)" \
+    e_row "$EN_DESC: node bytes per byte delivered (warm-up scaled out), dead vs healthy" "$(en_cell 3 capped_adead)" \
       "$(en_cell 3 capped_ahealthy)" "$(ratio "$(en_med capped_adead)" "$(en_med capped_ahealthy)")" "info" "-"
     expect=$(python3 -c "
 import sys
@@ -188,6 +225,9 @@ try: print(8 / 9 * float(sys.argv[2]) / float(sys.argv[1]))
 except ValueError: print('failed')" "$(en_med capped_adead)" "$(en_med capped_ahealthy)")
     e_row "$EN_DESC: expected dead / healthy if link-bound: 8/9 links x node bytes per byte healthy / dead" \
       "$(f2 "$expect")" "-" "measured $rc" "info" "-"
+    read -r bh bd <<<"$(en_bounds "$EN_DEAD" "$E_LINK_RATE" "$OUT"/e_capped_layout_*.json || echo failed failed)"
+    e_row "$EN_DESC: the links' bound by the layouts (every file at one rate, the busiest link full), dead vs healthy (MB/s)" \
+      "$(f0 "$bd")" "$(f0 "$bh")" "$(ratio "$bd" "$bh")" "info" "-"
     e_row "$EN_DESC: link use (node bytes a second / cap), mean over live links, dead vs healthy" \
       "$(en_cell 2 capped_ldead)" "$(en_cell 2 capped_lhealthy)" "-" "info" "-"
     e_row "$EN_DESC: link use, busiest link, dead vs healthy" \
