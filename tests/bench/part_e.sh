@@ -62,7 +62,7 @@
 # then bound by the client's CPU: warm objects at ~15 GB/s of memcpy,
 # parity copies, ISA-L decodes and CRCs); capped = row 3 again on a
 # second cluster of 9 nodes whose agents each live in a network namespace
-# behind a tc tbf cap of E_LINK_RATE (default 400mbit; see
+# behind a tc tbf cap of E_LINK_RATE (default 300mbit; see
 # tests/bench/part_en.sh), where the scan is bound by the nodes' links as
 # in a deployment; both = both, one cluster after the other. With
 # E_LINKS=capped the loopback cluster is not started (E_ROWS has no effect
