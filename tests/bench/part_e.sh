@@ -57,6 +57,16 @@
 # that rangefs-bench (side A: dead and healthy), the order of the four
 # scans reversed every other round: an A/B of two builds of the client
 # (this run's own rangefs-bench is side B). Its rows: "A:" in the table.
+# E_LINKS (environment; default both): loopback = the rows above, on
+# 127.0.0.1 with the export directories as the client's mounts (row 3 is
+# then bound by the client's CPU: warm objects at ~15 GB/s of memcpy,
+# parity copies, ISA-L decodes and CRCs); capped = row 3 again on a
+# second cluster of 9 nodes whose agents each live in a network namespace
+# behind a tc tbf cap of E_LINK_RATE (default 300mbit; see
+# tests/bench/part_en.sh), where the scan is bound by the nodes' links as
+# in a deployment; both = both, one cluster after the other. With
+# E_LINKS=capped the loopback cluster is not started (E_ROWS has no effect
+# on the capped rows: they are row 3 only).
 # OUT/part_e.md: the table; OUT/e_rounds.md: every round; OUT/e_*.json:
 # every run; every command in OUT/commands.log.
 echo "bench: part E (erasure coding: RS(6,3) vs replicas, 9 nodes)"
@@ -69,9 +79,11 @@ E_ROWS=${E_ROWS:-all}
 if [ "$E_ROWS" != all ] && [ "$E_ROWS" != dead ]; then
   echo "bench: part E: E_ROWS=$E_ROWS: all or dead" >&2; exit 2
 fi
-CE="$WORK/clusterE"; CLUSTERS+=("$CE")
-eval "$(deploy/local/cluster.sh up --dir="$CE" --nodes=9 --bin="$BIN" --cluster=benche | tail -n 1)"
-E_ADMIN=("$BIN/rangefs-admin" --etcd="$RANGEFS_ETCD" --cluster=benche --no-progress)
+E_LINKS=${E_LINKS:-both}
+case "$E_LINKS" in
+  capped|loopback|both) ;;
+  *) echo "bench: part E: E_LINKS=$E_LINKS: capped, loopback or both" >&2; exit 2 ;;
+esac
 E_SRC="$WORK/data/e"
 mkdir -p "$E_SRC"
 for i in $(seq 1 "$E_FILES"); do gen "$E_SRC/f$i" "e$i" $((E_FILE_MB << 20)); done
@@ -80,6 +92,79 @@ rm -f "$OUT/e_errors.log"
 { echo "# part E rounds"; echo; echo "| row | round | value | note |"; echo "|---|---|---|---|"; } >"$OUT/e_rounds.md"
 e_round() { echo "| $1 | $2 | $3 | ${4:-} |" >>"$OUT/e_rounds.md"; }
 e_log() { echo "$*" >>"$OUT/commands.log"; }
+
+# --- the table
+e_cell() {  # e_cell DIGITS V...: "median (min-max)" or "failed"
+  python3 - "$@" <<'PY'
+import statistics, sys
+d = int(sys.argv[1])
+try: v = [float(x) for x in sys.argv[2:]]
+except ValueError: print("failed"); sys.exit()
+if not v: print("failed"); sys.exit()
+print(f"{statistics.median(v):.{d}f} ({min(v):.{d}f}-{max(v):.{d}f})")
+PY
+}
+e_verdict() {  # e_verdict VALUE OP TARGET: PASS / FAIL / FAIL (not measured)
+  python3 -c "
+import sys
+try: v = float(sys.argv[1])
+except ValueError: print('FAIL (not measured)'); sys.exit()
+t = float(sys.argv[3])
+print('PASS' if (v >= t if sys.argv[2] == '>=' else v <= t) else 'FAIL')" "$@"
+}
+e_rawx() { python3 -c "
+import sys
+try: print(' '.join(str(float(x) / float(sys.argv[1])) for x in sys.argv[2:]))
+except ValueError: print('failed')" "$E_LOGICAL" "$@"; }
+e_row() { echo "| $1 | $2 | $3 | $4 | $5 | $6 |" >>"$OUT/part_e.md"; }
+{ echo "# part E: erasure coding, RS(6,3) vs replicas (9 nodes, same run, same files)"
+  echo
+  echo "$E_FILES files x $E_FILE_MB MiB ($(python3 -c "print(f'{$E_LOGICAL / 2**30:.2f}')") GiB logical), 1 MiB stripe unit;"
+  echo "$E_ROUNDS round(s) per row, the first side alternating; median (min-max); reads: $E_DUR s after $E_RAMP s; $(nproc) cores."
+  echo "Scans: rangefs-bench --workload=scan${E_SCAN_FLAGS:+ $E_SCAN_FLAGS} (E_ROWS=$E_ROWS)."
+  echo
+  echo "| measure | ours | baseline | ratio | target | verdict |"
+  echo "|---|---|---|---|---|---|"
+} >"$OUT/part_e.md"
+e_field() {  # e_field JSON FIELD: the value, or "failed" (no JSON)
+  if [ -n "$1" ]; then jget "$1" "$2"; else echo failed; fi
+}
+e_mbps() { if [ -n "$1" ]; then python3 -c "print($(jget "$1" gbps) * 1000)"; else echo failed; fi; }
+e_cpu() {  # e_cpu JSON: the run's client CPU s/GB, or "failed"
+  if [ -s "$1" ]; then jget "$1" cpu_s_per_gb; else echo failed; fi
+}
+# e_rebuilt JSON: rebuilt bytes per byte read from the nodes, in % (both
+# over the whole run, warm-up included). It varies between runs: the
+# layouts are placed at random, and the dead node holds a data column in
+# some files, a parity column in others.
+e_rebuilt() { if [ -s "$1" ]; then python3 -c "
+import json, sys
+d = json.load(open(sys.argv[1]))
+n = sum(d['nodes'].values())
+print(f\"{d['ec_reconstructed_bytes'] / n * 100:.1f}\" if n else 'failed')" "$1"; else echo failed; fi; }
+# Bytes read from the nodes per byte delivered.
+e_amp() { if [ -n "$1" ]; then python3 -c "
+import json, sys
+d = json.load(open(sys.argv[1]))
+print(sum(d['nodes'].values()) / d['bytes'] if d['bytes'] else 'failed')" "$1"; else echo failed; fi; }
+e_dead_node() {  # e_dead_node LAYOUT.json...: "NODE FILES", the node with a data column in the most files
+  python3 - "$@" <<'PY'
+import collections, json, sys
+def nid(r): return r.get('node_id') or r.get('nodeId')
+count = collections.Counter()
+for p in sys.argv[1:]:
+    t = json.load(open(p))['striped']['targets']
+    count.update({nid(x['replicas'][0]) for x in t[:6]})
+node, n = min(count.items(), key=lambda kv: (-kv[1], kv[0]))
+print(node, n)
+PY
+}
+
+# --- loopback links (E_LINKS=loopback or both): rows 1-4 on 127.0.0.1
+if [ "$E_LINKS" != capped ]; then
+CE="$WORK/clusterE"; CLUSTERS+=("$CE")
+eval "$(deploy/local/cluster.sh up --dir="$CE" --nodes=9 --bin="$BIN" --cluster=benche | tail -n 1)"
+E_ADMIN=("$BIN/rangefs-admin" --etcd="$RANGEFS_ETCD" --cluster=benche --no-progress)
 e_du() { du -sb "$CE/exports" | cut -f1; }
 
 # --- 1. ingest
@@ -145,20 +230,8 @@ e_layouts() {  # every EC file's layout into WORK/e_layout_I.json
   local i
   for i in $(seq 1 "$E_FILES"); do "${E_ADMIN[@]}" file layout "/e/ec/f$i" >"$WORK/e_layout_$i.json" || return 1; done
 }
-e_dead_node() {  # prints "NODE FILES": the node with a data column in the most files
-  python3 - "$WORK"/e_layout_*.json <<'PY'
-import collections, json, sys
-def nid(r): return r.get('node_id') or r.get('nodeId')
-count = collections.Counter()
-for p in sys.argv[1:]:
-    t = json.load(open(p))['striped']['targets']
-    count.update({nid(x['replicas'][0]) for x in t[:6]})
-node, n = min(count.items(), key=lambda kv: (-kv[1], kv[0]))
-print(node, n)
-PY
-}
 E_EC_OK=1
-if ! e_layouts || ! E_DEAD_AT=$(e_dead_node) || ! E_HUNG=$(e_column_node 1) || [ -z "$E_DEAD_AT" ] || [ -z "$E_HUNG" ]; then
+if ! e_layouts || ! E_DEAD_AT=$(e_dead_node "$WORK"/e_layout_*.json) || ! E_HUNG=$(e_column_node 1) || [ -z "$E_DEAD_AT" ] || [ -z "$E_HUNG" ]; then
   echo "part E: /e/ec has no erasure-coded layouts (file layout failed)" >>"$OUT/e_errors.log"
   E_EC_OK=0
 fi
@@ -195,10 +268,6 @@ e_bench() {
     { echo "rangefs-bench $name failed:"; tail -n 3 "$OUT/e_$name.err"; } >>"$OUT/e_errors.log"
   fi
 }
-e_field() {  # e_field JSON FIELD: the value, or "failed" (no JSON)
-  if [ -n "$1" ]; then jget "$1" "$2"; else echo failed; fi
-}
-e_mbps() { if [ -n "$1" ]; then python3 -c "print($(jget "$1" gbps) * 1000)"; else echo failed; fi; }
 e_agent_pid() { cat "$CE/run/node-$1.pid"; }
 e_kill() {  # the dead node: agent SIGKILLed, its mount entry gone
   kill -KILL "$(e_agent_pid "$E_DEAD")"
@@ -229,23 +298,6 @@ e_lookup() {  # e_lookup NAME [hung]: JSON path
   [ "${2:-}" = hung ] && kill -CONT "$pid"
   echo "$j"
 }
-e_cpu() {  # e_cpu JSON: the run's client CPU s/GB, or "failed"
-  if [ -s "$1" ]; then jget "$1" cpu_s_per_gb; else echo failed; fi
-}
-# e_rebuilt JSON: rebuilt bytes per byte read from the nodes, in % (both
-# over the whole run, warm-up included). It varies between runs: the
-# layouts are placed at random, and the dead node holds a data column in
-# some files, a parity column in others.
-e_rebuilt() { if [ -s "$1" ]; then python3 -c "
-import json, sys
-d = json.load(open(sys.argv[1]))
-n = sum(d['nodes'].values())
-print(f\"{d['ec_reconstructed_bytes'] / n * 100:.1f}\" if n else 'failed')" "$1"; else echo failed; fi; }
-# Bytes read from the nodes per byte delivered.
-e_amp() { if [ -n "$1" ]; then python3 -c "
-import json, sys
-d = json.load(open(sys.argv[1]))
-print(sum(d['nodes'].values()) / d['bytes'] if d['bytes'] else 'failed')" "$1"; else echo failed; fi; }
 
 declare -a S_EC=() S_PL=() S_DEAD=() S_HEALTHY=() C_DEAD=() C_HEALTHY=() L_H=() L_X=() A_H=() A_X=()
 declare -a SA_DEAD=() SA_HEALTHY=() CA_DEAD=() CA_HEALTHY=()
@@ -307,39 +359,6 @@ if [ "$E_EC_OK" = 1 ]; then
   done
 fi
 
-# --- the table
-e_cell() {  # e_cell DIGITS V...: "median (min-max)" or "failed"
-  python3 - "$@" <<'PY'
-import statistics, sys
-d = int(sys.argv[1])
-try: v = [float(x) for x in sys.argv[2:]]
-except ValueError: print("failed"); sys.exit()
-if not v: print("failed"); sys.exit()
-print(f"{statistics.median(v):.{d}f} ({min(v):.{d}f}-{max(v):.{d}f})")
-PY
-}
-e_verdict() {  # e_verdict VALUE OP TARGET: PASS / FAIL / FAIL (not measured)
-  python3 -c "
-import sys
-try: v = float(sys.argv[1])
-except ValueError: print('FAIL (not measured)'); sys.exit()
-t = float(sys.argv[3])
-print('PASS' if (v >= t if sys.argv[2] == '>=' else v <= t) else 'FAIL')" "$@"
-}
-e_rawx() { python3 -c "
-import sys
-try: print(' '.join(str(float(x) / float(sys.argv[1])) for x in sys.argv[2:]))
-except ValueError: print('failed')" "$E_LOGICAL" "$@"; }
-e_row() { echo "| $1 | $2 | $3 | $4 | $5 | $6 |" >>"$OUT/part_e.md"; }
-{ echo "# part E: erasure coding, RS(6,3) vs replicas (9 nodes, same run, same files)"
-  echo
-  echo "$E_FILES files x $E_FILE_MB MiB ($(python3 -c "print(f'{$E_LOGICAL / 2**30:.2f}')") GiB logical), 1 MiB stripe unit;"
-  echo "$E_ROUNDS round(s) per row, the first side alternating; median (min-max); reads: $E_DUR s after $E_RAMP s; $(nproc) cores."
-  echo "Scans: rangefs-bench --workload=scan${E_SCAN_FLAGS:+ $E_SCAN_FLAGS} (E_ROWS=$E_ROWS)."
-  echo
-  echo "| measure | ours | baseline | ratio | target | verdict |"
-  echo "|---|---|---|---|---|---|"
-} >"$OUT/part_e.md"
 if [ "$E_ROWS" = all ]; then
 med_ec_t=$(median ${E_T[ec]}); med_r2_t=$(median ${E_T[r2]}); med_pl_t=$(median ${E_T[plain]})
 # shellcheck disable=SC2046
@@ -393,10 +412,17 @@ except ValueError: print('failed')" "$extra" "${E_FLOOR:-failed}")
   e_row "4 KiB random reads: extra bytes beyond that floor (hedges, retries, whole-cell reads)" \
     "$(f2 "$beyond") %" "-" "-" "<= 5 %" "$(e_verdict "$beyond" '<=' 5)"
 fi
+deploy/local/cluster.sh down --dir="$CE" >/dev/null
+fi  # loopback links
+
+# --- row 3 over capped links (E_LINKS=capped or both)
+if [ "$E_LINKS" != loopback ]; then
+  # shellcheck source=tests/bench/part_en.sh
+  source "$ROOT/tests/bench/part_en.sh"
+fi
 { echo
   [ -s "$OUT/e_errors.log" ] && echo "failures logged: $(wc -l <"$OUT/e_errors.log") line(s) in OUT/e_errors.log."
   [ "$E_ROUNDS" -lt 5 ] && echo "note: $E_ROUNDS round(s) (< 5): not a result to report."
   true
 } >>"$OUT/part_e.md"
 echo "part E (erasure coding, OUT/part_e.md): $(grep -c '| PASS |' "$OUT/part_e.md") row(s) PASS, $(grep -c '| FAIL' "$OUT/part_e.md") FAIL" >>"$OUT/report.md"
-deploy/local/cluster.sh down --dir="$CE" >/dev/null

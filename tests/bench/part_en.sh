@@ -1,0 +1,241 @@
+# Part E, row 3 over capped links (sourced by tests/bench/part_e.sh with
+# E_LINKS=capped or both; uses its helpers and run.sh's): the degraded
+# scan where, as in a deployment, the storage nodes' links bound it rather
+# than the client's memcpy.
+#
+# deploy/local/cluster.sh up --hosts=netns --insecure: 9 nodes, each agent
+# in its own network namespace behind a veth whose egress is capped with
+# tc tbf (burst 1mb), the client (etcd, rangefs-admin, rangefs-bench) in a
+# namespace of its own. The export directories are not the client's
+# mounts there: rangefs-bench runs with default settings (data_path auto,
+# the default mount_root, which names no mount of these nodes), and the
+# table names the path auto took (the JSON's node_attempts counters). The
+# same dataset as the loopback rows (E_FILES x E_FILE_MB MiB), put once
+# with --ec=6+3; objects warm in the page cache (cat of every object
+# before every scan). The dead node: the one with a data column in the
+# most files (part_e.sh's e_dead_node), SIGKILLed for the dead scan and
+# restarted (cluster.sh restart-node) after it.
+#   probe: E_LINK_PROBE_ROUNDS rounds (default 3) of dead and healthy with
+#     the caps removed (tc qdisc del): what the 2 cores move through 9
+#     agents; the table gives the caps' sum as a share of that healthy
+#     rate (choose E_LINK_RATE so that it is <= ~1/3, else the row
+#     measures the CPU again).
+#   row: E_ROUNDS rounds of dead and healthy with every node's egress at
+#     E_LINK_RATE (default 300mbit: 9 x 37.5 MB/s of frames, 0.23-0.34 of the
+#     uncapped rate of 1.0-1.5 GB/s measured on the shared 2-core machine), the first side
+#     alternating; medians (min-max) of MB/s, the ratio (target >= 0.7),
+#     the client's CPU s/GB, the rebuilt share of the bytes read, the
+#     bytes read from the nodes per byte delivered, and each link's use
+#     (its node's bytes over the run, warm-up included, / the cap).
+#   expectation, two ways: (a) with the scan bound by the links' sum,
+#     dead / healthy = (8 of 9 links) x (node bytes per byte, healthy /
+#     dead): a rebuilt cell is read as the parity cell instead of the lost
+#     one, plus the helper cells that the client's reads did not already
+#     fetch; (b) by the layouts (en_bounds below; the files are kept as
+#     OUT/e_capped_layout_*.json): each side bound by its busiest link, as
+#     the files' columns do not spread evenly over 9 nodes.
+# Needs root and network namespaces (else the rows say "skipped").
+E_LINK_RATE=${E_LINK_RATE:-300mbit}
+E_LINK_PROBE_ROUNDS=${E_LINK_PROBE_ROUNDS:-3}
+EN_DESC="capped links (netns, tbf $E_LINK_RATE a node)"
+if ! ip netns add rfs-bench-probe-e 2>/dev/null; then
+  echo "bench: part E: cannot create network namespaces: row 3 over capped links skipped" | tee -a "$OUT/report.md"
+  e_row "scan (MB/s), $EN_DESC: skipped (no network namespaces)" - - - ">= 0.7" "FAIL (not measured)"
+  return 0
+fi
+ip netns del rfs-bench-probe-e
+echo "bench: part E row 3 over $EN_DESC, 9 nodes"
+CEN="$WORK/clusterEN"; CLUSTERS+=("$CEN")
+EN_ENV=$(deploy/local/cluster.sh up --dir="$CEN" --nodes=9 --hosts=netns --insecure --rate="$E_LINK_RATE" \
+  --bin="$BIN" --cluster=benchen | tail -n 1)
+EN_ETCD=$(echo "$EN_ENV" | tr ' ' '\n' | sed -n 's/^RANGEFS_ETCD=//p')
+EN_TAG=$(sed -n 's/^TAG=//p' "$CEN/cluster.env")  # (not sourced: it would set run.sh's RATE, NODES)
+en_in() { ip netns exec "rfs${EN_TAG}-c" "$@"; }
+EN_ADMIN=(en_in "$BIN/rangefs-admin" --etcd="$EN_ETCD" --cluster=benchen --no-progress)
+# en_caps RATE|off: every node's egress qdisc (off: none, the veth's default).
+en_caps() {
+  local i ns dev
+  for i in $(seq 1 9); do
+    ns="rfs${EN_TAG}-$i"; dev="r${EN_TAG}v$i"
+    if [ "$1" = off ]; then
+      ip netns exec "$ns" tc qdisc del dev "$dev" root 2>/dev/null || true
+    else
+      ip netns exec "$ns" tc qdisc replace dev "$dev" root tbf rate "$1" burst 1mb latency 50ms
+    fi
+  done
+  e_log "part E capped links: every node's egress qdisc: $1"
+}
+EN_OK=1
+e_log "${EN_ADMIN[*]} file put $E_SRC /e/ec --ec=6+3"
+if ! "${EN_ADMIN[@]}" file put "$E_SRC" /e/ec --ec=6+3 >"$WORK/en_put.out" 2>&1; then
+  { echo "capped links: put failed:"; tail -n 5 "$WORK/en_put.out"; } >>"$OUT/e_errors.log"
+  EN_OK=0
+fi
+for i in $(seq 1 "$E_FILES"); do
+  [ "$EN_OK" = 1 ] || break
+  "${EN_ADMIN[@]}" file layout "/e/ec/f$i" >"$WORK/en_layout_$i.json" || EN_OK=0
+done
+[ "$EN_OK" = 1 ] && for i in $(seq 1 "$E_FILES"); do cp "$WORK/en_layout_$i.json" "$OUT/e_capped_layout_$i.json"; done
+EN_DEAD_AT=""
+[ "$EN_OK" = 1 ] && EN_DEAD_AT=$(e_dead_node "$WORK"/en_layout_*.json)
+[ -n "$EN_DEAD_AT" ] || { echo "capped links: no erasure-coded layouts" >>"$OUT/e_errors.log"; EN_OK=0; }
+read -r EN_DEAD EN_DEAD_FILES <<<"${EN_DEAD_AT:-}"
+e_log "part E capped links: dead node $EN_DEAD (a data column in $EN_DEAD_FILES of $E_FILES files)"
+[ "$EN_OK" = 1 ] && e_round "capped links: dead node" - "$EN_DEAD" "a data column in $EN_DEAD_FILES of $E_FILES files"
+
+# shellcheck disable=SC2206
+EN_SCAN=(--workload=scan ${E_SCAN_FLAGS:-})
+en_warm() { find "$CEN/exports" -type f -path '*/f/*' -exec cat {} + >/dev/null; }
+# en_bench NAME: one scan of /e/ec with default settings in the client's
+# namespace, its JSON in OUT/e_NAME.json; prints the JSON's path, or
+# nothing when the run failed (logged).
+en_bench() {
+  local cmd=(en_in "$BIN/rangefs-bench" --etcd="$EN_ETCD" --cluster=benchen --dir=/e/ec
+             --duration_s="$E_DUR" --warmup_s="$E_RAMP" --json "${EN_SCAN[@]}")
+  e_log "${cmd[*]}"
+  if "${cmd[@]}" >"$OUT/e_$1.json" 2>"$OUT/e_$1.err" && isnum "$(jget "$OUT/e_$1.json" gbps 2>/dev/null)"; then
+    echo "$OUT/e_$1.json"
+  else
+    { echo "rangefs-bench $1 failed:"; tail -n 3 "$OUT/e_$1.err"; } >>"$OUT/e_errors.log"
+  fi
+}
+en_kill() { kill -KILL "$(cat "$CEN/run/node-$EN_DEAD.pid")"; }
+en_revive() { deploy/local/cluster.sh restart-node "$EN_DEAD" --dir="$CEN" >>"$WORK/en_restart.log" 2>&1; }
+en_scan() {  # en_scan NAME [dead]: MB/s
+  local j
+  [ "${2:-}" = dead ] && en_kill
+  en_warm
+  j=$(en_bench "$1")
+  [ "${2:-}" = dead ] && en_revive
+  e_mbps "$j"
+  [ -z "$j" ] || [ "$(jget "$j" errors)" = 0 ] || echo "$1: $(jget "$j" errors) read errors" >>"$OUT/e_errors.log"
+}
+# en_amp JSON: bytes read from the nodes per byte delivered. The JSON's
+# "nodes" count the whole run, its "bytes" only what follows the warm-up:
+# the nodes' bytes are scaled by seconds / (seconds + warmup_s) (the rate
+# taken as steady).
+en_amp() { if [ -s "$1" ]; then python3 -c "
+import json, sys
+d = json.load(open(sys.argv[1]))
+n = sum(d['nodes'].values()) * d['seconds'] / (d['seconds'] + d['warmup_s'])
+print(n / d['bytes'] if d['bytes'] else 'failed')" "$1"; else echo failed; fi; }
+# en_paths JSON: the reads of each data path over all nodes ("agent 812"...).
+en_paths() { if [ -s "$1" ]; then python3 -c "
+import json, sys
+a = json.load(open(sys.argv[1]))['node_attempts'].values()
+p = {k: sum(x[k + '_reads'] for x in a) for k in ('mount', 'agent', 'nfs')}
+print(', '.join(f'{k} {v}' for k, v in p.items() if v) or 'none')" "$1"; else echo failed; fi; }
+# en_links JSON RATE [SKIP]: each link's use, its node's bytes over the
+# whole run (warm-up included) / the cap's bytes a second (L2 frames, so
+# ~0.96 is full for TCP payload), over the nodes but SKIP: "MEAN MAX".
+en_links() {
+  if [ ! -s "$1" ]; then echo "failed failed"; return; fi
+  python3 - "$@" <<'PY'
+import json, sys
+d = json.load(open(sys.argv[1]))
+r = sys.argv[2]
+cap = float(r[:-4]) * {'k': 1e3, 'm': 1e6, 'g': 1e9}[r[-4]] / 8
+t = d['seconds'] + d['warmup_s']
+u = [b / t / cap for n, b in d['nodes'].items() if n != (sys.argv[3] if len(sys.argv) > 3 else '')]
+print(f'{sum(u) / len(u):.2f} {max(u):.2f}' if u else 'failed failed')
+PY
+}
+# en_round KIND R: one round of dead and healthy (first side alternating);
+# appends to EN_<KIND>_* and OUT/e_rounds.md.
+declare -A EN
+for k in uncapped capped; do
+  for f in dead healthy cdead chealthy rebuilt adead ahealthy ldead lhealthy lmdead lmhealthy path; do EN[${k}_$f]=""; done
+done
+en_round() {
+  local k=$1 r=$2 a b jd jh
+  if [ $((r % 2)) = 1 ]; then
+    a=$(en_scan "${k}_dead_$r" dead); b=$(en_scan "${k}_healthy_$r")
+  else
+    b=$(en_scan "${k}_healthy_$r"); a=$(en_scan "${k}_dead_$r" dead)
+  fi
+  jd="$OUT/e_${k}_dead_$r.json"; jh="$OUT/e_${k}_healthy_$r.json"
+  EN[${k}_dead]+=" $a"; EN[${k}_healthy]+=" $b"
+  EN[${k}_cdead]+=" $(e_cpu "$jd")"; EN[${k}_chealthy]+=" $(e_cpu "$jh")"
+  EN[${k}_rebuilt]+=" $(e_rebuilt "$jd")"
+  EN[${k}_adead]+=" $(en_amp "$jd")"; EN[${k}_ahealthy]+=" $(en_amp "$jh")"
+  local ld lh
+  ld=$(en_links "$jd" "$E_LINK_RATE" "$EN_DEAD"); lh=$(en_links "$jh" "$E_LINK_RATE")
+  EN[${k}_ldead]+=" ${ld%% *}"; EN[${k}_lhealthy]+=" ${lh%% *}"
+  EN[${k}_lmdead]+=" ${ld##* }"; EN[${k}_lmhealthy]+=" ${lh##* }"
+  EN[${k}_path]="$(en_paths "$jh")"
+  e_round "$k: ec scan dead / healthy (MB/s)" "$r" "$(f0 "$a") / $(f0 "$b")" \
+    "$(ratio "$a" "$b"); CPU s/GB $(f2 "$(e_cpu "$jd")") / $(f2 "$(e_cpu "$jh")"); rebuilt $(e_rebuilt "$jd") % of the bytes read; node bytes per byte $(f2 "$(en_amp "$jd")") / $(f2 "$(en_amp "$jh")"); link use mean max (cap $E_LINK_RATE) $ld / $lh; helper reads $(e_field "$jd" ec_helper_reads); paths (healthy) ${EN[${k}_path]}"
+}
+if [ "$EN_OK" = 1 ]; then
+  en_caps off
+  for r in $(seq 1 "$E_LINK_PROBE_ROUNDS"); do en_round uncapped "$r"; done
+  en_caps "$E_LINK_RATE"
+  for r in $(seq 1 "$E_ROUNDS"); do en_round capped "$r"; done
+fi
+deploy/local/cluster.sh down --dir="$CEN" >/dev/null 2>&1 || true
+
+# en_bounds DEAD RATE LAYOUT.json...: the links' arithmetic, "HEALTHY DEAD"
+# in MB/s. Every file read at one rate r (one thread a file), each link
+# at most C = RATE / 8 x 1448 / 1514 (TCP payload in 1514-byte frames): a
+# node that serves a column of n files carries n x r / 6, so the scan
+# delivers at most 6 x files x C / (the largest n). Healthy: the data
+# columns; dead: the data columns of the live nodes, and for each file
+# that lost one the node of parity column 0 (the Reader's first choice,
+# ec_read.cc PickCell; the helper bytes beyond it are left out).
+en_bounds() {
+  python3 - "$@" <<'PY'
+import collections, json, sys
+dead, r, docs = sys.argv[1], sys.argv[2], [json.load(open(p)) for p in sys.argv[3:]]
+c = float(r[:-4]) * {'k': 1e3, 'm': 1e6, 'g': 1e9}[r[-4]] / 8e6 * 1448 / 1514
+def nid(x): return x['replicas'][0].get('node_id') or x['replicas'][0].get('nodeId')
+healthy, lost = collections.Counter(), collections.Counter()
+for d in docs:
+    t = [nid(x) for x in d['striped']['targets']]
+    healthy.update(set(t[:6]))
+    lost.update(set(n for n in t[:6] if n != dead))
+    if dead in t[:6]:
+        lost[t[6]] += 1
+f = len(docs)
+print(6 * f * c / max(healthy.values()), 6 * f * c / max(lost.values()))
+PY
+}
+# --- the rows
+en_med() { median ${EN[$1]}; }  # en_med KEY: the median of EN[KEY]
+en_cell() { e_cell "$1" ${EN[$2]}; }  # en_cell DIGITS KEY
+EN_CAP_SUM=$(python3 -c "r = '$E_LINK_RATE'; print(round(9 * float(r[:-4]) * {'k': 1e3, 'm': 1e6, 'g': 1e9}[r[-4]] / 8e6))")
+if [ "$EN_OK" = 1 ]; then
+  # shellcheck disable=SC2086
+  {
+    e_row "scan (MB/s), netns, caps removed (probe, $E_LINK_PROBE_ROUNDS rounds): 1 of 9 dead vs healthy" \
+      "$(en_cell 0 uncapped_dead)" "$(en_cell 0 uncapped_healthy)" \
+      "$(ratio "$(en_med uncapped_dead)" "$(en_med uncapped_healthy)")" "info" "-"
+    e_row "$EN_DESC: the caps' sum (9 x $E_LINK_RATE, MB/s of frames) / the uncapped healthy scan" \
+      "$EN_CAP_SUM" "$(f0 "$(en_med uncapped_healthy)")" "$(ratio "$EN_CAP_SUM" "$(en_med uncapped_healthy)")" \
+      "<= 0.34 (~1/3)" "$(e_verdict "$(ratio "$EN_CAP_SUM" "$(en_med uncapped_healthy)")" '<=' 0.34)"
+    rc=$(ratio "$(en_med capped_dead)" "$(en_med capped_healthy)")
+    e_row "scan (MB/s), $EN_DESC: RS(6,3), 1 of 9 nodes dead ($EN_DEAD: a data column in $EN_DEAD_FILES of $E_FILES files) vs healthy" \
+      "$(en_cell 0 capped_dead)" "$(en_cell 0 capped_healthy)" "$rc" ">= 0.7" "$(e_verdict "$rc" '>=' 0.7)"
+    e_row "scan client CPU s/GB, $EN_DESC: dead vs healthy" "$(en_cell 2 capped_cdead)" "$(en_cell 2 capped_chealthy)" \
+      "$(ratio "$(en_med capped_cdead)" "$(en_med capped_chealthy)")" "info" "-"
+    e_row "$EN_DESC, dead: rebuilt share of the bytes read (%)" "$(en_cell 1 capped_rebuilt)" "-" "-" "info" "-"
+    e_row "$EN_DESC: node bytes per byte delivered (warm-up scaled out), dead vs healthy" "$(en_cell 3 capped_adead)" \
+      "$(en_cell 3 capped_ahealthy)" "$(ratio "$(en_med capped_adead)" "$(en_med capped_ahealthy)")" "info" "-"
+    expect=$(python3 -c "
+import sys
+try: print(8 / 9 * float(sys.argv[2]) / float(sys.argv[1]))
+except ValueError: print('failed')" "$(en_med capped_adead)" "$(en_med capped_ahealthy)")
+    e_row "$EN_DESC: expected dead / healthy if link-bound: 8/9 links x node bytes per byte healthy / dead" \
+      "$(f2 "$expect")" "-" "measured $rc" "info" "-"
+    read -r bh bd <<<"$(en_bounds "$EN_DEAD" "$E_LINK_RATE" "$OUT"/e_capped_layout_*.json || echo failed failed)"
+    e_row "$EN_DESC: the links' bound by the layouts (every file at one rate, the busiest link full), dead vs healthy (MB/s)" \
+      "$(f0 "$bd")" "$(f0 "$bh")" "$(ratio "$bd" "$bh")" "info" "-"
+    e_row "$EN_DESC: link use (node bytes a second / cap), mean over live links, dead vs healthy" \
+      "$(en_cell 2 capped_ldead)" "$(en_cell 2 capped_lhealthy)" "-" "info" "-"
+    e_row "$EN_DESC: link use, busiest link, dead vs healthy" \
+      "$(en_cell 2 capped_lmdead)" "$(en_cell 2 capped_lmhealthy)" "-" "info" "-"
+    e_row "$EN_DESC: reads by data path (data_path=auto, default mount_root; healthy, last round)" \
+      "${EN[capped_path]:-failed}" "-" "-" "info" "-"
+  }
+else
+  e_row "scan (MB/s), $EN_DESC: RS(6,3), 1 of 9 nodes dead vs healthy" failed failed n/a ">= 0.7" "FAIL (not measured)"
+fi
