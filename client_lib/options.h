@@ -136,7 +136,7 @@ struct ClientOptions {
   int nfs_connections_per_node = 1;
   // NFS data path: the most event-loop threads driving the connections of
   // all nodes (a new connection goes to the loop with the fewest; a new
-  // loop starts once each has 4); 0 = one per CPU. 0..256.
+  // loop starts once each has 2); 0 = one per CPU. 0..256.
   int nfs_event_loops = 0;
   // The mount health file written by rangefs-mountd (client_lib/mountd/
   // mount_status.h); "" = <mount_root>/.rangefs-mounts, "-" = not read. It

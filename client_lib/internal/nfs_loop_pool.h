@@ -33,11 +33,13 @@ int NfsEventLoops(int option);
 
 class NfsLoopPool {
  public:
-  // Connections a loop takes before the next loop starts: 4 KiB random
-  // reads of 4 nodes over capped links on a 2-core host cost 9.4 us of CPU
-  // a read with one loop, 11.1 with two, 12.9 with one a node
-  // (tests/bench/RESULTS.md part U).
-  static constexpr int kLinksPerLoop = 4;
+  // Connections a loop takes before the next loop starts. 4 KiB random
+  // reads of 4 nodes over capped links on a loaded 2-core host: CPU a read
+  // 12.9 us with a loop a node, 11.1 with two loops, 9.4-10.4 with one; but
+  // one loop also lost IOPS and sequential rate there in one run of two (a
+  // single thread's share of a contended CPU), two lost neither
+  // (tests/bench/RESULTS.md part U). Two until a quiet run decides.
+  static constexpr int kLinksPerLoop = 2;
   // `max_loops` >= 1.
   explicit NfsLoopPool(int max_loops) : max_loops_(max_loops) {}
   // Stops the loops without waiting (Shutdown is meant to come first; this
