@@ -34,14 +34,15 @@ enum class DataPath {
   kAuto,
   // The node's NFS export (NodeRecord's nfs://host[:port]/export, NFSv3 or
   // v4) read in userspace with libnfs, no kernel mount: each node gets
-  // `nfs_connections_per_node` connections, each driven by an event loop
-  // of its own, and every request carries the library's deadline (at most
-  // `attempt_timeout`): a server that does not answer fails it
-  // DEADLINE_EXCEEDED, and the node is judged like a hung mount (stall
-  // delay, dead-node table, hedges to other replicas); its connection is
-  // torn down and mounted again for the next read. Verification reads the
-  // sidecars over NFS. A node whose record has no NFS export, or a
-  // malformed one (logged), reads its agent.
+  // `nfs_connections_per_node` connections, driven by the client's
+  // `nfs_event_loops` event-loop threads, and every request carries the
+  // library's deadline (at most `attempt_timeout`): a server that does
+  // not answer fails it DEADLINE_EXCEEDED, and the node is judged like a
+  // hung mount (stall delay, dead-node table, hedges to other replicas);
+  // its connection is torn down and mounted again for the next read (a
+  // hung server stalls no other node's connections on the same loop).
+  // Verification reads the sidecars over NFS. A node whose record has no
+  // NFS export, or a malformed one (logged), reads its agent.
   kNfs,
 };
 
@@ -130,9 +131,13 @@ struct ClientOptions {
   // Reads in flight per node on the node's ring (the per-node cap there),
   // and per call on a borrowed ring.
   int io_uring_depth = 32;
-  // NFS data path: connections (libnfs contexts, one event-loop thread
-  // each) per node; a read goes to the least loaded. 1..64.
+  // NFS data path: connections (libnfs contexts) per node; a read goes to
+  // the least loaded. 1..64.
   int nfs_connections_per_node = 1;
+  // NFS data path: the most event-loop threads driving the connections of
+  // all nodes (a new connection goes to the loop with the fewest; a new
+  // loop starts once each has 2); 0 = one per CPU. 0..256.
+  int nfs_event_loops = 0;
   // The mount health file written by rangefs-mountd (client_lib/mountd/
   // mount_status.h); "" = <mount_root>/.rangefs-mounts, "-" = not read. It
   // is re-read every `mount_recheck_interval`. While it exists and is newer

@@ -14,6 +14,7 @@
 #include "base/clock.h"
 #include "client_lib/fs.h"
 #include "client_lib/internal/client_hooks.h"
+#include "client_lib/internal/nfs_loop_pool.h"
 #include "client_lib/options.h"
 #include "loadbalancer/latency_tracker.h"
 #include "loadbalancer/node_health.h"
@@ -34,13 +35,15 @@ class ClientCore {
         own_fs_(hooks.fs == nullptr ? NewPosixFs() : nullptr),
         fs_(hooks.fs != nullptr ? hooks.fs : own_fs_.get()),
         health_(clock_),
-        latency_(clock_) {}
+        latency_(clock_),
+        nfs_loops_(NfsEventLoops(o.nfs_event_loops)) {}
 
   const ClientOptions& options() const { return options_; }
   Clock* clock() { return clock_; }
   ReadOnlyFs* fs() { return fs_; }
   lb::NodeHealthTable& health() { return health_; }
   lb::LatencyTracker& latency() { return latency_; }
+  NfsLoopPool& nfs_loops() { return nfs_loops_; }
   std::atomic<int>& global_inflight() { return global_inflight_; }
   void CountChecksumFailure() { checksum_failures_.fetch_add(1); }
   std::atomic<uint64_t>& hedge_wins_counter() { return hedge_wins_; }
@@ -60,6 +63,7 @@ class ClientCore {
   ReadOnlyFs* const fs_;
   lb::NodeHealthTable health_;
   lb::LatencyTracker latency_;
+  NfsLoopPool nfs_loops_;
   std::atomic<int> global_inflight_{0};
   std::atomic<uint64_t> checksum_failures_{0}, hedge_wins_{0};
 };

@@ -109,6 +109,9 @@ ClientImpl::~ClientImpl() {
     deadlines.push_back(d);
     n->BeginStop();
   }
+  // The nodes' NFS connections are stopped: their loops answer what they
+  // held (never blocking but in poll) before the nodes' threads are waited.
+  core_->nfs_loops().Shutdown(give_up);
   for (size_t i = 0; i < nodes.size(); ++i) {
     const std::shared_ptr<NodeRuntime>& n = nodes[i];
     const int left = n->Shutdown(deadlines[i]);
@@ -132,6 +135,10 @@ absl::Status ClientImpl::Init() {
   }
   if (o.io_uring_depth < 1) {
     return absl::InvalidArgumentError("io_uring_depth must be >= 1");
+  }
+  if (o.nfs_event_loops < 0 || o.nfs_event_loops > 256) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "nfs_event_loops must be in 0..256, not ", o.nfs_event_loops));
   }
   if (o.nfs_connections_per_node < 1 || o.nfs_connections_per_node > 64) {
     return absl::InvalidArgumentError(

@@ -22,21 +22,14 @@ constexpr absl::Duration kMaxPoll = absl::Milliseconds(100);
 // The loop whose Run this thread is in (null: none).
 thread_local const NfsLoop* running_loop = nullptr;
 
-}  // namespace
-
-absl::StatusOr<std::unique_ptr<NfsLoop>> NfsLoop::Create(NfsExport e,
-                                                         std::string id) {
-  const int fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
-  if (fd < 0) return ErrnoStatus(errno, "eventfd for an NFS loop");
-  return std::unique_ptr<NfsLoop>(new NfsLoop(std::move(e), std::move(id), fd));
+absl::Status Closing(const NfsExport& e) {
+  return absl::UnavailableError(
+      absl::StrCat("NFS reads of ", e.Describe(), " stopped (client closing)"));
 }
 
-NfsLoop::NfsLoop(NfsExport e, std::string id, int event_fd)
-    : export_(std::move(e)), id_(std::move(id)), event_fd_(event_fd) {}
+}  // namespace
 
-NfsLoop::~NfsLoop() { close(event_fd_); }
-
-bool NfsLoop::Submit(std::unique_ptr<NfsRequest> r) {
+bool NfsLink::Submit(std::unique_ptr<NfsRequest> r) {
   load_.fetch_add(1, std::memory_order_relaxed);
   auto done = std::move(r->done);
   r->done = [this, done = std::move(done)](const absl::Status& s,
@@ -44,24 +37,78 @@ bool NfsLoop::Submit(std::unique_ptr<NfsRequest> r) {
     load_.fetch_sub(1, std::memory_order_relaxed);
     done(s, data, n);
   };
-  // On the loop's own thread (a `done` that starts the next read): queued
-  // with no wake-up, since the loop takes its queue before it polls again.
+  if (loop_->Push(this, std::move(r))) return true;
+  load_.fetch_sub(1, std::memory_order_relaxed);
+  return false;
+}
+
+void NfsLink::Stop() { loop_->StopLink(this); }
+
+absl::StatusOr<std::shared_ptr<NfsLoop>> NfsLoop::Create(bool single,
+                                                         Starter start) {
+  const int fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+  if (fd < 0) return ErrnoStatus(errno, "eventfd for an NFS loop");
+  return std::shared_ptr<NfsLoop>(new NfsLoop(fd, single, std::move(start)));
+}
+
+NfsLoop::~NfsLoop() { close(event_fd_); }
+
+std::shared_ptr<NfsLink> NfsLoop::Attach(NfsExport e, std::string id) {
+  std::shared_ptr<NfsLink> link(
+      new NfsLink(shared_from_this(), std::move(e), std::move(id)));
+  bool wake;
+  {
+    absl::MutexLock l(&mu_);
+    if (stop_ || (single_ && attached_)) return nullptr;
+    attached_ = true;
+    links_.fetch_add(1, std::memory_order_relaxed);
+    wake = queue_.empty() && running_loop != this;
+    queue_.push_back(Item{link.get(), nullptr, link});
+  }
+  if (wake) Wake();
+  return link;
+}
+
+bool NfsLoop::Push(NfsLink* link, std::unique_ptr<NfsRequest> r) {
+  // On the loop's own thread (a `done` that starts the next read, of any
+  // of its links): queued with no wake-up, since the loop takes its queue
+  // before it polls again.
   const bool own = running_loop == this;
   bool wake = false;
   {
     absl::MutexLock l(&mu_);
-    if (stop_) {
+    if (stop_ || link->stopped_) {
       // Refused, never answered here: this thread may hold a lock that
       // `done` takes (a read call's, handing it its pieces), and a stopped
-      // loop has no thread left to answer on.
-      load_.fetch_sub(1, std::memory_order_relaxed);
+      // link has no connection left to answer on.
       return false;
     }
+    if (!started_ && start_) {
+      if (!start_(shared_from_this())) {
+        stop_ = true;  // no thread: nothing may wait in its queue
+        queue_.clear();
+        return false;
+      }
+    }
+    started_ = true;
     wake = queue_.empty() && !own;
-    queue_.push_back(std::move(r));
+    queue_.push_back(Item{link, std::move(r), nullptr});
   }
   if (wake) Wake();
   return true;
+}
+
+void NfsLoop::StopLink(NfsLink* link) {
+  bool wake;
+  {
+    absl::MutexLock l(&mu_);
+    if (stop_ || link->stopped_) return;
+    link->stopped_ = true;
+    links_.fetch_sub(1, std::memory_order_relaxed);
+    wake = queue_.empty() && running_loop != this;
+    queue_.push_back(Item{link, nullptr, nullptr});
+  }
+  if (wake) Wake();
 }
 
 void NfsLoop::Wake() {
@@ -74,58 +121,113 @@ void NfsLoop::Stop() {
   {
     absl::MutexLock l(&mu_);
     stop_ = true;
+    // Never started (no request came): no thread will take its queue
+    // (attaches and stops only), whose links hold the loop.
+    if (!started_ && start_) queue_.clear();
   }
   Wake();
 }
 
-std::vector<std::unique_ptr<NfsRequest>> NfsLoop::Take(bool* stop) {
-  std::vector<std::unique_ptr<NfsRequest>> out;
+bool NfsLoop::Retire() {
+  absl::MutexLock l(&mu_);
+  if (!attached_ || links_.load(std::memory_order_relaxed) > 0) return false;
+  stop_ = true;  // its one link stopped, its stop handled: nothing queued
+  running_loop = nullptr;
+  return true;
+}
+
+std::vector<NfsLoop::Item> NfsLoop::Take(bool* stop) {
+  std::vector<Item> out;
   absl::MutexLock l(&mu_);
   out.swap(queue_);
   *stop = stop_;
   return out;
 }
 
+NfsLoop::Conn* NfsLoop::Find(NfsLink* link) {
+  for (Conn& c : conns_) {
+    if (c.link.get() == link) return &c;
+  }
+  return nullptr;
+}
+
+void NfsLoop::Handle(Item& item, absl::Time now) {
+  if (item.attach != nullptr) {
+    auto conn = std::make_unique<NfsConn>(item.link->export_, item.link->id_);
+    conns_.push_back(Conn{std::move(item.attach), std::move(conn)});
+    return;
+  }
+  Conn* c = Find(item.link);
+  if (item.req == nullptr) {  // the link stopped: after its last request
+    if (c == nullptr) return;
+    std::shared_ptr<NfsLink> keep = c->link;  // past the erase
+    std::unique_ptr<NfsConn> conn = std::move(c->conn);
+    conns_.erase(conns_.begin() + (c - conns_.data()));
+    conn->Close(Closing(keep->export_));
+    return;
+  }
+  if (c == nullptr) return;  // not reached: attach precedes, stop follows
+  if (!item.req->refused.ok()) {
+    auto done = std::move(item.req->done);
+    done(item.req->refused, nullptr, 0);
+  } else {
+    c->conn->Start(std::move(item.req), now);
+  }
+}
+
 void NfsLoop::Run() {
   running_loop = this;
-  NfsConn conn(export_, id_);
+  std::vector<pollfd> fds;
+  std::vector<int> slot;  // conns_[i]'s index in fds (0: not polled)
   for (;;) {
     bool stop = false;
-    std::vector<std::unique_ptr<NfsRequest>> fresh = Take(&stop);
-    absl::Time now = absl::Now();
-    for (auto& r : fresh) {
-      if (stop) {
-        r->done(absl::UnavailableError(
-                    absl::StrCat("NFS reads of ", export_.Describe(),
-                                 " stopped (client closing)")),
-                nullptr, 0);
-      } else if (!r->refused.ok()) {
-        r->done(r->refused, nullptr, 0);
+    std::vector<Item> fresh = Take(&stop);
+    const absl::Time now = absl::Now();
+    for (Item& item : fresh) {
+      if (stop && item.req != nullptr) {
+        auto done = std::move(item.req->done);
+        done(Closing(item.link->export_), nullptr, 0);
       } else {
-        conn.Start(std::move(r), now);
+        Handle(item, now);
       }
     }
     if (stop) break;
-    conn.Expire(absl::Now());
-    mounts_.store(conn.mounts(), std::memory_order_relaxed);
-    pollfd fds[2] = {{event_fd_, POLLIN, 0}, {conn.fd(), conn.events(), 0}};
-    const int nfds = fds[1].fd >= 0 ? 2 : 1;
-    const absl::Duration wait = std::clamp(conn.NextDeadline() - absl::Now(),
-                                           absl::ZeroDuration(), kMaxPoll);
+    if (single_ && conns_.empty() && Retire()) return;
+    // Handle may have added or removed connections: index them afresh.
+    fds.assign(1, pollfd{event_fd_, POLLIN, 0});
+    slot.assign(conns_.size(), 0);
+    absl::Time next = absl::InfiniteFuture();
+    const absl::Time t = absl::Now();
+    for (size_t i = 0; i < conns_.size(); ++i) {
+      NfsConn& c = *conns_[i].conn;
+      c.Expire(t);
+      conns_[i].link->mounts_.store(c.mounts(), std::memory_order_relaxed);
+      next = std::min(next, c.NextDeadline());
+      if (c.fd() >= 0) {
+        slot[i] = static_cast<int>(fds.size());
+        fds.push_back(pollfd{c.fd(), c.events(), 0});
+      }
+    }
+    const absl::Duration wait =
+        std::clamp(next - absl::Now(), absl::ZeroDuration(), kMaxPoll);
     const int ms = static_cast<int>(absl::ToInt64Milliseconds(
         wait + absl::Microseconds(999)));  // rounded up: no busy wait
-    const int rc = poll(fds, nfds, ms);
+    const int rc = poll(fds.data(), fds.size(), ms);
     if (rc > 0 && (fds[0].revents & POLLIN) != 0) {
       uint64_t v;
       ssize_t n = read(event_fd_, &v, sizeof(v));
       (void)n;
     }
-    if ((nfds == 2 && rc > 0 && fds[1].revents != 0) || conn.broken()) {
-      conn.Service(nfds == 2 && rc > 0 ? fds[1].revents : 0);
+    // Connections are neither added nor removed here (a `done` only
+    // queues), so `slot` stays valid.
+    for (size_t i = 0; i < conns_.size(); ++i) {
+      NfsConn& c = *conns_[i].conn;
+      const short rev = rc > 0 && slot[i] > 0 ? fds[slot[i]].revents : 0;
+      if (rev != 0 || c.broken()) c.Service(rev);
     }
   }
-  conn.Close(absl::UnavailableError(absl::StrCat(
-      "NFS reads of ", export_.Describe(), " stopped (client closing)")));
+  for (Conn& c : conns_) c.conn->Close(Closing(c.link->export_));
+  conns_.clear();
   running_loop = nullptr;
 }
 

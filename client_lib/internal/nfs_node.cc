@@ -42,21 +42,24 @@ std::atomic<void (*)(NfsNode&)> before_read_for_test{nullptr};
 }  // namespace
 
 absl::StatusOr<std::shared_ptr<NfsNode>> NfsNode::Create(
-    const std::string& node, NfsExport e, int connections) {
+    const std::string& node, NfsExport e, int connections, NfsLoopPool& pool) {
   static std::atomic<uint64_t> seq{0};
-  std::vector<std::shared_ptr<NfsLoop>> loops;
+  std::vector<std::shared_ptr<NfsLink>> links;
   for (int i = 0; i < std::max(1, connections); ++i) {
-    absl::StatusOr<std::unique_ptr<NfsLoop>> l = NfsLoop::Create(
+    absl::StatusOr<std::shared_ptr<NfsLink>> l = pool.Attach(
         e, absl::StrCat("rangefs-", getpid(), "-", node, "-", seq++));
-    if (!l.ok()) return l.status();
-    loops.push_back(std::move(*l));
+    if (!l.ok()) {
+      for (const auto& made : links) made->Stop();
+      return l.status();
+    }
+    links.push_back(std::move(*l));
   }
-  return std::shared_ptr<NfsNode>(new NfsNode(std::move(e), std::move(loops)));
+  return std::shared_ptr<NfsNode>(new NfsNode(std::move(e), std::move(links)));
 }
 
-NfsLoop& NfsNode::Pick() const {
-  NfsLoop* best = loops_[0].get();
-  for (const auto& l : loops_) {
+NfsLink& NfsNode::Pick() const {
+  NfsLink* best = links_[0].get();
+  for (const auto& l : links_) {
     if (l->load() < best->load()) best = l.get();
   }
   return *best;
@@ -64,7 +67,7 @@ NfsLoop& NfsNode::Pick() const {
 
 void NfsNode::Stop() {
   stopped_.store(true, std::memory_order_release);
-  for (const auto& l : loops_) l->Stop();
+  for (const auto& l : links_) l->Stop();
 }
 
 void NfsNode::SetBeforeReadForTest(void (*hook)(NfsNode&)) {
@@ -73,7 +76,7 @@ void NfsNode::SetBeforeReadForTest(void (*hook)(NfsNode&)) {
 
 int NfsNode::mounts() const {
   int n = 0;
-  for (const auto& l : loops_) n += l->mounts();
+  for (const auto& l : links_) n += l->mounts();
   return n;
 }
 

@@ -1,8 +1,9 @@
 // File: internal/nfs_node.h
 //
 // NfsNode: a storage node's NFS export read in userspace (the `nfs` data
-// path). It spreads reads over its connections (NfsLoop, one thread and
-// one libnfs context each; the least loaded takes the next read), and
+// path). It spreads reads over its connections (NfsLink, one libnfs
+// context each, on the loops of an NfsLoopPool shared with the client's
+// other nodes; the least loaded takes the next read), and
 // verifies like the mount path: when verifying, the object's sidecar is
 // read over NFS too (once, then cached), the read widened to whole sidecar
 // blocks, and each block's CRC32C checked (MountReader::Check: DATA_LOSS
@@ -28,6 +29,7 @@
 #include "absl/time/time.h"
 #include "client_lib/internal/nfs_export.h"
 #include "client_lib/internal/nfs_loop.h"
+#include "client_lib/internal/nfs_loop_pool.h"
 #include "storage_node/sidecar.h"
 
 namespace rangefs {
@@ -49,14 +51,11 @@ using NfsDone = std::function<void(const absl::StatusOr<size_t>& r,
 
 class NfsNode {
  public:
-  // `connections` >= 1 loops; their threads are the caller's to run
-  // (loops()).
+  // `connections` >= 1, attached to `pool`'s loops.
   static absl::StatusOr<std::shared_ptr<NfsNode>> Create(
-      const std::string& node, NfsExport e, int connections);
+      const std::string& node, NfsExport e, int connections, NfsLoopPool& pool);
 
   const NfsExport& nfs_export() const { return export_; }
-  // The loops, each to Run on a thread of its own until Stop.
-  const std::vector<std::shared_ptr<NfsLoop>>& loops() const { return loops_; }
   // Starts reading `p`; `done` then runs once, on a connection's thread.
   // False once the node is stopped (its export replaced, the client
   // closing): `done` was not called and never will be; the caller reads
@@ -73,9 +72,9 @@ class NfsNode {
   static void SetBeforeReadForTest(void (*hook)(NfsNode&));
 
  private:
-  NfsNode(NfsExport e, std::vector<std::shared_ptr<NfsLoop>> loops)
-      : export_(std::move(e)), loops_(std::move(loops)) {}
-  NfsLoop& Pick() const;
+  NfsNode(NfsExport e, std::vector<std::shared_ptr<NfsLink>> links)
+      : export_(std::move(e)), links_(std::move(links)) {}
+  NfsLink& Pick() const;
   // Answers `done` with `why` from a connection's thread, never from the
   // caller's: Read's caller may hold locks that `done` takes (a read
   // call's, handing it its pieces). False (`done` dropped): stopped.
@@ -86,7 +85,7 @@ class NfsNode {
   std::shared_ptr<const node::Checksums> CachedSidecar(const std::string& o);
 
   const NfsExport export_;
-  const std::vector<std::shared_ptr<NfsLoop>> loops_;
+  const std::vector<std::shared_ptr<NfsLink>> links_;
   std::atomic<bool> stopped_{false};
   absl::Mutex mu_;
   absl::flat_hash_map<std::string, std::shared_ptr<const node::Checksums>>

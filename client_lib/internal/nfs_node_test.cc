@@ -89,36 +89,59 @@ class NfsNodeTest : public ::testing::Test {
     Connect(server_->url(), options.version);
   }
 
-  // Stops node_ and joins its loops' threads.
+  // Stops node_ and its loops, joining their threads.
   void StopNode() {
     node_->Stop();
-    for (std::thread& t : threads_) t.join();
-    threads_.clear();
+    StopLoops();
+  }
+
+  void StopLoops() {
+    if (pool_ != nullptr) pool_->Shutdown(absl::InfiniteFuture());
+    pool_.reset();
   }
 
   void Connect(const std::string& url, const std::string& version = "4.1") {
     absl::StatusOr<NfsExport> e = ParseNfsExport("n1", url, version);
     ASSERT_TRUE(e.ok()) << e.status();
-    auto n = NfsNode::Create("n1", *e, 1);
+    if (pool_ == nullptr) pool_ = std::make_unique<NfsLoopPool>(1);
+    auto n = NfsNode::Create("n1", *e, 1, *pool_);
     ASSERT_TRUE(n.ok()) << n.status();
     node_ = *n;
-    for (const auto& l : node_->loops()) {
-      threads_.emplace_back([l] { l->Run(); });
-    }
   }
 
   void TearDown() override {
     if (node_ != nullptr) node_->Stop();
-    for (std::thread& t : threads_) t.join();
+    if (node2_ != nullptr) node2_->Stop();
+    StopLoops();
   }
 
   Result Read(uint64_t offset, uint64_t length, bool verify = false,
               absl::Duration budget = absl::Seconds(10),
               const std::string& object = "d/obj") {
+    return ReadFrom(*node_, offset, length, verify, budget, object);
+  }
+
+  // A second node "n2" on pool_'s loops, served by server2_ (a ganesha of
+  // the same export directory).
+  void ServeSecondNode() {
+    auto server = testing::GaneshaServer::Start({.export_dir = export_dir_});
+    ASSERT_THAT(server, ::rangefs::IsOk());
+    server2_ = std::move(*server);
+    absl::StatusOr<NfsExport> e = ParseNfsExport("n2", server2_->url(), "4.1");
+    ASSERT_TRUE(e.ok()) << e.status();
+    auto n = NfsNode::Create("n2", *e, 1, *pool_);
+    ASSERT_TRUE(n.ok()) << n.status();
+    node2_ = *n;
+  }
+
+  Result ReadFrom(NfsNode& node, uint64_t offset, uint64_t length,
+                  bool verify = false,
+                  absl::Duration budget = absl::Seconds(10),
+                  const std::string& object = "d/obj") {
     Result out;
     absl::Notification done;
     const absl::Time t0 = absl::Now();
-    const bool started = node_->Read(
+    const bool started = node.Read(
         {object, offset, length, verify, t0 + budget},
         [&](const absl::StatusOr<size_t>& r, const char* p, bool cf) {
           out.bytes = r.ok() ? absl::StatusOr<std::string>(std::string(p, *r))
@@ -140,7 +163,9 @@ class NfsNodeTest : public ::testing::Test {
   std::string data_;
   std::unique_ptr<testing::GaneshaServer> server_;
   std::shared_ptr<NfsNode> node_;
-  std::vector<std::thread> threads_;
+  std::unique_ptr<NfsLoopPool> pool_;
+  std::unique_ptr<testing::GaneshaServer> server2_;
+  std::shared_ptr<NfsNode> node2_;
 };
 
 TEST_F(NfsNodeTest, ByteExactAtEdgeSizes) {
@@ -321,8 +346,7 @@ TEST_F(NfsNodeTest, ReadsAfterStopAreRefusedNeverAnsweredOnTheCaller) {
   ASSERT_TRUE(Read(0, 4096).bytes.ok());  // the loop ran and mounted
   node_->Stop();
   EXPECT_TRUE(node_->stopped());
-  for (std::thread& t : threads_) t.join();
-  threads_.clear();
+  StopLoops();
   std::atomic<int> answered{0};
   auto count = [&](const absl::StatusOr<size_t>&, const char*, bool) {
     answered.fetch_add(1);
@@ -391,6 +415,104 @@ TEST(NfsExportTest, ParsesAndRefuses) {
   EXPECT_THAT(
       ParseNfsExport("n7", "nfs://h/e", "2").status(),
       StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("version")));
+}
+
+// Two nodes on a pool of one loop: one thread answers both, so that a
+// completion of one node starts the next read of the other with no
+// hand-off (tests/bench/RESULTS.md part U).
+TEST_F(NfsNodeTest, NodesShareOneLoopThread) {
+  ASSERT_NO_FATAL_FAILURE(ServeSecondNode());
+  EXPECT_EQ(pool_->loops(), 1);
+  std::thread::id first, second;
+  absl::Notification done;
+  const absl::Time deadline = absl::Now() + absl::Seconds(10);
+  absl::Status status;
+  ASSERT_TRUE(node_->Read(
+      {"d/obj", 0, 4096, false, deadline},
+      [&](const absl::StatusOr<size_t>& r, const char*, bool) {
+        first = std::this_thread::get_id();
+        if (!r.ok()) {
+          status = r.status();
+          done.Notify();
+          return;
+        }
+        // From the loop's thread, as NodeRuntime's refill does.
+        const bool started = node2_->Read(
+            {"d/obj", 4096, 4096, false, deadline},
+            [&](const absl::StatusOr<size_t>& r2, const char*, bool) {
+              second = std::this_thread::get_id();
+              status = r2.status();
+              done.Notify();
+            });
+        if (!started) done.Notify();
+      }));
+  done.WaitForNotification();
+  ASSERT_TRUE(status.ok()) << status;
+  EXPECT_EQ(first, second);
+  EXPECT_NE(first, std::this_thread::get_id());
+}
+
+// A hung server (SIGSTOPped, its mount and reads unanswered) shares a loop
+// with a healthy one: the healthy node's first mount and its reads go on
+// at full speed; the hung node's read fails at its own deadline.
+TEST_F(NfsNodeTest, HungServerDoesNotStallAnotherNodeOnItsLoop) {
+  StopNode();  // a fresh node_: its mount is what hangs
+  Connect(server_->url());
+  ASSERT_NO_FATAL_FAILURE(ServeSecondNode());  // not mounted yet either
+  EXPECT_EQ(pool_->loops(), 1);
+  ASSERT_THAT(server_->Pause(), ::rangefs::IsOk());
+  absl::Notification hung_done;
+  absl::Status hung = absl::UnknownError("not answered");
+  const absl::Time t0 = absl::Now();
+  ASSERT_TRUE(
+      node_->Read({"d/obj", 0, 4096, false, t0 + absl::Seconds(4)},
+                  [&](const absl::StatusOr<size_t>& r, const char*, bool) {
+                    hung = r.status();
+                    hung_done.Notify();
+                  }));
+  for (int i = 0; i < 10; ++i) {
+    Result r = ReadFrom(*node2_, i * 4096, 4096, /*verify=*/i % 2 == 1,
+                        absl::Seconds(10));
+    ASSERT_TRUE(r.bytes.ok()) << r.bytes.status();
+    EXPECT_TRUE(*r.bytes == data_.substr(i * 4096, 4096));
+    EXPECT_LT(r.took, absl::Seconds(1));
+  }
+  EXPECT_FALSE(hung_done.HasBeenNotified());  // all that, while it hung
+  hung_done.WaitForNotification();
+  EXPECT_THAT(hung, StatusIs(absl::StatusCode::kDeadlineExceeded));
+  EXPECT_GE(absl::Now() - t0, absl::Seconds(4));
+  ASSERT_THAT(server_->Resume(), ::rangefs::IsOk());
+}
+
+// Connections fill a loop (kLinksPerLoop) before the next starts, up to
+// the pool's most; an export named by host name gets a loop of its own
+// (libnfs resolves it with a blocking getaddrinfo), which ends with it.
+TEST(NfsLoopPoolTest, LoopsFillUpToTheMostAndHostNamesGetTheirOwn) {
+  NfsLoopPool pool(2);
+  absl::StatusOr<NfsExport> e =
+      ParseNfsExport("n", "nfs://127.0.0.1:1/x", "4.1");
+  ASSERT_TRUE(e.ok()) << e.status();
+  std::vector<std::shared_ptr<NfsLink>> links;
+  const int per = NfsLoopPool::kLinksPerLoop;
+  for (int i = 0; i < 3 * per; ++i) {
+    auto l = pool.Attach(*e, absl::StrCat("t-", i));
+    ASSERT_TRUE(l.ok()) << l.status();
+    links.push_back(*l);
+    EXPECT_EQ(pool.loops(), i < per ? 1 : 2) << i;
+  }
+  absl::StatusOr<NfsExport> named =
+      ParseNfsExport("n", "nfs://localhost:1/x", "4.1");
+  ASSERT_TRUE(named.ok()) << named.status();
+  auto own = pool.Attach(*named, "t-named");
+  ASSERT_TRUE(own.ok()) << own.status();
+  EXPECT_EQ(pool.loops(), 3);
+  (*own)->Stop();
+  for (const auto& l : links) l->Stop();
+  pool.Shutdown(absl::Now() + absl::Seconds(10));
+  EXPECT_FALSE(pool.Attach(*e, "t-late").ok());
+  auto r = std::make_unique<NfsRequest>();
+  r->done = [](const absl::Status&, const char*, size_t) {};
+  EXPECT_FALSE(links[0]->Submit(std::move(r)));
 }
 
 }  // namespace

@@ -24,7 +24,6 @@ void NodeRuntime::SetNfsExport(const v1::NfsExport& e) {
     nfs_version_ = e.version();
     nfs_refused_ = e.refused();
     old = std::move(nfs_);
-    nfs_started_ = false;
     absl::Status why;
     if (!e.refused().empty()) {
       why = absl::InvalidArgumentError(e.refused());
@@ -32,7 +31,8 @@ void NodeRuntime::SetNfsExport(const v1::NfsExport& e) {
       absl::StatusOr<NfsExport> x = ParseNfsExport(id_, e.url(), e.version());
       absl::StatusOr<std::shared_ptr<NfsNode>> n =
           x.ok() ? NfsNode::Create(id_, *x,
-                                   client_->options().nfs_connections_per_node)
+                                   client_->options().nfs_connections_per_node,
+                                   client_->nfs_loops())
                  : x.status();
       if (n.ok()) {
         nfs_ = std::move(*n);
@@ -55,18 +55,6 @@ std::shared_ptr<NfsNode> NodeRuntime::nfs() {
   // A stopped node is never handed out: StartNfs re-dispatches a read it
   // refuses, which must not come back to it.
   if (nfs_ == nullptr || nfs_stopped_ || nfs_->stopped()) return nullptr;
-  if (!nfs_started_) {
-    nfs_started_ = true;
-    for (const std::shared_ptr<NfsLoop>& loop : nfs_->loops()) {
-      // The thread keeps the node (whose Finish its reads call) and the
-      // export alive; it never blocks but in poll, so Shutdown waits for it.
-      if (!threads_.Start(
-              [self = shared_from_this(), nfs = nfs_, loop] { loop->Run(); })) {
-        nfs_->Stop();  // the client is closing: the agent then
-        return nullptr;
-      }
-    }
-  }
   return nfs_;
 }
 

@@ -5,7 +5,7 @@
 // agent reads) or one io_uring ring thread (node_ring.cc); small reads may
 // run on a calling thread's borrowed ring. It schedules reads of the node's
 // mount (MountReader: planning, sidecar CRC verification), its NFS export
-// (NfsNode: libnfs in userspace, its own event-loop threads; nfs_path.cc)
+// (NfsNode: libnfs in userspace, the client's NFS loops; nfs_path.cc)
 // or its agent (AgentReader), decides between them, accounts each outcome
 // and hands it to the attempt's call through the completion interface
 // (AttemptSink, call.h): it never touches a call's state itself.
@@ -458,7 +458,6 @@ class NodeRuntime : public std::enable_shared_from_this<NodeRuntime> {
   std::string nfs_version_ ABSL_GUARDED_BY(nfs_mu_);
   std::string nfs_refused_ ABSL_GUARDED_BY(nfs_mu_);
   std::shared_ptr<NfsNode> nfs_ ABSL_GUARDED_BY(nfs_mu_);
-  bool nfs_started_ ABSL_GUARDED_BY(nfs_mu_) = false;
   bool nfs_stopped_ ABSL_GUARDED_BY(nfs_mu_) = false;
 
   // The worker threads and the ring thread.

@@ -138,7 +138,9 @@ ABSL_FLAG(bool, in_place_reads, true,
           "the caller's buffer itself (ClientOptions::in_place_reads)");
 ABSL_FLAG(int, io_uring_depth, 32, "io_uring: reads in flight per node");
 ABSL_FLAG(int, nfs_connections_per_node, 1,
-          "data_path=nfs: NFS connections (one event loop each) per node");
+          "data_path=nfs: NFS connections per node");
+ABSL_FLAG(int, nfs_event_loops, 0,
+          "data_path=nfs: the most NFS event-loop threads (0: one per CPU)");
 ABSL_FLAG(std::string, max_io_size, "1M", "largest physical read");
 ABSL_FLAG(double, teardown_timeout_s, 1,
           "ClientOptions::teardown_timeout: the longest the Client's "
@@ -227,6 +229,7 @@ class Verifier {
 constexpr const char* kTuningFlags[] = {"workload",
                                         "data_path",
                                         "nfs_connections_per_node",
+                                        "nfs_event_loops",
                                         "policy",
                                         "prefetch",
                                         "zero_copy",
@@ -374,6 +377,7 @@ int main(int argc, char** argv) {
                   : dp == "nfs"   ? rangefs::DataPath::kNfs
                                   : rangefs::DataPath::kAuto;
     o.nfs_connections_per_node = absl::GetFlag(FLAGS_nfs_connections_per_node);
+    o.nfs_event_loops = absl::GetFlag(FLAGS_nfs_event_loops);
     std::string vm = absl::GetFlag(FLAGS_verify);
     o.verify = vm == "full"      ? rangefs::VerifyMode::kFull
                : vm == "sampled" ? rangefs::VerifyMode::kSampled
