@@ -96,6 +96,7 @@ const std::map<std::string, Setter>& Setters() {
       {"io_uring_depth", Field(&ClientOptions::io_uring_depth)},
       {"nfs_connections_per_node",
        Field(&ClientOptions::nfs_connections_per_node)},
+      {"nfs_event_loops", Field(&ClientOptions::nfs_event_loops)},
       {"page_cache_reads", Field(&ClientOptions::page_cache_reads)},
       {"in_place_reads", Field(&ClientOptions::in_place_reads)},
       {"mount_status_file", Field(&ClientOptions::mount_status_file)},
