@@ -222,7 +222,9 @@ struct ClientOptions {
   // whose agent addresses belongs to this host's network interfaces
   // (loopback excluded), if any.
   std::string local_node;
-  // Seed of the pickers' random generator; 0 = random.
+  // Seed of the pickers' random generator; 0 = random. A nonzero seed
+  // makes a client's picks the same in every process (its n-th call draws
+  // from seed + n - 1).
   uint64_t seed = 0;
 
   // --- verification ---

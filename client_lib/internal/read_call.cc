@@ -784,10 +784,20 @@ std::vector<absl::StatusOr<size_t>> ClientImpl::Execute(
     b.Notify();
   });
 
-  absl::InsecureBitGen bitgen(std::seed_seq{
-      options_.seed == 0 ? absl::Uniform<uint64_t>(absl::InsecureBitGen())
-                         : options_.seed + seed_counter_.fetch_add(1)});
-  c.picker = policy_->NewPicker(bitgen);
+  // The picks' generator. A seed must fix them in every process: absl's
+  // generators mix per-process entropy into any seed they are given
+  // (absl/random/internal/salted_seed_seq.h), so a seeded call draws from
+  // a standard engine, whose sequence the standard fixes.
+  std::optional<absl::InsecureBitGen> random_gen;
+  std::optional<std::minstd_rand> seeded_gen;
+  if (options_.seed == 0) {
+    random_gen.emplace();
+  } else {
+    seeded_gen.emplace(static_cast<std::minstd_rand::result_type>(
+        options_.seed + seed_counter_.fetch_add(1)));
+  }
+  c.picker = seeded_gen.has_value() ? policy_->NewPicker(*seeded_gen)
+                                    : policy_->NewPicker(*random_gen);
   std::vector<std::shared_ptr<Flight>> led;
   c.max_in_flight = options.max_in_flight;
   c.dispatched.reserve(c.max_in_flight > 0 ? c.max_in_flight : b.pieces.size());
