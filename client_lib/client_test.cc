@@ -502,6 +502,10 @@ TEST_F(ClientTest, BlockedReplicaIsHedgedToTheOtherOne) {
   ClientOptions o = Options();
   o.lb_policy = "round_robin";
   o.attempt_timeout = absl::Seconds(20);  // only a hedge can save it
+  // No stall detection: it would mark n0 dead and move the piece, with no
+  // hedge, when the first timers' pass that sees n0's read started runs
+  // past its stall delay (4 x the hedge delay, real clock: a loaded machine).
+  o.stall_factor = 0;
   Client* client = OpenClient(o);
   auto f = client->OpenFile("/h");
   ASSERT_THAT(f, IsOk());
