@@ -154,6 +154,37 @@ class EcReadTest : public ::testing::Test {
   }
 
   // Every read of `path` on nodes `lost` fails.
+  // An RS(6,3) file of `rows` rows at `path`, data column 0 lost, and a
+  // client without hedging (no spare helpers: only the cells wanted).
+  std::string DegradedRs63(const std::string& path, uint64_t rows,
+                           Client** client) {
+    const std::string data = EcFile(path, rows * 6 * kCell, 6, 3);
+    Lose({0});
+    ClientOptions o = Options();
+    o.hedging = false;
+    *client = OpenClient(o);
+    return data;
+  }
+
+  // Reads the whole of `path` through a Reader in Reads of `chunk` bytes
+  // and closes the Reader (its prefetch ends) before returning the bytes.
+  std::string ReadAllWithReader(Client* client, const std::string& path,
+                                const ReaderOptions& ro, size_t chunk) {
+    auto f = client->OpenFile(path);
+    EXPECT_THAT(f, IsOk());
+    if (!f.ok()) return "";
+    std::unique_ptr<Reader> reader = (*f)->NewReader(ro);
+    std::string got;
+    std::string buf(chunk, '\0');
+    while (true) {
+      auto n = reader->Read(absl::MakeSpan(buf));
+      EXPECT_THAT(n, IsOk());
+      if (!n.ok() || *n == 0) break;
+      got.append(buf, 0, *n);
+    }
+    return got;
+  }
+
   void Lose(const std::vector<int>& lost) {
     faulty_.ClearRules();
     for (int n : lost) {
@@ -319,26 +350,11 @@ TEST_F(EcReadTest, RowPlanUnderMaxInFlight) {
 // rebuilds each lost cell from the row's other data cells the call holds
 // and one parity cell.
 TEST_F(EcReadTest, ReaderScanRebuildsEachRowFromOneParityCell) {
-  constexpr int k = 6, m = 3;
   constexpr uint64_t kRows = 120;  // 2880 KiB in rows of 24 KiB
-  const std::string data = EcFile("/v", kRows * k * kCell, k, m);
-  Lose({0});
-  ClientOptions o = Options();
-  o.hedging = false;  // no spare helpers: only the cells wanted
-  Client* client = OpenClient(o);
-  auto f = client->OpenFile("/v");
-  ASSERT_THAT(f, IsOk());
-  std::unique_ptr<Reader> reader = (*f)->NewReader(ReaderOptions{});
-  std::string got;
-  std::string buf(40 << 10, '\0');
-  while (true) {
-    auto n = reader->Read(absl::MakeSpan(buf));
-    ASSERT_THAT(n, IsOk());
-    if (*n == 0) break;
-    got.append(buf, 0, *n);
-  }
-  reader.reset();
-  EXPECT_TRUE(got == data);
+  Client* client = nullptr;
+  const std::string data = DegradedRs63("/v", kRows, &client);
+  EXPECT_TRUE(ReadAllWithReader(client, "/v", ReaderOptions{}, 40 << 10) ==
+              data);
   const ClientStats s = client->Stats();
   EXPECT_EQ(s.ec_degraded_reads, kRows);
   // A parity cell a row, but for row 10: the first window [0, 256K) and
@@ -353,28 +369,13 @@ TEST_F(EcReadTest, ReaderScanRebuildsEachRowFromOneParityCell) {
 // default 4 MiB scan of 6 MiB rows): once the stream is degraded, each
 // Read ends on a row boundary, so each row is read by one call.
 TEST_F(EcReadTest, ReaderDirectScanRebuildsEachRowFromOneParityCell) {
-  constexpr int k = 6, m = 3;
   constexpr uint64_t kRows = 120;  // 2880 KiB in rows of 24 KiB
-  const std::string data = EcFile("/v", kRows * k * kCell, k, m);
-  Lose({0});
-  ClientOptions o = Options();
-  o.hedging = false;  // no spare helpers: only the cells wanted
-  Client* client = OpenClient(o);
-  auto f = client->OpenFile("/v");
-  ASSERT_THAT(f, IsOk());
+  Client* client = nullptr;
+  const std::string data = DegradedRs63("/v", kRows, &client);
   ReaderOptions ro;
   ro.prefetch = false;  // every Read of 128 KiB and up is direct
-  std::unique_ptr<Reader> reader = (*f)->NewReader(ro);
-  std::string got;
-  std::string buf(136 << 10, '\0');  // 5 2/3 rows
-  while (true) {
-    auto n = reader->Read(absl::MakeSpan(buf));
-    ASSERT_THAT(n, IsOk());
-    if (*n == 0) break;
-    got.append(buf, 0, *n);
-  }
-  reader.reset();
-  EXPECT_TRUE(got == data);
+  // Reads of 136 KiB: 5 2/3 rows.
+  EXPECT_TRUE(ReadAllWithReader(client, "/v", ro, 136 << 10) == data);
   const ClientStats s = client->Stats();
   EXPECT_EQ(s.ec_degraded_reads, kRows);
   // A parity cell a row, but for row 5: the first call, [0, 136K), made
