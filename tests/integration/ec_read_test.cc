@@ -228,6 +228,35 @@ TEST_F(EcReadTest, RandomKilledCellNodesOfALargerFile) {
   }
 }
 
+// The default data path (auto) where the nodes' exports are not mounted:
+// the io_uring thread hands each attempt to the node's workers (the agent),
+// and each node's count of queued attempts stays true (it went below zero
+// when the hand-off did not count the attempt as queued again).
+TEST_F(EcReadTest, AutoPathWithoutMountsKeepsQueuedCountsTrue) {
+  const std::string data = Random(3 * kRow + 5, 7);
+  PutEc("/auto/f", data);
+  KillExactly({});
+  ClientOptions o;
+  o.etcd_endpoints = cluster_->etcd()->endpoints();
+  o.cluster = "it";
+  o.mount_root = absl::StrCat(::testing::TempDir(), "/no-mounts-here");
+  o.default_deadline = absl::Seconds(20);
+  auto client = Client::Open(o);
+  ASSERT_THAT(client, IsOk());
+  for (int i = 0; i < 3; ++i) {
+    absl::StatusOr<std::string> got = ReadBack(**client, "/auto/f");
+    ASSERT_THAT(got, IsOk());
+    EXPECT_TRUE(*got == data);
+  }
+  const ClientStats s = (*client)->Stats();
+  uint64_t agent_reads = 0;
+  for (const NodeStats& n : s.nodes) {
+    EXPECT_GE(n.queued, 0) << n.node;
+    agent_reads += n.agent_reads;
+  }
+  EXPECT_GT(agent_reads, 0u);
+}
+
 TEST_F(EcReadTest, StoppedDataCellNodeCostsNoErrorAndBoundedTime) {
   const std::string data = Random(4 * kRow, 4);
   const std::vector<int> columns = PutEc("/stop/f", data);
