@@ -164,8 +164,7 @@ bool NodeRuntime::RingStart(Task t) {
     }
     a->started_ns.store(0, std::memory_order_release);
     absl::MutexLock l(&qmu_);
-    counters_.queued.fetch_add(1);  // queued again, for a worker
-    SubmitPoolLocked(std::move(t));
+    RequeueForWorkersLocked(std::move(t));
     return true;
   }
   counters_.mount_reads.fetch_add(1);
@@ -354,8 +353,7 @@ bool NodeRuntime::RingFailed(Task t, const absl::Status& error, absl::Time t0,
       mount_checked_ns_.store(
           absl::ToUnixNanos(client_->clock()->MonotonicNow()));
       absl::MutexLock l(&qmu_);
-      counters_.queued.fetch_add(1);  // queued again, for a worker
-      SubmitPoolLocked(std::move(t));
+      RequeueForWorkersLocked(std::move(t));
       return true;
     }
   }

@@ -60,6 +60,11 @@ void NodeRuntime::SubmitPoolLocked(Task t) {
   queue_.Push(std::move(t));
 }
 
+void NodeRuntime::RequeueForWorkersLocked(Task t) {
+  counters_.queued.fetch_add(1);
+  SubmitPoolLocked(std::move(t));
+}
+
 void NodeRuntime::Wake() { ring_->Wake(); }
 
 NodeRuntime::~NodeRuntime() {

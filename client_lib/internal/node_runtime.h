@@ -395,6 +395,9 @@ class NodeRuntime : public std::enable_shared_from_this<NodeRuntime> {
                                                   const char** data,
                                                   bool* checksum_failure);
   void SubmitPoolLocked(Task t) ABSL_EXCLUSIVE_LOCKS_REQUIRED(qmu_);
+  // Hands a task the ring thread took off the queue (and off the queued
+  // count) to the workers: queued again, counted again.
+  void RequeueForWorkersLocked(Task t) ABSL_EXCLUSIVE_LOCKS_REQUIRED(qmu_);
   bool StartRingLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(qmu_);
   void Wake();
   void RingLoop();
