@@ -28,6 +28,8 @@ PACKAGES=(
   # tests/testing/ganesha_server.h), rpcbind for its NFSv3, libnfs-utils'
   # nfs-cat / nfs-ls check and read them
   nfs-ganesha nfs-ganesha-vfs rpcbind libnfs-utils
+  # client_lib:nfs_leak_test runs the NFS data path under its leak checker
+  valgrind
   # benchmarks (gnuplot draws tests/bench/run.sh's timelines)
   iperf3 gnuplot-nox
 )

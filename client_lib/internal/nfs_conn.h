@@ -15,7 +15,9 @@
 // that reads ESTALE or ENOENT (the file was replaced while its server was
 // down, or re-exported; libnfs 4.0 fails a v3 READ of a stale handle with
 // EFAULT and NFS3ERR_STALE in its error text) is dropped and the path
-// looked up again, once, in the same read. Opens go one at a time (an
+// looked up again, once, in the same read. Every handle is closed before
+// its context is destroyed (libnfs 4.0's nfs_destroy_context frees none).
+// Opens go one at a time (an
 // NFSv4.0 open-owner's sequence ids must not race: libnfs 4.0 sends
 // concurrent OPENs of one context with clashing seqids, answered
 // NFS4ERR_BAD_SEQID / OLD_STATEID); reads run concurrently. Not
@@ -104,6 +106,18 @@ class NfsConn {
   void OnRead(Op* op, int err, const char* data);
   // Ends `op` with `s` (and the bytes), erasing it.
   void Finish(Op* op, const absl::Status& s, const char* data, size_t n);
+  // Caches `fh` (just opened) as `path`'s handle, retiring one it
+  // replaces.
+  void Cache(const std::string& path, nfsfh* fh);
+  // Gives back a handle no longer cached: closed now (v3, when no read
+  // in flight uses it) or at teardown.
+  void Retire(nfsfh* fh);
+  // A request libnfs holds reads through `fh`.
+  bool InUse(const nfsfh* fh) const;
+  // Closes `fh`, freeing it (v3 now; v4 once the context is destroyed).
+  void Release(nfsfh* fh);
+  // Closes every handle the context gave: before nfs_destroy_context.
+  void ReleaseHandles();
   // Marks the context for teardown after the current libnfs call.
   void Break(absl::Status why);
   void Teardown(const absl::Status& why);
@@ -127,6 +141,8 @@ class NfsConn {
   bool opening_ = false;         // an open is in flight
   std::vector<Op*> open_queue_;  // for it to end (first in, first out)
   absl::flat_hash_map<std::string, nfsfh*> handles_;
+  // Handles dropped as stale, closed at teardown (v4; v3 ones in use).
+  std::vector<nfsfh*> retired_;
 };
 
 }  // namespace client_internal
