@@ -144,7 +144,11 @@ struct ClientImpl::EcEngine final : EcReads::Engine {
     c.b->mu.AssertHeld();  // the loop runs under the batch lock (Execute)
     if (!self->Dispatch(c.b, i, false, *c.picker, c.memo)) return false;
     c.dispatched.push_back(i);
-    c.b->pieces[i].last->node->counters().ec_helper_reads.fetch_add(1);
+    // A helper cell (not a row's ".cells" read: NodeStats::ec_helper_reads).
+    const PieceState& p = c.b->pieces[i];
+    if (p.ec == EcRole::kHelper) {
+      p.last->node->counters().ec_helper_reads.fetch_add(1);
+    }
     return true;
   }
   bool StartPatient(int i) override {
