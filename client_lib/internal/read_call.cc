@@ -168,6 +168,11 @@ struct ClientImpl::EcEngine final : EcReads::Engine {
     return self->AdmissibleIn(c.memo.admissible,
                               self->NodeOf(c.memo, r.node_id()));
   }
+  int64_t OutstandingBytes(const v1::Replica& r) override {
+    return self->NodeOf(c.memo, r.node_id())
+        ->counters()
+        .outstanding_bytes.load(std::memory_order_relaxed);
+  }
   bool TakeHedgeBudget(int reads) override {
     return self->budget_.TryAcquire(reads);
   }
