@@ -6,9 +6,10 @@
 // (every attempt failed: a dead or inadmissible node, a missing object, an
 // I/O error, a CRC mismatch under verification, a stall), or when its hedge
 // timer fires (a parity hedge), EcReads rebuilds it: it reads the SAME byte
-// range of other cells of the row (helper pieces, EcRole::kHelper: other
-// data cells, then parity cells; data cells past the file's end are zeros
-// and never read) through the call's usual machinery (node queues,
+// range of other cells of the row (helper pieces, EcRole::kHelper: parity
+// cells, then other data cells, the least loaded node first:
+// ec_helper_choice.h; data cells past the file's end are zeros and never
+// read) through the call's usual machinery (node queues,
 // deadlines, health, stall detection, verification against each cell's
 // sidecar), takes the first k that answer out of up to k + m - 1, decodes
 // (ec::Codec) and fills the piece under the claim rule (Batch::Fill). A
