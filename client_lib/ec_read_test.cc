@@ -383,6 +383,60 @@ TEST_F(EcReadTest, ReaderDirectScanRebuildsEachRowFromOneParityCell) {
   EXPECT_EQ(s.ec_helper_reads, kRows + 2);
 }
 
+// The rebuilds of a whole-row scan read their parity cell from the m
+// parity nodes in turn (internal/ec_helper_choice.h), not all from parity
+// column 0's node: over capped links that node was every file's rebuild
+// bottleneck (tests/bench/part_en.sh).
+TEST_F(EcReadTest, ReaderScanSpreadsRebuildReadsOverTheParityNodes) {
+  constexpr uint64_t kRows = 120;
+  Client* client = nullptr;
+  const std::string data = DegradedRs63("/v", kRows, &client);
+  ReaderOptions ro;
+  ro.prefetch = false;
+  EXPECT_TRUE(ReadAllWithReader(client, "/v", ro, 136 << 10) == data);
+  const ClientStats s = client->Stats();
+  EXPECT_EQ(s.ec_helper_reads, kRows + 2);
+  for (int t = 6; t < 9; ++t) {
+    const uint64_t got = FindNode(s, Node(t))->ec_helper_reads;
+    // In turn by row, less what the call's helpers in flight shift (31 to
+    // 47 seen); parity column 0's node took 120 of 122 before.
+    EXPECT_GE(got, kRows / 5) << Node(t) << " (parity cell " << t - 6 << ")";
+    EXPECT_LE(got, kRows / 2) << Node(t);
+  }
+}
+
+// A parity node that holds its reads (SIGSTOPped, a hung mount) is read
+// once: its read stays in flight, and the next rebuilds pick the parity
+// nodes with less in flight, so the scan neither errs nor waits on it row
+// after row.
+TEST_F(EcReadTest, HungParityNodeIsPassedOverByLaterRebuilds) {
+  constexpr uint64_t kRows = 24;
+  const std::string data = EcFile("/h", kRows * 6 * kCell, 6, 3);
+  Lose({0});
+  faulty_.AddRule({.path_contains = "/n6/", .action = FaultAction::kBlock});
+  ClientOptions o = Options();
+  o.hedging = false;
+  o.attempt_timeout = absl::Seconds(20);  // only another helper saves it
+  Client* client = OpenClient(o);
+  ReaderOptions ro;
+  ro.prefetch = false;
+  const absl::Time start = absl::Now();
+  EXPECT_TRUE(ReadAllWithReader(client, "/h", ro, 6 * kCell) == data);
+  const absl::Duration took = absl::Now() - start;
+  const ClientStats s = client->Stats();
+  faulty_.Release();
+  EXPECT_LT(took, absl::Seconds(8));
+  EXPECT_EQ(s.ec_degraded_reads, kRows);
+  // The first Read's rows were all planned before any answer: n6 got its
+  // turn in them (a third, 4 or 5 of 11; parity column 0 for all 11
+  // before). Its reads stayed in flight and were judged stalled: no more.
+  EXPECT_LE(FindNode(s, "n6")->ec_helper_reads, 6u);
+  // Their replacements and the later rows: n7 and n8 in turn (n7 took all
+  // but one before).
+  EXPECT_GE(FindNode(s, "n7")->ec_helper_reads, 8u);
+  EXPECT_GE(FindNode(s, "n8")->ec_helper_reads, 8u);
+}
+
 TEST_F(EcReadTest, LostParityCellsLeaveHealthyReadsAlone) {
   const std::string data = EcFile("/p", 2 * 4 * kCell + 1, 4, 2);
   Lose({4, 5});

@@ -4,9 +4,11 @@
 #include <cstring>
 #include <utility>
 
+#include "absl/container/inlined_vector.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "base/crc32c.h"
+#include "client_lib/internal/ec_helper_choice.h"
 
 namespace rangefs {
 namespace client_internal {
@@ -369,17 +371,15 @@ bool EcReads::Refill(Batch& b, Rebuild& r, Engine& e) {
 
 int EcReads::PickCell(const Rebuild& r, const Batch& b, Engine& e) const {
   const v1::FileLayout& l = *b.pieces[r.piece].layout;
-  int fallback = -1;
-  // Parity first: a data cell may be read by the caller's next call too
-  // (a scan's window that ends inside this row).
-  const int n = r.g.k + r.g.m;
-  for (int u = 0; u < n; ++u) {
-    const int t = (u + r.g.k) % n;
+  absl::InlinedVector<HelperCandidate, 16> idle;
+  for (int t = 0; t < r.g.k + r.g.m; ++t) {
     if (r.cells[t].state != CellState::kIdle) continue;
-    if (e.Usable(CellReplica(l, t, r.g.k))) return t;
-    if (fallback < 0) fallback = t;
+    const v1::Replica& at = CellReplica(l, t, r.g.k);
+    idle.push_back({.cell = t,
+                    .usable = e.Usable(at),
+                    .outstanding_bytes = e.OutstandingBytes(at)});
   }
-  return fallback;
+  return PickHelperCell(idle, r.g.k, r.g.m, r.row);
 }
 
 int EcReads::AddPiece(Batch& b, const Rebuild& r, EcRole role) {

@@ -6,9 +6,10 @@
 // (every attempt failed: a dead or inadmissible node, a missing object, an
 // I/O error, a CRC mismatch under verification, a stall), or when its hedge
 // timer fires (a parity hedge), EcReads rebuilds it: it reads the SAME byte
-// range of other cells of the row (helper pieces, EcRole::kHelper: other
-// data cells, then parity cells; data cells past the file's end are zeros
-// and never read) through the call's usual machinery (node queues,
+// range of other cells of the row (helper pieces, EcRole::kHelper: parity
+// cells, then other data cells, the least loaded node first:
+// ec_helper_choice.h; data cells past the file's end are zeros and never
+// read) through the call's usual machinery (node queues,
 // deadlines, health, stall detection, verification against each cell's
 // sidecar), takes the first k that answer out of up to k + m - 1, decodes
 // (ec::Codec) and fills the piece under the claim rule (Batch::Fill). A
@@ -120,6 +121,9 @@ class EcReads {
     virtual bool StartPatient(int i) = 0;
     // Whether the node of `r` is admissible now.
     virtual bool Usable(const v1::Replica& r) = 0;
+    // Bytes in flight (queued or being read) on the node of `r`, by every
+    // call of the client: which helper a rebuild reads (ec_helper_choice.h).
+    virtual int64_t OutstandingBytes(const v1::Replica& r) = 0;
     // Takes `reads` reads' worth of the hedge budget; false if not left.
     virtual bool TakeHedgeBudget(int reads) = 0;
     virtual absl::StatusOr<const ec::Codec*> Codec(int k, int m) = 0;
@@ -239,8 +243,8 @@ class EcReads {
   // cells are left.
   bool Refill(Batch& b, Rebuild& r, Engine& e)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(b.mu);
-  // An idle cell of r, one on an admissible node first, a parity cell
-  // before a data cell; -1 if none.
+  // An idle cell of r (ec_helper_choice.h: an admissible node first, a
+  // parity cell before a data cell, the least loaded node); -1 if none.
   int PickCell(const Rebuild& r, const Batch& b, Engine& e) const;
   bool StartCell(Batch& b, Rebuild& r, int t, Engine& e, bool patient = false)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(b.mu);

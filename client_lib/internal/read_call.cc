@@ -144,7 +144,11 @@ struct ClientImpl::EcEngine final : EcReads::Engine {
     c.b->mu.AssertHeld();  // the loop runs under the batch lock (Execute)
     if (!self->Dispatch(c.b, i, false, *c.picker, c.memo)) return false;
     c.dispatched.push_back(i);
-    c.b->pieces[i].last->node->counters().ec_helper_reads.fetch_add(1);
+    // A helper cell (not a row's ".cells" read: NodeStats::ec_helper_reads).
+    const PieceState& p = c.b->pieces[i];
+    if (p.ec == EcRole::kHelper) {
+      p.last->node->counters().ec_helper_reads.fetch_add(1);
+    }
     return true;
   }
   bool StartPatient(int i) override {
@@ -163,6 +167,11 @@ struct ClientImpl::EcEngine final : EcReads::Engine {
   bool Usable(const v1::Replica& r) override {
     return self->AdmissibleIn(c.memo.admissible,
                               self->NodeOf(c.memo, r.node_id()));
+  }
+  int64_t OutstandingBytes(const v1::Replica& r) override {
+    return self->NodeOf(c.memo, r.node_id())
+        ->counters()
+        .outstanding_bytes.load(std::memory_order_relaxed);
   }
   bool TakeHedgeBudget(int reads) override {
     return self->budget_.TryAcquire(reads);

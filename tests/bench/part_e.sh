@@ -57,6 +57,8 @@
 # that rangefs-bench (side A: dead and healthy), the order of the four
 # scans reversed every other round: an A/B of two builds of the client
 # (this run's own rangefs-bench is side B). Its rows: "A:" in the table.
+# The capped-links row 3 (E_LINKS) takes side A the same way
+# (tests/bench/part_en.sh).
 # E_LINKS (environment; default both): loopback = the rows above, on
 # 127.0.0.1 with the export directories as the client's mounts (row 3 is
 # then bound by the client's CPU: warm objects at ~15 GB/s of memcpy,

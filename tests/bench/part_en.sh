@@ -27,6 +27,11 @@
 #     the client's CPU s/GB, the rebuilt share of the bytes read, the
 #     bytes read from the nodes per byte delivered, and each link's use
 #     (its node's bytes over the run, warm-up included, / the cap).
+#   E_BENCH_A (part_e.sh): the capped rounds also scan, dead and healthy,
+#     with that rangefs-bench (side A), the order of the four scans
+#     reversed every other round; the "A:" rows, and each side's parity
+#     nodes' bytes in the dead scans (node MB/s of the files' parity
+#     columns: how the rebuild reads spread over them).
 #   expectation, two ways: (a) with the scan bound by the links' sum,
 #     dead / healthy = (8 of 9 links) x (node bytes per byte, healthy /
 #     dead): a rebuilt cell is read as the parity cell instead of the lost
@@ -87,10 +92,11 @@ e_log "part E capped links: dead node $EN_DEAD (a data column in $EN_DEAD_FILES 
 EN_SCAN=(--workload=scan ${E_SCAN_FLAGS:-})
 en_warm() { find "$CEN/exports" -type f -path '*/f/*' -exec cat {} + >/dev/null; }
 # en_bench NAME: one scan of /e/ec with default settings in the client's
-# namespace, its JSON in OUT/e_NAME.json; prints the JSON's path, or
-# nothing when the run failed (logged).
+# namespace (with EN_BENCH's rangefs-bench if set), its JSON in
+# OUT/e_NAME.json; prints the JSON's path, or nothing when the run failed
+# (logged).
 en_bench() {
-  local cmd=(en_in "$BIN/rangefs-bench" --etcd="$EN_ETCD" --cluster=benchen --dir=/e/ec
+  local cmd=(en_in "${EN_BENCH:-$BIN/rangefs-bench}" --etcd="$EN_ETCD" --cluster=benchen --dir=/e/ec
              --duration_s="$E_DUR" --warmup_s="$E_RAMP" --json "${EN_SCAN[@]}")
   e_log "${cmd[*]}"
   if "${cmd[@]}" >"$OUT/e_$1.json" 2>"$OUT/e_$1.err" && isnum "$(jget "$OUT/e_$1.json" gbps 2>/dev/null)"; then
@@ -140,11 +146,33 @@ u = [b / t / cap for n, b in d['nodes'].items() if n != (sys.argv[3] if len(sys.
 print(f'{sum(u) / len(u):.2f} {max(u):.2f}' if u else 'failed failed')
 PY
 }
+# en_parity JSON: MB/s read from each node holding a parity column of a
+# file that lost a data column to the dead node, over the whole run
+# (warm-up included), sorted: "MIN MEDIAN MAX" (the rebuild's helper
+# reads land there; before ec_helper_choice.h all on parity column 0's).
+en_parity() {
+  if [ ! -s "$1" ]; then echo "failed failed failed"; return; fi
+  python3 - "$1" "$EN_DEAD" "$OUT"/e_capped_layout_*.json <<'PY'
+import json, statistics, sys
+d = json.load(open(sys.argv[1]))
+dead = sys.argv[2]
+def nid(x): return x['replicas'][0].get('node_id') or x['replicas'][0].get('nodeId')
+par = set()
+for p in sys.argv[3:]:
+    t = [nid(x) for x in json.load(open(p))['striped']['targets']]
+    if dead in t[:6]:
+        par.update(t[6:])
+t = d['seconds'] + d['warmup_s']
+v = sorted(d['nodes'].get(n, 0) / t / 1e6 for n in par)
+print(f'{v[0]:.1f} {statistics.median(v):.1f} {v[-1]:.1f}' if v else 'failed failed failed')
+PY
+}
 # en_round KIND R: one round of dead and healthy (first side alternating);
 # appends to EN_<KIND>_* and OUT/e_rounds.md.
 declare -A EN
 for k in uncapped capped; do
-  for f in dead healthy cdead chealthy rebuilt adead ahealthy ldead lhealthy lmdead lmhealthy path; do EN[${k}_$f]=""; done
+  for f in dead healthy cdead chealthy rebuilt adead ahealthy ldead lhealthy lmdead lmhealthy path \
+           pmin pmax xdead xhealthy xlmdead xpmin xpmax; do EN[${k}_$f]=""; done
 done
 en_round() {
   local k=$1 r=$2 a b jd jh
@@ -163,14 +191,38 @@ en_round() {
   EN[${k}_ldead]+=" ${ld%% *}"; EN[${k}_lhealthy]+=" ${lh%% *}"
   EN[${k}_lmdead]+=" ${ld##* }"; EN[${k}_lmhealthy]+=" ${lh##* }"
   EN[${k}_path]="$(en_paths "$jh")"
+  local pd
+  pd=$(en_parity "$jd")
+  EN[${k}_pmin]+=" ${pd%% *}"; EN[${k}_pmax]+=" ${pd##* }"
   e_round "$k: ec scan dead / healthy (MB/s)" "$r" "$(f0 "$a") / $(f0 "$b")" \
-    "$(ratio "$a" "$b"); CPU s/GB $(f2 "$(e_cpu "$jd")") / $(f2 "$(e_cpu "$jh")"); rebuilt $(e_rebuilt "$jd") % of the bytes read; node bytes per byte $(f2 "$(en_amp "$jd")") / $(f2 "$(en_amp "$jh")"); link use mean max (cap $E_LINK_RATE) $ld / $lh; helper reads $(e_field "$jd" ec_helper_reads); paths (healthy) ${EN[${k}_path]}"
+    "$(ratio "$a" "$b"); CPU s/GB $(f2 "$(e_cpu "$jd")") / $(f2 "$(e_cpu "$jh")"); rebuilt $(e_rebuilt "$jd") % of the bytes read; node bytes per byte $(f2 "$(en_amp "$jd")") / $(f2 "$(en_amp "$jh")"); link use mean max (cap $E_LINK_RATE) $ld / $lh; helper reads $(e_field "$jd" ec_helper_reads); parity nodes' MB/s min median max $pd; paths (healthy) ${EN[${k}_path]}"
+}
+# en_round_a KIND R: side A (E_BENCH_A) of round R, dead and healthy.
+en_round_a() {
+  local k=$1 r=$2 a b jd jh ld pd
+  if [ $((r % 2)) = 1 ]; then
+    a=$(EN_BENCH="$E_BENCH_A" en_scan "${k}A_dead_$r" dead); b=$(EN_BENCH="$E_BENCH_A" en_scan "${k}A_healthy_$r")
+  else
+    b=$(EN_BENCH="$E_BENCH_A" en_scan "${k}A_healthy_$r"); a=$(EN_BENCH="$E_BENCH_A" en_scan "${k}A_dead_$r" dead)
+  fi
+  jd="$OUT/e_${k}A_dead_$r.json"; jh="$OUT/e_${k}A_healthy_$r.json"
+  EN[${k}_xdead]+=" $a"; EN[${k}_xhealthy]+=" $b"
+  ld=$(en_links "$jd" "$E_LINK_RATE" "$EN_DEAD"); pd=$(en_parity "$jd")
+  EN[${k}_xlmdead]+=" ${ld##* }"
+  EN[${k}_xpmin]+=" ${pd%% *}"; EN[${k}_xpmax]+=" ${pd##* }"
+  e_round "A: $k: ec scan dead / healthy (MB/s)" "$r" "$(f0 "$a") / $(f0 "$b")" \
+    "$(ratio "$a" "$b"); link use mean max (cap $E_LINK_RATE) $ld; helper reads $(e_field "$jd" ec_helper_reads); parity nodes' MB/s min median max $pd"
 }
 if [ "$EN_OK" = 1 ]; then
   en_caps off
   for r in $(seq 1 "$E_LINK_PROBE_ROUNDS"); do en_round uncapped "$r"; done
   en_caps "$E_LINK_RATE"
-  for r in $(seq 1 "$E_ROUNDS"); do en_round capped "$r"; done
+  for r in $(seq 1 "$E_ROUNDS"); do
+    # Side A first in odd rounds, last in even ones.
+    if [ -n "${E_BENCH_A:-}" ] && [ $((r % 2)) = 1 ]; then en_round_a capped "$r"; fi
+    en_round capped "$r"
+    if [ -n "${E_BENCH_A:-}" ] && [ $((r % 2)) = 0 ]; then en_round_a capped "$r"; fi
+  done
 fi
 deploy/local/cluster.sh down --dir="$CEN" >/dev/null 2>&1 || true
 
@@ -180,8 +232,9 @@ deploy/local/cluster.sh down --dir="$CEN" >/dev/null 2>&1 || true
 # node that serves a column of n files carries n x r / 6, so the scan
 # delivers at most 6 x files x C / (the largest n). Healthy: the data
 # columns; dead: the data columns of the live nodes, and for each file
-# that lost one the node of parity column 0 (the Reader's first choice,
-# ec_read.cc PickCell; the helper bytes beyond it are left out).
+# that lost one a third of a column on each of its 3 parity nodes (the
+# rebuild's parity cell, by row in turn: ec_helper_choice.h; the helper
+# bytes beyond it are left out).
 en_bounds() {
   python3 - "$@" <<'PY'
 import collections, json, sys
@@ -194,7 +247,8 @@ for d in docs:
     healthy.update(set(t[:6]))
     lost.update(set(n for n in t[:6] if n != dead))
     if dead in t[:6]:
-        lost[t[6]] += 1
+        for p in t[6:]:
+            lost[p] += 1 / 3
 f = len(docs)
 print(6 * f * c / max(healthy.values()), 6 * f * c / max(lost.values()))
 PY
@@ -233,6 +287,18 @@ except ValueError: print('failed')" "$(en_med capped_adead)" "$(en_med capped_ah
       "$(en_cell 2 capped_ldead)" "$(en_cell 2 capped_lhealthy)" "-" "info" "-"
     e_row "$EN_DESC: link use, busiest link, dead vs healthy" \
       "$(en_cell 2 capped_lmdead)" "$(en_cell 2 capped_lmhealthy)" "-" "info" "-"
+    e_row "$EN_DESC, dead: MB/s read from each parity node of the files that lost a column, least and most loaded" \
+      "$(en_cell 1 capped_pmin)" "$(en_cell 1 capped_pmax)" "$(ratio "$(en_med capped_pmin)" "$(en_med capped_pmax)")" "info" "-"
+    if [ -n "${E_BENCH_A:-}" ]; then
+      ra=$(ratio "$(en_med capped_xdead)" "$(en_med capped_xhealthy)")
+      e_row "A: scan (MB/s), $EN_DESC: 1 of 9 nodes dead vs healthy (E_BENCH_A=$E_BENCH_A)" \
+        "$(en_cell 0 capped_xdead)" "$(en_cell 0 capped_xhealthy)" "$ra" ">= 0.7" "$(e_verdict "$ra" '>=' 0.7)"
+      e_row "$EN_DESC, dead: this build vs A (MB/s)" "$(en_cell 0 capped_dead)" "$(en_cell 0 capped_xdead)" \
+        "$(ratio "$(en_med capped_dead)" "$(en_med capped_xdead)")" "info" "-"
+      e_row "A: $EN_DESC, dead: link use, busiest link" "$(en_cell 2 capped_xlmdead)" "-" "-" "info" "-"
+      e_row "A: $EN_DESC, dead: MB/s read from each parity node of the files that lost a column, least and most loaded" \
+        "$(en_cell 1 capped_xpmin)" "$(en_cell 1 capped_xpmax)" "$(ratio "$(en_med capped_xpmin)" "$(en_med capped_xpmax)")" "info" "-"
+    fi
     e_row "$EN_DESC: reads by data path (data_path=auto, default mount_root; healthy, last round)" \
       "${EN[capped_path]:-failed}" "-" "-" "info" "-"
   }
