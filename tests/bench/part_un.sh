@@ -103,7 +103,10 @@ un_each() {
     pids+=($!)
   done
   wait "${pids[@]}"
-  for i in $(seq 1 "$UN_NODES"); do cat "$WORK/un-out$i"; done
+  for i in $(seq 1 "$UN_NODES"); do
+    echo "n$i $(cat "$WORK/un-out$i")" >>"$OUT/un_each.log"
+    cat "$WORK/un-out$i"
+  done
 }
 un_iperf() {  # MB/s: one stream per node through its cap
   local i pids=() j
@@ -150,9 +153,9 @@ un_lib() {  # MB/s of data_path=nfs scanning every file; extra flags: "$@"
   local g; g=$(un_bench gbps --workload=scan --threads="$UN_THREADS" --io_size=16M --single_flight=false "$@")
   if isnum "$g"; then python3 -c "print(round($g * 1000))"; else echo failed; fi
 }
-un_lib_rand() {  # IOPS of data_path=nfs, UN_DEPTH reads held in flight
+un_lib_rand() {  # IOPS of data_path=nfs, UN_DEPTH reads held in flight; extra flags: "$@"
   local v; v=$(un_bench iops --workload=lookup --threads=1 --lookup_size=4096 --batch=1024 \
-                 --max_in_flight="$UN_DEPTH" --lookup_buffers="$UN_DEPTH")
+                 --max_in_flight="$UN_DEPTH" --lookup_buffers="$UN_DEPTH" "$@")
   if isnum "$v"; then printf '%.0f\n' "$v"; else echo failed; fi
 }
 # Sum of bytes (or reads) over the slowest process's seconds, from
@@ -194,7 +197,9 @@ UN_CAP_TBF=$(python3 -c "r = '$UN_RATE'; print(round($UN_NODES * float(r[:-4]) *
 # UN_SIDES (environment): the sides to measure, in odd rounds' order (even
 # rounds reverse it). UN_BENCH_A=PATH (environment): also side "lrandA",
 # the 4 KiB random row with that rangefs-bench (an A/B of two builds in the
-# same rounds, alternating).
+# same rounds, alternating); UN_BENCH_A_FLAGS (environment): flags added to
+# that side's command (later flags win: "--batch=8192"). un_each.log in the
+# output folder: each baseline process's line, by node.
 UN_SIDES=${UN_SIDES:-iperf lib libd async cat lrand arand}
 [ -n "${UN_BENCH_A:-}" ] && UN_SIDES+=" lrandA"
 declare -A UNV
@@ -204,7 +209,7 @@ for r in $(seq 1 "$U_REPEAT"); do
   if [ $((r % 2)) = 0 ]; then order=$(echo "$UN_SIDES" | tr ' ' '\n' | tac | tr '\n' ' '); fi
   for s in $order; do
     case $s in
-      lrandA) UNV[lrandA]+=" $(UN_SIDE=lrandA BIN_BENCH="$UN_BENCH_A" un_lib_rand)" ;;
+      lrandA) UNV[lrandA]+=" $(UN_SIDE=lrandA BIN_BENCH="$UN_BENCH_A" un_lib_rand ${UN_BENCH_A_FLAGS:-})" ;;
       iperf) UNV[iperf]+=" $(un_iperf)" ;;
       lib) UNV[lib]+=" $(un_lib --prefetch=false)" ;;
       libd) UNV[libd]+=" $(un_lib)" ;;  # the Reader's defaults
