@@ -283,8 +283,7 @@ void ClientImpl::DispatchWaiting(CallLoop& c) {
   while (!c.waiting.empty() &&
          global_inflight_.load() < options_.max_inflight_global &&
          !OwnCapFull(c)) {
-    int i = c.waiting.back();
-    c.waiting.pop_back();
+    const int i = TakeWaiting(b, c.waiting, c.memo, c.max_in_flight > 0);
     PieceState& p = b.pieces[i];
     if (p.done) continue;
     ++reads;
