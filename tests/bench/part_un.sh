@@ -198,12 +198,13 @@ UN_CAP_TBF=$(python3 -c "r = '$UN_RATE'; print(round($UN_NODES * float(r[:-4]) *
 # rounds reverse it). UN_BENCH_A=PATH (environment): also side "lrandA",
 # the 4 KiB random row with that rangefs-bench (an A/B of two builds in the
 # same rounds, alternating); UN_BENCH_A_FLAGS (environment): flags added to
-# that side's command (later flags win: "--batch=8192"). un_each.log in the
+# that side's command (later flags win: "--batch=8192"); side "libA" (named
+# in UN_SIDES): the sequential row (no prefetch) with that rangefs-bench. un_each.log in the
 # output folder: each baseline process's line, by node.
 UN_SIDES=${UN_SIDES:-iperf lib libd async cat lrand arand}
 [ -n "${UN_BENCH_A:-}" ] && UN_SIDES+=" lrandA"
 declare -A UNV
-for s in iperf lib libd async cat lrand arand lrandA; do UNV[$s]=""; done  # (sides left out: empty)
+for s in iperf lib libA libd async cat lrand arand lrandA; do UNV[$s]=""; done  # (sides left out: empty)
 for r in $(seq 1 "$U_REPEAT"); do
   order=$UN_SIDES
   if [ $((r % 2)) = 0 ]; then order=$(echo "$UN_SIDES" | tr ' ' '\n' | tac | tr '\n' ' '); fi
@@ -212,6 +213,7 @@ for r in $(seq 1 "$U_REPEAT"); do
       lrandA) UNV[lrandA]+=" $(UN_SIDE=lrandA BIN_BENCH="$UN_BENCH_A" un_lib_rand ${UN_BENCH_A_FLAGS:-})" ;;
       iperf) UNV[iperf]+=" $(un_iperf)" ;;
       lib) UNV[lib]+=" $(un_lib --prefetch=false)" ;;
+      libA) UNV[libA]+=" $(BIN_BENCH="$UN_BENCH_A" un_lib --prefetch=false)" ;;
       libd) UNV[libd]+=" $(un_lib)" ;;  # the Reader's defaults
       async) UNV[async]+=" $(un_async)" ;;
       cat) UNV[cat]+=" $(un_cat)" ;;
@@ -219,7 +221,7 @@ for r in $(seq 1 "$U_REPEAT"); do
       arand) UNV[arand]+=" $(un_async_rand)" ;;
     esac
   done
-  echo "part U capped round $r: iperf3 ${UNV[iperf]##* } lib ${UNV[lib]##* } lib-default ${UNV[libd]##* } async ${UNV[async]##* } cat ${UNV[cat]##* } MB/s; rand lib ${UNV[lrand]##* } async ${UNV[arand]##* }${UN_BENCH_A:+ A ${UNV[lrandA]##* }} IOPS" | tee -a "$OUT/u_rounds.md"
+  echo "part U capped round $r: iperf3 ${UNV[iperf]##* } lib ${UNV[lib]##* }${UNV[libA]:+ libA ${UNV[libA]##* }} lib-default ${UNV[libd]##* } async ${UNV[async]##* } cat ${UNV[cat]##* } MB/s; rand lib ${UNV[lrand]##* } async ${UNV[arand]##* }${UN_BENCH_A:+ A ${UNV[lrandA]##* }} IOPS" | tee -a "$OUT/u_rounds.md"
 done
 for i in $(seq 1 "$UN_NODES"); do kill "$(cat "$WORK/iperf-u$i.pid")" 2>/dev/null || true; done
 deploy/local/cluster.sh down --dir="$CU" >/dev/null 2>&1 || true
@@ -238,6 +240,9 @@ deploy/local/cluster.sh down --dir="$CU" >/dev/null 2>&1 || true
   echo "| seq nfs-cat, 1 loop per node (MB/s) | $(f0 "$(median ${UNV[cat]})") | $(mm ${UNV[cat]}) |"
   echo "| 4 KiB random data_path=nfs, $UN_DEPTH held in flight (IOPS) | $(f0 "$(median ${UNV[lrand]})") | $(mm ${UNV[lrand]}) |"
   echo "| 4 KiB random nfs_async_read, $((UN_DEPTH / UN_NODES)) held per node, $UN_DEPTH in all (IOPS) | $(f0 "$(median ${UNV[arand]})") | $(mm ${UNV[arand]}) |"
+  if [ -n "${UNV[libA]}" ]; then
+    echo "| seq data_path=nfs, no prefetch, with UN_BENCH_A=$UN_BENCH_A (MB/s) | $(f0 "$(median ${UNV[libA]})") | $(mm ${UNV[libA]}) |"
+  fi
   if [ -n "${UN_BENCH_A:-}" ]; then
     echo "| 4 KiB random data_path=nfs with UN_BENCH_A=$UN_BENCH_A (IOPS) | $(f0 "$(median ${UNV[lrandA]})") | $(mm ${UNV[lrandA]}) |"
   fi
