@@ -98,7 +98,6 @@
 #include "client_lib/internal/read_ring.h"
 #include "client_lib/internal/single_flight.h"
 #include "client_lib/mountd/mount_status.h"
-#include "loadbalancer/even_depth.h"
 #include "loadbalancer/hedge.h"
 #include "loadbalancer/registry.h"
 #include "namespace/etcd/etcd_client.h"
@@ -233,15 +232,6 @@ class ClientImpl : public Client, public FileHost {
   };
   // A node never leaves nodes_: the pointer stays valid.
   NodeRuntime* NodeOf(DispatchMemo& memo, const std::string& id);
-  // Takes the next held-back piece from `waiting` (its back: the next in
-  // order); `even` (a capped call): the earliest piece of the node with the
-  // fewest reads in flight (lb::PickShallowest), so that the cap's reads
-  // spread evenly over the nodes.
-  int TakeWaiting(Batch& b, std::vector<int>& waiting, DispatchMemo& memo,
-                  bool even) ABSL_EXCLUSIVE_LOCKS_REQUIRED(b.mu);
-  // Piece `p`'s least loaded admissible replica node and its reads in
-  // flight (load -1: done, or no admissible replica).
-  lb::PieceLoad PieceLoadOf(const PieceState& p, DispatchMemo& memo);
   // Piece i of `b` to a replica; `memo`: the calling loop's.
   bool Dispatch(const std::shared_ptr<Batch>& b, int i, bool hedge,
                 lb::Picker& picker, DispatchMemo& memo)

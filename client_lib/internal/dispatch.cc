@@ -7,7 +7,6 @@
 
 #include <algorithm>
 #include <atomic>
-#include <cstdint>
 #include <cstdlib>
 #include <cstring>
 #include <deque>
@@ -20,7 +19,6 @@
 #include "absl/base/thread_annotations.h"
 #include "absl/cleanup/cleanup.h"
 #include "absl/container/flat_hash_map.h"
-#include "absl/container/inlined_vector.h"
 #include "absl/hash/hash.h"
 #include "absl/random/random.h"
 #include "absl/strings/str_cat.h"
@@ -37,7 +35,6 @@
 #include "client_lib/internal/client_hooks.h"
 #include "client_lib/internal/client_impl.h"
 #include "client_lib/internal/single_flight.h"
-#include "loadbalancer/even_depth.h"
 
 namespace rangefs {
 namespace client_internal {
@@ -174,37 +171,6 @@ bool ClientImpl::AdmissibleIn(AdmissibleMemo& memo, NodeRuntime* n) {
   const bool ok = Admissible(n);
   memo.emplace_back(n, ok);
   return ok;
-}
-
-int ClientImpl::TakeWaiting(Batch& b, std::vector<int>& waiting,
-                            DispatchMemo& memo, bool even) {
-  size_t at = waiting.size() - 1;  // the back: the next in order
-  if (even && waiting.size() > 1) {
-    // Not the nodes this call reads from, but those it looked up so far:
-    // the scan may stop early once it saw them all.
-    const size_t nodes = memo.nodes.size();
-    at -= lb::PickShallowest(waiting.size(), nodes, [&](size_t k) {
-      return PieceLoadOf(b.pieces[waiting[waiting.size() - 1 - k]], memo);
-    });
-  }
-  const int i = waiting[at];
-  waiting.erase(waiting.begin() + static_cast<std::ptrdiff_t>(at));
-  return i;
-}
-
-lb::PieceLoad ClientImpl::PieceLoadOf(const PieceState& p, DispatchMemo& memo) {
-  // A done piece costs nothing to take; one with no admissible replica
-  // goes at once too (Dispatch probes or fails it).
-  if (p.done) return {nullptr, -1};
-  lb::PieceLoad best{nullptr, -1};
-  for (const auto& r : *p.piece.replicas) {
-    NodeRuntime* node = NodeOf(memo, r.node_id());
-    if (!AdmissibleIn(memo.admissible, node)) continue;
-    const int64_t load =
-        node->counters().inflight.load(std::memory_order_relaxed);
-    if (best.node == nullptr || load < best.load) best = {node, load};
-  }
-  return best;
 }
 
 bool ClientImpl::Dispatch(const std::shared_ptr<Batch>& b, int i, bool hedge,

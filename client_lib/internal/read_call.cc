@@ -283,7 +283,8 @@ void ClientImpl::DispatchWaiting(CallLoop& c) {
   while (!c.waiting.empty() &&
          global_inflight_.load() < options_.max_inflight_global &&
          !OwnCapFull(c)) {
-    const int i = TakeWaiting(b, c.waiting, c.memo, c.max_in_flight > 0);
+    int i = c.waiting.back();
+    c.waiting.pop_back();
     PieceState& p = b.pieces[i];
     if (p.done) continue;
     ++reads;
