@@ -103,7 +103,10 @@ un_each() {
     pids+=($!)
   done
   wait "${pids[@]}"
-  for i in $(seq 1 "$UN_NODES"); do cat "$WORK/un-out$i"; done
+  for i in $(seq 1 "$UN_NODES"); do
+    echo "n$i $(cat "$WORK/un-out$i")" >>"$OUT/un_each.log"
+    cat "$WORK/un-out$i"
+  done
 }
 un_iperf() {  # MB/s: one stream per node through its cap
   local i pids=() j
@@ -150,9 +153,9 @@ un_lib() {  # MB/s of data_path=nfs scanning every file; extra flags: "$@"
   local g; g=$(un_bench gbps --workload=scan --threads="$UN_THREADS" --io_size=16M --single_flight=false "$@")
   if isnum "$g"; then python3 -c "print(round($g * 1000))"; else echo failed; fi
 }
-un_lib_rand() {  # IOPS of data_path=nfs, UN_DEPTH reads held in flight
+un_lib_rand() {  # IOPS of data_path=nfs, UN_DEPTH reads held in flight; extra flags: "$@"
   local v; v=$(un_bench iops --workload=lookup --threads=1 --lookup_size=4096 --batch=1024 \
-                 --max_in_flight="$UN_DEPTH" --lookup_buffers="$UN_DEPTH")
+                 --max_in_flight="$UN_DEPTH" --lookup_buffers="$UN_DEPTH" "$@")
   if isnum "$v"; then printf '%.0f\n' "$v"; else echo failed; fi
 }
 # Sum of bytes (or reads) over the slowest process's seconds, from
@@ -194,19 +197,23 @@ UN_CAP_TBF=$(python3 -c "r = '$UN_RATE'; print(round($UN_NODES * float(r[:-4]) *
 # UN_SIDES (environment): the sides to measure, in odd rounds' order (even
 # rounds reverse it). UN_BENCH_A=PATH (environment): also side "lrandA",
 # the 4 KiB random row with that rangefs-bench (an A/B of two builds in the
-# same rounds, alternating).
+# same rounds, alternating); UN_BENCH_A_FLAGS (environment): flags added to
+# that side's command (later flags win: "--batch=8192"); side "libA" (named
+# in UN_SIDES): the sequential row (no prefetch) with that rangefs-bench. un_each.log in the
+# output folder: each baseline process's line, by node.
 UN_SIDES=${UN_SIDES:-iperf lib libd async cat lrand arand}
 [ -n "${UN_BENCH_A:-}" ] && UN_SIDES+=" lrandA"
 declare -A UNV
-for s in iperf lib libd async cat lrand arand lrandA; do UNV[$s]=""; done  # (sides left out: empty)
+for s in iperf lib libA libd async cat lrand arand lrandA; do UNV[$s]=""; done  # (sides left out: empty)
 for r in $(seq 1 "$U_REPEAT"); do
   order=$UN_SIDES
   if [ $((r % 2)) = 0 ]; then order=$(echo "$UN_SIDES" | tr ' ' '\n' | tac | tr '\n' ' '); fi
   for s in $order; do
     case $s in
-      lrandA) UNV[lrandA]+=" $(UN_SIDE=lrandA BIN_BENCH="$UN_BENCH_A" un_lib_rand)" ;;
+      lrandA) UNV[lrandA]+=" $(UN_SIDE=lrandA BIN_BENCH="$UN_BENCH_A" un_lib_rand ${UN_BENCH_A_FLAGS:-})" ;;
       iperf) UNV[iperf]+=" $(un_iperf)" ;;
       lib) UNV[lib]+=" $(un_lib --prefetch=false)" ;;
+      libA) UNV[libA]+=" $(BIN_BENCH="$UN_BENCH_A" un_lib --prefetch=false)" ;;
       libd) UNV[libd]+=" $(un_lib)" ;;  # the Reader's defaults
       async) UNV[async]+=" $(un_async)" ;;
       cat) UNV[cat]+=" $(un_cat)" ;;
@@ -214,7 +221,7 @@ for r in $(seq 1 "$U_REPEAT"); do
       arand) UNV[arand]+=" $(un_async_rand)" ;;
     esac
   done
-  echo "part U capped round $r: iperf3 ${UNV[iperf]##* } lib ${UNV[lib]##* } lib-default ${UNV[libd]##* } async ${UNV[async]##* } cat ${UNV[cat]##* } MB/s; rand lib ${UNV[lrand]##* } async ${UNV[arand]##* }${UN_BENCH_A:+ A ${UNV[lrandA]##* }} IOPS" | tee -a "$OUT/u_rounds.md"
+  echo "part U capped round $r: iperf3 ${UNV[iperf]##* } lib ${UNV[lib]##* }${UNV[libA]:+ libA ${UNV[libA]##* }} lib-default ${UNV[libd]##* } async ${UNV[async]##* } cat ${UNV[cat]##* } MB/s; rand lib ${UNV[lrand]##* } async ${UNV[arand]##* }${UN_BENCH_A:+ A ${UNV[lrandA]##* }} IOPS" | tee -a "$OUT/u_rounds.md"
 done
 for i in $(seq 1 "$UN_NODES"); do kill "$(cat "$WORK/iperf-u$i.pid")" 2>/dev/null || true; done
 deploy/local/cluster.sh down --dir="$CU" >/dev/null 2>&1 || true
@@ -233,6 +240,9 @@ deploy/local/cluster.sh down --dir="$CU" >/dev/null 2>&1 || true
   echo "| seq nfs-cat, 1 loop per node (MB/s) | $(f0 "$(median ${UNV[cat]})") | $(mm ${UNV[cat]}) |"
   echo "| 4 KiB random data_path=nfs, $UN_DEPTH held in flight (IOPS) | $(f0 "$(median ${UNV[lrand]})") | $(mm ${UNV[lrand]}) |"
   echo "| 4 KiB random nfs_async_read, $((UN_DEPTH / UN_NODES)) held per node, $UN_DEPTH in all (IOPS) | $(f0 "$(median ${UNV[arand]})") | $(mm ${UNV[arand]}) |"
+  if [ -n "${UNV[libA]}" ]; then
+    echo "| seq data_path=nfs, no prefetch, with UN_BENCH_A=$UN_BENCH_A (MB/s) | $(f0 "$(median ${UNV[libA]})") | $(mm ${UNV[libA]}) |"
+  fi
   if [ -n "${UN_BENCH_A:-}" ]; then
     echo "| 4 KiB random data_path=nfs with UN_BENCH_A=$UN_BENCH_A (IOPS) | $(f0 "$(median ${UNV[lrandA]})") | $(mm ${UNV[lrandA]}) |"
   fi
