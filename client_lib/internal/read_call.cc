@@ -135,6 +135,9 @@ struct ClientImpl::CallLoop {
   // The last pass of the timers, and b.attempts.size() then.
   absl::Time timers_at = absl::InfinitePast();
   size_t attempts_seen = 0;
+  // Pieces the stall check read again once (RescueStuck): failed if found
+  // stuck again.
+  std::vector<int> rescued;
 };
 
 // The call's engine as EcReads sees it.
@@ -568,6 +571,79 @@ void ClientImpl::RunTimers(CallLoop& c) {
   c.dispatched.resize(keep);
 }
 
+bool ClientImpl::RescueStuck(CallLoop& c) {
+  Batch& b = *c.b;
+  b.mu.AssertHeld();  // the loop runs under the batch lock (Execute)
+  // Anything that can still end a piece without this thread: an attempt
+  // not finished (in flight or queued on a node, abandoned ones included:
+  // their late bytes may still win), a copy or an in-place read, a piece
+  // held back, released or failed (this loop takes those next).
+  if (c.running || b.remaining <= 0 || !c.waiting.empty() ||
+      !b.released.empty() || !b.failed.empty() || !b.outbox.empty() ||
+      b.copiers > 0 || b.landing_agent > 0 || b.landing_on_ring > 0) {
+    return false;
+  }
+  bool unfinished = false;
+  b.attempts.ForEach([&](Attempt& a) { unfinished |= !a.finished; });
+  if (unfinished) return false;
+  std::vector<int> stuck;
+  for (size_t i = 0; i < b.pieces.size(); ++i) {
+    const PieceState& p = b.pieces[i];
+    if (p.done) continue;
+    // Never sent, no rebuild: it follows another read's flight, which
+    // ends with its bytes or releases it (single_flight.h).
+    if (p.last == nullptr && p.rebuild < 0 && p.flight == nullptr) {
+      return false;
+    }
+    if (p.claimed || p.takers > 0 || p.landing != nullptr) return false;
+    stuck.push_back(static_cast<int>(i));
+  }
+  if (stuck.empty()) return false;
+  for (int i : stuck) {
+    PieceState& p = b.pieces[i];
+    if (p.done) continue;  // ended by an earlier one's rebuild step
+    // (A rebuild's helper or ".cells" read is handed to its rebuild the
+    // first time, which ends it: never found again.)
+    const bool again =
+        std::find(c.rescued.begin(), c.rescued.end(), i) != c.rescued.end() &&
+        p.range >= 0;
+    const std::string ec = b.ec != nullptr ? b.ec->Describe(b, i) : "";
+    RANGEFS_LOG(WARNING)
+        << "read call: " << *p.path << " bytes [" << p.piece.offset << ", "
+        << p.piece.offset + p.piece.length << ") (piece " << i << ", role "
+        << static_cast<int>(p.ec) << ", active " << p.active
+        << ") has nothing in flight, nothing queued and no read it waits for"
+        << (again ? " again: failed" : ": read again")
+        << (ec.empty() ? "" : "; ") << ec
+        << "; reasons: " << absl::StrJoin(p.reasons, "; ");
+    if (again) {
+      // Its second rescue led nowhere either: a clear error now, not a
+      // sleep to the deadline.
+      p.done = true;
+      b.remaining--;
+      unavailable_.fetch_add(1);
+      p.status = absl::UnavailableError(absl::StrCat(
+          "read of ", *p.path, " bytes [", p.piece.offset, ", ",
+          p.piece.offset + p.piece.length,
+          ") stalled: nothing in flight for them, nothing queued and no "
+          "read they wait for, after being read again once",
+          p.reasons.empty() ? "" : ": ", absl::StrJoin(p.reasons, "; ")));
+      continue;
+    }
+    c.rescued.push_back(i);
+    p.reasons.push_back("nothing in flight for it (stall check)");
+    // A cell of an erasure-coded file (data, helper, ".cells"): handed to
+    // its rebuild, as a read with no replica left is; a plain piece: its
+    // next replica.
+    if (p.ec == EcRole::kNone && Dispatch(c.b, i, false, *c.picker, c.memo)) {
+      c.dispatched.push_back(i);
+    } else {
+      FailPiece(b, p);
+    }
+  }
+  return true;
+}
+
 absl::Duration ClientImpl::WaitFor(const CallLoop& c) const {
   const absl::Duration slice =
       real_clock_ ? absl::InfiniteDuration() : absl::Milliseconds(2);
@@ -641,6 +717,12 @@ void ClientImpl::RunLoop(CallLoop& c) {
     c.own_cap_full = OwnCapFull(c);
     if (!c.waiting.empty() && !c.own_cap_full &&
         global_inflight_.load() < options_.max_inflight_global) {
+      continue;
+    }
+    // Nothing left that could wake it: not a sleep to the deadline.
+    if (RescueStuck(c)) {
+      StepEc(c);
+      Flush(b);
       continue;
     }
     const absl::Duration wait = WaitFor(c);
