@@ -630,8 +630,12 @@ void EcReads::Fail(Batch& b, Rebuild& r, const absl::Status& why) {
     b.self_woken = true;
     return;
   }
-  // (Claimed: a late answer of its own read is being copied in.)
-  if (!p.done && !p.claimed) FailPiece(b, r.piece, why);
+  // (Claimed: a late answer of its own read is being copied in, or lands
+  // in the buffer itself. Not one given up on (abandoned): its failure is
+  // never queued (Batch::CompletedLocked), so the piece would stay open.)
+  const bool late_answer =
+      p.claimed && (p.landing == nullptr || !p.landing->abandoned);
+  if (!p.done && !late_answer) FailPiece(b, r.piece, why);
 }
 
 bool EcReads::OwnFailureQueued(const Batch& b, int i) const {

@@ -38,6 +38,7 @@
 #include "client_lib/internal/client_hooks.h"
 #include "client_lib/internal/client_impl.h"
 #include "client_lib/internal/single_flight.h"
+#include "client_lib/internal/stuck_pieces.h"
 #include "client_lib/read_canceller.h"
 #include "loadbalancer/hedge.h"
 #include "loadbalancer/latency_tracker.h"
@@ -574,30 +575,9 @@ void ClientImpl::RunTimers(CallLoop& c) {
 bool ClientImpl::RescueStuck(CallLoop& c) {
   Batch& b = *c.b;
   b.mu.AssertHeld();  // the loop runs under the batch lock (Execute)
-  // Anything that can still end a piece without this thread: an attempt
-  // not finished (in flight or queued on a node, abandoned ones included:
-  // their late bytes may still win), a copy or an in-place read, a piece
-  // held back, released or failed (this loop takes those next).
-  if (c.running || b.remaining <= 0 || !c.waiting.empty() ||
-      !b.released.empty() || !b.failed.empty() || !b.outbox.empty() ||
-      b.copiers > 0 || b.landing_agent > 0 || b.landing_on_ring > 0) {
-    return false;
-  }
-  bool unfinished = false;
-  b.attempts.ForEach([&](Attempt& a) { unfinished |= !a.finished; });
-  if (unfinished) return false;
-  std::vector<int> stuck;
-  for (size_t i = 0; i < b.pieces.size(); ++i) {
-    const PieceState& p = b.pieces[i];
-    if (p.done) continue;
-    // Never sent, no rebuild: it follows another read's flight, which
-    // ends with its bytes or releases it (single_flight.h).
-    if (p.last == nullptr && p.rebuild < 0 && p.flight == nullptr) {
-      return false;
-    }
-    if (p.claimed || p.takers > 0 || p.landing != nullptr) return false;
-    stuck.push_back(static_cast<int>(i));
-  }
+  // (Timers armed: an attempt of ours still runs.)
+  if (c.running) return false;
+  const std::vector<int> stuck = StuckPieces(b, !c.waiting.empty());
   if (stuck.empty()) return false;
   for (int i : stuck) {
     PieceState& p = b.pieces[i];
