@@ -43,7 +43,10 @@
 // CLOCK_MONOTONIC time at which the last read returned, so that a parent
 // can time the exit that follows: the Client is destroyed after the report)
 // and "start_unix_us" (the wall-clock time of --timeline's 0, so that a
-// parent can line the timeline up with other processes' logs).
+// parent can line the timeline up with other processes' logs). A scan
+// whose run ends right after a short Reader::Read reads once more, so that
+// an error the Reader kept for that Read (a prefetch past its deadline) is
+// counted in "errors" and "deferred_errors" and printed, not dropped.
 #include <sys/resource.h>
 #include <time.h>
 
@@ -71,6 +74,7 @@
 #include "base/flag_config.h"
 #include "base/flags_usage.h"
 #include "client_lib/client.h"
+#include "tests/bench/kept_error.h"
 
 ABSL_FLAG(std::string, config, "",
           "rangefs config file; flags and $RANGEFS_ETCD/$RANGEFS_CLUSTER "
@@ -615,10 +619,9 @@ int main(int argc, char** argv) {
       // The run ended after a short Read: the error the Reader kept for
       // the next one (a prefetch past its deadline) is counted, not
       // dropped with the Reader (not timed, no bytes counted).
-      if (!ended && short_read) {
-        absl::Status kept = zero_copy
-                                ? reader.Next(buf.size()).status()
-                                : reader.Read(absl::MakeSpan(buf)).status();
+      if (!ended) {
+        const absl::Status kept = rangefs::bench::KeptError(
+            reader, short_read, zero_copy, absl::MakeSpan(buf));
         if (!kept.ok()) {
           ++deferred_errors;
           record_error(kept);
