@@ -289,6 +289,13 @@ class ClientImpl : public Client, public FileHost {
       NodeRuntime* n,
       std::vector<std::pair<NodeRuntime*, absl::Duration>>& cache);
   // How long the loop may sleep now.
+  // The stall check (issue 35): a call with pieces left but nothing that
+  // can end them (no attempt unfinished, no copy, nothing held back or to
+  // retry, no single-flight leader awaited) would sleep to its deadline.
+  // Its stuck pieces are read again (a data cell: rebuilt from its row),
+  // or failed naming their bytes when found stuck a second time. True if
+  // it found any.
+  bool RescueStuck(CallLoop& c);
   absl::Duration WaitFor(const CallLoop& c) const;
   // Sleeps up to `wait` on the caller's ring or the batch's condvar.
   void Wait(Batch& b, absl::Duration wait) ABSL_EXCLUSIVE_LOCKS_REQUIRED(b.mu);

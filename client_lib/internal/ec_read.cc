@@ -8,6 +8,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "base/crc32c.h"
+#include "base/logging.h"
 #include "client_lib/internal/ec_helper_choice.h"
 
 namespace rangefs {
@@ -111,6 +112,14 @@ bool EcReads::HasAlternative(const Batch& b, int i) const {
 }
 
 void EcReads::Step(Batch& b, Engine& e) {
+  std::vector<int> reread;
+  reread.swap(reread_);
+  for (int i : reread) {
+    PieceState& p = b.pieces[i];
+    if (p.done || p.claimed || p.active > 0) continue;
+    // (Not sent: its failure is taken below, as any read's.)
+    if (!e.StartPatient(i)) failed_.push_back(i);
+  }
   std::vector<int> failed;
   failed.swap(failed_);
   for (int i : failed) {
@@ -595,11 +604,45 @@ void EcReads::Fail(Batch& b, Rebuild& r, const absl::Status& why) {
   End(b, r);
   r.failed = true;
   r.failure = why;
-  // A parity hedge that gave up: the cell's own read may still answer.
-  if (r.hedge && !r.own_failed) return;
-  // (Claimed: a late answer of its own read is being copied in.)
   const PieceState& p = b.pieces[r.piece];
-  if (!p.done && !p.claimed) FailPiece(b, r.piece, why);
+  if (r.hedge && !r.own_failed) {
+    // A parity hedge that gave up: the cell's own read may still answer.
+    if (p.done || p.claimed || p.active > 0 || OwnFailureQueued(b, r.piece)) {
+      return;
+    }
+    // Its own read ended while the hedge's decode held the piece's claim
+    // (Batch::CompletedLocked drops its bytes or its failure then: the
+    // claim's bytes usually win), and the decode failed (a survivor's
+    // bytes wrong): nothing else would end the piece (issue 35: a call
+    // asleep to its deadline with nothing in flight). An answer with the
+    // bytes: the cell is read again; a failure: taken now, as Step takes
+    // one (a rebuild of its own, with its fallback). The loop steps again
+    // before it waits.
+    const bool answered = p.last != nullptr && p.last->status.ok();
+    RANGEFS_LOG(WARNING) << "erasure-coded read: " << *p.path << " bytes ["
+                         << p.piece.offset << ", "
+                         << p.piece.offset + p.piece.length
+                         << "): a parity hedge failed (" << why.ToString()
+                         << ") after the cell's own read ended unseen ("
+                         << (answered ? "with its bytes" : "failed")
+                         << "): " << (answered ? "read again" : "rebuilt");
+    (answered ? reread_ : failed_).push_back(r.piece);
+    b.self_woken = true;
+    return;
+  }
+  // (Claimed: a late answer of its own read is being copied in, or lands
+  // in the buffer itself. Not one given up on (abandoned): its failure is
+  // never queued (Batch::CompletedLocked), so the piece would stay open.)
+  const bool late_answer =
+      p.claimed && (p.landing == nullptr || !p.landing->abandoned);
+  if (!p.done && !late_answer) FailPiece(b, r.piece, why);
+}
+
+bool EcReads::OwnFailureQueued(const Batch& b, int i) const {
+  const Attempt* own = b.pieces[i].last;
+  return std::find(failed_.begin(), failed_.end(), i) != failed_.end() ||
+         (own != nullptr &&
+          std::find(b.failed.begin(), b.failed.end(), own) != b.failed.end());
 }
 
 void EcReads::FailPiece(Batch& b, int i, const absl::Status& why) {
@@ -607,6 +650,28 @@ void EcReads::FailPiece(Batch& b, int i, const absl::Status& why) {
   p.done = true;
   p.status = why;
   if (--b.remaining == 0) b.Notify();
+}
+
+std::string EcReads::Describe(const Batch& b, int i) const {
+  const PieceState& p = b.pieces[i];
+  if (p.rebuild < 0 || p.rebuild >= static_cast<int>(rebuilds_.size())) {
+    return std::string();
+  }
+  const Rebuild& r = *rebuilds_[p.rebuild];
+  static constexpr char kStates[] = "iszrlo";  // CellState, in order
+  std::string cells;
+  for (const Cell& c : r.cells) {
+    cells.push_back(kStates[static_cast<int>(c.state)]);
+  }
+  return absl::StrCat(
+      "rebuild of piece ", r.piece, " (row ", r.row, ", cell ", r.lost,
+      "): hedge=", r.hedge, " own_failed=", r.own_failed, " ended=", r.ended,
+      " failed=", r.failed,
+      r.failed ? absl::StrCat(" (", r.failure.ToString(), ")") : "",
+      " fallback=", r.fallback, " self_patient=", r.self_patient,
+      " check=", r.check, " crc_known=", r.crc_known,
+      " crc_unavailable=", r.crc_unavailable, " crc_piece=", r.crc_piece,
+      " cells=", cells);
 }
 
 std::string EcReads::TooFewCells(const Batch& b, const Rebuild& r) const {

@@ -158,6 +158,10 @@ class EcReads {
   void Step(Batch& b, Engine& e) ABSL_EXCLUSIVE_LOCKS_REQUIRED(b.mu);
 
   const EcCounters& counters() const { return counters_; }
+  // Piece i's rebuild (its own, or the one it is a helper of), in words,
+  // for a diagnostic (ClientImpl::RescueStuck); empty if it has none.
+  std::string Describe(const Batch& b, int i) const
+      ABSL_SHARED_LOCKS_REQUIRED(b.mu);
 
  private:
   enum class CellState : uint8_t {
@@ -275,12 +279,19 @@ class EcReads {
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(b.mu);
   static void FailPiece(Batch& b, int i, const absl::Status& why)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(b.mu);
+  // Whether piece i's own failure is already on its way to Step (this
+  // unit's queue, or the call's failed attempts).
+  bool OwnFailureQueued(const Batch& b, int i) const
+      ABSL_SHARED_LOCKS_REQUIRED(b.mu);
   std::string TooFewCells(const Batch& b, const Rebuild& r) const
       ABSL_SHARED_LOCKS_REQUIRED(b.mu);
 
   std::vector<std::unique_ptr<Rebuild>> rebuilds_;
   EcCallCells call_cells_;
   std::vector<int> failed_;  // pieces handed over by TakeFailed
+  // Data pieces whose own answer a failed parity hedge's claim dropped
+  // (Fail): read again.
+  std::vector<int> reread_;
   EcCounters counters_;
 };
 

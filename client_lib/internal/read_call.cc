@@ -38,6 +38,7 @@
 #include "client_lib/internal/client_hooks.h"
 #include "client_lib/internal/client_impl.h"
 #include "client_lib/internal/single_flight.h"
+#include "client_lib/internal/stuck_pieces.h"
 #include "client_lib/read_canceller.h"
 #include "loadbalancer/hedge.h"
 #include "loadbalancer/latency_tracker.h"
@@ -135,6 +136,9 @@ struct ClientImpl::CallLoop {
   // The last pass of the timers, and b.attempts.size() then.
   absl::Time timers_at = absl::InfinitePast();
   size_t attempts_seen = 0;
+  // Pieces the stall check read again once (RescueStuck): failed if found
+  // stuck again.
+  std::vector<int> rescued;
 };
 
 // The call's engine as EcReads sees it.
@@ -577,6 +581,58 @@ void ClientImpl::RunTimers(CallLoop& c) {
   c.dispatched.resize(keep);
 }
 
+bool ClientImpl::RescueStuck(CallLoop& c) {
+  Batch& b = *c.b;
+  b.mu.AssertHeld();  // the loop runs under the batch lock (Execute)
+  // (Timers armed: an attempt of ours still runs.)
+  if (c.running) return false;
+  const std::vector<int> stuck = StuckPieces(b, !c.waiting.empty());
+  if (stuck.empty()) return false;
+  for (int i : stuck) {
+    PieceState& p = b.pieces[i];
+    if (p.done) continue;  // ended by an earlier one's rebuild step
+    // (A rebuild's helper or ".cells" read is handed to its rebuild the
+    // first time, which ends it: never found again.)
+    const bool again =
+        std::find(c.rescued.begin(), c.rescued.end(), i) != c.rescued.end() &&
+        p.range >= 0;
+    const std::string ec = b.ec != nullptr ? b.ec->Describe(b, i) : "";
+    RANGEFS_LOG(WARNING)
+        << "read call: " << *p.path << " bytes [" << p.piece.offset << ", "
+        << p.piece.offset + p.piece.length << ") (piece " << i << ", role "
+        << static_cast<int>(p.ec) << ", active " << p.active
+        << ") has nothing in flight, nothing queued and no read it waits for"
+        << (again ? " again: failed" : ": read again")
+        << (ec.empty() ? "" : "; ") << ec
+        << "; reasons: " << absl::StrJoin(p.reasons, "; ");
+    if (again) {
+      // Its second rescue led nowhere either: a clear error now, not a
+      // sleep to the deadline.
+      p.done = true;
+      b.remaining--;
+      unavailable_.fetch_add(1);
+      p.status = absl::UnavailableError(absl::StrCat(
+          "read of ", *p.path, " bytes [", p.piece.offset, ", ",
+          p.piece.offset + p.piece.length,
+          ") stalled: nothing in flight for them, nothing queued and no "
+          "read they wait for, after being read again once",
+          p.reasons.empty() ? "" : ": ", absl::StrJoin(p.reasons, "; ")));
+      continue;
+    }
+    c.rescued.push_back(i);
+    p.reasons.push_back("nothing in flight for it (stall check)");
+    // A cell of an erasure-coded file (data, helper, ".cells"): handed to
+    // its rebuild, as a read with no replica left is; a plain piece: its
+    // next replica.
+    if (p.ec == EcRole::kNone && Dispatch(c.b, i, false, *c.picker, c.memo)) {
+      c.dispatched.push_back(i);
+    } else {
+      FailPiece(b, p);
+    }
+  }
+  return true;
+}
+
 absl::Duration ClientImpl::WaitFor(const CallLoop& c) const {
   const absl::Duration slice =
       real_clock_ ? absl::InfiniteDuration() : absl::Milliseconds(2);
@@ -650,6 +706,12 @@ void ClientImpl::RunLoop(CallLoop& c) {
     c.own_cap_full = OwnCapFull(c);
     if (!c.waiting.empty() && !c.own_cap_full &&
         global_inflight_.load() < options_.max_inflight_global) {
+      continue;
+    }
+    // Nothing left that could wake it: not a sleep to the deadline.
+    if (RescueStuck(c)) {
+      StepEc(c);
+      Flush(b);
       continue;
     }
     const absl::Duration wait = WaitFor(c);
