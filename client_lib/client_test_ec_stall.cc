@@ -40,6 +40,7 @@ class FakeEngine final : public EcReads::Engine {
     return true;
   }
   bool Usable(const v1::Replica&) override { return true; }
+  int64_t OutstandingBytes(const v1::Replica&) override { return 0; }
   bool TakeHedgeBudget(int) override { return true; }
   absl::StatusOr<const ec::Codec*> Codec(int k, int m) override {
     return codecs.Get(k, m);
