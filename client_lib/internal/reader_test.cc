@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <functional>
 #include <map>
 #include <memory>
 #include <string>
@@ -67,17 +68,18 @@ class ThreadClock : public Clock {
 };
 
 // Serves `data` and records each call; says every call rebuilt bytes if
-// `degraded` (as a call with a lost cell does). Each call takes `latency`
-// (a storage's) on `clock`, the host's clock (FileHost::clock), and counts
-// whether a thread other than the constructing one made it (a prefetch).
+// `degraded` (as a call with a lost cell does). Each call takes
+// latency(its first offset) (a storage's; none if null) on `clock`, the
+// host's clock (FileHost::clock), and counts whether a thread other than
+// the constructing one made it (a prefetch).
 class RecordingHost : public FileHost {
  public:
   RecordingHost(std::string data, bool degraded,
-                absl::Duration latency = absl::ZeroDuration(),
+                std::function<absl::Duration(uint64_t)> latency = nullptr,
                 Clock* clock = Clock::Real())
       : data_(std::move(data)),
         degraded_(degraded),
-        latency_(latency),
+        latency_(std::move(latency)),
         clock_(clock) {}
 
   std::vector<absl::StatusOr<size_t>> Execute(absl::Span<const Request> reqs,
@@ -95,10 +97,14 @@ class RecordingHost : public FileHost {
       total += n;
     }
     if (report != nullptr) report->rebuilt_bytes = degraded_ ? total : 0;
-    if (latency_ > absl::ZeroDuration()) clock_->SleepFor(latency_);
+    if (latency_ != nullptr && !reqs.empty()) {
+      clock_->SleepFor(latency_(reqs[0].offset));
+    }
     absl::MutexLock l(&mu_);
-    calls_.push_back(std::move(call));
-    if (std::this_thread::get_id() != owner_) ++background_calls_;
+    calls_.push_back(call);
+    if (std::this_thread::get_id() != owner_ && !call.empty()) {
+      background_offsets_.push_back(call.front().offset);
+    }
     return out;
   }
   ns::LayoutCache* cache() override { return nullptr; }
@@ -111,19 +117,23 @@ class RecordingHost : public FileHost {
     return calls_;
   }
   int background_calls() {
+    return static_cast<int>(background_offsets().size());
+  }
+  // The first offset of each call a prefetch made, in the order made.
+  std::vector<uint64_t> background_offsets() {
     absl::MutexLock l(&mu_);
-    return background_calls_;
+    return background_offsets_;
   }
 
  private:
   const std::string data_;
   const bool degraded_;
-  const absl::Duration latency_;
+  const std::function<absl::Duration(uint64_t)> latency_;
   Clock* const clock_;
   const std::thread::id owner_ = std::this_thread::get_id();
   absl::Mutex mu_;
   std::vector<Call> calls_ ABSL_GUARDED_BY(mu_);
-  int background_calls_ ABSL_GUARDED_BY(mu_) = 0;
+  std::vector<uint64_t> background_offsets_ ABSL_GUARDED_BY(mu_);
 };
 
 std::string Bytes(uint64_t size) {
@@ -345,7 +355,8 @@ TEST(ReaderPrefetchTest, DirectReadsPrefetchOnlyWhileTheCallerTakesItsTime) {
   for (const Case& c : cases) {
     SCOPED_TRACE(c.what);
     ThreadClock clock;
-    RecordingHost host(data, false, c.latency, &clock);
+    RecordingHost host(
+        data, false, [&c](uint64_t) { return c.latency; }, &clock);
     FileImpl file(&host, Layout(data.size(), false), /*pinned=*/true);
     std::unique_ptr<Reader> reader = file.NewReader({.max_readahead = kIo});
     std::string buf(kIo, '\0');
@@ -361,6 +372,45 @@ TEST(ReaderPrefetchTest, DirectReadsPrefetchOnlyWhileTheCallerTakesItsTime) {
     reader.reset();  // joins a prefetch
     EXPECT_EQ(host.background_calls(), c.background);
   }
+}
+
+// The same caller, taking its time, while storage turns fast and then slow
+// again: prefetching follows each fill's time, a prefetch's (it stops
+// once they take less than twice the copy) and a direct read's (it starts
+// again once those take long again).
+TEST(ReaderPrefetchTest, DirectReadsPrefetchFollowsTheStoragesPace) {
+  constexpr size_t kIo = 4 << 20;
+  constexpr int kCalls = 16;
+  const std::string data = Bytes(kCalls * kIo);
+  ThreadClock clock;
+  // Windows 6 to 10 take 1 ms, the others 5 ms.
+  RecordingHost host(
+      data, false,
+      [](uint64_t offset) {
+        const uint64_t w = offset / kIo;
+        return w >= 6 && w <= 10 ? absl::Milliseconds(1)
+                                 : absl::Milliseconds(5);
+      },
+      &clock);
+  FileImpl file(&host, Layout(data.size(), false), /*pinned=*/true);
+  std::unique_ptr<Reader> reader = file.NewReader({.max_readahead = kIo});
+  std::string buf(kIo, '\0');
+  for (int i = 0; i < kCalls; ++i) {
+    if (i > 0) clock.SleepFor(absl::Milliseconds(5));
+    absl::StatusOr<size_t> n = reader->Read(absl::MakeSpan(buf));
+    ASSERT_THAT(n, IsOk());
+    ASSERT_EQ(*n, kIo);
+    ASSERT_EQ(memcmp(buf.data(), data.data() + i * kIo, kIo), 0) << i;
+  }
+  reader.reset();  // joins a prefetch
+  // Windows 1 to 6 are prefetched (6's 1 ms turns it off), 7 to 12 read
+  // directly (12's read starts before 11's 5 ms is known), 13 to 15
+  // prefetched again.
+  std::vector<uint64_t> prefetched;
+  for (uint64_t offset : host.background_offsets()) {
+    prefetched.push_back(offset / kIo);
+  }
+  EXPECT_THAT(prefetched, ::testing::ElementsAre(1, 2, 3, 4, 5, 6, 13, 14, 15));
 }
 
 }  // namespace
