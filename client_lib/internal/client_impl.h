@@ -152,6 +152,7 @@ class ClientImpl : public Client, public FileHost {
       CallReport* report = nullptr) override;
   ns::LayoutCache* cache() override { return cache_; }
   void HintAhead(const ns::CachedLayout& layout, HintRange r) override;
+  Clock* clock() override { return clock_; }
   void CountRefresh() override { layout_refreshes_.fetch_add(1); }
   void CountAbort() override { layout_aborts_.fetch_add(1); }
   absl::StatusOr<std::vector<ObjectSpan>> LocalSpans(FileImpl* file,

@@ -17,6 +17,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/types/span.h"
+#include "base/clock.h"
 #include "client_lib/file.h"
 #include "client_lib/internal/readahead_hints.h"
 #include "client_lib/options.h"
@@ -63,6 +64,9 @@ class FileHost {
   // Asks for bytes [r.offset, +r.length) of a file with `layout` ahead of
   // a sequential reader (readahead_hints.h); a hint only, never blocks.
   virtual void HintAhead(const ns::CachedLayout& /*layout*/, HintRange /*r*/) {}
+  // The time a FileImpl's Reader measures its caller's gaps and its fills
+  // with (reader.h); never null.
+  virtual Clock* clock() { return Clock::Real(); }
   // A new layout was adopted / a call ended ABORTED.
   virtual void CountRefresh() = 0;
   virtual void CountAbort() = 0;

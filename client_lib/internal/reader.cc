@@ -7,7 +7,6 @@
 
 #include "absl/cleanup/cleanup.h"
 #include "absl/strings/str_cat.h"
-#include "absl/time/clock.h"
 #include "base/status_macros.h"
 
 namespace rangefs {
@@ -23,6 +22,7 @@ constexpr size_t kDirectMin = size_t{128} << 10;
 PrefetchReader::PrefetchReader(File* file, ReaderOptions options)
     : file_(file),
       impl_(dynamic_cast<FileImpl*>(file)),
+      clock_(impl_ != nullptr ? impl_->client()->clock() : Clock::Real()),
       options_(options),
       window_(std::max<size_t>(1, options.initial_readahead)) {}
 
@@ -90,11 +90,11 @@ void PrefetchReader::StartPrefetch(uint64_t offset, size_t want) {
   ro.canceller = prefetch_.cancel.get();
   prefetch_.report = CallReport{};
   prefetch_.thread = std::thread([this, offset, want, ro] {
-    const absl::Time t0 = absl::Now();
+    const absl::Time t0 = clock_->MonotonicNow();
     prefetch_.result =
         ReadFile(offset, absl::MakeSpan(prefetch_.buffer.data(), want), ro,
                  &prefetch_.report);
-    prefetch_.took = absl::Now() - t0;
+    prefetch_.took = clock_->MonotonicNow() - t0;
   });
 }
 
@@ -215,12 +215,12 @@ absl::Status PrefetchReader::Refill(size_t need, size_t hint,
       buffer_.Reserve(tail);
     }
     size_t tail_n = 0;
-    const absl::Time t0 = absl::Now();
+    const absl::Time t0 = clock_->MonotonicNow();
     RANGEFS_ASSIGN_OR_RETURN(
         *direct_n,
         ReadFile(position_, direct.subspan(0, shape.own), options_.read, &call,
                  absl::MakeSpan(buffer_.data(), tail), &tail_n));
-    policy_.Fill(absl::Now() - t0);
+    policy_.Fill(clock_->MonotonicNow() - t0);
     Learn(position_, *direct_n + tail_n, call);
     position_ += *direct_n;
     buffer_offset_ = position_;
@@ -250,10 +250,10 @@ absl::StatusOr<size_t> PrefetchReader::Read(absl::Span<char> dst) {
   // The caller's time between big reads (those the policy is for).
   const bool big = dst.size() >= kDirectMin;
   if (big && returned_ != absl::InfinitePast()) {
-    policy_.Gap(absl::Now() - returned_);
+    policy_.Gap(clock_->MonotonicNow() - returned_);
   }
   absl::Cleanup mark = [this, big] {
-    if (big) returned_ = absl::Now();
+    if (big) returned_ = clock_->MonotonicNow();
   };
   size_t done = 0;
   while (done < dst.size() && position_ < file_->size()) {

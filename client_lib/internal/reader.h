@@ -16,7 +16,9 @@
 //   for a caller whose reads land straight in its buffer (kDirectMin and
 //   up, at least a window) only while the caller spends time between
 //   calls (PrefetchPolicy, prefetch_policy.h: else the prefetch's extra
-//   copy is all it adds).
+//   copy is all it adds). Those times are measured on the clock of the
+//   file's host (FileHost::clock: the client's), the real one for a File
+//   not ours.
 // A new Reader starts as from storage; every fill checks again.
 //
 // Erasure-coded files (ec_read.h), while the stream is degraded (a fill
@@ -55,6 +57,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/types/span.h"
+#include "base/clock.h"
 #include "client_lib/file.h"
 #include "client_lib/internal/file_impl.h"
 #include "client_lib/internal/prefetch_policy.h"
@@ -161,6 +164,7 @@ class PrefetchReader : public Reader {
 
   File* const file_;
   FileImpl* const impl_;  // file_ if it is ours, else null (reports nothing)
+  Clock* const clock_;    // impl_'s host's, else the real one; for policy_
   const ReaderOptions options_;
   Source source_ = Source::kUnknown;
   // A fill rebuilt bytes, and no whole row was read since without a

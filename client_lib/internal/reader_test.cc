@@ -4,6 +4,8 @@
 
 #include <algorithm>
 #include <cstring>
+#include <functional>
+#include <map>
 #include <memory>
 #include <string>
 #include <thread>
@@ -12,7 +14,8 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/mutex.h"
-#include "absl/time/clock.h"
+#include "absl/time/time.h"
+#include "base/clock.h"
 #include "base/testing/status_matchers.h"
 #include "client_lib/internal/file_impl.h"
 #include "gmock/gmock.h"
@@ -41,15 +44,43 @@ std::string Describe(const Call& c) {
   return s;
 }
 
+// A Clock with a time line per thread: a thread's time moves only by its
+// own SleepFor calls, from where it stood when the thread first asked. So
+// what one thread measures (a caller's gap between calls, a prefetch
+// thread's read) holds exactly the time that thread was said to spend,
+// however the machine's load interleaves the threads: a prefetch's read in
+// flight is never part of its caller's gap. Thread-safe.
+class ThreadClock : public Clock {
+ public:
+  absl::Time Now() override { return MonotonicNow(); }
+  absl::Time MonotonicNow() override {
+    absl::MutexLock l(&mu_);
+    return absl::UnixEpoch() + spent_[std::this_thread::get_id()];
+  }
+  void SleepFor(absl::Duration d) override {
+    absl::MutexLock l(&mu_);
+    spent_[std::this_thread::get_id()] += d;
+  }
+
+ private:
+  absl::Mutex mu_;
+  std::map<std::thread::id, absl::Duration> spent_ ABSL_GUARDED_BY(mu_);
+};
+
 // Serves `data` and records each call; says every call rebuilt bytes if
-// `degraded` (as a call with a lost cell does). Each call takes `latency`
-// (a storage's) and counts whether a thread other than the constructing
-// one made it (a prefetch).
+// `degraded` (as a call with a lost cell does). Each call takes
+// latency(its first offset) (a storage's; none if null) on `clock`, the
+// host's clock (FileHost::clock), and counts whether a thread other than
+// the constructing one made it (a prefetch).
 class RecordingHost : public FileHost {
  public:
   RecordingHost(std::string data, bool degraded,
-                absl::Duration latency = absl::ZeroDuration())
-      : data_(std::move(data)), degraded_(degraded), latency_(latency) {}
+                std::function<absl::Duration(uint64_t)> latency = nullptr,
+                Clock* clock = Clock::Real())
+      : data_(std::move(data)),
+        degraded_(degraded),
+        latency_(std::move(latency)),
+        clock_(clock) {}
 
   std::vector<absl::StatusOr<size_t>> Execute(absl::Span<const Request> reqs,
                                               const ReadOptions& /*options*/,
@@ -66,13 +97,18 @@ class RecordingHost : public FileHost {
       total += n;
     }
     if (report != nullptr) report->rebuilt_bytes = degraded_ ? total : 0;
-    if (latency_ > absl::ZeroDuration()) absl::SleepFor(latency_);
+    if (latency_ != nullptr && !reqs.empty()) {
+      clock_->SleepFor(latency_(reqs[0].offset));
+    }
     absl::MutexLock l(&mu_);
-    calls_.push_back(std::move(call));
-    if (std::this_thread::get_id() != owner_) ++background_calls_;
+    calls_.push_back(call);
+    if (std::this_thread::get_id() != owner_ && !call.empty()) {
+      background_offsets_.push_back(call.front().offset);
+    }
     return out;
   }
   ns::LayoutCache* cache() override { return nullptr; }
+  Clock* clock() override { return clock_; }
   void CountRefresh() override {}
   void CountAbort() override {}
 
@@ -81,18 +117,23 @@ class RecordingHost : public FileHost {
     return calls_;
   }
   int background_calls() {
+    return static_cast<int>(background_offsets().size());
+  }
+  // The first offset of each call a prefetch made, in the order made.
+  std::vector<uint64_t> background_offsets() {
     absl::MutexLock l(&mu_);
-    return background_calls_;
+    return background_offsets_;
   }
 
  private:
   const std::string data_;
   const bool degraded_;
-  const absl::Duration latency_;
+  const std::function<absl::Duration(uint64_t)> latency_;
+  Clock* const clock_;
   const std::thread::id owner_ = std::this_thread::get_id();
   absl::Mutex mu_;
   std::vector<Call> calls_ ABSL_GUARDED_BY(mu_);
-  int background_calls_ ABSL_GUARDED_BY(mu_) = 0;
+  std::vector<uint64_t> background_offsets_ ABSL_GUARDED_BY(mu_);
 };
 
 std::string Bytes(uint64_t size) {
@@ -284,34 +325,92 @@ TEST_F(ReaderShapeTest, PlainAndHealthyEcFillsAreUnchanged) {
 // calls again at once gets no prefetch after its first call: a prefetch
 // would be the same single read in flight plus a copy (over NFS on capped
 // links it cost the scan a third of its rate). One who spends time between
-// calls keeps reading ahead in the background (prefetch_policy.h).
+// calls keeps reading ahead in the background while storage takes its time
+// too (prefetch_policy.h). Time is a ThreadClock's: the caller's gaps and
+// the reads' times are exactly what each case says, whatever the load.
 TEST(ReaderPrefetchTest, DirectReadsPrefetchOnlyWhileTheCallerTakesItsTime) {
   constexpr size_t kIo = 4 << 20;  // a copy's cost: 1 ms (policy: 2 ms)
   constexpr int kCalls = 16;
   const std::string data = Bytes(kCalls * kIo);
-  for (bool thinks : {false, true}) {
-    SCOPED_TRACE(thinks ? "the caller takes 5 ms between calls"
-                        : "the caller calls again at once");
-    RecordingHost host(data, false, absl::Milliseconds(5));
+  struct Case {
+    const char* what;
+    absl::Duration latency;  // each read's, in storage
+    absl::Duration gap;      // the caller's, before each call but the first
+    int late_call;           // -1, or the one call after `gap`; others at once
+    int background;          // prefetches expected
+  };
+  const absl::Duration k5ms = absl::Milliseconds(5);
+  const Case cases[] = {
+      // The first call's prefetch only (nothing is known yet).
+      {"the caller calls again at once", k5ms, absl::ZeroDuration(), -1, 1},
+      // One late call (a scheduler's delay) does not turn prefetching on:
+      // the smaller of the last two gaps counts.
+      {"the caller calls at once but once late", k5ms, k5ms, kCalls / 2, 1},
+      // Every call's prefetch but the last's (the end of the file).
+      {"the caller takes 5 ms between calls", k5ms, k5ms, -1, kCalls - 1},
+      // A read of 1 ms overlaps too little to pay for the copy.
+      {"the caller takes 5 ms, reads take 1 ms", absl::Milliseconds(1), k5ms,
+       -1, 1},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.what);
+    ThreadClock clock;
+    RecordingHost host(
+        data, false, [&c](uint64_t) { return c.latency; }, &clock);
     FileImpl file(&host, Layout(data.size(), false), /*pinned=*/true);
     std::unique_ptr<Reader> reader = file.NewReader({.max_readahead = kIo});
     std::string buf(kIo, '\0');
     for (int i = 0; i < kCalls; ++i) {
+      if (i > 0 && (c.late_call < 0 || c.late_call == i)) {
+        clock.SleepFor(c.gap);
+      }
       absl::StatusOr<size_t> n = reader->Read(absl::MakeSpan(buf));
       ASSERT_THAT(n, IsOk());
       ASSERT_EQ(*n, kIo);
       ASSERT_EQ(memcmp(buf.data(), data.data() + i * kIo, kIo), 0) << i;
-      if (thinks) absl::SleepFor(absl::Milliseconds(5));
     }
     reader.reset();  // joins a prefetch
-    if (thinks) {
-      EXPECT_GE(host.background_calls(), kCalls - 2);
-    } else {
-      // The first call's prefetch (nothing is known yet); a second call
-      // delayed by the scheduler may add one or two.
-      EXPECT_LE(host.background_calls(), 3);
-    }
+    EXPECT_EQ(host.background_calls(), c.background);
   }
+}
+
+// The same caller, taking its time, while storage turns fast and then slow
+// again: prefetching follows each fill's time, a prefetch's (it stops
+// once they take less than twice the copy) and a direct read's (it starts
+// again once those take long again).
+TEST(ReaderPrefetchTest, DirectReadsPrefetchFollowsTheStoragesPace) {
+  constexpr size_t kIo = 4 << 20;
+  constexpr int kCalls = 16;
+  const std::string data = Bytes(kCalls * kIo);
+  ThreadClock clock;
+  // Windows 6 to 10 take 1 ms, the others 5 ms.
+  RecordingHost host(
+      data, false,
+      [](uint64_t offset) {
+        const uint64_t w = offset / kIo;
+        return w >= 6 && w <= 10 ? absl::Milliseconds(1)
+                                 : absl::Milliseconds(5);
+      },
+      &clock);
+  FileImpl file(&host, Layout(data.size(), false), /*pinned=*/true);
+  std::unique_ptr<Reader> reader = file.NewReader({.max_readahead = kIo});
+  std::string buf(kIo, '\0');
+  for (int i = 0; i < kCalls; ++i) {
+    if (i > 0) clock.SleepFor(absl::Milliseconds(5));
+    absl::StatusOr<size_t> n = reader->Read(absl::MakeSpan(buf));
+    ASSERT_THAT(n, IsOk());
+    ASSERT_EQ(*n, kIo);
+    ASSERT_EQ(memcmp(buf.data(), data.data() + i * kIo, kIo), 0) << i;
+  }
+  reader.reset();  // joins a prefetch
+  // Windows 1 to 6 are prefetched (6's 1 ms turns it off), 7 to 12 read
+  // directly (12's read starts before 11's 5 ms is known), 13 to 15
+  // prefetched again.
+  std::vector<uint64_t> prefetched;
+  for (uint64_t offset : host.background_offsets()) {
+    prefetched.push_back(offset / kIo);
+  }
+  EXPECT_THAT(prefetched, ::testing::ElementsAre(1, 2, 3, 4, 5, 6, 13, 14, 15));
 }
 
 }  // namespace
