@@ -583,7 +583,10 @@ void ClientImpl::RunTimers(CallLoop& c) {
 
 bool ClientImpl::RescueStuck(CallLoop& c) {
   Batch& b = *c.b;
-  b.mu.AssertHeld();  // the loop runs under the batch lock (Execute)
+  // The loop runs under the batch lock (Execute); both names of it, for
+  // the thread-safety analysis (Dispatch takes c.b).
+  b.mu.AssertHeld();
+  c.b->mu.AssertHeld();
   // (Timers armed: an attempt of ours still runs.)
   if (c.running) return false;
   const std::vector<int> stuck = StuckPieces(b, !c.waiting.empty());
