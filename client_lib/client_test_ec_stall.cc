@@ -18,6 +18,7 @@
 #include "client_lib/internal/stuck_pieces.h"
 #include "gtest/gtest.h"
 #include "namespace/ec_layout.h"
+#include "namespace/ec_test_layout.h"
 
 namespace rangefs {
 namespace client_internal {
@@ -57,18 +58,7 @@ class EcHedgeStallTest : public ::testing::Test {
  protected:
   void SetUp() override {
     // One row of RS(4, 2); data cell 0 is the call's one piece.
-    layout_.set_size(kK * kCell);
-    layout_.set_state(v1::READY_EC);
-    v1::StripedLayout* s = layout_.mutable_striped();
-    s->set_stripe_unit(kCell);
-    s->mutable_erasure()->set_codec(v1::ErasureCode::RS_CAUCHY_GF8);
-    s->mutable_erasure()->set_data_columns(kK);
-    s->mutable_erasure()->set_parity_columns(kM);
-    for (int t = 0; t < kK + kM; ++t) {
-      v1::Replica* r = s->add_targets()->add_replicas();
-      r->set_node_id(absl::StrCat("n", t));
-      r->set_object(absl::StrCat("o/c", t));
-    }
+    layout_ = ns::EcTestLayout(kK, kM, kCell, kK * kCell, "o/c");
     // The row's ".cells" CRCs, known to the client: cell 0's is not the
     // CRC of what its survivors decode to (a survivor's bytes are wrong).
     engine_.crcs.Add(kFileId, ns::ParityReplica(layout_, 0).object(), 0,

@@ -11,6 +11,7 @@
 #include "base/testing/status_matchers.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "namespace/ec_test_layout.h"
 
 namespace rangefs {
 namespace keeper {
@@ -32,18 +33,7 @@ class EcCellsTest : public ::testing::Test {
     std::mt19937 gen(7);
     data_.resize(size);
     for (char& c : data_) c = static_cast<char>(gen());
-    layout_.set_size(size);
-    layout_.set_state(v1::READY_EC);
-    v1::StripedLayout* s = layout_.mutable_striped();
-    s->set_stripe_unit(kCell);
-    s->mutable_erasure()->set_codec(v1::ErasureCode::RS_CAUCHY_GF8);
-    s->mutable_erasure()->set_data_columns(kK);
-    s->mutable_erasure()->set_parity_columns(kM);
-    for (int t = 0; t < kK + kM; ++t) {
-      v1::Replica* r = s->add_targets()->add_replicas();
-      r->set_node_id(absl::StrCat("n", t));
-      r->set_object(absl::StrCat("f/c", t));
-    }
+    layout_ = ns::EcTestLayout(kK, kM, kCell, size, "f/c");
     g_ = ns::EcGeometryOf(layout_);
     std::vector<std::string> cols(kK + kM);
     std::string cells;
