@@ -256,24 +256,26 @@ PY
 # --- the rows
 en_med() { median ${EN[$1]}; }  # en_med KEY: the median of EN[KEY]
 en_cell() { e_cell "$1" ${EN[$2]}; }  # en_cell DIGITS KEY
+# An info row of two measures and the ratio of their medians:
+# en_pair LABEL DIGITS KEY_A KEY_B.
+en_pair() {
+  e_row "$1" "$(en_cell "$2" "$3")" "$(en_cell "$2" "$4")" \
+    "$(ratio "$(en_med "$3")" "$(en_med "$4")")" "info" "-"
+}
 EN_CAP_SUM=$(python3 -c "r = '$E_LINK_RATE'; print(round(9 * float(r[:-4]) * {'k': 1e3, 'm': 1e6, 'g': 1e9}[r[-4]] / 8e6))")
 if [ "$EN_OK" = 1 ]; then
   # shellcheck disable=SC2086
   {
-    e_row "scan (MB/s), netns, caps removed (probe, $E_LINK_PROBE_ROUNDS rounds): 1 of 9 dead vs healthy" \
-      "$(en_cell 0 uncapped_dead)" "$(en_cell 0 uncapped_healthy)" \
-      "$(ratio "$(en_med uncapped_dead)" "$(en_med uncapped_healthy)")" "info" "-"
+    en_pair "scan (MB/s), netns, caps removed (probe, $E_LINK_PROBE_ROUNDS rounds): 1 of 9 dead vs healthy" 0 uncapped_dead uncapped_healthy
     e_row "$EN_DESC: the caps' sum (9 x $E_LINK_RATE, MB/s of frames) / the uncapped healthy scan" \
       "$EN_CAP_SUM" "$(f0 "$(en_med uncapped_healthy)")" "$(ratio "$EN_CAP_SUM" "$(en_med uncapped_healthy)")" \
       "<= 0.34 (~1/3)" "$(e_verdict "$(ratio "$EN_CAP_SUM" "$(en_med uncapped_healthy)")" '<=' 0.34)"
     rc=$(ratio "$(en_med capped_dead)" "$(en_med capped_healthy)")
     e_row "scan (MB/s), $EN_DESC: RS(6,3), 1 of 9 nodes dead ($EN_DEAD: a data column in $EN_DEAD_FILES of $E_FILES files) vs healthy" \
       "$(en_cell 0 capped_dead)" "$(en_cell 0 capped_healthy)" "$rc" ">= 0.7" "$(e_verdict "$rc" '>=' 0.7)"
-    e_row "scan client CPU s/GB, $EN_DESC: dead vs healthy" "$(en_cell 2 capped_cdead)" "$(en_cell 2 capped_chealthy)" \
-      "$(ratio "$(en_med capped_cdead)" "$(en_med capped_chealthy)")" "info" "-"
+    en_pair "scan client CPU s/GB, $EN_DESC: dead vs healthy" 2 capped_cdead capped_chealthy
     e_row "$EN_DESC, dead: rebuilt share of the bytes read (%)" "$(en_cell 1 capped_rebuilt)" "-" "-" "info" "-"
-    e_row "$EN_DESC: node bytes per byte delivered (warm-up scaled out), dead vs healthy" "$(en_cell 3 capped_adead)" \
-      "$(en_cell 3 capped_ahealthy)" "$(ratio "$(en_med capped_adead)" "$(en_med capped_ahealthy)")" "info" "-"
+    en_pair "$EN_DESC: node bytes per byte delivered (warm-up scaled out), dead vs healthy" 3 capped_adead capped_ahealthy
     expect=$(python3 -c "
 import sys
 try: print(8 / 9 * float(sys.argv[2]) / float(sys.argv[1]))
@@ -287,17 +289,14 @@ except ValueError: print('failed')" "$(en_med capped_adead)" "$(en_med capped_ah
       "$(en_cell 2 capped_ldead)" "$(en_cell 2 capped_lhealthy)" "-" "info" "-"
     e_row "$EN_DESC: link use, busiest link, dead vs healthy" \
       "$(en_cell 2 capped_lmdead)" "$(en_cell 2 capped_lmhealthy)" "-" "info" "-"
-    e_row "$EN_DESC, dead: MB/s read from each parity node of the files that lost a column, least and most loaded" \
-      "$(en_cell 1 capped_pmin)" "$(en_cell 1 capped_pmax)" "$(ratio "$(en_med capped_pmin)" "$(en_med capped_pmax)")" "info" "-"
+    en_pair "$EN_DESC, dead: MB/s read from each parity node of the files that lost a column, least and most loaded" 1 capped_pmin capped_pmax
     if [ -n "${E_BENCH_A:-}" ]; then
       ra=$(ratio "$(en_med capped_xdead)" "$(en_med capped_xhealthy)")
       e_row "A: scan (MB/s), $EN_DESC: 1 of 9 nodes dead vs healthy (E_BENCH_A=$E_BENCH_A)" \
         "$(en_cell 0 capped_xdead)" "$(en_cell 0 capped_xhealthy)" "$ra" ">= 0.7" "$(e_verdict "$ra" '>=' 0.7)"
-      e_row "$EN_DESC, dead: this build vs A (MB/s)" "$(en_cell 0 capped_dead)" "$(en_cell 0 capped_xdead)" \
-        "$(ratio "$(en_med capped_dead)" "$(en_med capped_xdead)")" "info" "-"
+      en_pair "$EN_DESC, dead: this build vs A (MB/s)" 0 capped_dead capped_xdead
       e_row "A: $EN_DESC, dead: link use, busiest link" "$(en_cell 2 capped_xlmdead)" "-" "-" "info" "-"
-      e_row "A: $EN_DESC, dead: MB/s read from each parity node of the files that lost a column, least and most loaded" \
-        "$(en_cell 1 capped_xpmin)" "$(en_cell 1 capped_xpmax)" "$(ratio "$(en_med capped_xpmin)" "$(en_med capped_xpmax)")" "info" "-"
+      en_pair "A: $EN_DESC, dead: MB/s read from each parity node of the files that lost a column, least and most loaded" 1 capped_xpmin capped_xpmax
     fi
     e_row "$EN_DESC: reads by data path (data_path=auto, default mount_root; healthy, last round)" \
       "${EN[capped_path]:-failed}" "-" "-" "info" "-"
