@@ -262,6 +262,12 @@ en_pair() {
   e_row "$1" "$(en_cell "$2" "$3")" "$(en_cell "$2" "$4")" \
     "$(ratio "$(en_med "$3")" "$(en_med "$4")")" "info" "-"
 }
+# The row 3 target (dead / healthy >= 0.7): en_scan LABEL KEY_DEAD KEY_HEALTHY.
+en_scan() {
+  local r
+  r=$(ratio "$(en_med "$2")" "$(en_med "$3")")
+  e_row "$1" "$(en_cell 0 "$2")" "$(en_cell 0 "$3")" "$r" ">= 0.7" "$(e_verdict "$r" '>=' 0.7)"
+}
 EN_CAP_SUM=$(python3 -c "r = '$E_LINK_RATE'; print(round(9 * float(r[:-4]) * {'k': 1e3, 'm': 1e6, 'g': 1e9}[r[-4]] / 8e6))")
 if [ "$EN_OK" = 1 ]; then
   # shellcheck disable=SC2086
@@ -271,8 +277,8 @@ if [ "$EN_OK" = 1 ]; then
       "$EN_CAP_SUM" "$(f0 "$(en_med uncapped_healthy)")" "$(ratio "$EN_CAP_SUM" "$(en_med uncapped_healthy)")" \
       "<= 0.34 (~1/3)" "$(e_verdict "$(ratio "$EN_CAP_SUM" "$(en_med uncapped_healthy)")" '<=' 0.34)"
     rc=$(ratio "$(en_med capped_dead)" "$(en_med capped_healthy)")
-    e_row "scan (MB/s), $EN_DESC: RS(6,3), 1 of 9 nodes dead ($EN_DEAD: a data column in $EN_DEAD_FILES of $E_FILES files) vs healthy" \
-      "$(en_cell 0 capped_dead)" "$(en_cell 0 capped_healthy)" "$rc" ">= 0.7" "$(e_verdict "$rc" '>=' 0.7)"
+    en_scan "scan (MB/s), $EN_DESC: RS(6,3), 1 of 9 nodes dead ($EN_DEAD: a data column in $EN_DEAD_FILES of $E_FILES files) vs healthy" \
+      capped_dead capped_healthy
     en_pair "scan client CPU s/GB, $EN_DESC: dead vs healthy" 2 capped_cdead capped_chealthy
     e_row "$EN_DESC, dead: rebuilt share of the bytes read (%)" "$(en_cell 1 capped_rebuilt)" "-" "-" "info" "-"
     en_pair "$EN_DESC: node bytes per byte delivered (warm-up scaled out), dead vs healthy" 3 capped_adead capped_ahealthy
@@ -291,9 +297,8 @@ except ValueError: print('failed')" "$(en_med capped_adead)" "$(en_med capped_ah
       "$(en_cell 2 capped_lmdead)" "$(en_cell 2 capped_lmhealthy)" "-" "info" "-"
     en_pair "$EN_DESC, dead: MB/s read from each parity node of the files that lost a column, least and most loaded" 1 capped_pmin capped_pmax
     if [ -n "${E_BENCH_A:-}" ]; then
-      ra=$(ratio "$(en_med capped_xdead)" "$(en_med capped_xhealthy)")
-      e_row "A: scan (MB/s), $EN_DESC: 1 of 9 nodes dead vs healthy (E_BENCH_A=$E_BENCH_A)" \
-        "$(en_cell 0 capped_xdead)" "$(en_cell 0 capped_xhealthy)" "$ra" ">= 0.7" "$(e_verdict "$ra" '>=' 0.7)"
+      en_scan "A: scan (MB/s), $EN_DESC: 1 of 9 nodes dead vs healthy (E_BENCH_A=$E_BENCH_A)" \
+        capped_xdead capped_xhealthy
       en_pair "$EN_DESC, dead: this build vs A (MB/s)" 0 capped_dead capped_xdead
       e_row "A: $EN_DESC, dead: link use, busiest link" "$(en_cell 2 capped_xlmdead)" "-" "-" "info" "-"
       en_pair "A: $EN_DESC, dead: MB/s read from each parity node of the files that lost a column, least and most loaded" 1 capped_xpmin capped_xpmax
