@@ -314,6 +314,10 @@ bool MountFs::ReadSpliced(uint64_t handle, uint64_t offset, size_t size,
                      size >= options_.prefetch_max_request;
   absl::ReaderMutexLock l(&h.splice_mu);
   const int64_t waits_before = watch ? VoluntarySwitches() : 0;
+  // Out of the count before the reply, as the copy path's (ReadNow): the
+  // reader's next request may arrive as soon as the kernel has the reply,
+  // before this thread runs again, and must see it continue the stream.
+  h.inflight.fetch_sub(1, std::memory_order_relaxed);
   const absl::Status s = reply(*spans);
   if (watch && s.ok()) {
     if (VoluntarySwitches() == waits_before) {
@@ -328,7 +332,6 @@ bool MountFs::ReadSpliced(uint64_t handle, uint64_t offset, size_t size,
   } else {
     counters_->read_errors.fetch_add(1, std::memory_order_relaxed);
   }
-  h.inflight.fetch_sub(1, std::memory_order_relaxed);
   return true;
 }
 

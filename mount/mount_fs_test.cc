@@ -1,7 +1,8 @@
 // MountFs without the kernel: MemoryKv as the namespace (watch callbacks
 // run on the writing thread, so the index and the layout cache are current
 // when a write returns), a real Client reading objects from files in a temp
-// directory (the nodes' "mounts").
+// directory (the nodes' "mounts"; SlowDiskFs where a test needs reads that
+// wait).
 #include "mount/mount_fs.h"
 
 #include <fcntl.h>
@@ -17,9 +18,11 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/notification.h"
+#include "absl/time/clock.h"
 #include "base/crc32c.h"
 #include "base/testing/status_matchers.h"
-#include "client_lib/embedding.h"
+#include "client_lib/fs.h"
+#include "client_lib/internal/client_hooks.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "mount/read_batcher.h"
@@ -44,6 +47,28 @@ std::string Pattern(size_t n, int seed) {
   }
   return s;
 }
+
+// The real file system, each read taking at least 2 ms: a disk the
+// library's calling thread must wait for (a voluntary context switch
+// whatever the machine's load), where reads from memory may not wait.
+class SlowDiskFs : public ReadOnlyFs {
+ public:
+  absl::StatusOr<size_t> PRead(const MountPath& path, uint64_t offset,
+                               absl::Span<char> dst,
+                               const FsReadOptions& options) override {
+    absl::SleepFor(absl::Milliseconds(2));
+    return fs_->PRead(path, offset, dst, options);
+  }
+  absl::StatusOr<std::string> ReadFile(const MountPath& path) override {
+    return fs_->ReadFile(path);
+  }
+  absl::Status CheckDir(const std::string& path) override {
+    return fs_->CheckDir(path);
+  }
+
+ private:
+  const std::unique_ptr<ReadOnlyFs> fs_ = NewPosixFs();
+};
 
 class MountFsTest : public ::testing::Test {
  protected:
@@ -88,7 +113,7 @@ class MountFsTest : public ::testing::Test {
     return l;
   }
 
-  void Start(int64_t revision = 0) {
+  void Start(int64_t revision = 0, bool io_uring = false) {
     auto cache = ns::LayoutCache::Open(&kv_, {});
     ASSERT_THAT(cache, IsOk());
     cache_ = *std::move(cache);
@@ -104,8 +129,12 @@ class MountFsTest : public ::testing::Test {
     ClientOptions co;
     co.mount_root = root_;
     co.data_path = DataPath::kMount;
-    co.io_uring = false;
-    auto client = OpenClientSharingNamespace(co, &kv_, cache_.get());
+    co.io_uring = io_uring;
+    client_internal::ClientHooks hooks;
+    hooks.kv = &kv_;
+    hooks.layout_cache = cache_.get();
+    hooks.fs = slow_disk_ ? &slow_disk_fs_ : nullptr;
+    auto client = client_internal::OpenClient(co, hooks);
     ASSERT_THAT(client, IsOk());
     client_ = *std::move(client);
     MountFsOptions fo;
@@ -151,6 +180,8 @@ class MountFsTest : public ::testing::Test {
   MountCounters counters_;
   std::vector<Notice> notices_;
   std::unique_ptr<MountFs> fs_;
+  bool slow_disk_ = false;  // set before Start: objects read from SlowDiskFs
+  SlowDiskFs slow_disk_fs_;
 };
 
 TEST_F(MountFsTest, LookupGetattrReaddir) {
@@ -293,11 +324,12 @@ TEST_F(MountFsTest, LargeSequentialRequestsSkipTheReader) {
 }
 // Large sequential requests whose bytes the calling thread had to wait for
 // (this fixture's client has no io_uring: every read is handed to a node
-// worker, as a cold disk read is) switch the stream to the Reader after two
-// in a row, so that its prefetch reads ahead between requests.
+// worker, and each takes a disk's time) switch the stream to the Reader
+// after two in a row, so that its prefetch reads ahead between requests.
 TEST_F(MountFsTest, LargeSequentialRequestsThatWaitGoThroughTheReader) {
   const std::string data = Pattern(10 << 20, 9);
   ASSERT_THAT(store_->CreateFile("/cold", Put("cold", data)), IsOk());
+  slow_disk_ = true;
   Start();
   auto f = fs_->Lookup(kRootInode, "cold");
   ASSERT_THAT(f, IsOk());
@@ -310,10 +342,61 @@ TEST_F(MountFsTest, LargeSequentialRequestsThatWaitGoThroughTheReader) {
     got += *b;
   }
   EXPECT_EQ(got, data);
-  // Read 0 is not yet a stream; after two waits the rest (at most 7 of the
-  // 10) go through the Reader.
-  EXPECT_GE(counters_.reader_reads.load(), 1u);
-  EXPECT_LE(counters_.reader_reads.load(), 7u);
+  // Read 0 is not yet a stream; reads 1 and 2 wait, and the 7 after them
+  // go through the Reader.
+  EXPECT_EQ(counters_.reader_reads.load(), 7u);
+  fs_->Release(h->handle);
+}
+
+// A cold request that continues the handle's stream is spliced (the kernel
+// reads the object ahead as for a read(2) of it), also when it arrives
+// before the worker that answered the one before has run again: the
+// reader's next request comes as soon as the kernel has the reply, and a
+// worker preempted right after writing it (a loaded machine) must not make
+// the stream look concurrent. The next request here is handled on another
+// thread from inside the reply.
+TEST_F(MountFsTest, ColdRequestArrivingDuringTheLastReplyStillContinues) {
+  const std::string data = Pattern(3 << 20, 5);
+  ASSERT_THAT(store_->CreateFile("/s", Put("s", data)), IsOk());
+  Start(0, /*io_uring=*/true);  // spliced spans need the library's ring
+  auto f = fs_->Lookup(kRootInode, "s");
+  ASSERT_THAT(f, IsOk());
+  auto h = fs_->Open(f->ino, O_RDONLY);
+  ASSERT_THAT(h, IsOk());
+  // The first request is copied (and opens the object for later spans).
+  ASSERT_THAT(Read(h->handle, 0, 1 << 20), IsOk());
+  const int fd = open((root_ + "/n0/s").c_str(), O_RDONLY);
+  ASSERT_GE(fd, 0);
+  ASSERT_EQ(fdatasync(fd), 0);  // dirty pages are not dropped
+  ASSERT_EQ(posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED), 0);
+  close(fd);
+  bool next_spliced = false;
+  ObjectSpan::Residency next_residency = ObjectSpan::Residency::kUnknown;
+  const bool spliced = fs_->ReadSpliced(
+      h->handle, 1 << 20, 1 << 20, [&](absl::Span<const ObjectSpan>) {
+        std::thread next([&] {
+          next_spliced = fs_->ReadSpliced(
+              h->handle, 2 << 20, 1 << 20,
+              [&](absl::Span<const ObjectSpan> spans) {
+                next_residency =
+                    spans.empty() ? next_residency : spans[0].residency;
+                return absl::OkStatus();
+              });
+        });
+        next.join();
+        return absl::OkStatus();
+      });
+  if (!spliced && counters_.spliced_reads.load() == 0) {
+    GTEST_SKIP() << "no spliced reads here (no io_uring ring?)";
+  }
+  EXPECT_TRUE(spliced);
+  EXPECT_TRUE(next_spliced);
+  if (next_spliced && next_residency != ObjectSpan::Residency::kNotCached) {
+    GTEST_SKIP() << "the object's page cache could not be dropped here "
+                    "(residency "
+                 << static_cast<int>(next_residency) << ")";
+  }
+  EXPECT_EQ(counters_.spliced_reads.load(), 2u);
   fs_->Release(h->handle);
 }
 
