@@ -159,38 +159,39 @@ bool NfsNode::ReadPlanned(std::shared_ptr<NfsPiece> p,
   if (!path.ok()) return Refuse(path.status(), false, std::move(done));
   // The span to read: the piece, widened to whole sidecar blocks when
   // verifying (MountReader::Plan's rule, without O_DIRECT).
-  auto plan = std::make_shared<MountPlan>();
-  plan->path = {export_.Describe(), p->object};
-  plan->start = p->offset;
-  plan->end = p->offset + p->length;
+  MountPlan plan;
+  plan.path = {describe_, p->object};
+  plan.start = p->offset;
+  plan.end = p->offset + p->length;
   if (sums != nullptr) {
     const uint64_t bs = sums->block_size;
     if (bs == 0) {
       return Refuse(absl::DataLossError(absl::StrCat(
-                        "sidecar of ", plan->path.full(), ": block size 0")),
+                        "sidecar of ", plan.path.full(), ": block size 0")),
                     true, std::move(done));
     }
-    plan->start = p->offset / bs * bs;
-    plan->end = std::min(RoundUp(p->offset + p->length, bs), sums->object_size);
-    if (plan->end < p->offset + p->length) {
+    plan.start = p->offset / bs * bs;
+    plan.end = std::min(RoundUp(p->offset + p->length, bs), sums->object_size);
+    if (plan.end < p->offset + p->length) {
       return Refuse(
-          absl::DataLossError(absl::StrCat(plan->path.full(), " is ", plan->end,
+          absl::DataLossError(absl::StrCat(plan.path.full(), " is ", plan.end,
                                            " bytes by its sidecar; need up to ",
                                            p->offset + p->length)),
           true, std::move(done));
     }
-    plan->sums = std::move(sums);
+    plan.sums = std::move(sums);
   }
-  plan->span = static_cast<size_t>(plan->end - plan->start);
-  plan->alloc = plan->span;
-  plan->lead = static_cast<size_t>(p->offset - plan->start);
+  plan.span = static_cast<size_t>(plan.end - plan.start);
+  plan.alloc = plan.span;
+  plan.lead = static_cast<size_t>(p->offset - plan.start);
   auto r = std::make_unique<NfsRequest>();
   r->path = std::move(*path);
-  r->offset = plan->start;
-  r->length = plan->span;
+  r->offset = plan.start;
+  r->length = plan.span;
   r->deadline = p->deadline;
-  r->done = [p, plan, done = std::move(done)](const absl::Status& s,
-                                              const char* data, size_t n) {
+  // The plan travels in `done` itself (one allocation less a read).
+  r->done = [p, plan = std::move(plan), done = std::move(done)](
+                const absl::Status& s, const char* data, size_t n) {
     if (!s.ok()) {
       done(s, nullptr, false);
       return;
@@ -198,8 +199,8 @@ bool NfsNode::ReadPlanned(std::shared_ptr<NfsPiece> p,
     bool checksum_failure = false;
     const MountPiece piece{p->object, p->offset, p->length, p->verify};
     absl::StatusOr<size_t> len =
-        MountReader::Check(piece, *plan, data, n, &checksum_failure);
-    done(len, len.ok() ? data + plan->lead : nullptr, checksum_failure);
+        MountReader::Check(piece, plan, data, n, &checksum_failure);
+    done(len, len.ok() ? data + plan.lead : nullptr, checksum_failure);
   };
   return Pick().Submit(std::move(r));
 }

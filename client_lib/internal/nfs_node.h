@@ -73,7 +73,9 @@ class NfsNode {
 
  private:
   NfsNode(NfsExport e, std::vector<std::shared_ptr<NfsLink>> links)
-      : export_(std::move(e)), links_(std::move(links)) {}
+      : export_(std::move(e)),
+        describe_(export_.Describe()),
+        links_(std::move(links)) {}
   NfsLink& Pick() const;
   // Answers `done` with `why` from a connection's thread, never from the
   // caller's: Read's caller may hold locks that `done` takes (a read
@@ -85,6 +87,7 @@ class NfsNode {
   std::shared_ptr<const node::Checksums> CachedSidecar(const std::string& o);
 
   const NfsExport export_;
+  const std::string describe_;  // export_.Describe(), for every read's plan
   const std::vector<std::shared_ptr<NfsLink>> links_;
   std::atomic<bool> stopped_{false};
   absl::Mutex mu_;
