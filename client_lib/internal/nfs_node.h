@@ -82,7 +82,7 @@ class NfsNode {
   // call's, handing it its pieces). False (`done` dropped): stopped.
   bool Refuse(absl::Status why, bool checksum_failure, NfsDone done);
   // As Read, once the sidecar (if verifying) is known.
-  bool ReadPlanned(std::shared_ptr<NfsPiece> p,
+  bool ReadPlanned(const NfsPiece& p,
                    std::shared_ptr<const node::Checksums> sums, NfsDone done);
   std::shared_ptr<const node::Checksums> CachedSidecar(const std::string& o);
 
