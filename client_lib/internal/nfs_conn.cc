@@ -66,6 +66,7 @@ void NfsConn::Start(std::unique_ptr<NfsRequest> r, absl::Time now) {
   op->conn = this;
   op->req = std::move(r);
   ops_.emplace(op, std::move(owned));
+  earliest_ = std::min(earliest_, op->req->deadline);
   if (op->req->deadline <= now) {
     Finish(op,
            absl::DeadlineExceededError(absl::StrCat(
@@ -299,8 +300,7 @@ void NfsConn::Finish(Op* op, const absl::Status& s, const char* data,
     owned = std::move(it->second);
     ops_.erase(it);
   }
-  auto done = std::move(op->req->done);
-  done(s, data, n);
+  op->req->Answer(s, data, n);
 }
 
 void NfsConn::Cache(const std::string& path, nfsfh* fh) {
@@ -369,9 +369,16 @@ void NfsConn::Service(short revents) {
 }
 
 void NfsConn::Expire(absl::Time now) {
+  if (now < earliest_) return;  // nothing can be late yet
   std::vector<Op*> late;
+  earliest_ = absl::InfiniteFuture();
   for (const auto& [op, owned] : ops_) {
-    if (!op->answered && op->req->deadline <= now) late.push_back(op);
+    if (op->answered) continue;
+    if (op->req->deadline <= now) {
+      late.push_back(op);
+    } else {
+      earliest_ = std::min(earliest_, op->req->deadline);
+    }
   }
   bool hung = false;
   for (Op* op : late) {
@@ -388,14 +395,6 @@ void NfsConn::Expire(absl::Time now) {
         absl::StrCat("NFS connection to ", export_.Describe(),
                      " torn down: its server stopped answering")));
   }
-}
-
-absl::Time NfsConn::NextDeadline() const {
-  absl::Time t = absl::InfiniteFuture();
-  for (const auto& [op, owned] : ops_) {
-    if (!op->answered) t = std::min(t, op->req->deadline);
-  }
-  return t;
 }
 
 void NfsConn::Close(const absl::Status& why) { Teardown(why); }
@@ -419,14 +418,14 @@ void NfsConn::Teardown(const absl::Status& why) {
   opening_ = false;
   open_queue_.clear();
   orphans_ = 0;
+  earliest_ = absl::InfiniteFuture();
   auto ops = std::move(ops_);
   ops_.clear();
   for (auto& [op, owned] : ops) {
     op->waiting = false;
     op->queued = false;
     if (op->answered) continue;
-    auto done = std::move(op->req->done);
-    done(why, nullptr, 0);
+    op->req->Answer(why, nullptr, 0);
   }
 }
 

@@ -25,6 +25,7 @@
 #ifndef RANGEFS_CLIENT_LIB_INTERNAL_NFS_CONN_H_
 #define RANGEFS_CLIENT_LIB_INTERNAL_NFS_CONN_H_
 
+#include <atomic>
 #include <cstddef>
 #include <cstdint>
 #include <functional>
@@ -58,6 +59,18 @@ struct NfsRequest {
   // Called once, on the connection's thread: OK with the bytes (`data`,
   // `n`: valid during the call only), or an error.
   std::function<void(const absl::Status&, const char* data, size_t n)> done;
+  // Set by NfsLink::Submit: its count of requests not answered, taken down
+  // by Answer before `done` runs.
+  std::atomic<int64_t>* unanswered = nullptr;
+
+  // Ends the request: `done`, once (the only way it is called).
+  void Answer(const absl::Status& s, const char* data, size_t n) {
+    if (unanswered != nullptr) {
+      unanswered->fetch_sub(1, std::memory_order_relaxed);
+    }
+    auto d = std::move(done);
+    d(s, data, n);
+  }
 };
 
 class NfsConn {
@@ -80,9 +93,11 @@ class NfsConn {
   // Fails the requests whose deadline passed (tearing the context down if
   // one was with the server).
   void Expire(absl::Time now);
-  // The earliest deadline of a request not answered; InfiniteFuture if
-  // none.
-  absl::Time NextDeadline() const;
+  // No later than the earliest deadline of a request not answered (it may
+  // be an answered request's: the loop then wakes once early, and Expire
+  // finds the true one); InfiniteFuture if none. Kept as requests start,
+  // so that a loop pass walks the requests only when one may be late.
+  absl::Time NextDeadline() const { return earliest_; }
   // Requests not answered yet.
   size_t pending() const { return ops_.size() - orphans_; }
   // Fails every request with `why` and destroys the context.
@@ -136,6 +151,7 @@ class NfsConn {
   uint64_t readmax_ = 1 << 20;
   int mounts_ = 0;
   size_t orphans_ = 0;  // ops_ already answered, still known to libnfs
+  absl::Time earliest_ = absl::InfiniteFuture();  // NextDeadline()
   absl::flat_hash_map<Op*, std::unique_ptr<Op>> ops_;
   std::vector<Op*> waiting_;     // for the mount
   bool opening_ = false;         // an open is in flight

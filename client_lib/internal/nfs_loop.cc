@@ -19,9 +19,6 @@ namespace {
 // clock jump.
 constexpr absl::Duration kMaxPoll = absl::Milliseconds(100);
 
-// The loop whose Run this thread is in (null: none).
-thread_local const NfsLoop* running_loop = nullptr;
-
 absl::Status Closing(const NfsExport& e) {
   return absl::UnavailableError(
       absl::StrCat("NFS reads of ", e.Describe(), " stopped (client closing)"));
@@ -31,12 +28,7 @@ absl::Status Closing(const NfsExport& e) {
 
 bool NfsLink::Submit(std::unique_ptr<NfsRequest> r) {
   load_.fetch_add(1, std::memory_order_relaxed);
-  auto done = std::move(r->done);
-  r->done = [this, done = std::move(done)](const absl::Status& s,
-                                           const char* data, size_t n) {
-    load_.fetch_sub(1, std::memory_order_relaxed);
-    done(s, data, n);
-  };
+  r->unanswered = &load_;
   if (loop_->Push(this, std::move(r))) return true;
   load_.fetch_sub(1, std::memory_order_relaxed);
   return false;
@@ -62,7 +54,7 @@ std::shared_ptr<NfsLink> NfsLoop::Attach(NfsExport e, std::string id) {
     if (stop_ || (single_ && attached_)) return nullptr;
     attached_ = true;
     links_.fetch_add(1, std::memory_order_relaxed);
-    wake = queue_.empty() && running_loop != this;
+    wake = TakeSleeper();
     queue_.push_back(Item{link.get(), nullptr, link});
   }
   if (wake) Wake();
@@ -70,10 +62,6 @@ std::shared_ptr<NfsLink> NfsLoop::Attach(NfsExport e, std::string id) {
 }
 
 bool NfsLoop::Push(NfsLink* link, std::unique_ptr<NfsRequest> r) {
-  // On the loop's own thread (a `done` that starts the next read, of any
-  // of its links): queued with no wake-up, since the loop takes its queue
-  // before it polls again.
-  const bool own = running_loop == this;
   bool wake = false;
   {
     absl::MutexLock l(&mu_);
@@ -91,7 +79,7 @@ bool NfsLoop::Push(NfsLink* link, std::unique_ptr<NfsRequest> r) {
       }
     }
     started_ = true;
-    wake = queue_.empty() && !own;
+    wake = TakeSleeper();
     queue_.push_back(Item{link, std::move(r), nullptr});
   }
   if (wake) Wake();
@@ -105,10 +93,32 @@ void NfsLoop::StopLink(NfsLink* link) {
     if (stop_ || link->stopped_) return;
     link->stopped_ = true;
     links_.fetch_sub(1, std::memory_order_relaxed);
-    wake = queue_.empty() && running_loop != this;
+    wake = TakeSleeper();
     queue_.push_back(Item{link, nullptr, nullptr});
   }
   if (wake) Wake();
+}
+
+bool NfsLoop::TakeSleeper() {
+  // Only a loop that waits in poll (or is about to) needs the eventfd: a
+  // running one (this thread's own, a `done` starting the next read; or
+  // another thread's, servicing its connections) takes its queue before
+  // it polls again. One write wakes it: later pushers see it awake.
+  const bool sleeping = sleeping_;
+  sleeping_ = false;
+  return sleeping;
+}
+
+bool NfsLoop::Sleep() {
+  absl::MutexLock l(&mu_);
+  if (!queue_.empty() || stop_) return false;
+  sleeping_ = true;
+  return true;
+}
+
+void NfsLoop::Awake() {
+  absl::MutexLock l(&mu_);
+  sleeping_ = false;
 }
 
 void NfsLoop::Wake() {
@@ -132,16 +142,14 @@ bool NfsLoop::Retire() {
   absl::MutexLock l(&mu_);
   if (!attached_ || links_.load(std::memory_order_relaxed) > 0) return false;
   stop_ = true;  // its one link stopped, its stop handled: nothing queued
-  running_loop = nullptr;
   return true;
 }
 
-std::vector<NfsLoop::Item> NfsLoop::Take(bool* stop) {
-  std::vector<Item> out;
+void NfsLoop::Take(std::vector<Item>* out, bool* stop) {
+  // `*out` is empty: its buffer becomes the queue's.
   absl::MutexLock l(&mu_);
-  out.swap(queue_);
+  out->swap(queue_);
   *stop = stop_;
-  return out;
 }
 
 NfsLoop::Conn* NfsLoop::Find(NfsLink* link) {
@@ -168,29 +176,28 @@ void NfsLoop::Handle(Item& item, absl::Time now) {
   }
   if (c == nullptr) return;  // not reached: attach precedes, stop follows
   if (!item.req->refused.ok()) {
-    auto done = std::move(item.req->done);
-    done(item.req->refused, nullptr, 0);
+    item.req->Answer(item.req->refused, nullptr, 0);
   } else {
     c->conn->Start(std::move(item.req), now);
   }
 }
 
 void NfsLoop::Run() {
-  running_loop = this;
   std::vector<pollfd> fds;
   std::vector<int> slot;  // conns_[i]'s index in fds (0: not polled)
+  std::vector<Item> fresh;
   for (;;) {
     bool stop = false;
-    std::vector<Item> fresh = Take(&stop);
+    Take(&fresh, &stop);
     const absl::Time now = absl::Now();
     for (Item& item : fresh) {
       if (stop && item.req != nullptr) {
-        auto done = std::move(item.req->done);
-        done(Closing(item.link->export_), nullptr, 0);
+        item.req->Answer(Closing(item.link->export_), nullptr, 0);
       } else {
         Handle(item, now);
       }
     }
+    fresh.clear();  // what answered requests held goes now, not a poll later
     if (stop) break;
     if (single_ && conns_.empty() && Retire()) return;
     // Handle may have added or removed connections: index them afresh.
@@ -209,10 +216,15 @@ void NfsLoop::Run() {
       }
     }
     const absl::Duration wait =
-        std::clamp(next - absl::Now(), absl::ZeroDuration(), kMaxPoll);
-    const int ms = static_cast<int>(absl::ToInt64Milliseconds(
-        wait + absl::Microseconds(999)));  // rounded up: no busy wait
+        std::clamp(next - t, absl::ZeroDuration(), kMaxPoll);
+    // Rounded up: no busy wait. Pushed to meanwhile: poll without waiting
+    // (its connections serviced, then the queue taken).
+    const bool sleep = Sleep();
+    const int ms = sleep ? static_cast<int>(absl::ToInt64Milliseconds(
+                               wait + absl::Microseconds(999)))
+                         : 0;
     const int rc = poll(fds.data(), fds.size(), ms);
+    if (sleep) Awake();
     if (rc > 0 && (fds[0].revents & POLLIN) != 0) {
       uint64_t v;
       ssize_t n = read(event_fd_, &v, sizeof(v));
@@ -228,7 +240,6 @@ void NfsLoop::Run() {
   }
   for (Conn& c : conns_) c.conn->Close(Closing(c.link->export_));
   conns_.clear();
-  running_loop = nullptr;
 }
 
 }  // namespace client_internal

@@ -38,12 +38,14 @@ class NfsLoop;
 // Thread-safe.
 class NfsLink {
  public:
-  // Starts `r` (any thread): queued for the loop, which is woken (from the
-  // loop's own thread, a `done` starting the next read: queued with no
-  // wake-up; sending from the submitting thread while the loop waited in
-  // poll was tried and cost 27% of the 4 KiB random rate on a quiet
-  // 2-core host, tests/bench/RESULTS.md). NfsRequest::refused: answered on
-  // the loop's thread. Returns false once the link or its loop is stopped:
+  // Starts `r` (any thread): queued for the loop, which is woken through
+  // its eventfd only while it waits in poll (a running loop takes its
+  // queue before it polls again: a `done` on the loop's own thread
+  // starting the next read, or a push while the loop services its
+  // connections, costs no wake-up; sending from the submitting thread while the
+  // loop waited in poll was tried and cost 27% of the 4 KiB random rate on a
+  // quiet 2-core host, tests/bench/RESULTS.md). NfsRequest::refused: answered
+  // on the loop's thread. Returns false once the link or its loop is stopped:
   // `r` is dropped, its `done` never called. Submit never runs a `done`
   // itself, so its caller may hold locks that `done` takes (a read call's
   // batch lock); a request accepted before Stop is answered UNAVAILABLE by
@@ -111,7 +113,16 @@ class NfsLoop : public std::enable_shared_from_this<NfsLoop> {
   bool Push(NfsLink* link, std::unique_ptr<NfsRequest> r);
   void StopLink(NfsLink* link);
   void Wake();
-  std::vector<Item> Take(bool* stop);
+  // Under mu_, by a pusher: whether the loop must be woken (it waits in
+  // poll and no one woke it yet).
+  bool TakeSleeper() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // On the loop's thread, before poll: false if something is queued (or
+  // the loop stopped): poll must not wait. True: marked sleeping, so that
+  // the next push wakes it; Awake after poll.
+  bool Sleep();
+  void Awake();
+  // The queue into `*out` (empty), and whether the loop stopped.
+  void Take(std::vector<Item>* out, bool* stop);
   // A single loop whose link stopped: refuses everything from now on.
   bool Retire();
   // On the loop's thread: one item taken from the queue.
@@ -127,6 +138,7 @@ class NfsLoop : public std::enable_shared_from_this<NfsLoop> {
   bool stop_ ABSL_GUARDED_BY(mu_) = false;
   bool attached_ ABSL_GUARDED_BY(mu_) = false;
   bool started_ ABSL_GUARDED_BY(mu_) = false;
+  bool sleeping_ ABSL_GUARDED_BY(mu_) = false;  // in (or before) poll
   // The loop thread's only.
   std::vector<Conn> conns_;
 };

@@ -101,14 +101,11 @@ bool NfsNode::Read(NfsPiece p, NfsDone done) {
   if (auto* hook = before_read_for_test.load(std::memory_order_acquire)) {
     hook(*this);
   }
+  if (!p.verify) return ReadPlanned(p, nullptr, std::move(done));
+  std::shared_ptr<const node::Checksums> sums = CachedSidecar(p.object);
+  if (sums != nullptr) return ReadPlanned(p, std::move(sums), std::move(done));
+  // Kept for the sidecar's answer.
   auto piece = std::make_shared<NfsPiece>(std::move(p));
-  if (!piece->verify) {
-    return ReadPlanned(std::move(piece), nullptr, std::move(done));
-  }
-  std::shared_ptr<const node::Checksums> sums = CachedSidecar(piece->object);
-  if (sums != nullptr) {
-    return ReadPlanned(std::move(piece), std::move(sums), std::move(done));
-  }
   absl::StatusOr<std::string> path =
       ExportPath(export_, node::SidecarPathFor(piece->object));
   if (!path.ok()) return Refuse(path.status(), false, std::move(done));
@@ -139,7 +136,7 @@ bool NfsNode::Read(NfsPiece p, NfsDone done) {
       absl::MutexLock l(&mu_);
       sidecars_[piece->object] = sums;
     }
-    if (!ReadPlanned(piece, std::move(sums),
+    if (!ReadPlanned(*piece, std::move(sums),
                      [done](const absl::StatusOr<size_t>& r, const char* out,
                             bool checksum_failure) {
                        (*done)(r, out, checksum_failure);
@@ -152,54 +149,56 @@ bool NfsNode::Read(NfsPiece p, NfsDone done) {
   return Pick().Submit(std::move(r));
 }
 
-bool NfsNode::ReadPlanned(std::shared_ptr<NfsPiece> p,
+bool NfsNode::ReadPlanned(const NfsPiece& p,
                           std::shared_ptr<const node::Checksums> sums,
                           NfsDone done) {
-  absl::StatusOr<std::string> path = ExportPath(export_, p->object);
+  absl::StatusOr<std::string> path = ExportPath(export_, p.object);
   if (!path.ok()) return Refuse(path.status(), false, std::move(done));
   // The span to read: the piece, widened to whole sidecar blocks when
   // verifying (MountReader::Plan's rule, without O_DIRECT).
-  auto plan = std::make_shared<MountPlan>();
-  plan->path = {export_.Describe(), p->object};
-  plan->start = p->offset;
-  plan->end = p->offset + p->length;
+  MountPlan plan;
+  plan.path = {describe_, p.object};
+  plan.start = p.offset;
+  plan.end = p.offset + p.length;
   if (sums != nullptr) {
     const uint64_t bs = sums->block_size;
     if (bs == 0) {
       return Refuse(absl::DataLossError(absl::StrCat(
-                        "sidecar of ", plan->path.full(), ": block size 0")),
+                        "sidecar of ", plan.path.full(), ": block size 0")),
                     true, std::move(done));
     }
-    plan->start = p->offset / bs * bs;
-    plan->end = std::min(RoundUp(p->offset + p->length, bs), sums->object_size);
-    if (plan->end < p->offset + p->length) {
+    plan.start = p.offset / bs * bs;
+    plan.end = std::min(RoundUp(p.offset + p.length, bs), sums->object_size);
+    if (plan.end < p.offset + p.length) {
       return Refuse(
-          absl::DataLossError(absl::StrCat(plan->path.full(), " is ", plan->end,
+          absl::DataLossError(absl::StrCat(plan.path.full(), " is ", plan.end,
                                            " bytes by its sidecar; need up to ",
-                                           p->offset + p->length)),
+                                           p.offset + p.length)),
           true, std::move(done));
     }
-    plan->sums = std::move(sums);
+    plan.sums = std::move(sums);
   }
-  plan->span = static_cast<size_t>(plan->end - plan->start);
-  plan->alloc = plan->span;
-  plan->lead = static_cast<size_t>(p->offset - plan->start);
+  plan.span = static_cast<size_t>(plan.end - plan.start);
+  plan.alloc = plan.span;
+  plan.lead = static_cast<size_t>(p.offset - plan.start);
   auto r = std::make_unique<NfsRequest>();
   r->path = std::move(*path);
-  r->offset = plan->start;
-  r->length = plan->span;
-  r->deadline = p->deadline;
-  r->done = [p, plan, done = std::move(done)](const absl::Status& s,
-                                              const char* data, size_t n) {
+  r->offset = plan.start;
+  r->length = plan.span;
+  r->deadline = p.deadline;
+  // The plan travels in `done` itself (one allocation less a read).
+  r->done = [offset = p.offset, length = p.length, verify = p.verify,
+             plan = std::move(plan), done = std::move(done)](
+                const absl::Status& s, const char* data, size_t n) {
     if (!s.ok()) {
       done(s, nullptr, false);
       return;
     }
     bool checksum_failure = false;
-    const MountPiece piece{p->object, p->offset, p->length, p->verify};
+    const MountPiece piece{plan.path.object, offset, length, verify};
     absl::StatusOr<size_t> len =
-        MountReader::Check(piece, *plan, data, n, &checksum_failure);
-    done(len, len.ok() ? data + plan->lead : nullptr, checksum_failure);
+        MountReader::Check(piece, plan, data, n, &checksum_failure);
+    done(len, len.ok() ? data + plan.lead : nullptr, checksum_failure);
   };
   return Pick().Submit(std::move(r));
 }

@@ -73,18 +73,21 @@ class NfsNode {
 
  private:
   NfsNode(NfsExport e, std::vector<std::shared_ptr<NfsLink>> links)
-      : export_(std::move(e)), links_(std::move(links)) {}
+      : export_(std::move(e)),
+        describe_(export_.Describe()),
+        links_(std::move(links)) {}
   NfsLink& Pick() const;
   // Answers `done` with `why` from a connection's thread, never from the
   // caller's: Read's caller may hold locks that `done` takes (a read
   // call's, handing it its pieces). False (`done` dropped): stopped.
   bool Refuse(absl::Status why, bool checksum_failure, NfsDone done);
   // As Read, once the sidecar (if verifying) is known.
-  bool ReadPlanned(std::shared_ptr<NfsPiece> p,
+  bool ReadPlanned(const NfsPiece& p,
                    std::shared_ptr<const node::Checksums> sums, NfsDone done);
   std::shared_ptr<const node::Checksums> CachedSidecar(const std::string& o);
 
   const NfsExport export_;
+  const std::string describe_;  // export_.Describe(), for every read's plan
   const std::vector<std::shared_ptr<NfsLink>> links_;
   std::atomic<bool> stopped_{false};
   absl::Mutex mu_;
