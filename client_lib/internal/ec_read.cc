@@ -7,8 +7,8 @@
 #include "absl/container/inlined_vector.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "base/crc32c.h"
 #include "base/logging.h"
-#include "client_lib/internal/ec_decode_checked.h"
 #include "client_lib/internal/ec_helper_choice.h"
 
 namespace rangefs {
@@ -523,11 +523,14 @@ void EcReads::Decode(Batch& b, Rebuild& r, Engine& e) {
   EcBuffer own;
   if (in_place == nullptr) own = EcBuffers::Shared().Take(r.length);
   char* const out = in_place != nullptr ? in_place : own.get();
+  const int wanted[] = {r.lost};
+  char* const outs[] = {out};
   absl::Status s;
   bool crc_ok = false;
   auto decode = [&] {
-    s = DecodeChecked(**codec, cells, r.lost, out, r.length,
-                      r.check && r.crc_known, r.crc, &crc_ok);
+    s = (*codec)->Decode(cells, wanted, outs, r.length);
+    crc_ok = !s.ok() || !r.check || !r.crc_known ||
+             Crc32cExtend(0, out, r.length) == r.crc;
   };
   if (in_place != nullptr) {
     b.mu.Unlock();
