@@ -383,6 +383,38 @@ TEST_F(EcReadTest, ReaderDirectScanRebuildsEachRowFromOneParityCell) {
   EXPECT_EQ(s.ec_helper_reads, kRows + 2);
 }
 
+// A scan opens a Reader per pass over a file (rangefs-bench: per file it
+// picks). A new Reader of a file its last stream found degraded starts
+// degraded (FileImpl::EcDegraded): its first call is shaped to whole rows
+// too, so its first row costs one parity cell, not three.
+TEST_F(EcReadTest, NewReaderOfADegradedFileReadsWholeRowsFromItsFirstRead) {
+  constexpr uint64_t kRows = 120;
+  Client* client = nullptr;
+  const std::string data = DegradedRs63("/v", kRows, &client);
+  auto f = client->OpenFile("/v");
+  ASSERT_THAT(f, IsOk());
+  ReaderOptions ro;
+  ro.prefetch = false;
+  uint64_t helpers = 0;
+  for (int pass = 0; pass < 2; ++pass) {
+    std::unique_ptr<Reader> reader = (*f)->NewReader(ro);
+    std::string got;
+    std::string buf(136 << 10, '\0');
+    while (true) {
+      auto n = reader->Read(absl::MakeSpan(buf));
+      ASSERT_THAT(n, IsOk());
+      if (*n == 0) break;
+      got.append(buf, 0, *n);
+    }
+    EXPECT_TRUE(got == data) << "pass " << pass;
+    const uint64_t now = client->Stats().ec_helper_reads;
+    // The first pass as above (its first call: 3 parity cells for row
+    // 5); the second: one parity cell a row.
+    EXPECT_EQ(now - helpers, pass == 0 ? kRows + 2 : kRows) << "pass " << pass;
+    helpers = now;
+  }
+}
+
 // The rebuilds of a whole-row scan read their parity cell from the m
 // parity nodes in turn (internal/ec_helper_choice.h), not all from parity
 // column 0's node: over capped links that node was every file's rebuild

@@ -7,6 +7,7 @@
 #ifndef RANGEFS_CLIENT_LIB_INTERNAL_FILE_IMPL_H_
 #define RANGEFS_CLIENT_LIB_INTERNAL_FILE_IMPL_H_
 
+#include <atomic>
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -197,6 +198,16 @@ class FileImpl : public File {
     return g.cell * static_cast<uint64_t>(g.k);
   }
 
+  // Whether the last Reader stream of this file that learned it found it
+  // degraded (reader.h): a new Reader starts so, reading whole rows from
+  // its first Read instead of rebuilding its first row from parity cells.
+  bool EcDegraded() const {
+    return ec_degraded_.load(std::memory_order_relaxed);
+  }
+  void SetEcDegraded(bool degraded) {
+    ec_degraded_.store(degraded, std::memory_order_relaxed);
+  }
+
   // Hints the bytes ahead of a sequential reader whose call read `n` bytes
   // at `offset`, `waited` for some (readahead_hints.h).
   void Hint(uint64_t offset, size_t n, bool waited) {
@@ -231,6 +242,7 @@ class FileImpl : public File {
   std::shared_ptr<const ns::CachedLayout> layout_ ABSL_GUARDED_BY(mu_);
   const uint64_t size_;  // layout_'s, for its whole life
   ReadaheadHints hints_{ReadaheadWindow{}};
+  std::atomic<bool> ec_degraded_{false};
 };
 
 }  // namespace client_internal

@@ -24,7 +24,8 @@ PrefetchReader::PrefetchReader(File* file, ReaderOptions options)
       impl_(dynamic_cast<FileImpl*>(file)),
       clock_(impl_ != nullptr ? impl_->client()->clock() : Clock::Real()),
       options_(options),
-      window_(std::max<size_t>(1, options.initial_readahead)) {}
+      window_(std::max<size_t>(1, options.initial_readahead)),
+      degraded_(impl_ != nullptr && impl_->EcDegraded()) {}
 
 PrefetchReader::~PrefetchReader() { DiscardPrefetch(); }
 
@@ -120,11 +121,13 @@ void PrefetchReader::Learn(uint64_t offset, size_t n,
   source_ = report.cached_bytes >= n ? Source::kMemory : Source::kStorage;
   // Degraded until a whole row is read without a rebuild.
   const uint64_t row = RowBytes();
+  const bool was = degraded_;
   if (report.rebuilt_bytes > 0) {
     degraded_ = true;
   } else if (row > 0 && (offset + row - 1) / row * row + row <= offset + n) {
     degraded_ = false;
   }
+  if (degraded_ != was) impl_->SetEcDegraded(degraded_);
 }
 
 bool PrefetchReader::Prefetching() const {

@@ -44,7 +44,10 @@
 //   call's part from parity cells and that part's cells. Each way costs no
 //   more cell reads than the tail, and the tail's bytes are copied twice.
 // A healthy stream (and a read after a Seek) is read as a plain file's:
-// rows would cost it copies and save nothing.
+// rows would cost it copies and save nothing. A new Reader of a file starts
+// degraded when the file's last stream that learned was (FileImpl::
+// EcDegraded): its first row is then read whole too, not rebuilt from
+// parity cells (a scan opens a Reader per pass over a file).
 #ifndef RANGEFS_CLIENT_LIB_INTERNAL_READER_H_
 #define RANGEFS_CLIENT_LIB_INTERNAL_READER_H_
 
@@ -167,11 +170,12 @@ class PrefetchReader : public Reader {
   Clock* const clock_;    // impl_'s host's, else the real one; for policy_
   const ReaderOptions options_;
   Source source_ = Source::kUnknown;
-  // A fill rebuilt bytes, and no whole row was read since without a
-  // rebuild (see above).
-  bool degraded_ = false;
   uint64_t position_ = 0;
   size_t window_;
+  // A fill rebuilt bytes, and no whole row was read since without a
+  // rebuild (see above); a new Reader starts as the file's last stream
+  // left it (FileImpl::EcDegraded).
+  bool degraded_ = false;
   bool filled_ = false;  // a fill happened since construction or last seek
   WindowBuffer buffer_;  // bytes [buffer_offset_, +buffer_len_)
   uint64_t buffer_offset_ = 0;
