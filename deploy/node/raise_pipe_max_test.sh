@@ -8,6 +8,11 @@ fail() { echo "FAIL: $*"; exit 1; }
 S="${TEST_SRCDIR:-.}/${TEST_WORKSPACE:-.}/deploy/node/raise_pipe_max.sh"
 F=/proc/sys/fs/pipe-max-size
 [ "$(id -u)" = 0 ] || { echo "SKIP: needs root (it changes $F)"; exit 0; }
+# The value is one for the whole machine: tests that need it raised hold
+# this lock shared while they run (tests/integration/pipe_max_size.h);
+# this one holds it exclusive, whichever Bazel server runs it.
+exec 9>>/tmp/rangefs-test-pipe-max-size || fail "cannot open the lock"
+flock -w 600 -x 9 || fail "fs.pipe-max-size lock not free within 600 s"
 orig=$(cat "$F") || fail "cannot read $F"
 if ! echo "$orig" >"$F" 2>/dev/null; then
   echo "SKIP: $F is not writable here"; exit 0

@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include <fstream>
+#include <iostream>
 #include <memory>
 #include <string>
 #include <vector>
@@ -132,6 +133,10 @@ class FuseSpliceTest : public ::testing::Test {
     return absl::OkStatus();
   }
   void TearDown() override {
+    // The mounts' logs say why a read was not spliced (e.g. "splice: off").
+    if (HasFailure() && cluster_ != nullptr) {
+      std::cerr << Sh("tail -n 20 " + Q(cluster_->dir()) + "/*.*.log").output;
+    }
     mounts_.clear();
     for (const std::string& b : binds_) Sh("umount -l " + Q(b));
     cluster_.reset();
