@@ -1,8 +1,8 @@
 // MountFs without the kernel: MemoryKv as the namespace (watch callbacks
 // run on the writing thread, so the index and the layout cache are current
 // when a write returns), a real Client reading objects from files in a temp
-// directory (the nodes' "mounts"; SlowDiskFs where a test needs reads that
-// wait).
+// directory (the nodes' "mounts"; slowed by a FaultyFs where a test needs
+// reads that wait).
 #include "mount/mount_fs.h"
 
 #include <fcntl.h>
@@ -18,11 +18,11 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/notification.h"
-#include "absl/time/clock.h"
 #include "base/crc32c.h"
 #include "base/testing/status_matchers.h"
 #include "client_lib/fs.h"
 #include "client_lib/internal/client_hooks.h"
+#include "client_lib/testing/fault_fs.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "mount/read_batcher.h"
@@ -47,28 +47,6 @@ std::string Pattern(size_t n, int seed) {
   }
   return s;
 }
-
-// The real file system, each read taking at least 2 ms: a disk the
-// library's calling thread must wait for (a voluntary context switch
-// whatever the machine's load), where reads from memory may not wait.
-class SlowDiskFs : public ReadOnlyFs {
- public:
-  absl::StatusOr<size_t> PRead(const MountPath& path, uint64_t offset,
-                               absl::Span<char> dst,
-                               const FsReadOptions& options) override {
-    absl::SleepFor(absl::Milliseconds(2));
-    return fs_->PRead(path, offset, dst, options);
-  }
-  absl::StatusOr<std::string> ReadFile(const MountPath& path) override {
-    return fs_->ReadFile(path);
-  }
-  absl::Status CheckDir(const std::string& path) override {
-    return fs_->CheckDir(path);
-  }
-
- private:
-  const std::unique_ptr<ReadOnlyFs> fs_ = NewPosixFs();
-};
 
 class MountFsTest : public ::testing::Test {
  protected:
@@ -134,6 +112,11 @@ class MountFsTest : public ::testing::Test {
     hooks.kv = &kv_;
     hooks.layout_cache = cache_.get();
     hooks.fs = slow_disk_ ? &slow_disk_fs_ : nullptr;
+    // Every object read waits 2 ms, as on a disk: the library's calling
+    // thread waits (a voluntary context switch) whatever the machine's
+    // load, where a read from memory may not.
+    slow_disk_fs_.AddRule(
+        {.action = FaultAction::kDelay, .delay = absl::Milliseconds(2)});
     auto client = client_internal::OpenClient(co, hooks);
     ASSERT_THAT(client, IsOk());
     client_ = *std::move(client);
@@ -180,8 +163,9 @@ class MountFsTest : public ::testing::Test {
   MountCounters counters_;
   std::vector<Notice> notices_;
   std::unique_ptr<MountFs> fs_;
-  bool slow_disk_ = false;  // set before Start: objects read from SlowDiskFs
-  SlowDiskFs slow_disk_fs_;
+  bool slow_disk_ = false;  // set before Start: objects read slowly
+  std::unique_ptr<ReadOnlyFs> posix_fs_ = NewPosixFs();
+  FaultyFs slow_disk_fs_{posix_fs_.get()};
 };
 
 TEST_F(MountFsTest, LookupGetattrReaddir) {
