@@ -77,6 +77,15 @@ class EcReadTest : public ::testing::Test {
     o.default_deadline = absl::Seconds(10);
     return o;
   }
+  // For tests that count reads exactly: no hedges (parity hedges
+  // included) and no stall moves, each of which a loaded machine may cause
+  // at will (a read descheduled past stall_min_delay moves its piece).
+  ClientOptions CountingOptions() {
+    ClientOptions o = Options();
+    o.hedging = false;
+    o.stall_factor = 0;
+    return o;
+  }
   Client* OpenClient(const ClientOptions& o) {
     ClientTestHooks h;
     h.kv = &kv_;
@@ -160,9 +169,7 @@ class EcReadTest : public ::testing::Test {
                            Client** client) {
     const std::string data = EcFile(path, rows * 6 * kCell, 6, 3);
     Lose({0});
-    ClientOptions o = Options();
-    o.hedging = false;
-    *client = OpenClient(o);
+    *client = OpenClient(CountingOptions());
     return data;
   }
 
@@ -226,9 +233,7 @@ class EcReadTest : public ::testing::Test {
 
 TEST_F(EcReadTest, HealthyReadsTouchOnlyDataCells) {
   const std::string data = EcFile("/h", 3 * 4 * kCell + 5000, 4, 2);
-  ClientOptions o = Options();
-  o.hedging = false;  // a loaded machine may hedge (parity hedges) at will
-  Client* client = OpenClient(o);
+  Client* client = OpenClient(CountingOptions());
   ExpectBytes(client, "/h", data, 0, data.size(), "whole file");
   ExpectBytes(client, "/h", data, 4000, 300, "across a cell boundary");
   const ClientStats s = client->Stats();
@@ -274,9 +279,7 @@ TEST_F(EcReadTest, AnyThreeLostCellsOfRs63AreRebuilt) {
 TEST_F(EcReadTest, RebuiltReadCostsTheSameRangeFromKCells) {
   const std::string data = EcFile("/r", 2 * 6 * kCell, 6, 3);
   Lose({2});
-  ClientOptions o = Options();
-  o.hedging = false;  // no spare helpers: exactly k reads
-  Client* client = OpenClient(o);
+  Client* client = OpenClient(CountingOptions());  // exactly k reads
   ExpectBytes(client, "/r", data, 2 * kCell + 1000, 512, "one range");
   const ClientStats s = client->Stats();
   EXPECT_EQ(s.ec_degraded_reads, 1u);
@@ -305,9 +308,7 @@ TEST_F(EcReadTest, RowPlanReadsEachSurvivorOnce) {
   };
   for (int lost = 0; lost < k + m; ++lost) {
     Lose({lost});
-    ClientOptions o = Options();
-    o.hedging = false;  // no spare helpers: only the cells wanted
-    Client* client = OpenClient(o);
+    Client* client = OpenClient(CountingOptions());  // only the cells wanted
     const std::string what = absl::StrCat("lost node ", lost);
     ExpectBytes(client, "/w", data, 0, size, what);  // one call
     const ClientStats s = client->Stats();
@@ -472,9 +473,7 @@ TEST_F(EcReadTest, HungParityNodeIsPassedOverByLaterRebuilds) {
 TEST_F(EcReadTest, LostParityCellsLeaveHealthyReadsAlone) {
   const std::string data = EcFile("/p", 2 * 4 * kCell + 1, 4, 2);
   Lose({4, 5});
-  ClientOptions o = Options();
-  o.hedging = false;  // a loaded machine may hedge (parity hedges) at will
-  Client* client = OpenClient(o);
+  Client* client = OpenClient(CountingOptions());
   ExpectBytes(client, "/p", data, 0, data.size(), "whole file");
   const ClientStats s = client->Stats();
   EXPECT_EQ(s.ec_helper_reads, 0u);
