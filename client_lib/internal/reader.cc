@@ -121,13 +121,12 @@ void PrefetchReader::Learn(uint64_t offset, size_t n,
   source_ = report.cached_bytes >= n ? Source::kMemory : Source::kStorage;
   // Degraded until a whole row is read without a rebuild.
   const uint64_t row = RowBytes();
-  const bool was = degraded_;
   if (report.rebuilt_bytes > 0) {
     degraded_ = true;
   } else if (row > 0 && (offset + row - 1) / row * row + row <= offset + n) {
     degraded_ = false;
   }
-  if (degraded_ != was) impl_->SetEcDegraded(degraded_);
+  impl_->SetEcDegraded(degraded_);
 }
 
 bool PrefetchReader::Prefetching() const {

@@ -12,7 +12,7 @@ F=/proc/sys/fs/pipe-max-size
 # this lock shared while they run (tests/integration/pipe_max_size.h);
 # this one holds it exclusive, whichever Bazel server runs it.
 exec 9>>/tmp/rangefs-test-pipe-max-size || fail "cannot open the lock"
-flock -w 600 -x 9 || fail "fs.pipe-max-size lock not free within 600 s"
+flock -w 50 -x 9 || fail "fs.pipe-max-size lock not free within 50 s"
 orig=$(cat "$F") || fail "cannot read $F"
 if ! echo "$orig" >"$F" 2>/dev/null; then
   echo "SKIP: $F is not writable here"; exit 0

@@ -7,18 +7,19 @@
 #include <cerrno>
 #include <cstring>
 #include <fstream>
-#include <sstream>
 #include <string>
+#include <vector>
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
 
 namespace rangefs::testing {
 namespace {
 
 constexpr char kSysctl[] = "/proc/sys/fs/pipe-max-size";
-// Holds the value to put back ("" while nobody raised it).
+// Holds "<original> <raised to>" ("" while nobody raised it).
 constexpr char kLockFile[] = "/tmp/rangefs-test-pipe-max-size";
 // Held by one raiser at a time: check, keep the original, raise.
 constexpr char kRaiseLockFile[] = "/tmp/rangefs-test-pipe-max-size.raise";
@@ -43,6 +44,13 @@ std::string ReadAll(int fd) {
   return std::string(absl::StripAsciiWhitespace(out));
 }
 
+std::string ReadSysctl() {
+  std::ifstream in(kSysctl);
+  std::string value;
+  in >> value;
+  return value;
+}
+
 bool WriteSysctl(const std::string& value) {
   std::ofstream f(kSysctl);
   f << value << "\n";
@@ -58,6 +66,9 @@ absl::Status ScopedPipeMaxSize::Raise(uint64_t bytes) {
     return absl::InternalError(
         absl::StrCat("open ", kLockFile, ": ", strerror(errno)));
   }
+  // No other holder: a record left is a killed run's (the value it raised
+  // stays, which is what deploy/README.md asks of a machine anyway).
+  if (flock(lock_fd_, LOCK_EX | LOCK_NB) == 0) Forget();
   // Shared for as long as this holder lives.
   if (flock(lock_fd_, LOCK_SH) != 0) {
     return absl::InternalError(
@@ -77,38 +88,46 @@ absl::Status ScopedPipeMaxSize::Raise(uint64_t bytes) {
 
 absl::Status ScopedPipeMaxSize::RaiseLocked(uint64_t bytes) {
   if (PipeFits(bytes)) return absl::OkStatus();
-  std::ifstream in(kSysctl);
-  std::string old;
-  in >> old;
+  const std::string old = ReadSysctl();
   uint64_t v = 0;
   if (!absl::SimpleAtoi(old, &v)) {
     return absl::InternalError(
         absl::StrCat(kSysctl, ": unreadable value \"", old, "\""));
   }
-  // The first raiser keeps the original; a later one finds it kept.
-  if (ReadAll(lock_fd_).empty() &&
-      pwrite(lock_fd_, old.data(), old.size(), 0) !=
-          static_cast<ssize_t>(old.size())) {
+  // The first raiser keeps the original and what it raised to; a later
+  // one finds them kept.
+  const bool first = ReadAll(lock_fd_).empty();
+  const std::string record = absl::StrCat(old, " ", bytes);
+  if (first && pwrite(lock_fd_, record.data(), record.size(), 0) !=
+                   static_cast<ssize_t>(record.size())) {
     return absl::InternalError(
         absl::StrCat("write ", kLockFile, ": ", strerror(errno)));
   }
   if (!WriteSysctl(absl::StrCat(bytes))) {
+    if (first) Forget();
     return absl::FailedPreconditionError(absl::StrCat(
         "cannot raise ", kSysctl, " from ", old, " to ", bytes, " (root?)"));
   }
   return absl::OkStatus();
 }
 
+void ScopedPipeMaxSize::Forget() {
+  if (ftruncate(lock_fd_, 0) != 0) {
+    // Left as is: the next holder finds a record and keeps the value.
+  }
+}
+
 ScopedPipeMaxSize::~ScopedPipeMaxSize() {
   if (lock_fd_ < 0) return;
-  // Exclusive at once: no other holder is left, so put the value back.
+  // Exclusive at once: no other holder is left. The original goes back
+  // only over the value raised to (one set since by someone else stays).
   if (flock(lock_fd_, LOCK_EX | LOCK_NB) == 0) {
-    const std::string old = ReadAll(lock_fd_);
-    if (!old.empty() && WriteSysctl(old)) {
-      if (ftruncate(lock_fd_, 0) != 0) {
-        // Left as is: the next holder restores the same value.
-      }
+    const std::vector<std::string> record =
+        absl::StrSplit(ReadAll(lock_fd_), ' ');
+    if (record.size() == 2 && ReadSysctl() == record[1]) {
+      WriteSysctl(record[0]);
     }
+    Forget();
   }
   close(lock_fd_);
 }

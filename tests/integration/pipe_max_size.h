@@ -6,13 +6,13 @@
 // run at once (--runs_per_test, or several tests in one `bazel test`) share
 // it: one that put the value back while another still mounted would turn
 // the other's splicing off. Holders share a flock(2) on a file under /tmp
-// that also keeps the value to put back; the holder that finds no other
-// (an exclusive lock granted at once) restores it.
+// that also keeps the value to put back and the value raised to; the
+// holder that finds no other (an exclusive lock granted at once) restores
+// it if the value is still the one raised to.
 #ifndef RANGEFS_TESTS_INTEGRATION_PIPE_MAX_SIZE_H_
 #define RANGEFS_TESTS_INTEGRATION_PIPE_MAX_SIZE_H_
 
 #include <cstdint>
-#include <string>
 
 #include "absl/status/status.h"
 
@@ -31,6 +31,7 @@ class ScopedPipeMaxSize {
 
  private:
   absl::Status RaiseLocked(uint64_t bytes);
+  void Forget();  // empties the record
 
   int lock_fd_ = -1;
 };
