@@ -20,6 +20,7 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "namespace/ec_layout.h"
+#include "namespace/ec_test_layout.h"
 #include "namespace/memory_kv.h"
 #include "namespace/store.h"
 #include "storage_node/sidecar.h"
@@ -136,33 +137,23 @@ class EcReadTest : public ::testing::Test {
           crcs.push_back(static_cast<char>(crc >> (8 * b)));
       }
     }
-    v1::FileLayout l;
-    l.set_size(size);
-    l.set_state(v1::READY_EC);
+    v1::FileLayout l = ns::EcTestLayout(
+        k, m, kCell, size, absl::StrCat("o", path.substr(1), "/c"));
     l.set_checksum(v1::CRC32C_SIDECAR);
     l.set_checksum_block_size(kCell);
-    v1::StripedLayout* s = l.mutable_striped();
-    s->set_stripe_unit(kCell);
-    s->mutable_erasure()->set_codec(v1::ErasureCode::RS_CAUCHY_GF8);
-    s->mutable_erasure()->set_data_columns(k);
-    s->mutable_erasure()->set_parity_columns(m);
     for (int t = 0; t < k + m; ++t) {
-      const std::string obj = absl::StrCat("o", path.substr(1), "/c", t);
+      const std::string& obj = l.striped().targets(t).replicas(0).object();
       PutObject(t, obj, cols[t]);
       if (t >= k) {
         mem_.AddFile(
             absl::StrCat(kMountRoot, "/", Node(t), "/", ns::EcCellsObject(obj)),
             crcs);
       }
-      v1::Replica* rep = s->add_targets()->add_replicas();
-      rep->set_node_id(Node(t));
-      rep->set_object(obj);
     }
     EXPECT_THAT(store_->CreateFile(path, l), IsOk());
     return data;
   }
 
-  // Every read of `path` on nodes `lost` fails.
   // An RS(6,3) file of `rows` rows at `path`, data column 0 lost, and a
   // client without hedging (no spare helpers: only the cells wanted).
   std::string DegradedRs63(const std::string& path, uint64_t rows,
@@ -192,6 +183,7 @@ class EcReadTest : public ::testing::Test {
     return got;
   }
 
+  // Every read on the nodes `lost` fails (earlier rules are cleared).
   void Lose(const std::vector<int>& lost) {
     faulty_.ClearRules();
     for (int n : lost) {
