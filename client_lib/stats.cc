@@ -63,6 +63,17 @@ std::string FormatPrometheus(const ClientStats& s) {
   w.Counter("ec_helper_reads_total",
             "Reads of other cells of a row for erasure-coded rebuilds.",
             s.ec_helper_reads);
+  w.Counter("ec_helper_bytes_copied_total",
+            "Helper cell bytes erasure-coded rebuilds decoded from copies.",
+            s.ec_helper_bytes_copied);
+  w.Counter("ec_helper_bytes_in_place_total",
+            "Helper cell bytes erasure-coded rebuilds decoded in place from "
+            "the page cache.",
+            s.ec_helper_bytes_in_place);
+  w.Counter("ec_decodes_cut_off_total",
+            "Decodes from mapped cells cut off by an object shrinking under "
+            "them (rows read again by copies).",
+            s.ec_decodes_cut_off);
   w.Counter("ec_crc_mismatches_total",
             "Rebuilt cells that failed their .cells CRC (DATA_LOSS).",
             s.ec_crc_mismatches);

@@ -101,6 +101,14 @@ struct ClientStats {
   uint64_t ec_parity_hedges = 0;
   uint64_t ec_parity_hedge_wins = 0;
   uint64_t ec_helper_reads = 0;
+  // Bytes of helper cells the rebuilds decoded from: copied into buffers
+  // of the call's, or taken in place from the page cache (a local file
+  // system's object, mapped: no copy).
+  uint64_t ec_helper_bytes_copied = 0;
+  uint64_t ec_helper_bytes_in_place = 0;
+  // Decodes from cells taken in place that an object shrinking under them
+  // cut off (SIGBUS, caught): their rows were read again by copies.
+  uint64_t ec_decodes_cut_off = 0;
   // Whole cells rebuilt whose CRC (the row's ".cells") did not match: the
   // read failed with DATA_LOSS; and whole cells returned unchecked (no
   // ".cells" could be read).

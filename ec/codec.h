@@ -27,6 +27,7 @@
 #include <cstdint>
 #include <memory>
 
+#include "absl/functional/function_ref.h"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/types/span.h"
@@ -95,10 +96,22 @@ class Codec {
   // k present cells, a bad index, a wanted cell that is present, mismatched
   // counts or len > kMaxCellBytes; nothing is written then. Deciding that
   // too few cells is data loss (DATA_LOSS) is the caller's business.
+  absl::Status Decode(absl::Span<const char* const> cells,
+                      absl::Span<const int> wanted, absl::Span<char* const> out,
+                      size_t len) const {
+    return Decode(cells, wanted, out, len, nullptr);
+  }
+  // Runs `pass`, the part of a Decode that reads and writes the cells'
+  // bytes (nothing else of the Decode runs inside it: no lock held, nothing
+  // allocated), and says whether it ran to its end: RunCatchingSigbus
+  // (base/sigbus_guard.h) for cells in a mapped file that may shrink.
+  using PassRunner = bool (*)(absl::FunctionRef<void()> pass);
+  // As above, the pass run by `run` (null: called directly). If `run` says
+  // the pass was cut off: DATA_LOSS, and `out` holds anything.
   virtual absl::Status Decode(absl::Span<const char* const> cells,
                               absl::Span<const int> wanted,
-                              absl::Span<char* const> out,
-                              size_t len) const = 0;
+                              absl::Span<char* const> out, size_t len,
+                              PassRunner run) const = 0;
 
   virtual DecodeCacheStats decode_cache_stats() const = 0;
 };

@@ -199,6 +199,35 @@ TEST_P(CodecTest, RebuildsFromAnyExtraPresentCells) {
   ExpectRebuilds(*codec, row, {8, 0});
 }
 
+// A PassRunner runs the pass over the bytes (a decode through it rebuilds
+// the same bytes); one that says the pass was cut off makes the decode
+// DATA_LOSS.
+int passes_run = 0;
+bool RunPass(absl::FunctionRef<void()> pass) {
+  ++passes_run;
+  pass();
+  return true;
+}
+bool CutPass(absl::FunctionRef<void()>) { return false; }
+
+TEST_P(CodecTest, DecodeRunsItsPassThroughTheRunnerGiven) {
+  std::unique_ptr<Codec> codec = MustMake(GetParam(), 6, 3);
+  ASSERT_NE(codec, nullptr);
+  Row row = RandomRow(6, 3, 4096, 11);
+  ASSERT_THAT(EncodeRow(*codec, row), IsOk());
+  std::vector<const char*> cells;
+  for (const std::string& c : row.cells) cells.push_back(c.data());
+  cells[2] = nullptr;
+  std::string out(4096, '\0');
+  char* const outs[] = {&out[0]};
+  passes_run = 0;
+  ASSERT_THAT(codec->Decode(cells, {2}, outs, out.size(), RunPass), IsOk());
+  EXPECT_EQ(passes_run, 1);
+  EXPECT_TRUE(out == row.cells[2]);
+  EXPECT_THAT(codec->Decode(cells, {2}, outs, out.size(), CutPass),
+              StatusIs(absl::StatusCode::kDataLoss, HasSubstr("cut off")));
+}
+
 TEST_P(CodecTest, FewerThanKPresentIsAClearError) {
   std::unique_ptr<Codec> codec = MustMake(GetParam(), 6, 3);
   ASSERT_NE(codec, nullptr);

@@ -60,7 +60,8 @@ absl::Status RsCodec::Encode(absl::Span<const absl::Span<const char>> data,
 
 absl::Status RsCodec::Decode(absl::Span<const char* const> cells,
                              absl::Span<const int> wanted,
-                             absl::Span<char* const> out, size_t len) const {
+                             absl::Span<char* const> out, size_t len,
+                             PassRunner run) const {
   const int n = k_ + m_;
   if (cells.size() != static_cast<size_t>(n) || out.size() != wanted.size()) {
     return absl::InvalidArgumentError(
@@ -123,8 +124,17 @@ absl::Status RsCodec::Decode(absl::Span<const char* const> cells,
                            cache_.GetOrBuild(key, [&] {
                              return BuildDecodeTables(sources, wanted_sorted);
                            }));
-  DecodeCells(*tables, len, source_ptrs.data(),
-              static_cast<int>(out_sorted.size()), out_sorted.data());
+  auto pass = [&] {
+    DecodeCells(*tables, len, source_ptrs.data(),
+                static_cast<int>(out_sorted.size()), out_sorted.data());
+  };
+  if (run == nullptr) {
+    pass();
+  } else if (!run(pass)) {
+    return absl::DataLossError(
+        "erasure code decode: the pass over the cells' bytes was cut off (a "
+        "source cell's bytes went away while read)");
+  }
   return absl::OkStatus();
 }
 

@@ -29,9 +29,10 @@ class RsCodec : public Codec {
   int m() const final { return m_; }
   absl::Status Encode(absl::Span<const absl::Span<const char>> data,
                       absl::Span<const absl::Span<char>> parity) const final;
+  using Codec::Decode;
   absl::Status Decode(absl::Span<const char* const> cells,
                       absl::Span<const int> wanted, absl::Span<char* const> out,
-                      size_t len) const final;
+                      size_t len, PassRunner run) const final;
   DecodeCacheStats decode_cache_stats() const final { return cache_.stats(); }
 
  protected:

@@ -55,6 +55,32 @@ bool NodeRuntime::MayReadCached(const Attempt* a) {
   return !a->verify || mount_reader_.HasSidecar(*a->object);
 }
 
+const std::shared_ptr<RingFile>& NodeRuntime::CachedFileOf(
+    const Attempt* a, const MountPath& path, CachedFiles& files) {
+  for (const CachedFile& f : files) {
+    if (f.object == a->object) return f.file;
+  }
+  // Only files the ring thread opened already (an open may block); the
+  // caller checks that one is on a local disk or memory file system
+  // (CallerSafe).
+  files.push_back({a->object, OpenRingFd(path, /*direct=*/false)});
+  return files.back().file;
+}
+
+const char* NodeRuntime::MapCached(const Attempt* a, CachedFiles& files,
+                                   std::shared_ptr<RingFile>* hold) {
+  // A verified piece is checked against whole sidecar blocks as it is
+  // copied: not taken in place.
+  if (a->verify) return nullptr;
+  const MountPiece piece = PieceOf(a);
+  const std::shared_ptr<RingFile>& file =
+      CachedFileOf(a, MountPath{mount_dir(), *a->object}, files);
+  if (file == nullptr) return nullptr;
+  const char* at = file->Mapped(piece.offset, piece.length);
+  if (at != nullptr) *hold = file;
+  return at;
+}
+
 bool NodeRuntime::CopyCached(Attempt* a, char* dst, CachedFiles& files) {
   const MountPiece piece = PieceOf(a);
   MountPlan plan;
@@ -72,19 +98,11 @@ bool NodeRuntime::CopyCached(Attempt* a, char* dst, CachedFiles& files) {
     plan.end = piece.offset + piece.length;
     plan.span = static_cast<size_t>(piece.length);
   }
-  const RingFile* file = nullptr;
-  for (const CachedFile& f : files) {
-    if (f.object == a->object) file = f.file.get();
-  }
-  if (file == nullptr) {
-    // Only files the ring thread opened already (an open may block), and
-    // only on local disk or memory file systems (CallerSafe).
-    std::shared_ptr<RingFile> open = OpenRingFd(
-        piece.verify ? plan.path : MountPath{mount_dir(), *a->object},
-        /*direct=*/false);
-    file = open.get();
-    files.push_back({a->object, std::move(open)});
-  }
+  const RingFile* file =
+      CachedFileOf(
+          a, piece.verify ? plan.path : MountPath{mount_dir(), *a->object},
+          files)
+          .get();
   if (file == nullptr || !file->caller_safe()) return false;
   const ssize_t n = PreadNoWait(
       file->fd(), dst, static_cast<size_t>(piece.length), piece.offset);
@@ -123,6 +141,11 @@ void ClientImpl::ReadCachedOnCaller(Batch& b) {
     // others: served from the piece's `dst` once it holds them, with no
     // Batch::mu held.
     std::shared_ptr<Flight> flight;
+    // A helper whose bytes may be taken in place (PieceState::mappable),
+    // and where they were taken from, if they were.
+    bool mappable = false;
+    const char* mapped = nullptr;
+    std::shared_ptr<RingFile> mapped_file;
     bool served = false;
   };
   absl::InlinedVector<Claim, 32> claims;
@@ -133,7 +156,8 @@ void ClientImpl::ReadCachedOnCaller(Batch& b) {
       continue;
     }
     p.claimed = true;
-    claims.push_back(Claim{i, a, p.dst, std::move(p.flight)});
+    const bool mappable = p.mappable && p.flight == nullptr;
+    claims.push_back(Claim{i, a, p.dst, std::move(p.flight), mappable});
   }
   if (claims.empty()) return;
   b.copiers++;
@@ -149,7 +173,8 @@ void ClientImpl::ReadCachedOnCaller(Batch& b) {
   for (Claim& c : claims) {
     Attempt* a = c.attempt;
     char* dst = c.dst;
-    c.served = a->node->CopyCached(a, dst, files);
+    if (c.mappable) c.mapped = a->node->MapCached(a, files, &c.mapped_file);
+    c.served = c.mapped != nullptr || a->node->CopyCached(a, dst, files);
     if (!c.served) continue;
     if (c.flight != nullptr) c.flight->Publish(dst);
     Served* s = nullptr;
@@ -187,6 +212,8 @@ void ClientImpl::ReadCachedOnCaller(Batch& b) {
     a->status = absl::OkStatus();
     p.active--;
     p.done = true;
+    p.mapped = c->mapped;
+    p.mapped_file = std::move(c->mapped_file);
     b.remaining--;
     b.cached_bytes += a->length;
     // No other thread wakes the loop for it: the loop looks before it

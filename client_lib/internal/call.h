@@ -123,6 +123,14 @@ struct PieceState {
   bool ec_survivor = false;
   // Its object has no sidecar (kCells): never verified against one.
   bool unverified = false;
+  // kHelper: its bytes may be taken in place from the page cache through
+  // the object's mapping (RingFile::Mapped) instead of copied into `dst`:
+  // they are the whole range (no zeros past a short cell's end to add).
+  bool mappable = false;
+  // Where they are once so taken (cached_read.cc), and the file whose
+  // mapping holds them, kept while the call lives. Guarded by Batch::mu.
+  const char* mapped = nullptr;
+  std::shared_ptr<RingFile> mapped_file;
   char* dst = nullptr;
   uint64_t stream_key = 0;
   const std::string* path = nullptr;

@@ -6,6 +6,7 @@
 #ifndef RANGEFS_CLIENT_LIB_INTERNAL_CLIENT_HOOKS_H_
 #define RANGEFS_CLIENT_LIB_INTERNAL_CLIENT_HOOKS_H_
 
+#include <functional>
 #include <memory>
 
 #include "absl/status/statusor.h"
@@ -35,6 +36,9 @@ struct ClientHooks {
   // nullptr = Clock::Real(). With a non-real clock the engine re-reads it at
   // least every 2 ms of real time.
   Clock* clock = nullptr;
+  // Called on the decoding thread before each erasure-coded decode, with
+  // no lock held (a test truncates an object the decode has mapped).
+  std::function<void()> before_ec_decode;
 };
 
 // Client::Open with hooks (Client::Open passes none).

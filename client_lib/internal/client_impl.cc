@@ -470,6 +470,9 @@ ClientStats ClientImpl::Stats() {
   s.ec_parity_hedges = ec_parity_hedges_.load();
   s.ec_parity_hedge_wins = ec_parity_hedge_wins_.load();
   s.ec_helper_reads = ec_helper_reads_.load();
+  s.ec_helper_bytes_copied = ec_helper_bytes_copied_.load();
+  s.ec_helper_bytes_in_place = ec_helper_bytes_in_place_.load();
+  s.ec_decodes_cut_off = ec_decodes_cut_off_.load();
   s.ec_crc_mismatches = ec_crc_mismatches_.load();
   s.ec_unchecked_cells = ec_unchecked_cells_.load();
   s.latency = ToLatencyHistogram(latency_.GlobalCumulativeSnapshot());

@@ -360,7 +360,8 @@ class ClientImpl : public Client, public FileHost {
   EcCellCrcs ec_cell_crcs_;
   std::atomic<uint64_t> ec_degraded_reads_{0}, ec_reconstructed_bytes_{0},
       ec_parity_hedges_{0}, ec_parity_hedge_wins_{0}, ec_helper_reads_{0},
-      ec_crc_mismatches_{0}, ec_unchecked_cells_{0};
+      ec_crc_mismatches_{0}, ec_unchecked_cells_{0}, ec_helper_bytes_copied_{0},
+      ec_helper_bytes_in_place_{0}, ec_decodes_cut_off_{0};
 
   std::atomic<uint64_t> seed_counter_{0};
   std::atomic<uint64_t> reads_{0}, pieces_{0}, bytes_{0}, retries_{0},

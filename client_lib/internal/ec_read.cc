@@ -9,6 +9,7 @@
 #include "absl/strings/str_join.h"
 #include "base/crc32c.h"
 #include "base/logging.h"
+#include "base/sigbus_guard.h"
 #include "client_lib/internal/ec_helper_choice.h"
 
 namespace rangefs {
@@ -244,9 +245,18 @@ void EcReads::DropLostOwnCells(const Batch& b, Rebuild& r) const {
   }
 }
 
-const char* EcReads::Bytes(const Rebuild& r, int t) {
+const char* EcReads::Bytes(const Batch& b, const Rebuild& r, int t) {
   const Cell& c = r.cells[t];
-  return c.state == CellState::kOwn ? c.own : c.buf.get();
+  if (c.state == CellState::kOwn) return c.own;
+  if (c.state == CellState::kReading && b.pieces[c.piece].mapped != nullptr) {
+    return b.pieces[c.piece].mapped;
+  }
+  return c.buf.get();
+}
+
+bool EcReads::Mapped(const Batch& b, const Rebuild& r, int t) {
+  const Cell& c = r.cells[t];
+  return c.state == CellState::kReading && b.pieces[c.piece].mapped != nullptr;
 }
 
 bool EcReads::Present(const Batch& b, const Rebuild& r, int t) const {
@@ -431,6 +441,7 @@ bool EcReads::StartCell(Batch& b, Rebuild& r, int t, Engine& e, bool patient) {
       b.pieces[r.piece].stream_key ^ (uint64_t{0x9E3779B97F4A7C15} * (t + 1));
   h.cell = t;
   h.patient = patient;
+  h.mappable = !r.copy_only && c.read == r.length;
   h.dst = c.buf.get();
   c.piece = i;
   c.state = CellState::kReading;
@@ -509,10 +520,19 @@ void EcReads::Decode(Batch& b, Rebuild& r, Engine& e) {
   }
   std::vector<const char*> cells(r.cells.size(), nullptr);
   int used = 0;
+  bool mapped = false;  // some in an object's mapping: may vanish
+  uint64_t copied = 0;  // helper bytes copied to get here
+  uint64_t taken = 0;   // ... taken in place
   for (int t = 0; t < r.g.k + r.g.m && used < r.g.k; ++t) {
     if (!Present(b, r, t)) continue;
-    cells[t] = Bytes(r, t);
+    cells[t] = Bytes(b, r, t);
     ++used;
+    if (Mapped(b, r, t)) {
+      mapped = true;
+      taken += r.cells[t].read;
+    } else if (r.cells[t].state == CellState::kReading) {
+      copied += r.cells[t].read;
+    }
   }
   // Into the caller's buffer itself when the piece can be claimed (no
   // copy; the followers of the flight it leads are fed from there by
@@ -528,7 +548,9 @@ void EcReads::Decode(Batch& b, Rebuild& r, Engine& e) {
   absl::Status s;
   bool crc_ok = false;
   auto decode = [&] {
-    s = (*codec)->Decode(cells, wanted, outs, r.length);
+    e.BeforeDecode();
+    s = (*codec)->Decode(cells, wanted, outs, r.length,
+                         mapped ? RunCatchingSigbus : nullptr);
     crc_ok = !s.ok() || !r.check || !r.crc_known ||
              Crc32cExtend(0, out, r.length) == r.crc;
   };
@@ -541,6 +563,14 @@ void EcReads::Decode(Batch& b, Rebuild& r, Engine& e) {
   }
   if (!s.ok() || !crc_ok) {
     if (in_place != nullptr) b.EndFill(r.piece, false);
+  }
+  if (!s.ok() && mapped && absl::IsDataLoss(s)) {
+    // A mapped cell's object shrank under the decode (SIGBUS): those cells
+    // are read again, by copies, which fail plainly where they shrank.
+    counters_.decodes_cut_off++;
+    UnmapCells(b, r);
+    Advance(b, r, e);
+    return;
   }
   if (!s.ok()) {
     Fail(b, r,
@@ -571,10 +601,25 @@ void EcReads::Decode(Batch& b, Rebuild& r, Engine& e) {
   }
   if (own_read != nullptr && !own_read->finished) own_read->canceller.Cancel();
   counters_.reconstructed_bytes += r.length;
+  counters_.helper_bytes_copied += copied;
+  counters_.helper_bytes_in_place += taken;
   if (hedge_won) {
     counters_.parity_hedge_wins++;
   } else {
     counters_.degraded_reads++;
+  }
+}
+
+void EcReads::UnmapCells(Batch& b, Rebuild& r) {
+  r.copy_only = true;
+  for (int t = 0; t < r.g.k + r.g.m; ++t) {
+    if (!Mapped(b, r, t)) continue;
+    Cell& c = r.cells[t];
+    PieceState& h = b.pieces[c.piece];
+    h.mapped = nullptr;
+    h.mapped_file = nullptr;
+    c.state = CellState::kIdle;
+    c.piece = -1;
   }
 }
 

@@ -36,6 +36,13 @@
 // reads only the cells still missing, parity cells first (a data cell
 // outside the call may be read by the next call as well). A whole row in
 // one call thus costs k cell reads, as a healthy one does, plus a decode.
+// Helpers in place: a helper cell on a local file system (a mount read
+// the calling thread may do itself, cached_read.cc) whose bytes are all in
+// the page cache is not copied: the decode reads them where they lie,
+// through the object's mapping (RingFile::Mapped), under RunCatchingSigbus
+// (base/sigbus_guard.h): an object truncated meanwhile loses its cells to
+// the row, not the process. A lost cell then costs its decode alone, and
+// a Reader need not read rows (reader.h).
 // Reading k + 1 cells for a whole-cell rebuild and decoding from the
 // first k was measured (tests/bench/RESULTS.md, part E): with a node dead
 // it cost 1.9x a healthy scan's CPU against 1.5x for k, for no gain; it
@@ -105,6 +112,14 @@ struct EcCounters {
   uint64_t parity_hedges = 0;        // rebuilds started as hedges
   uint64_t parity_hedge_wins = 0;    // ... that answered before the cell
   uint64_t helper_reads = 0;         // helper pieces started
+  // Bytes of helper cells that rebuilds decoded from copies (the rest came
+  // from the call's own pieces or in place from the page cache: nothing
+  // read for the rebuild alone was copied).
+  uint64_t helper_bytes_copied = 0;
+  uint64_t helper_bytes_in_place = 0;
+  // Decodes from cells taken in place cut off by SIGBUS: an object shrank
+  // under the read (its row was read again by copies).
+  uint64_t decodes_cut_off = 0;
 };
 
 class EcReads {
@@ -128,6 +143,9 @@ class EcReads {
     virtual bool TakeHedgeBudget(int reads) = 0;
     virtual absl::StatusOr<const ec::Codec*> Codec(int k, int m) = 0;
     virtual EcCellCrcs& cell_crcs() = 0;
+    // Called before each decode's pass, with b.mu released when the
+    // decode runs without it (ClientHooks::before_ec_decode).
+    virtual void BeforeDecode() {}
   };
 
   EcReads() = default;
@@ -205,6 +223,9 @@ class EcReads {
     // A whole cell is rebuilt: checked against the row's ".cells" CRCs,
     // read by the kCells piece `crc_piece` from any parity column.
     bool check = false;
+    // A decode from cells taken in place was cut off (an object shrank
+    // under it): the row's cells are read by copies from then on.
+    bool copy_only = false;
     bool crc_known = false;
     bool crc_unavailable = false;  // every ".cells" read failed
     uint32_t crc = 0;
@@ -221,8 +242,17 @@ class EcReads {
   // rebuilt itself: lost to r.
   void DropLostOwnCells(const Batch& b, Rebuild& r) const
       ABSL_SHARED_LOCKS_REQUIRED(b.mu);
-  // Cell t's bytes (r.length of them) once Present.
-  static const char* Bytes(const Rebuild& r, int t);
+  // Cell t's bytes (r.length of them) once Present: the caller's buffer
+  // (kOwn), the object's mapping (a helper taken in place: Mapped) or the
+  // helper's buffer.
+  static const char* Bytes(const Batch& b, const Rebuild& r, int t)
+      ABSL_SHARED_LOCKS_REQUIRED(b.mu);
+  static bool Mapped(const Batch& b, const Rebuild& r, int t)
+      ABSL_SHARED_LOCKS_REQUIRED(b.mu);
+  // After a decode from cells taken in place was cut off (an object shrank
+  // under it): those cells are not read yet, and the row's cells are read
+  // by copies from now on (a copy of a shrunk object fails plainly: lost).
+  void UnmapCells(Batch& b, Rebuild& r) ABSL_EXCLUSIVE_LOCKS_REQUIRED(b.mu);
   // Decodes, starts helpers or fails, as the row's cells allow.
   void Advance(Batch& b, Rebuild& r, Engine& e)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(b.mu);

@@ -49,6 +49,9 @@ struct CallReport {
   // Bytes the call's erasure-coded reads rebuilt from other cells (a lost
   // or slow data cell: ec_read.h).
   uint64_t rebuilt_bytes = 0;
+  // Bytes of other cells those rebuilds copied to decode from (none when
+  // every helper cell was the call's own or taken in place).
+  uint64_t rebuild_copied_bytes = 0;
 };
 
 // What a FileImpl needs of its client (ClientImpl implements it).

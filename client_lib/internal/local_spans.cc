@@ -6,12 +6,7 @@
 // check or work around (verification, erasure coding, a mount not known
 // good, an object not open yet, a network file system) is refused with
 // FAILED_PRECONDITION, and the caller reads the usual way.
-#include <sys/syscall.h>
-#include <unistd.h>
-
 #include <algorithm>
-#include <atomic>
-#include <cerrno>
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -26,6 +21,7 @@
 #include "client_lib/file.h"
 #include "client_lib/internal/client_impl.h"
 #include "client_lib/internal/node_runtime.h"
+#include "client_lib/internal/ring_file.h"
 #include "namespace/cached_layout.h"
 #include "namespace/ec_layout.h"
 
@@ -39,30 +35,16 @@ absl::StatusOr<std::vector<ObjectSpan>> File::LocalSpans(uint64_t, uint64_t) {
 namespace client_internal {
 namespace {
 
-#ifndef __NR_cachestat
-#define __NR_cachestat 451  // the same on every architecture (Linux 6.5)
-#endif
-
-// Whether [offset, offset + length) of `fd` is wholly in the page cache.
 ObjectSpan::Residency Residency(int fd, uint64_t offset, uint64_t length) {
-  static std::atomic<bool> unsupported{false};
-  if (length == 0 || unsupported.load(std::memory_order_relaxed)) {
-    return ObjectSpan::Residency::kUnknown;
+  switch (PageCachedRange(fd, offset, length)) {
+    case PageCached::kYes:
+      return ObjectSpan::Residency::kCached;
+    case PageCached::kNo:
+      return ObjectSpan::Residency::kNotCached;
+    case PageCached::kUnknown:
+      break;
   }
-  struct {
-    uint64_t off, len;
-  } range{offset, length};
-  struct {
-    uint64_t nr_cache, nr_dirty, nr_writeback, nr_evicted, nr_recently_evicted;
-  } stat{};
-  if (syscall(__NR_cachestat, fd, &range, &stat, 0) != 0) {
-    if (errno == ENOSYS) unsupported.store(true, std::memory_order_relaxed);
-    return ObjectSpan::Residency::kUnknown;
-  }
-  static const uint64_t page = static_cast<uint64_t>(getpagesize());
-  const uint64_t pages = (offset + length - 1) / page - offset / page + 1;
-  return stat.nr_cache >= pages ? ObjectSpan::Residency::kCached
-                                : ObjectSpan::Residency::kNotCached;
+  return ObjectSpan::Residency::kUnknown;
 }
 
 }  // namespace

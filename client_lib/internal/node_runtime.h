@@ -326,7 +326,19 @@ class NodeRuntime : public std::enable_shared_from_this<NodeRuntime> {
     std::shared_ptr<RingFile> file;
   };
   using CachedFiles = absl::InlinedVector<CachedFile, 16>;
+  // The open file of a's object (at `path`), looked up in `files` first,
+  // then among the files the node's threads opened (null: not open).
+  const std::shared_ptr<RingFile>& CachedFileOf(const Attempt* a,
+                                                const MountPath& path,
+                                                CachedFiles& files);
   bool CopyCached(Attempt* a, char* dst, CachedFiles& files);
+  // As CopyCached, for a piece whose bytes can be used where they lie (an
+  // erasure-coded rebuild's helper, PieceState::mappable): where they are
+  // in the object's mapping (RingFile::Mapped: in the page cache), with
+  // the file that holds the mapping in `hold`; null if not so (then
+  // CopyCached). Unverified pieces only.
+  const char* MapCached(const Attempt* a, CachedFiles& files,
+                        std::shared_ptr<RingFile>* hold);
   // The node-side accounting of `count` attempts of this node (`bytes` in
   // all) that CopyCached served, the last at `now`, as Finish counts a
   // success, but without a latency: a copy out of memory says nothing of

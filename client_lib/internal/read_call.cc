@@ -184,6 +184,9 @@ struct ClientImpl::EcEngine final : EcReads::Engine {
     return self->ec_codecs_.Get(k, m);
   }
   EcCellCrcs& cell_crcs() override { return self->ec_cell_crcs_; }
+  void BeforeDecode() override {
+    if (self->hooks_.before_ec_decode) self->hooks_.before_ec_decode();
+  }
   ClientImpl* const self;
   CallLoop& c;
 };
@@ -817,6 +820,9 @@ void ClientImpl::AddEcCounters(const EcCounters& e) {
   ec_parity_hedges_.fetch_add(e.parity_hedges);
   ec_parity_hedge_wins_.fetch_add(e.parity_hedge_wins);
   ec_helper_reads_.fetch_add(e.helper_reads);
+  ec_helper_bytes_copied_.fetch_add(e.helper_bytes_copied);
+  ec_helper_bytes_in_place_.fetch_add(e.helper_bytes_in_place);
+  ec_decodes_cut_off_.fetch_add(e.decodes_cut_off);
   ec_crc_mismatches_.fetch_add(e.crc_mismatches);
   ec_unchecked_cells_.fetch_add(e.unchecked_cells);
 }
@@ -899,6 +905,7 @@ std::vector<absl::StatusOr<size_t>> ClientImpl::Execute(
       report->cached_bytes = b.cached_bytes;
       if (b.ec != nullptr) {
         report->rebuilt_bytes = b.ec->counters().reconstructed_bytes;
+        report->rebuild_copied_bytes = b.ec->counters().helper_bytes_copied;
       }
     }
     if (b.ec != nullptr) AddEcCounters(b.ec->counters());

@@ -28,28 +28,10 @@
 
 #include "absl/time/time.h"
 #include "client_lib/fs.h"
+#include "client_lib/internal/ring_file.h"
 
 namespace rangefs {
 namespace client_internal {
-
-// A file descriptor, closed by its last holder (a cache of open files, or a
-// read in flight that may still have to read the rest).
-class RingFile {
- public:
-  // `caller_safe`: a calling thread may read it on its own ring
-  // (CallerSafe in node_ring.cc).
-  explicit RingFile(int fd, bool caller_safe = false)
-      : fd_(fd), caller_safe_(caller_safe) {}
-  ~RingFile() { close(fd_); }
-  RingFile(const RingFile&) = delete;
-  RingFile& operator=(const RingFile&) = delete;
-  int fd() const { return fd_; }
-  bool caller_safe() const { return caller_safe_; }
-
- private:
-  const int fd_;
-  const bool caller_safe_;
-};
 
 class ReadRing {
  public:

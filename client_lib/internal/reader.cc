@@ -119,9 +119,11 @@ void PrefetchReader::Learn(uint64_t offset, size_t n,
                            const CallReport& report) {
   if (n == 0 || impl_ == nullptr) return;
   source_ = report.cached_bytes >= n ? Source::kMemory : Source::kStorage;
-  // Degraded until a whole row is read without a rebuild.
+  // Degraded until a whole row is read without a rebuild that copied
+  // other cells (a rebuild from cells taken in place costs no copies, read
+  // in rows or not).
   const uint64_t row = RowBytes();
-  if (report.rebuilt_bytes > 0) {
+  if (report.rebuilt_bytes > 0 && report.rebuild_copied_bytes > 0) {
     degraded_ = true;
   } else if (row > 0 && (offset + row - 1) / row * row + row <= offset + n) {
     degraded_ = false;

@@ -22,8 +22,9 @@
 // A new Reader starts as from storage; every fill checks again.
 //
 // Erasure-coded files (ec_read.h), while the stream is degraded (a fill
-// rebuilt bytes from other cells, and no whole row was read since without
-// a rebuild), are read in whole rows (k data cells), so that a lost cell
+// rebuilt bytes from copies of other cells, and no whole row was read
+// since without such a rebuild), are read in whole rows (k data cells),
+// so that a lost cell
 // is rebuilt from the row's other cells the same call reads anyway plus a
 // parity cell, not from k cells read again:
 // - a window or prefetch fill that continues the stream ends at the last
@@ -44,8 +45,11 @@
 //   call's part from parity cells and that part's cells. Each way costs no
 //   more cell reads than the tail, and the tail's bytes are copied twice.
 // A healthy stream (and a read after a Seek) is read as a plain file's:
-// rows would cost it copies and save nothing. A new Reader of a file starts
-// degraded when the file's last stream that learned was (FileImpl::
+// rows would cost it copies and save nothing. So is a stream whose
+// rebuilds took the other cells in place from the page cache (a local
+// file system's objects, mapped: ec_read.h), which costs no copies either
+// way: the tail's second copy would be all that rows add. A new Reader of a
+// file starts degraded when the file's last stream that learned was (FileImpl::
 // EcDegraded): its first row is then read whole too, not rebuilt from
 // parity cells (a scan opens a Reader per pass over a file).
 #ifndef RANGEFS_CLIENT_LIB_INTERNAL_READER_H_

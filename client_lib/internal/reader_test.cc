@@ -96,7 +96,11 @@ class RecordingHost : public FileHost {
       out.push_back(n);
       total += n;
     }
-    if (report != nullptr) report->rebuilt_bytes = degraded_ ? total : 0;
+    if (report != nullptr && degraded_) {
+      report->rebuilt_bytes = total;
+      // The other cells copied, unless taken in place (no copies).
+      report->rebuild_copied_bytes = in_place_ ? 0 : total;
+    }
     if (latency_ != nullptr && !reqs.empty()) {
       clock_->SleepFor(latency_(reqs[0].offset));
     }
@@ -109,6 +113,8 @@ class RecordingHost : public FileHost {
   }
   ns::LayoutCache* cache() override { return nullptr; }
   Clock* clock() override { return clock_; }
+  // Its rebuilds took the other cells in place (ec_read.h): no copies.
+  void set_in_place(bool in_place) { in_place_ = in_place; }
   void CountRefresh() override {}
   void CountAbort() override {}
 
@@ -128,6 +134,7 @@ class RecordingHost : public FileHost {
  private:
   const std::string data_;
   const bool degraded_;
+  bool in_place_ = false;
   const std::function<absl::Duration(uint64_t)> latency_;
   Clock* const clock_;
   const std::thread::id owner_ = std::this_thread::get_id();
@@ -172,6 +179,7 @@ class ReaderShapeTest : public ::testing::Test {
                          ReaderOptions ro) {
     const std::string data = Bytes(size);
     RecordingHost host(data, degraded);
+    host.set_in_place(in_place_);
     FileImpl file(&host, Layout(size, ec), /*pinned=*/true);
     std::unique_ptr<Reader> reader = file.NewReader(ro);
     std::string got;
@@ -187,6 +195,9 @@ class ReaderShapeTest : public ::testing::Test {
     reader.reset();  // joins a prefetch
     return host.calls();
   }
+
+  // Scan's degraded calls took the other cells in place.
+  bool in_place_ = false;
 };
 
 // A degraded stream's window and prefetch fills end at row boundaries
@@ -299,6 +310,36 @@ TEST_F(ReaderShapeTest, HealthyEcDirectReadsAreTheCallersOwn) {
     at = c[0].end();
   }
   EXPECT_EQ(at, size);
+}
+
+// A stream whose rebuilds took the other cells in place (the page cache:
+// no copies) is read as a healthy one: rows would only add the tail's
+// second copy. Direct reads are the caller's own; fills keep their sizes.
+TEST_F(ReaderShapeTest, DegradedEcWithCellsInPlaceReadsAsAHealthyOne) {
+  in_place_ = true;
+  const uint64_t size = 20 * kRow + 1000;
+  const size_t io = 256 << 10;
+  ReaderOptions ro;
+  ro.prefetch = false;
+  const std::vector<Call> direct =
+      Scan(size, /*ec=*/true, /*degraded=*/true, io, ro);
+  uint64_t at = 0;
+  for (const Call& c : direct) {
+    ASSERT_EQ(c.size(), 1u) << Describe(c);
+    EXPECT_EQ(c[0].offset, at);
+    EXPECT_EQ(c[0].length, std::min<uint64_t>(io, size - at));
+    at = c[0].end();
+  }
+  EXPECT_EQ(at, size);
+  const std::vector<Call> fills =
+      Scan(2 * size, /*ec=*/true, /*degraded=*/true, 64 << 10, ro);
+  ASSERT_GE(fills.size(), 5u);
+  uint64_t want = ro.initial_readahead;
+  for (size_t i = 0; i < 5; ++i) {
+    ASSERT_EQ(fills[i].size(), 1u) << Describe(fills[i]);
+    EXPECT_EQ(fills[i][0].length, want) << "call " << i;
+    want *= 2;
+  }
 }
 
 // A plain striped file's fills, and a healthy erasure-coded file's, keep

@@ -1,0 +1,275 @@
+// Rebuilds of erasure-coded files from helper cells taken in place
+// (client_lib/internal/ec_read.h, "Helpers in place"), against a real etcd
+// and nine real rangefs-node processes, read through the mount path (each
+// node's export directory stands in for its mount, <mount_root>/<node>):
+// with a data-column node dead (its agent SIGKILLed, its mount entry
+// renamed, as benchmark part E does it), a scan rebuilds the lost column
+// from the other cells' bytes where they lie in the page cache, copying
+// none of them, byte-exact; and a helper object truncated under a client
+// that has it mapped, before the client looks or while its decode reads it
+// (SIGBUS), costs that cell, not the process: the row is rebuilt from
+// another cell.
+#include <stdio.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <fstream>
+#include <memory>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "admin/commands.h"
+#include "base/testing/status_matchers.h"
+#include "client_lib/client.h"
+#include "client_lib/file.h"
+#include "client_lib/testing/client_testing.h"
+#include "gtest/gtest.h"
+#include "namespace/ec_layout.h"
+#include "namespace/layout.h"
+#include "tests/testing/agent_cluster.h"
+
+namespace rangefs {
+namespace {
+
+constexpr int kAgents = 9;  // every RS(6,3) file has a cell on each
+constexpr uint64_t kCell = 256 << 10;
+constexpr uint64_t kRow = 6 * kCell;
+constexpr uint64_t kRows = 8;  // whole rows: every cell full, none short
+constexpr size_t kReadSize = 4 * kCell;  // part E: 4 MiB reads, 1 MiB cells
+constexpr absl::Duration kWait = absl::Seconds(60);
+
+std::string Random(uint64_t size, unsigned seed) {
+  std::string s(size, '\0');
+  std::mt19937_64 gen(seed);
+  for (char& c : s) c = static_cast<char>(gen());
+  return s;
+}
+
+class EcInPlaceTest : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    auto c = testing::AgentCluster::Start("ec_in_place_test");
+    ASSERT_THAT(c, IsOk());
+    cluster_ = std::move(*c).release();
+    mounts_ = new std::string(cluster_->dir() + "/mnt");
+    ASSERT_EQ(mkdir(mounts_->c_str(), 0755), 0);
+    ASSERT_THAT(cluster_->AddLiveAgents(kAgents, kWait), IsOk());
+    for (size_t i = 0; i < cluster_->agents(); ++i) {
+      const testing::AgentProcess& a = cluster_->agent(i);
+      ASSERT_EQ(symlink(a.export_dir.c_str(), MountEntry(a.id).c_str()), 0);
+    }
+  }
+  static void TearDownTestSuite() {
+    delete cluster_;
+    cluster_ = nullptr;
+    delete mounts_;
+  }
+
+  void TearDown() override {
+    if (dead_ == nullptr) return;
+    const std::string entry = MountEntry(dead_->id);
+    rename((entry + ".dead").c_str(), entry.c_str());
+    EXPECT_THAT(cluster_->Restart(*dead_), IsOk());
+    dead_ = nullptr;
+  }
+
+  static std::string MountEntry(const std::string& id) {
+    return *mounts_ + "/" + id;
+  }
+
+  // Puts `data` at `path` with --ec=6+3; returns its layout.
+  v1::FileLayout PutEc(const std::string& path, const std::string& data) {
+    admin::Context ctx;
+    ctx.store = cluster_->store();
+    ctx.cluster = "it";
+    const std::string local =
+        absl::StrCat(cluster_->dir(), "/put-", path.substr(1));
+    std::ofstream(local, std::ios::binary) << data;
+    auto args = admin::Args::Parse({"file", "put", local, path, "--ec=6+3",
+                                    "--stripe-unit=256K", "--ec-min-rows=0"});
+    EXPECT_THAT(args, IsOk());
+    if (!args.ok()) return {};
+    EXPECT_THAT(admin::RunCommand(ctx, *args), IsOk());
+    auto f = cluster_->store()->GetFile(path);
+    EXPECT_THAT(f, IsOk());
+    if (!f.ok()) return {};
+    EXPECT_TRUE(ns::IsErasureCoded(f->layout));
+    EXPECT_EQ(f->layout.striped().targets_size(), 9);
+    return f->layout;
+  }
+
+  static testing::AgentProcess* Agent(const std::string& id) {
+    for (size_t i = 0; i < cluster_->agents(); ++i) {
+      if (cluster_->agent(i).id == id) return &cluster_->agent(i);
+    }
+    return nullptr;
+  }
+
+  // Column t's node and its object's path in that node's export.
+  static std::string ColumnNode(const v1::FileLayout& l, int t) {
+    return l.striped().targets(t).replicas(0).node_id();
+  }
+  static std::string ColumnObject(const v1::FileLayout& l, int t) {
+    testing::AgentProcess* a = Agent(ColumnNode(l, t));
+    return a == nullptr
+               ? std::string()
+               : absl::StrCat(a->export_dir, "/",
+                              l.striped().targets(t).replicas(0).object());
+  }
+
+  // The node of column t dead, as part E kills it: its agent SIGKILLed,
+  // its mount entry renamed (TearDown brings it back).
+  void Kill(const v1::FileLayout& l, int t) {
+    dead_ = Agent(ColumnNode(l, t));
+    ASSERT_NE(dead_, nullptr);
+    ASSERT_THAT(dead_->process->Kill(), IsOk());
+    ASSERT_THAT(dead_->process->Wait(kWait), IsOk());
+    const std::string entry = MountEntry(dead_->id);
+    ASSERT_EQ(rename(entry.c_str(), (entry + ".dead").c_str()), 0);
+  }
+
+  // rangefs-bench's default client, on the mount path, with no hedges and
+  // no stall moves (a loaded machine may cause either at will: a read
+  // sent twice or moved would be counted twice).
+  static std::unique_ptr<Client> OpenClient(const ClientTestHooks& hooks = {}) {
+    ClientOptions o;
+    o.etcd_endpoints = cluster_->etcd()->endpoints();
+    o.cluster = "it";
+    o.mount_root = *mounts_;
+    o.default_deadline = absl::Seconds(20);
+    o.hedging = false;
+    o.stall_factor = 0;
+    auto c = OpenClientForTesting(o, hooks);
+    EXPECT_THAT(c, IsOk());
+    return c.ok() ? std::move(*c) : nullptr;
+  }
+
+  // Reads `path` whole through a Reader in kReadSize reads; the bytes.
+  static absl::StatusOr<std::string> Scan(Client& client,
+                                          const std::string& path) {
+    auto f = client.OpenFile(path);
+    if (!f.ok()) return f.status();
+    std::unique_ptr<Reader> r = (*f)->NewReader(ReaderOptions());
+    std::string out, buf(kReadSize, '\0');
+    while (true) {
+      absl::StatusOr<size_t> n = r->Read(absl::MakeSpan(buf));
+      if (!n.ok()) return n.status();
+      if (*n == 0) return out;
+      out.append(buf, 0, *n);
+    }
+  }
+
+  static testing::AgentCluster* cluster_;
+  static std::string* mounts_;
+  testing::AgentProcess* dead_ = nullptr;
+};
+
+testing::AgentCluster* EcInPlaceTest::cluster_ = nullptr;
+std::string* EcInPlaceTest::mounts_ = nullptr;
+
+TEST_F(EcInPlaceTest, ADeadDataColumnIsRebuiltFromCellsInPlace) {
+  const std::string data = Random(kRows * kRow, 1);
+  const v1::FileLayout l = PutEc("/f", data);
+  ASSERT_FALSE(HasFailure());
+  std::unique_ptr<Client> client = OpenClient();
+  ASSERT_NE(client, nullptr);
+  Kill(l, 0);
+  // The first scan opens the other columns' objects (their first reads are
+  // the nodes' threads'), the second finds them open.
+  absl::StatusOr<std::string> first = Scan(*client, "/f");
+  ASSERT_THAT(first, IsOk());
+  EXPECT_TRUE(*first == data);
+  const ClientStats before = client->Stats();
+  absl::StatusOr<std::string> second = Scan(*client, "/f");
+  ASSERT_THAT(second, IsOk());
+  EXPECT_TRUE(*second == data);
+  const ClientStats after = client->Stats();
+  const uint64_t rebuilt =
+      after.ec_reconstructed_bytes - before.ec_reconstructed_bytes;
+  const uint64_t in_place =
+      after.ec_helper_bytes_in_place - before.ec_helper_bytes_in_place;
+  const uint64_t copied =
+      after.ec_helper_bytes_copied - before.ec_helper_bytes_copied;
+  // Column 0 of every row, rebuilt, each byte from k = 6 cells' bytes.
+  EXPECT_EQ(rebuilt, kRows * kCell);
+  EXPECT_GT(in_place, 0u);
+  EXPECT_EQ(copied, 0u) << in_place << " bytes in place";
+  EXPECT_EQ(after.ec_crc_mismatches, 0u);
+}
+
+TEST_F(EcInPlaceTest, AHelperObjectTruncatedUnderAClientCostsOnlyItsCell) {
+  const std::string data = Random(kRows * kRow, 2);
+  const v1::FileLayout l = PutEc("/g", data);
+  ASSERT_FALSE(HasFailure());
+  std::unique_ptr<Client> client = OpenClient();
+  ASSERT_NE(client, nullptr);
+  Kill(l, 0);
+  for (int pass = 0; pass < 2; ++pass) {  // mapped, as above
+    absl::StatusOr<std::string> got = Scan(*client, "/g");
+    ASSERT_THAT(got, IsOk());
+    ASSERT_TRUE(*got == data);
+  }
+  ASSERT_GT(client->Stats().ec_helper_bytes_in_place, 0u);
+  // Every parity object but the last loses its second half: the rows
+  // there have 5 data cells and one parity cell left, exactly k.
+  for (int t = 6; t < 8; ++t) {
+    const std::string object = ColumnObject(l, t);
+    ASSERT_EQ(truncate(object.c_str(), (kRows / 2) * kCell), 0) << object;
+  }
+  absl::StatusOr<std::string> got = Scan(*client, "/g");
+  ASSERT_THAT(got, IsOk());
+  EXPECT_TRUE(*got == data);
+}
+
+// The decode reads the mapped cells as they shrink: its SIGBUS ends the
+// decode, not the process, and the row is read again by copies (the
+// shrunk cells fail plainly; the others answer).
+TEST_F(EcInPlaceTest, AHelperObjectTruncatedDuringADecodeCostsOnlyItsCell) {
+  const std::string data = Random(kRows * kRow, 3);
+  const v1::FileLayout l = PutEc("/h", data);
+  ASSERT_FALSE(HasFailure());
+  std::atomic<bool> armed{false};
+  std::atomic<int> truncated{0};
+  ClientTestHooks hooks;
+  hooks.before_ec_decode = [&] {
+    if (!armed.exchange(false)) return;
+    // Parity columns 0 and 1: past the first row, gone.
+    for (int t = 6; t < 8; ++t) {
+      if (truncate(ColumnObject(l, t).c_str(), kCell) == 0) truncated++;
+    }
+  };
+  std::unique_ptr<Client> client = OpenClient(hooks);
+  ASSERT_NE(client, nullptr);
+  Kill(l, 0);
+  for (int pass = 0; pass < 2; ++pass) {  // mapped, as above
+    absl::StatusOr<std::string> got = Scan(*client, "/h");
+    ASSERT_THAT(got, IsOk());
+    ASSERT_TRUE(*got == data);
+  }
+  const ClientStats before = client->Stats();
+  ASSERT_GT(before.ec_helper_bytes_in_place, 0u);
+  // Read from the second row on: its decode is the first after arming,
+  // from parity cells mapped (whole, as the first passes used them).
+  armed = true;
+  auto f = client->OpenFile("/h");
+  ASSERT_THAT(f, IsOk());
+  std::string got(data.size() - kRow, '\0');
+  absl::StatusOr<size_t> n = (*f)->Read(kRow, absl::MakeSpan(got));
+  ASSERT_THAT(n, IsOk());
+  EXPECT_EQ(*n, got.size());
+  EXPECT_TRUE(got == data.substr(kRow));
+  EXPECT_EQ(truncated.load(), 2);
+  EXPECT_FALSE(armed.load());
+  const ClientStats after = client->Stats();
+  // The decode was cut off (the SIGBUS caught; so was each later row's
+  // whose parity cells were mapped before the truncation), and the rows
+  // were read again by copies.
+  EXPECT_GE(after.ec_decodes_cut_off - before.ec_decodes_cut_off, 1u);
+  EXPECT_GT(after.ec_helper_bytes_copied, before.ec_helper_bytes_copied);
+}
+
+}  // namespace
+}  // namespace rangefs
