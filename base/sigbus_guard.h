@@ -11,14 +11,16 @@
 //
 // The function is cut off where it faulted, with no unwinding: it must
 // hold nothing that needs releasing (no locks, no allocations, no objects
-// with destructors started inside it) where it may touch the mapping.
-// Plain computation over buffers (a decode, a checksum, a copy) is fine.
+// with destructors started inside it) where it may touch the mapping, and
+// must not throw. Plain computation over buffers (a decode, a checksum, a
+// copy) is fine. Only a fault ends it: a SIGBUS sent by kill(2) goes on as
+// below.
 //
 // The first call installs a process-wide SIGBUS handler (SA_NODEFER,
-// SA_ONSTACK); a SIGBUS on a thread outside RunCatchingSigbus goes to the
-// handler that was there before (the default: the process dies by
-// SIGBUS, as without this unit). A handler installed later by someone
-// else replaces this one: then a fault inside RunCatchingSigbus goes to
+// SA_ONSTACK); a SIGBUS on a thread outside RunCatchingSigbus (or sent,
+// not a fault) goes to the handler that was there before (the default: the
+// process dies by SIGBUS, as without this unit). A handler installed later by
+// someone else replaces this one: then a fault inside RunCatchingSigbus goes to
 // theirs. Thread-safe; nests (an inner call catches its own faults).
 #ifndef RANGEFS_BASE_SIGBUS_GUARD_H_
 #define RANGEFS_BASE_SIGBUS_GUARD_H_

@@ -5,8 +5,12 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <cstdlib>
+#include <cstring>
 #include <string>
+#include <thread>
+#include <vector>
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
@@ -46,7 +50,7 @@ class ShrunkMapping {
 
 TEST(SigbusGuardTest, AFaultEndsTheFunctionNotTheProcess) {
   ShrunkMapping m(0);
-  int reached = 0;
+  volatile int reached = 0;
   EXPECT_FALSE(RunCatchingSigbus([&] {
     reached = 1;
     (void)m.At(0);
@@ -80,6 +84,57 @@ TEST(SigbusGuardTest, AnInnerCallCatchesItsOwnFaultAndTheOuterGoesOn) {
     EXPECT_FALSE(RunCatchingSigbus([&] { (void)m.At(0); }));
     (void)m.At(0);
   }));
+}
+
+TEST(SigbusGuardTest, ThreadsCatchTheirOwnFaultsAtOnce) {
+  ShrunkMapping m(0);
+  std::atomic<int> caught{0};
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 4; ++t) {
+    threads.emplace_back([&] {
+      for (int i = 0; i < 100; ++i) {
+        if (!RunCatchingSigbus([&] { (void)m.At(0); })) caught++;
+      }
+    });
+  }
+  for (std::thread& t : threads) t.join();
+  EXPECT_EQ(caught.load(), 400);
+}
+
+// A handler installed later that blocks every signal while it runs and
+// chains to ours (as sanitizers and crash reporters do): the jump leaves
+// the thread's mask as it was, so the next fault is caught too.
+struct sigaction g_ours;
+void BlockingChain(int sig, siginfo_t* info, void* context) {
+  g_ours.sa_sigaction(sig, info, context);
+}
+
+TEST(SigbusGuardDeathTest, AHandlerThatBlocksSignalsAndChainsLeavesTheMask) {
+  GTEST_FLAG_SET(death_test_style, "threadsafe");
+  EXPECT_EXIT(
+      {
+        ShrunkMapping m(0);
+        EXPECT_TRUE(RunCatchingSigbus([] {}));  // ours installed
+        struct sigaction later;
+        memset(&later, 0, sizeof(later));
+        later.sa_sigaction = BlockingChain;
+        later.sa_flags = SA_SIGINFO;
+        sigfillset(&later.sa_mask);
+        sigaction(SIGBUS, &later, &g_ours);
+        for (int i = 0; i < 3; ++i) {
+          if (RunCatchingSigbus([&] { (void)m.At(0); })) _exit(2);
+        }
+        sigset_t now;
+        sigprocmask(SIG_BLOCK, nullptr, &now);
+        _exit(sigismember(&now, SIGBUS) ? 3 : 0);
+      },
+      testing::ExitedWithCode(0), "");
+}
+
+TEST(SigbusGuardDeathTest, ASentSigbusIsNotCaught) {
+  GTEST_FLAG_SET(death_test_style, "threadsafe");
+  EXPECT_EXIT(RunCatchingSigbus([] { raise(SIGBUS); }),
+              testing::KilledBySignal(SIGBUS), "");
 }
 
 TEST(SigbusGuardDeathTest, AFaultOutsideKillsTheProcessAsBefore) {

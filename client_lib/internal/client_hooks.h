@@ -36,8 +36,10 @@ struct ClientHooks {
   // nullptr = Clock::Real(). With a non-real clock the engine re-reads it at
   // least every 2 ms of real time.
   Clock* clock = nullptr;
-  // Called on the decoding thread before each erasure-coded decode, with
-  // no lock held (a test truncates an object the decode has mapped).
+  // Called on the decoding thread before each erasure-coded decode's pass
+  // (a test truncates an object the decode has mapped), with the call's
+  // lock released when the decode writes the caller's buffer itself, held
+  // otherwise: it must not read through the client.
   std::function<void()> before_ec_decode;
 };
 

@@ -63,8 +63,10 @@ size_t EcReads::HelperRoom(const Batch& b) {
     if (p.ec != EcRole::kData) continue;
     const ns::EcGeometry g = ns::EcGeometryOf(*p.layout);
     // Helpers and a ".cells" read; each slow cell once more (the
-    // fallback); a rebuild of its own after a parity hedge that gave up.
-    room += 3 * static_cast<size_t>(g.k + g.m);
+    // fallback); a rebuild of its own after a parity hedge that gave up;
+    // each cell once more by copy after a decode from cells taken in
+    // place was cut off or found them evicted (UnmapCells).
+    room += 4 * static_cast<size_t>(g.k + g.m);
   }
   return room;
 }
@@ -528,6 +530,14 @@ void EcReads::Decode(Batch& b, Rebuild& r, Engine& e) {
     cells[t] = Bytes(b, r, t);
     ++used;
     if (Mapped(b, r, t)) {
+      const PieceState& h = b.pieces[r.cells[t].piece];
+      if (!h.mapped_file->Resident(h.mapped, r.cells[t].read)) {
+        // Evicted since it was taken: touching it would read the disk on
+        // this thread. The row's cells are read by copies instead.
+        UnmapCells(b, r, /*cut_off=*/false);
+        Advance(b, r, e);
+        return;
+      }
       mapped = true;
       taken += r.cells[t].read;
     } else if (r.cells[t].state == CellState::kReading) {
@@ -568,7 +578,7 @@ void EcReads::Decode(Batch& b, Rebuild& r, Engine& e) {
     // A mapped cell's object shrank under the decode (SIGBUS): those cells
     // are read again, by copies, which fail plainly where they shrank.
     counters_.decodes_cut_off++;
-    UnmapCells(b, r);
+    UnmapCells(b, r, /*cut_off=*/true);
     Advance(b, r, e);
     return;
   }
@@ -610,12 +620,14 @@ void EcReads::Decode(Batch& b, Rebuild& r, Engine& e) {
   }
 }
 
-void EcReads::UnmapCells(Batch& b, Rebuild& r) {
+void EcReads::UnmapCells(Batch& b, Rebuild& r, bool cut_off) {
   r.copy_only = true;
   for (int t = 0; t < r.g.k + r.g.m; ++t) {
     if (!Mapped(b, r, t)) continue;
     Cell& c = r.cells[t];
     PieceState& h = b.pieces[c.piece];
+    // The object that shrank is mapped no more, by any call.
+    if (cut_off) h.mapped_file->CheckShrunk();
     h.mapped = nullptr;
     h.mapped_file = nullptr;
     c.state = CellState::kIdle;

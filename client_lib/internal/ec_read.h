@@ -48,7 +48,9 @@
 // it cost 1.9x a healthy scan's CPU against 1.5x for k, for no gain; it
 // is not done.
 //
-// Thread-compatible: a call's loop uses its EcReads with Batch::mu held.
+// Thread-compatible: a call's loop uses its EcReads with Batch::mu held
+// (a decode into the caller's buffer lets go of it while it runs: the
+// piece is claimed, and the cells it reads are done).
 #ifndef RANGEFS_CLIENT_LIB_INTERNAL_EC_READ_H_
 #define RANGEFS_CLIENT_LIB_INTERNAL_EC_READ_H_
 
@@ -192,9 +194,11 @@ class EcReads {
   };
   struct Cell {
     CellState state = CellState::kIdle;
-    int piece = -1;             // its helper piece; kOwn: the call's piece
-    uint64_t read = 0;          // bytes of the range it holds (the rest: zeros)
-    EcBuffer buf;               // its bytes, unless kOwn (EcBuffers: reused)
+    int piece = -1;     // its helper piece; kOwn: the call's piece
+    uint64_t read = 0;  // bytes of the range it holds (the rest: zeros)
+    // Its bytes, unless kOwn or taken in place (its helper piece's
+    // `mapped`: then unused). EcBuffers: reused.
+    EcBuffer buf;
     const char* own = nullptr;  // kOwn: the range in the caller's buffer
     int own_piece = -1;         // the call's piece that reads it, if any
     std::string why;            // kLost: the helper's last failure
@@ -252,7 +256,9 @@ class EcReads {
   // After a decode from cells taken in place was cut off (an object shrank
   // under it): those cells are not read yet, and the row's cells are read
   // by copies from now on (a copy of a shrunk object fails plainly: lost).
-  void UnmapCells(Batch& b, Rebuild& r) ABSL_EXCLUSIVE_LOCKS_REQUIRED(b.mu);
+  // `cut_off`: after a SIGBUS, not an eviction (Decode's check).
+  void UnmapCells(Batch& b, Rebuild& r, bool cut_off)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(b.mu);
   // Decodes, starts helpers or fails, as the row's cells allow.
   void Advance(Batch& b, Rebuild& r, Engine& e)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(b.mu);

@@ -121,13 +121,26 @@ void PrefetchReader::Learn(uint64_t offset, size_t n,
   source_ = report.cached_bytes >= n ? Source::kMemory : Source::kStorage;
   // Degraded until a whole row is read without a rebuild that copied
   // other cells (a rebuild from cells taken in place costs no copies, read
-  // in rows or not).
+  // in rows or not). Rows again, backing off, if plain reads then copied
+  // (some cells in place, others not: a whole row's rebuild took its
+  // parity cell in place where a plain read's needed remote cells).
   const uint64_t row = RowBytes();
+  const bool plain = !degraded_;  // this call was read as a plain file's
   if (report.rebuilt_bytes > 0 && report.rebuild_copied_bytes > 0) {
+    if (plain) {
+      rows_before_plain_ = plain_backoff_;
+      plain_backoff_ = std::min(2 * plain_backoff_, kMaxPlainBackoff);
+    }
     degraded_ = true;
   } else if (row > 0 && (offset + row - 1) / row * row + row <= offset + n) {
-    degraded_ = false;
+    if (rows_before_plain_ > 0) {
+      --rows_before_plain_;
+    } else {
+      degraded_ = false;
+    }
   }
+  // Plain reads rebuilt with no copy: they work for this stream.
+  if (plain && !degraded_ && report.rebuilt_bytes > 0) plain_backoff_ = 1;
   impl_->SetEcDegraded(degraded_);
 }
 

@@ -48,10 +48,13 @@
 // rows would cost it copies and save nothing. So is a stream whose
 // rebuilds took the other cells in place from the page cache (a local
 // file system's objects, mapped: ec_read.h), which costs no copies either
-// way: the tail's second copy would be all that rows add. A new Reader of a
-// file starts degraded when the file's last stream that learned was (FileImpl::
-// EcDegraded): its first row is then read whole too, not rebuilt from
-// parity cells (a scan opens a Reader per pass over a file).
+// way: the tail's second copy would be all that rows add. Where whole
+// rows rebuild in place but plain reads copy (some cells local, others
+// not), plain reads are tried again only after 1, 2, 4, ... 64 whole
+// rows without copies. A new Reader of a file starts degraded when the
+// file's last stream that learned was (FileImpl::EcDegraded): its first
+// row is then read whole too, not rebuilt from parity cells (a scan opens
+// a Reader per pass over a file).
 #ifndef RANGEFS_CLIENT_LIB_INTERNAL_READER_H_
 #define RANGEFS_CLIENT_LIB_INTERNAL_READER_H_
 
@@ -180,6 +183,12 @@ class PrefetchReader : public Reader {
   // rebuild (see above); a new Reader starts as the file's last stream
   // left it (FileImpl::EcDegraded).
   bool degraded_ = false;
+  // Whole rows still to read without copies before plain reads are tried
+  // again, and how many the next time plain reads copy (doubling, up to
+  // kMaxPlainBackoff; back to 1 once plain reads rebuild with no copy).
+  static constexpr uint32_t kMaxPlainBackoff = 64;
+  uint32_t rows_before_plain_ = 0;
+  uint32_t plain_backoff_ = 1;
   bool filled_ = false;  // a fill happened since construction or last seek
   WindowBuffer buffer_;  // bytes [buffer_offset_, +buffer_len_)
   uint64_t buffer_offset_ = 0;

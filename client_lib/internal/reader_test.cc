@@ -98,8 +98,16 @@ class RecordingHost : public FileHost {
     }
     if (report != nullptr && degraded_) {
       report->rebuilt_bytes = total;
-      // The other cells copied, unless taken in place (no copies).
-      report->rebuild_copied_bytes = in_place_ ? 0 : total;
+      // The other cells copied, unless taken in place (no copies); with
+      // in_place_rows_, only a call of whole rows takes them in place.
+      bool in_place = in_place_;
+      if (in_place_rows_ > 0 && !reqs.empty()) {
+        const uint64_t begin = reqs.front().offset;
+        const uint64_t end = begin + total;
+        in_place = begin % in_place_rows_ == 0 &&
+                   (end % in_place_rows_ == 0 || end == data_.size());
+      }
+      report->rebuild_copied_bytes = in_place ? 0 : total;
     }
     if (latency_ != nullptr && !reqs.empty()) {
       clock_->SleepFor(latency_(reqs[0].offset));
@@ -115,6 +123,9 @@ class RecordingHost : public FileHost {
   Clock* clock() override { return clock_; }
   // Its rebuilds took the other cells in place (ec_read.h): no copies.
   void set_in_place(bool in_place) { in_place_ = in_place; }
+  // Only calls of whole rows of `row` bytes take them in place (a whole
+  // row's rebuild reads a local parity cell, a plain call remote cells).
+  void set_in_place_rows(uint64_t row) { in_place_rows_ = row; }
   void CountRefresh() override {}
   void CountAbort() override {}
 
@@ -135,6 +146,7 @@ class RecordingHost : public FileHost {
   const std::string data_;
   const bool degraded_;
   bool in_place_ = false;
+  uint64_t in_place_rows_ = 0;
   const std::function<absl::Duration(uint64_t)> latency_;
   Clock* const clock_;
   const std::thread::id owner_ = std::this_thread::get_id();
@@ -180,6 +192,7 @@ class ReaderShapeTest : public ::testing::Test {
     const std::string data = Bytes(size);
     RecordingHost host(data, degraded);
     host.set_in_place(in_place_);
+    host.set_in_place_rows(in_place_rows_);
     FileImpl file(&host, Layout(size, ec), /*pinned=*/true);
     std::unique_ptr<Reader> reader = file.NewReader(ro);
     std::string got;
@@ -196,8 +209,10 @@ class ReaderShapeTest : public ::testing::Test {
     return host.calls();
   }
 
-  // Scan's degraded calls took the other cells in place.
+  // Scan's degraded calls took the other cells in place (only whole rows:
+  // in_place_rows_, the row's bytes).
   bool in_place_ = false;
+  uint64_t in_place_rows_ = 0;
 };
 
 // A degraded stream's window and prefetch fills end at row boundaries
@@ -339,6 +354,34 @@ TEST_F(ReaderShapeTest, DegradedEcWithCellsInPlaceReadsAsAHealthyOne) {
     ASSERT_EQ(fills[i].size(), 1u) << Describe(fills[i]);
     EXPECT_EQ(fills[i][0].length, want) << "call " << i;
     want *= 2;
+  }
+}
+
+// A stream whose whole rows rebuild in place but whose plain reads copy
+// (some cells local, others not) stays with rows: it tries plain reads
+// again only after more and more rows (backing off), never every other
+// call.
+TEST_F(ReaderShapeTest, DegradedEcInPlaceOnlyInRowsKeepsToRows) {
+  in_place_rows_ = kRow;
+  const uint64_t size = 300 * kRow;
+  ReaderOptions ro;
+  ro.prefetch = false;
+  // Reads of 2/3 of a row (a row a call, with its tail, while in rows)
+  // and of 2 2/3 rows (2 rows a call).
+  for (size_t io : {size_t{256} << 10, size_t{1} << 20}) {
+    const std::vector<Call> calls =
+        Scan(size, /*ec=*/true, /*degraded=*/true, io, ro);
+    int plain = 0;
+    for (const Call& c : calls) {
+      const uint64_t begin = c.front().offset;
+      const uint64_t end = c.back().end();
+      if (begin % kRow != 0 || (end % kRow != 0 && end != size)) ++plain;
+    }
+    // A plain try per back-off (1, 2, 4, ... 64 rows, then every 64 rows:
+    // 9 over 300 rows), each of a call or two before the copies show:
+    // ~20, against ~200 (2 calls in 3) if each whole row turned plain
+    // reads on again.
+    EXPECT_LE(plain, 24) << "io " << io << ", " << calls.size() << " calls";
   }
 }
 

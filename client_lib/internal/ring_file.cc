@@ -7,6 +7,7 @@
 
 #include <atomic>
 #include <cerrno>
+#include <vector>
 
 #ifndef __NR_cachestat
 #define __NR_cachestat 451  // the same on every architecture (Linux 6.5)
@@ -55,9 +56,44 @@ bool RingFile::EnsureMapped() {
   return map_ != nullptr;
 }
 
+bool RingFile::Resident(const char* at, uint64_t length) const {
+  const uint64_t offset = static_cast<uint64_t>(at - map_);
+  switch (PageCachedRange(fd_, offset, length)) {
+    case PageCached::kYes:
+      return true;
+    case PageCached::kNo:
+      return false;
+    case PageCached::kUnknown:
+      break;
+  }
+  // No cachestat (Linux before 6.5): mincore over the mapping, a vector
+  // byte a page.
+  static const uint64_t page = static_cast<uint64_t>(getpagesize());
+  const uint64_t start = offset / page * page;
+  const uint64_t pages = (offset + length - start + page - 1) / page;
+  std::vector<unsigned char> in(pages);
+  if (mincore(const_cast<char*>(map_) + start, offset + length - start,
+              in.data()) != 0) {
+    return false;
+  }
+  for (unsigned char b : in) {
+    if ((b & 1) == 0) return false;
+  }
+  return true;
+}
+
+bool RingFile::CheckShrunk() {
+  struct stat st;
+  if (map_ == nullptr || fstat(fd_, &st) != 0 ||
+      static_cast<uint64_t>(st.st_size) < map_size_) {
+    shrunk_.store(true, std::memory_order_relaxed);
+  }
+  return shrunk_.load(std::memory_order_relaxed);
+}
+
 const char* RingFile::Mapped(uint64_t offset, uint64_t length) {
-  if (!caller_safe_ || length == 0 || !EnsureMapped() || offset > map_size_ ||
-      length > map_size_ - offset) {
+  if (!caller_safe_ || length == 0 || shrunk_.load(std::memory_order_relaxed) ||
+      !EnsureMapped() || offset > map_size_ || length > map_size_ - offset) {
     return nullptr;
   }
   // Only bytes already in memory: a touch of a page that is not would
@@ -68,8 +104,7 @@ const char* RingFile::Mapped(uint64_t offset, uint64_t length) {
   // past the file's end (it shrank) is not in the page cache, and one that
   // goes past it after this check raises SIGBUS, which the reader catches
   // (RunCatchingSigbus).
-  if (PageCachedRange(fd_, offset, length) != PageCached::kYes) return nullptr;
-  return map_ + offset;
+  return Resident(map_ + offset, length) ? map_ + offset : nullptr;
 }
 
 }  // namespace client_internal

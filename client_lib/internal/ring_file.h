@@ -3,7 +3,7 @@
 // RingFile: an object's open file descriptor, closed by its last holder (a
 // node's cache of open files, or a read in flight that may still have to
 // read the rest), and, for a file a calling thread may read itself, the
-// whole file mapped read-only on first use (Map), so that an
+// whole file mapped read-only on first use (Mapped), so that an
 // erasure-coded rebuild can decode from the page cache with no copy
 // (ec_read.h).
 //
@@ -14,6 +14,7 @@
 #ifndef RANGEFS_CLIENT_LIB_INTERNAL_RING_FILE_H_
 #define RANGEFS_CLIENT_LIB_INTERNAL_RING_FILE_H_
 
+#include <atomic>
 #include <cstdint>
 
 #include "absl/base/call_once.h"
@@ -45,6 +46,13 @@ class RingFile {
   // as it was when mapped, or the kernel refuses a mapping (then never
   // again for this file). Thread-safe. Never waits for a device.
   const char* Mapped(uint64_t offset, uint64_t length);
+  // Whether `length` bytes at `at` (from Mapped) are still wholly in the
+  // page cache: checked again right before they are read.
+  bool Resident(const char* at, uint64_t length) const;
+  // After a read of a mapping was cut off (SIGBUS): whether this file is
+  // now shorter than its mapping (fstat), and if so Mapped refuses from
+  // now on.
+  bool CheckShrunk();
 
  private:
   // Maps the whole file once; false if it could not.
@@ -55,6 +63,7 @@ class RingFile {
   absl::once_flag map_once_;
   const char* map_ = nullptr;  // set once, under map_once_
   uint64_t map_size_ = 0;
+  std::atomic<bool> shrunk_{false};
 };
 
 }  // namespace client_internal

@@ -82,6 +82,9 @@ py::dict StatsToDict(const ClientStats& s) {
   d["ec_parity_hedges"] = s.ec_parity_hedges;
   d["ec_parity_hedge_wins"] = s.ec_parity_hedge_wins;
   d["ec_helper_reads"] = s.ec_helper_reads;
+  d["ec_helper_bytes_copied"] = s.ec_helper_bytes_copied;
+  d["ec_helper_bytes_in_place"] = s.ec_helper_bytes_in_place;
+  d["ec_decodes_cut_off"] = s.ec_decodes_cut_off;
   d["ec_crc_mismatches"] = s.ec_crc_mismatches;
   d["ec_unchecked_cells"] = s.ec_unchecked_cells;
   py::dict nodes;

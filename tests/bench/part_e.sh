@@ -44,7 +44,8 @@
 #      lost, retries, reads widened to whole cells).
 # E_ROWS=dead (environment; default all): row 3 alone (the ec layout put
 # once, no ingest rounds, no rows 2 and 4), e.g. to compare builds of the
-# degraded read path quickly. Row 3 also reports the scans' CPU s/GB
+# degraded read path quickly; E_ROWS=hung: row 4 alone, the same way.
+# Row 3 also reports the scans' CPU s/GB
 # (rangefs-bench's cpu_s_per_gb: the client's user + system CPU), and each
 # dead round in OUT/e_rounds.md the share of the bytes read that were
 # rebuilt: the layouts are placed at random, so it varies a little between
@@ -56,7 +57,8 @@
 # E_BENCH_A=PATH (environment): row 3 also scans, in the same rounds, with
 # that rangefs-bench (side A: dead and healthy), the order of the four
 # scans reversed every other round: an A/B of two builds of the client
-# (this run's own rangefs-bench is side B). Its rows: "A:" in the table.
+# (this run's own rangefs-bench is side B); so does row 4 (its 4 KiB
+# reads, healthy and hung). Its rows: "A:" in the table.
 # The capped-links row 3 (E_LINKS) takes side A the same way
 # (tests/bench/part_en.sh).
 # E_LINKS (environment; default both): loopback = the rows above, on
@@ -78,9 +80,10 @@ E_ROUNDS=${E_ROUNDS:-$REPEAT}
 E_DUR=${E_DUR:-$([ "$QUICK" = 1 ] && echo 1 || echo 5)}
 E_RAMP=${E_RAMP:-$([ "$QUICK" = 1 ] && echo 0 || echo 1)}
 E_ROWS=${E_ROWS:-all}
-if [ "$E_ROWS" != all ] && [ "$E_ROWS" != dead ]; then
-  echo "bench: part E: E_ROWS=$E_ROWS: all or dead" >&2; exit 2
-fi
+case "$E_ROWS" in
+  all|dead|hung) ;;
+  *) echo "bench: part E: E_ROWS=$E_ROWS: all, dead or hung" >&2; exit 2 ;;
+esac
 E_LINKS=${E_LINKS:-both}
 case "$E_LINKS" in
   capped|loopback|both) ;;
@@ -203,11 +206,11 @@ e_unput() {
 }
 declare -A E_T E_RAW
 E_PUT_ROUNDS=$E_ROUNDS
-[ "$E_ROWS" = dead ] && E_PUT_ROUNDS=1
+[ "$E_ROWS" != all ] && E_PUT_ROUNDS=1
 for r in $(seq 1 "$E_PUT_ROUNDS"); do
   order="ec r2 plain"
   [ $((r % 2)) = 0 ] && order="plain r2 ec"
-  [ "$E_ROWS" = dead ] && order=ec
+  [ "$E_ROWS" != all ] && order=ec
   for layout in $order; do
     mark="$WORK/e_mark"; touch "$mark"; sleep 0.01  # the mark's mtime is before every new object's
     read -r secs raw <<<"$(e_put "$layout" "$r")"
@@ -302,7 +305,21 @@ e_lookup() {  # e_lookup NAME [hung]: JSON path
 }
 
 declare -a S_EC=() S_PL=() S_DEAD=() S_HEALTHY=() C_DEAD=() C_HEALTHY=() L_H=() L_X=() A_H=() A_X=()
-declare -a SA_DEAD=() SA_HEALTHY=() CA_DEAD=() CA_HEALTHY=()
+declare -a SA_DEAD=() SA_HEALTHY=() CA_DEAD=() CA_HEALTHY=() LA_H=() LA_X=()
+# e_lookup_a NAME [hung]: e_lookup with E_BENCH_A's rangefs-bench.
+e_lookup_a() { E_BENCH="$E_BENCH_A" e_lookup "$@"; }
+# e_hung_a R: row 4's side A in round R (E_BENCH_A), healthy and hung.
+e_hung_a() {
+  local r=$1 jh jx
+  if [ $((r % 2)) = 1 ]; then
+    jh=$(e_lookup_a "lookupA_healthy_$r"); jx=$(e_lookup_a "lookupA_hung_$r" hung)
+  else
+    jx=$(e_lookup_a "lookupA_hung_$r" hung); jh=$(e_lookup_a "lookupA_healthy_$r")
+  fi
+  LA_H+=("$(e_field "$jh" p99_us)"); LA_X+=("$(e_field "$jx" p99_us)")
+  e_round "A: 4 KiB p99 hung / healthy (us)" "$r" "$(f0 "${LA_X[-1]}") / $(f0 "${LA_H[-1]}")" \
+    "$(ratio "${LA_X[-1]}" "${LA_H[-1]}"); errors $(e_field "$jx" errors)"
+}
 # e_scan_a NAME DIR [dead]: e_scan with E_BENCH_A's rangefs-bench.
 e_scan_a() { E_BENCH="$E_BENCH_A" e_scan "$@"; }
 # e_dead_a R: row 3's side A in round R (E_BENCH_A), dead and healthy.
@@ -335,6 +352,7 @@ if [ "$E_EC_OK" = 1 ]; then
     fi
     # 3. ec with the dead node (most data columns) dead vs healthy (E_BENCH_A: side A
     # first in odd rounds, last in even ones)
+    if [ "$E_ROWS" != hung ]; then
     if [ -n "${E_BENCH_A:-}" ] && [ $((r % 2)) = 1 ]; then e_dead_a "$r"; fi
     if [ $((r % 2)) = 1 ]; then
       a=$(e_scan "scan_dead_$r" /e/ec dead); b=$(e_scan "scan_healthy_$r" /e/ec)
@@ -346,13 +364,17 @@ if [ "$E_EC_OK" = 1 ]; then
     C_DEAD+=("$(e_cpu "$OUT/e_scan_dead_$r.json")"); C_HEALTHY+=("$(e_cpu "$OUT/e_scan_healthy_$r.json")")
     e_round "ec scan dead / healthy (MB/s)" "$r" "$(f0 "$a") / $(f0 "$b")" \
       "$(ratio "$a" "$b"); CPU s/GB $(f2 "${C_DEAD[-1]}") / $(f2 "${C_HEALTHY[-1]}"); degraded reads $(e_field "$OUT/e_scan_dead_$r.json" ec_degraded_reads), helper reads $(e_field "$OUT/e_scan_dead_$r.json" ec_helper_reads), rebuilt $(e_rebuilt "$OUT/e_scan_dead_$r.json") % of the bytes read"
-    [ "$E_ROWS" = all ] || continue
-    # 4. 4 KiB random reads, healthy vs data column 1's node hung
+    fi
+    [ "$E_ROWS" = dead ] && continue
+    # 4. 4 KiB random reads, healthy vs data column 1's node hung (E_BENCH_A: side A
+    # first in odd rounds, last in even ones)
+    if [ -n "${E_BENCH_A:-}" ] && [ $((r % 2)) = 1 ]; then e_hung_a "$r"; fi
     if [ $((r % 2)) = 1 ]; then
       jh=$(e_lookup "lookup_healthy_$r"); jx=$(e_lookup "lookup_hung_$r" hung)
     else
       jx=$(e_lookup "lookup_hung_$r" hung); jh=$(e_lookup "lookup_healthy_$r")
     fi
+    if [ -n "${E_BENCH_A:-}" ] && [ $((r % 2)) = 0 ]; then e_hung_a "$r"; fi
     L_H+=("$(e_field "$jh" p99_us)"); L_X+=("$(e_field "$jx" p99_us)")
     A_H+=("$(e_amp "$jh")"); A_X+=("$(e_amp "$jx")")
     if [ -n "$jx" ]; then E_LERR=$((E_LERR + $(jget "$jx" errors) + $(jget "$jx" mismatches))); fi
@@ -380,7 +402,7 @@ if [ "$E_EC_OK" = 1 ] && [ "$E_ROWS" = all ]; then
   e_row "healthy scan (MB/s): RS(6,3) vs plain 6 columns" "$(e_cell 0 "${S_EC[@]}")" "$(e_cell 0 "${S_PL[@]}")" \
     "$r2_" ">= 0.95" "$(e_verdict "$r2_" '>=' 0.95)"
 fi
-if [ "$E_EC_OK" = 1 ]; then
+if [ "$E_EC_OK" = 1 ] && [ "$E_ROWS" != hung ]; then
   r3_=$(ratio "$(median "${S_DEAD[@]}")" "$(median "${S_HEALTHY[@]}")")
   e_row "scan (MB/s): RS(6,3), 1 of 9 nodes dead ($E_DEAD: a data column in $E_DEAD_FILES of $E_FILES files) vs healthy" "$(e_cell 0 "${S_DEAD[@]}")" \
     "$(e_cell 0 "${S_HEALTHY[@]}")" "$r3_" ">= 0.7" "$(e_verdict "$r3_" '>=' 0.7)"
@@ -394,11 +416,15 @@ if [ "$E_EC_OK" = 1 ]; then
       "$(e_cell 2 "${CA_HEALTHY[@]}")" "$(ratio "$(median "${CA_DEAD[@]}")" "$(median "${CA_HEALTHY[@]}")")" "info" "-"
   fi
 fi
-if [ "$E_EC_OK" = 1 ] && [ "$E_ROWS" = all ]; then
+if [ "$E_EC_OK" = 1 ] && [ "$E_ROWS" != dead ]; then
   r4_=$(ratio "$(median "${L_X[@]}")" "$(median "${L_H[@]}")")
   e_row "4 KiB random reads p99 (us), agent path: data node hung vs healthy" "$(e_cell 0 "${L_X[@]}")" \
     "$(e_cell 0 "${L_H[@]}")" "$r4_" "<= 1.5, 0 err ($E_LERR)" \
     "$(if [ "$E_LERR" = 0 ]; then e_verdict "$r4_" '<=' 1.5; else echo "FAIL (errors)"; fi)"
+  if [ -n "${E_BENCH_A:-}" ]; then
+    e_row "A: 4 KiB random reads p99 (us), data node hung vs healthy (E_BENCH_A=$E_BENCH_A)" "$(e_cell 0 "${LA_X[@]}")" \
+      "$(e_cell 0 "${LA_H[@]}")" "$(ratio "$(median "${LA_X[@]}")" "$(median "${LA_H[@]}")")" "info" "-"
+  fi
   extra=$(python3 -c "
 import statistics, sys
 try: print((statistics.median(map(float, sys.argv[1].split())) / statistics.median(map(float, sys.argv[2].split())) - 1) * 100)

@@ -820,7 +820,7 @@ int main(int argc, char** argv) {
         "\"ec_degraded_reads\": %llu, \"ec_reconstructed_bytes\": %llu, "
         "\"ec_parity_hedges\": %llu, \"ec_parity_hedge_wins\": %llu, "
         "\"ec_helper_reads\": %llu, \"ec_helper_bytes_copied\": %llu, "
-        "\"ec_helper_bytes_in_place\": %llu, "
+        "\"ec_helper_bytes_in_place\": %llu, \"ec_decodes_cut_off\": %llu, "
         "\"files\": %zu, \"nodes\": {%s}, "
         "\"node_attempts\": {%s}, \"last_read_mono_ns\": %lld, "
         "\"metadata_s\": %.4f, \"metadata_etcd_requests\": %llu, "
@@ -845,7 +845,8 @@ int main(int argc, char** argv) {
         static_cast<unsigned long long>(st.ec_helper_reads),
         static_cast<unsigned long long>(st.ec_helper_bytes_copied),
         static_cast<unsigned long long>(st.ec_helper_bytes_in_place),
-        files.size(), nodes_json.c_str(), detail_json.c_str(),
+        static_cast<unsigned long long>(st.ec_decodes_cut_off), files.size(),
+        nodes_json.c_str(), detail_json.c_str(),
         static_cast<long long>(last_read_ns.load()), meta_s,
         static_cast<unsigned long long>(meta_requests),
         static_cast<long long>(absl::ToUnixMicros(start)));
