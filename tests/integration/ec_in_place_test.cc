@@ -17,7 +17,6 @@
 #include <atomic>
 #include <fstream>
 #include <memory>
-#include <random>
 #include <string>
 #include <vector>
 
@@ -31,6 +30,7 @@
 #include "namespace/ec_layout.h"
 #include "namespace/layout.h"
 #include "tests/testing/agent_cluster.h"
+#include "tests/testing/random_bytes.h"
 
 namespace rangefs {
 namespace {
@@ -42,12 +42,7 @@ constexpr uint64_t kRows = 8;  // whole rows: every cell full, none short
 constexpr size_t kReadSize = 4 * kCell;  // part E: 4 MiB reads, 1 MiB cells
 constexpr absl::Duration kWait = absl::Seconds(60);
 
-std::string Random(uint64_t size, unsigned seed) {
-  std::string s(size, '\0');
-  std::mt19937_64 gen(seed);
-  for (char& c : s) c = static_cast<char>(gen());
-  return s;
-}
+using testing::RandomBytes;
 
 class EcInPlaceTest : public ::testing::Test {
  protected:
@@ -55,13 +50,10 @@ class EcInPlaceTest : public ::testing::Test {
     auto c = testing::AgentCluster::Start("ec_in_place_test");
     ASSERT_THAT(c, IsOk());
     cluster_ = std::move(*c).release();
-    mounts_ = new std::string(cluster_->dir() + "/mnt");
-    ASSERT_EQ(mkdir(mounts_->c_str(), 0755), 0);
     ASSERT_THAT(cluster_->AddLiveAgents(kAgents, kWait), IsOk());
-    for (size_t i = 0; i < cluster_->agents(); ++i) {
-      const testing::AgentProcess& a = cluster_->agent(i);
-      ASSERT_EQ(symlink(a.export_dir.c_str(), MountEntry(a.id).c_str()), 0);
-    }
+    absl::StatusOr<std::string> mounts = cluster_->LinkMounts();
+    ASSERT_THAT(mounts, IsOk());
+    mounts_ = new std::string(*mounts);
   }
   static void TearDownTestSuite() {
     delete cluster_;
@@ -190,7 +182,7 @@ testing::AgentCluster* EcInPlaceTest::cluster_ = nullptr;
 std::string* EcInPlaceTest::mounts_ = nullptr;
 
 TEST_F(EcInPlaceTest, ADeadDataColumnIsRebuiltFromCellsInPlace) {
-  const std::string data = Random(kRows * kRow, 1);
+  const std::string data = RandomBytes(kRows * kRow, 1);
   const v1::FileLayout l = PutEc("/f", data);
   ASSERT_FALSE(HasFailure());
   std::unique_ptr<Client> client = OpenClient();
@@ -220,7 +212,7 @@ TEST_F(EcInPlaceTest, ADeadDataColumnIsRebuiltFromCellsInPlace) {
 }
 
 TEST_F(EcInPlaceTest, AHelperObjectTruncatedUnderAClientCostsOnlyItsCell) {
-  const std::string data = Random(kRows * kRow, 2);
+  const std::string data = RandomBytes(kRows * kRow, 2);
   const v1::FileLayout l = PutEc("/g", data);
   ASSERT_FALSE(HasFailure());
   std::unique_ptr<Client> client = OpenClient();
@@ -247,7 +239,7 @@ TEST_F(EcInPlaceTest, AHelperObjectTruncatedUnderAClientCostsOnlyItsCell) {
 // decode, not the process, and the row is read again by copies (the
 // shrunk cells fail plainly; the others answer).
 TEST_F(EcInPlaceTest, AHelperObjectTruncatedDuringADecodeCostsOnlyItsCell) {
-  const std::string data = Random(kRows * kRow, 3);
+  const std::string data = RandomBytes(kRows * kRow, 3);
   const v1::FileLayout l = PutEc("/h", data);
   ASSERT_FALSE(HasFailure());
   std::atomic<bool> armed{false};

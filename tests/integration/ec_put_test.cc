@@ -13,7 +13,6 @@
 #include <iostream>
 #include <map>
 #include <memory>
-#include <random>
 #include <set>
 #include <sstream>
 #include <string>
@@ -34,6 +33,7 @@
 #include "namespace/ec_layout.h"
 #include "namespace/layout.h"
 #include "tests/testing/agent_cluster.h"
+#include "tests/testing/random_bytes.h"
 
 namespace rangefs {
 namespace {
@@ -52,12 +52,7 @@ std::string ReadWhole(const std::string& path) {
   return ss.str();
 }
 
-std::string Random(uint64_t size, unsigned seed) {
-  std::string s(size, '\0');
-  std::mt19937_64 gen(seed);
-  for (char& c : s) c = static_cast<char>(gen());
-  return s;
-}
+using testing::RandomBytes;
 
 // Bytes of every regular file under `dir`, recursively.
 uint64_t TreeBytes(const std::string& dir) {
@@ -83,15 +78,11 @@ class EcPutTest : public ::testing::Test {
     auto c = testing::AgentCluster::Start("ec_put_test");
     ASSERT_THAT(c, IsOk());
     cluster_ = std::move(*c).release();
-    mounts_ = new std::string(cluster_->dir() + "/mnt");
-    ASSERT_EQ(mkdir(mounts_->c_str(), 0755), 0);
     ASSERT_THAT(cluster_->AddLiveAgents(kAgents, kWait), IsOk());
-    for (size_t i = 0; i < cluster_->agents(); ++i) {
-      // The export dir stands in for the node's NFS mount.
-      const testing::AgentProcess& a = cluster_->agent(i);
-      ASSERT_EQ(symlink(a.export_dir.c_str(), (*mounts_ + "/" + a.id).c_str()),
-                0);
-    }
+    // The export dirs stand in for the nodes' NFS mounts.
+    absl::StatusOr<std::string> mounts = cluster_->LinkMounts();
+    ASSERT_THAT(mounts, IsOk());
+    mounts_ = new std::string(*mounts);
   }
   static void TearDownTestSuite() {
     delete cluster_;
@@ -220,7 +211,7 @@ TEST_F(EcPutTest, EdgeSizesReadBackByteExactWithParityOnDisk) {
       kRow - 1, kRow,      kRow + 1, 7 * kRow + 3 * kCell + 5};
   for (uint64_t size : sizes) {
     SCOPED_TRACE(absl::StrCat("size ", size));
-    const std::string data = Random(size, static_cast<unsigned>(size));
+    const std::string data = RandomBytes(size, static_cast<unsigned>(size));
     const std::string path = absl::StrCat("/edge/f", size);
     auto put = Run({"file", "put", Local(absl::StrCat("e", size), data), path,
                     "--ec=6+3", "--stripe-unit=64K", "--ec-min-rows=0"});
@@ -245,7 +236,7 @@ TEST_F(EcPutTest, EdgeSizesReadBackByteExactWithParityOnDisk) {
 }
 
 TEST_F(EcPutTest, StatShowsTheCodeAndFsckChecksParityWithChecksums) {
-  const std::string data = Random(3 * kRow + 7, 3);
+  const std::string data = RandomBytes(3 * kRow + 7, 3);
   ASSERT_THAT(Run({"file", "put", Local("stat", data), "/stat/f", "--ec=6+3",
                    "--stripe-unit=64K"}),
               IsOk());
@@ -268,7 +259,7 @@ TEST_F(EcPutTest, StatShowsTheCodeAndFsckChecksParityWithChecksums) {
 
 TEST_F(EcPutTest, SmallFilesGetReplicasWithANote) {
   // Under 2 full rows (the default threshold): replicas.
-  const std::string small = Random(2 * kRow - 1, 5);
+  const std::string small = RandomBytes(2 * kRow - 1, 5);
   auto put = Run({"file", "put", Local("small", small), "/small/f", "--ec=6+3",
                   "--stripe-unit=64K", "--replicas=2"});
   ASSERT_THAT(put, IsOk());
@@ -279,7 +270,7 @@ TEST_F(EcPutTest, SmallFilesGetReplicasWithANote) {
   EXPECT_EQ(f->layout.state(), v1::READY);
   EXPECT_TRUE(ReadBack(DataPath::kMount, "/small/f") == small);
   // Exactly 2 full rows: coded.
-  const std::string two = Random(2 * kRow, 6);
+  const std::string two = RandomBytes(2 * kRow, 6);
   ASSERT_THAT(Run({"file", "put", Local("two", two), "/small/two", "--ec=6+3",
                    "--stripe-unit=64K"}),
               IsOk());
@@ -301,8 +292,8 @@ TEST_F(EcPutTest, TooFewNodesFailsBeforeWritingAnything) {
   for (int i = 0; i < kAgents; ++i) {
     before[i] = TreeBytes(cluster_->agent(i).export_dir);
   }
-  auto put = Run({"file", "put", Local("big", Random(4 * kRow, 7)), "/few/f",
-                  "--ec=8+3", "--stripe-unit=64K"});
+  auto put = Run({"file", "put", Local("big", RandomBytes(4 * kRow, 7)),
+                  "/few/f", "--ec=8+3", "--stripe-unit=64K"});
   EXPECT_THAT(put.status(), StatusIs(absl::StatusCode::kFailedPrecondition,
                                      HasSubstr("needs 11 live active nodes")));
   EXPECT_THAT(put.status().message(), HasSubstr("nothing was written"));
@@ -323,7 +314,8 @@ TEST_F(EcPutTest, TooFewNodesFailsBeforeWritingAnything) {
 TEST_F(EcPutTest, DirectoryPutTakesEc) {
   const std::string dir = cluster_->dir() + "/tree";
   ASSERT_EQ(mkdir(dir.c_str(), 0755), 0);
-  const std::string a = Random(3 * kRow + 11, 8), b = Random(kCell, 9);
+  const std::string a = RandomBytes(3 * kRow + 11, 8),
+                    b = RandomBytes(kCell, 9);
   std::ofstream(dir + "/a", std::ios::binary) << a;
   std::ofstream(dir + "/b", std::ios::binary) << b;
   auto put = Run({"file", "put", "--recursive", dir, "/tree", "--ec=4+2",
@@ -346,7 +338,7 @@ TEST_F(EcPutTest, RawBytesOfALargeFileAreAtMost155PercentOfLogical) {
   for (int i = 0; i < kAgents; ++i) {
     before[i] = TreeBytes(cluster_->agent(i).export_dir);
   }
-  const std::string data = Random(size, 11);
+  const std::string data = RandomBytes(size, 11);
   ASSERT_THAT(
       Run({"file", "put", Local("large", data), "/large/f", "--ec=6+3"}),
       IsOk());
@@ -367,7 +359,7 @@ TEST_F(EcPutTest, RawBytesOfALargeFileAreAtMost155PercentOfLogical) {
 // every data and parity column and every ".cells" object as referenced
 // (ec_repair_test: it rebuilds the columns of dead nodes).
 TEST_F(EcPutTest, KeeperNeverCollectsTheObjectsOfHealthyCodedFiles) {
-  const std::string data = Random(2 * kRow + 9, 12);
+  const std::string data = RandomBytes(2 * kRow + 9, 12);
   ASSERT_THAT(Run({"file", "put", Local("kept", data), "/kept/f", "--ec=6+3",
                    "--stripe-unit=64K"}),
               IsOk());

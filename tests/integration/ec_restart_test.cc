@@ -18,7 +18,6 @@
 #include <fstream>
 #include <memory>
 #include <mutex>
-#include <random>
 #include <string>
 #include <thread>
 #include <vector>
@@ -33,6 +32,7 @@
 #include "namespace/ec_layout.h"
 #include "namespace/layout.h"
 #include "tests/testing/agent_cluster.h"
+#include "tests/testing/random_bytes.h"
 
 namespace rangefs {
 namespace {
@@ -49,12 +49,7 @@ constexpr absl::Duration kWait = absl::Seconds(60);
 // that is never answered fails its call at this.
 constexpr absl::Duration kDeadline = absl::Seconds(10);
 
-std::string Random(uint64_t size, unsigned seed) {
-  std::string s(size, '\0');
-  std::mt19937_64 gen(seed);
-  for (char& c : s) c = static_cast<char>(gen());
-  return s;
-}
+using testing::RandomBytes;
 
 class EcRestartTest : public ::testing::Test {
  protected:
@@ -62,13 +57,10 @@ class EcRestartTest : public ::testing::Test {
     auto c = testing::AgentCluster::Start("ec_restart_test");
     ASSERT_THAT(c, IsOk());
     cluster_ = std::move(*c).release();
-    mounts_ = new std::string(cluster_->dir() + "/mnt");
-    ASSERT_EQ(mkdir(mounts_->c_str(), 0755), 0);
     ASSERT_THAT(cluster_->AddLiveAgents(kAgents, kWait), IsOk());
-    for (size_t i = 0; i < cluster_->agents(); ++i) {
-      const testing::AgentProcess& a = cluster_->agent(i);
-      ASSERT_EQ(symlink(a.export_dir.c_str(), MountEntry(a.id).c_str()), 0);
-    }
+    absl::StatusOr<std::string> mounts = cluster_->LinkMounts();
+    ASSERT_THAT(mounts, IsOk());
+    mounts_ = new std::string(*mounts);
   }
   static void TearDownTestSuite() {
     delete cluster_;
@@ -180,7 +172,7 @@ TEST_F(EcRestartTest, HealthyScanRightAfterADeadDataNodeRestarts) {
   std::vector<int> columns;
   for (int i = 0; i < kFiles; ++i) {
     // Five rows and a partial one.
-    data.push_back(Random(5 * kRow + 2 * kCell + 1234 * i, 10 + i));
+    data.push_back(RandomBytes(5 * kRow + 2 * kCell + 1234 * i, 10 + i));
     const std::vector<int> c = PutEc(absl::StrCat("/f", i), data.back());
     ASSERT_EQ(c.size(), 9u);
     if (i == 0) columns = c;

@@ -8,7 +8,9 @@
 #define RANGEFS_TESTS_TESTING_AGENT_CLUSTER_H_
 
 #include <sys/stat.h>
+#include <unistd.h>
 
+#include <cerrno>
 #include <functional>
 #include <memory>
 #include <string>
@@ -152,6 +154,24 @@ class AgentCluster {
       }
     }
     return absl::OkStatus();
+  }
+
+  // <dir()>/mnt, with an entry <id> a symlink to each agent's export
+  // directory: each export stands in for its node's mount (a client's
+  // mount_root). Returns the directory.
+  absl::StatusOr<std::string> LinkMounts() {
+    const std::string root = dir_ + "/mnt";
+    if (mkdir(root.c_str(), 0755) != 0 && errno != EEXIST) {
+      return absl::InternalError(absl::StrCat("mkdir ", root));
+    }
+    for (const std::unique_ptr<AgentProcess>& a : agents_) {
+      const std::string entry = root + "/" + a->id;
+      if (symlink(a->export_dir.c_str(), entry.c_str()) != 0 &&
+          errno != EEXIST) {
+        return absl::InternalError(absl::StrCat("symlink ", entry));
+      }
+    }
+    return root;
   }
 
   // Polls until `pred(found, entry)` holds; false on timeout.
