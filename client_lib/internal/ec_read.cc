@@ -404,8 +404,8 @@ int EcReads::PickCell(const Rebuild& r, const Batch& b, Engine& e) const {
 }
 
 int EcReads::AddPiece(Batch& b, const Rebuild& r, EcRole role) {
-  // HelperRoom's reserve is never spent (one piece a cell of the row and
-  // one ".cells" read a rebuild): a new piece must never move the others.
+  // HelperRoom's reserve (every way a rebuild adds pieces, counted there)
+  // is not expected to run out: a new piece must never move the others.
   if (b.pieces.size() == b.pieces.capacity()) return -1;
   const int i = static_cast<int>(b.pieces.size());
   PieceState& h = b.pieces.emplace_back();
