@@ -250,10 +250,7 @@ void EcReads::DropLostOwnCells(const Batch& b, Rebuild& r) const {
 const char* EcReads::Bytes(const Batch& b, const Rebuild& r, int t) {
   const Cell& c = r.cells[t];
   if (c.state == CellState::kOwn) return c.own;
-  if (c.state == CellState::kReading && b.pieces[c.piece].mapped != nullptr) {
-    return b.pieces[c.piece].mapped;
-  }
-  return c.buf.get();
+  return Mapped(b, r, t) ? b.pieces[c.piece].mapped : c.buf.get();
 }
 
 bool EcReads::Mapped(const Batch& b, const Rebuild& r, int t) {

@@ -209,6 +209,32 @@ class ReaderShapeTest : public ::testing::Test {
     return host.calls();
   }
 
+  // Each call is the caller's own read of `io` bytes (the last shorter):
+  // no tail, no window.
+  static void ExpectCallersOwnReads(const std::vector<Call>& calls,
+                                    uint64_t size, size_t io) {
+    uint64_t at = 0;
+    for (const Call& c : calls) {
+      ASSERT_EQ(c.size(), 1u) << Describe(c);
+      EXPECT_EQ(c[0].offset, at);
+      EXPECT_EQ(c[0].length, std::min<uint64_t>(io, size - at));
+      at = c[0].end();
+    }
+    EXPECT_EQ(at, size);
+  }
+  // The first 5 fills double from ro.initial_readahead.
+  static void ExpectDoublingFills(const std::vector<Call>& calls,
+                                  const ReaderOptions& ro,
+                                  const std::string& what) {
+    ASSERT_GE(calls.size(), 5u) << what;
+    uint64_t want = ro.initial_readahead;
+    for (size_t i = 0; i < 5; ++i) {
+      ASSERT_EQ(calls[i].size(), 1u) << Describe(calls[i]);
+      EXPECT_EQ(calls[i][0].length, want) << what << " call " << i;
+      want *= 2;
+    }
+  }
+
   // Scan's degraded calls took the other cells in place (only whole rows:
   // in_place_rows_, the row's bytes).
   bool in_place_ = false;
@@ -315,16 +341,8 @@ TEST_F(ReaderShapeTest, HealthyEcDirectReadsAreTheCallersOwn) {
   const size_t io = 256 << 10;
   ReaderOptions ro;
   ro.prefetch = false;
-  const std::vector<Call> calls =
-      Scan(size, /*ec=*/true, /*degraded=*/false, io, ro);
-  uint64_t at = 0;
-  for (const Call& c : calls) {
-    ASSERT_EQ(c.size(), 1u) << Describe(c);
-    EXPECT_EQ(c[0].offset, at);
-    EXPECT_EQ(c[0].length, std::min<uint64_t>(io, size - at));
-    at = c[0].end();
-  }
-  EXPECT_EQ(at, size);
+  ExpectCallersOwnReads(Scan(size, /*ec=*/true, /*degraded=*/false, io, ro),
+                        size, io);
 }
 
 // A stream whose rebuilds took the other cells in place (the page cache:
@@ -336,25 +354,11 @@ TEST_F(ReaderShapeTest, DegradedEcWithCellsInPlaceReadsAsAHealthyOne) {
   const size_t io = 256 << 10;
   ReaderOptions ro;
   ro.prefetch = false;
-  const std::vector<Call> direct =
-      Scan(size, /*ec=*/true, /*degraded=*/true, io, ro);
-  uint64_t at = 0;
-  for (const Call& c : direct) {
-    ASSERT_EQ(c.size(), 1u) << Describe(c);
-    EXPECT_EQ(c[0].offset, at);
-    EXPECT_EQ(c[0].length, std::min<uint64_t>(io, size - at));
-    at = c[0].end();
-  }
-  EXPECT_EQ(at, size);
-  const std::vector<Call> fills =
-      Scan(2 * size, /*ec=*/true, /*degraded=*/true, 64 << 10, ro);
-  ASSERT_GE(fills.size(), 5u);
-  uint64_t want = ro.initial_readahead;
-  for (size_t i = 0; i < 5; ++i) {
-    ASSERT_EQ(fills[i].size(), 1u) << Describe(fills[i]);
-    EXPECT_EQ(fills[i][0].length, want) << "call " << i;
-    want *= 2;
-  }
+  ExpectCallersOwnReads(Scan(size, /*ec=*/true, /*degraded=*/true, io, ro),
+                        size, io);
+  ExpectDoublingFills(
+      Scan(2 * size, /*ec=*/true, /*degraded=*/true, 64 << 10, ro), ro,
+      "fills");
 }
 
 // A stream whose whole rows rebuild in place but whose plain reads copy
@@ -393,15 +397,8 @@ TEST_F(ReaderShapeTest, PlainAndHealthyEcFillsAreUnchanged) {
     ReaderOptions ro;
     ro.prefetch = false;
     // A plain file is read the same whatever its calls report.
-    const std::vector<Call> calls =
-        Scan(size, ec, /*degraded=*/!ec, 64 << 10, ro);
-    ASSERT_GE(calls.size(), 5u);
-    uint64_t want = ro.initial_readahead;
-    for (size_t i = 0; i < 5; ++i) {
-      ASSERT_EQ(calls[i].size(), 1u) << Describe(calls[i]);
-      EXPECT_EQ(calls[i][0].length, want) << "ec " << ec << " call " << i;
-      want *= 2;
-    }
+    ExpectDoublingFills(Scan(size, ec, /*degraded=*/!ec, 64 << 10, ro), ro,
+                        absl::StrCat("ec ", ec));
   }
 }
 

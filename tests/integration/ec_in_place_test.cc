@@ -173,6 +173,31 @@ class EcInPlaceTest : public ::testing::Test {
     }
   }
 
+  // A file of kRows rows put at `path`, its column 0's node then killed,
+  // and a client (with `hooks`) that has not read it yet.
+  struct Degraded {
+    std::string data;
+    v1::FileLayout layout;
+    std::unique_ptr<Client> client;
+  };
+  void PutAndKill(const std::string& path, unsigned seed, Degraded& d,
+                  const ClientTestHooks& hooks = {}) {
+    d.data = RandomBytes(kRows * kRow, seed);
+    d.layout = PutEc(path, d.data);
+    ASSERT_FALSE(HasFailure());
+    d.client = OpenClient(hooks);
+    ASSERT_NE(d.client, nullptr);
+    Kill(d.layout, 0);
+  }
+
+  // Scans `path` and checks every byte.
+  static void ScanExact(Client& client, const std::string& path,
+                        const std::string& data) {
+    absl::StatusOr<std::string> got = Scan(client, path);
+    ASSERT_THAT(got, IsOk());
+    ASSERT_TRUE(*got == data) << path << ": bytes differ";
+  }
+
   static testing::AgentCluster* cluster_;
   static std::string* mounts_;
   testing::AgentProcess* dead_ = nullptr;
@@ -182,22 +207,14 @@ testing::AgentCluster* EcInPlaceTest::cluster_ = nullptr;
 std::string* EcInPlaceTest::mounts_ = nullptr;
 
 TEST_F(EcInPlaceTest, ADeadDataColumnIsRebuiltFromCellsInPlace) {
-  const std::string data = RandomBytes(kRows * kRow, 1);
-  const v1::FileLayout l = PutEc("/f", data);
-  ASSERT_FALSE(HasFailure());
-  std::unique_ptr<Client> client = OpenClient();
-  ASSERT_NE(client, nullptr);
-  Kill(l, 0);
+  Degraded d;
+  ASSERT_NO_FATAL_FAILURE(PutAndKill("/f", 1, d));
   // The first scan opens the other columns' objects (their first reads are
   // the nodes' threads'), the second finds them open.
-  absl::StatusOr<std::string> first = Scan(*client, "/f");
-  ASSERT_THAT(first, IsOk());
-  EXPECT_TRUE(*first == data);
-  const ClientStats before = client->Stats();
-  absl::StatusOr<std::string> second = Scan(*client, "/f");
-  ASSERT_THAT(second, IsOk());
-  EXPECT_TRUE(*second == data);
-  const ClientStats after = client->Stats();
+  ASSERT_NO_FATAL_FAILURE(ScanExact(*d.client, "/f", d.data));
+  const ClientStats before = d.client->Stats();
+  ASSERT_NO_FATAL_FAILURE(ScanExact(*d.client, "/f", d.data));
+  const ClientStats after = d.client->Stats();
   const uint64_t rebuilt =
       after.ec_reconstructed_bytes - before.ec_reconstructed_bytes;
   const uint64_t in_place =
@@ -212,69 +229,55 @@ TEST_F(EcInPlaceTest, ADeadDataColumnIsRebuiltFromCellsInPlace) {
 }
 
 TEST_F(EcInPlaceTest, AHelperObjectTruncatedUnderAClientCostsOnlyItsCell) {
-  const std::string data = RandomBytes(kRows * kRow, 2);
-  const v1::FileLayout l = PutEc("/g", data);
-  ASSERT_FALSE(HasFailure());
-  std::unique_ptr<Client> client = OpenClient();
-  ASSERT_NE(client, nullptr);
-  Kill(l, 0);
+  Degraded d;
+  ASSERT_NO_FATAL_FAILURE(PutAndKill("/g", 2, d));
   for (int pass = 0; pass < 2; ++pass) {  // mapped, as above
-    absl::StatusOr<std::string> got = Scan(*client, "/g");
-    ASSERT_THAT(got, IsOk());
-    ASSERT_TRUE(*got == data);
+    ASSERT_NO_FATAL_FAILURE(ScanExact(*d.client, "/g", d.data));
   }
-  ASSERT_GT(client->Stats().ec_helper_bytes_in_place, 0u);
+  ASSERT_GT(d.client->Stats().ec_helper_bytes_in_place, 0u);
   // Every parity object but the last loses its second half: the rows
   // there have 5 data cells and one parity cell left, exactly k.
   for (int t = 6; t < 8; ++t) {
-    const std::string object = ColumnObject(l, t);
+    const std::string object = ColumnObject(d.layout, t);
     ASSERT_EQ(truncate(object.c_str(), (kRows / 2) * kCell), 0) << object;
   }
-  absl::StatusOr<std::string> got = Scan(*client, "/g");
-  ASSERT_THAT(got, IsOk());
-  EXPECT_TRUE(*got == data);
+  ASSERT_NO_FATAL_FAILURE(ScanExact(*d.client, "/g", d.data));
 }
 
 // The decode reads the mapped cells as they shrink: its SIGBUS ends the
 // decode, not the process, and the row is read again by copies (the
 // shrunk cells fail plainly; the others answer).
 TEST_F(EcInPlaceTest, AHelperObjectTruncatedDuringADecodeCostsOnlyItsCell) {
-  const std::string data = RandomBytes(kRows * kRow, 3);
-  const v1::FileLayout l = PutEc("/h", data);
-  ASSERT_FALSE(HasFailure());
   std::atomic<bool> armed{false};
   std::atomic<int> truncated{0};
+  Degraded d;  // after what its client's hook uses: destroyed before it
   ClientTestHooks hooks;
   hooks.before_ec_decode = [&] {
     if (!armed.exchange(false)) return;
     // Parity columns 0 and 1: past the first row, gone.
     for (int t = 6; t < 8; ++t) {
-      if (truncate(ColumnObject(l, t).c_str(), kCell) == 0) truncated++;
+      if (truncate(ColumnObject(d.layout, t).c_str(), kCell) == 0) truncated++;
     }
   };
-  std::unique_ptr<Client> client = OpenClient(hooks);
-  ASSERT_NE(client, nullptr);
-  Kill(l, 0);
+  ASSERT_NO_FATAL_FAILURE(PutAndKill("/h", 3, d, hooks));
   for (int pass = 0; pass < 2; ++pass) {  // mapped, as above
-    absl::StatusOr<std::string> got = Scan(*client, "/h");
-    ASSERT_THAT(got, IsOk());
-    ASSERT_TRUE(*got == data);
+    ASSERT_NO_FATAL_FAILURE(ScanExact(*d.client, "/h", d.data));
   }
-  const ClientStats before = client->Stats();
+  const ClientStats before = d.client->Stats();
   ASSERT_GT(before.ec_helper_bytes_in_place, 0u);
   // Read from the second row on: its decode is the first after arming,
   // from parity cells mapped (whole, as the first passes used them).
   armed = true;
-  auto f = client->OpenFile("/h");
+  auto f = d.client->OpenFile("/h");
   ASSERT_THAT(f, IsOk());
-  std::string got(data.size() - kRow, '\0');
+  std::string got(d.data.size() - kRow, '\0');
   absl::StatusOr<size_t> n = (*f)->Read(kRow, absl::MakeSpan(got));
   ASSERT_THAT(n, IsOk());
   EXPECT_EQ(*n, got.size());
-  EXPECT_TRUE(got == data.substr(kRow));
+  EXPECT_TRUE(got == d.data.substr(kRow));
   EXPECT_EQ(truncated.load(), 2);
   EXPECT_FALSE(armed.load());
-  const ClientStats after = client->Stats();
+  const ClientStats after = d.client->Stats();
   // The decode was cut off (the SIGBUS caught; so was each later row's
   // whose parity cells were mapped before the truncation), and the rows
   // were read again by copies.
