@@ -1454,6 +1454,64 @@ TEST_F(ClientTest, MaxInFlightBoundsACallsConcurrentReads) {
   }
 }
 
+// A window (max_in_flight) refilled in call order would fill with the
+// reads of a node that does not answer and leave the others idle; the
+// next read is one of the least busy node's.
+TEST_F(ClientTest, MaxInFlightWindowDoesNotPileUpOnAStuckNode) {
+  constexpr int kEach = 8;
+  const std::string stuck = RandomBytes(gen_, kEach * 4096);
+  const std::string quick = RandomBytes(gen_, kEach * 4096);
+  OneExtentFile("/stuck", "st", stuck, 1);  // on n0 only
+  {
+    v1::FileLayout l;
+    l.set_size(quick.size());
+    l.set_state(v1::READY);
+    auto* e = l.add_extents();
+    e->set_length(quick.size());
+    PutObject(Node(1), "qu", quick);
+    v1::Replica* r = e->add_replicas();
+    r->set_node_id(Node(1));
+    r->set_object("qu");
+    ASSERT_THAT(store_->CreateFile("/quick", l), IsOk());
+  }
+  ClientOptions o = Options();
+  o.hedging = false;
+  o.stall_factor = 0;  // n0's reads wait: nothing moves or times out
+  o.attempt_timeout = absl::Seconds(120);
+  Client* c = OpenClient(o);
+  auto fs = c->OpenFile("/stuck");
+  auto fq = c->OpenFile("/quick");
+  ASSERT_THAT(fs, IsOk());
+  ASSERT_THAT(fq, IsOk());
+  // n0's ranges first, in call order.
+  std::vector<std::string> bufs(2 * kEach, std::string(4096, 'x'));
+  std::vector<FileReadRange> ranges;
+  for (int k = 0; k < 2 * kEach; ++k) {
+    File* f = k < kEach ? fs->get() : fq->get();
+    ranges.push_back({f, static_cast<uint64_t>(k % kEach) * 4096,
+                      absl::MakeSpan(bufs[k])});
+  }
+  faulty_.AddRule({.path_contains = "/n0/", .action = FaultAction::kBlock});
+  const uint64_t before = mem_.reads();
+  std::vector<absl::StatusOr<size_t>> res;
+  std::thread caller([&] { res = c->ReadV(ranges, {.max_in_flight = 4}); });
+  // Every read of n1 gets through while n0 holds what it got.
+  const bool quick_done =
+      Eventually([&] { return mem_.reads() - before >= kEach; });
+  const int held = faulty_.blocked_now();
+  faulty_.ClearRules();
+  faulty_.Release();
+  caller.join();
+  EXPECT_TRUE(quick_done) << "n1's reads waited behind n0's";
+  EXPECT_LE(held, 4);
+  for (int k = 0; k < 2 * kEach; ++k) {
+    EXPECT_EQ(ReadOk(res[k]), 4096u) << k;
+    EXPECT_EQ(bufs[k], (k < kEach ? stuck : quick).substr((k % kEach) * 4096,
+                                                          4096))
+        << k;
+  }
+}
+
 TEST_F(ClientTest, BadOptionsAreInvalidArgument) {
   ClientOptions o = Options();
   o.lb_policy = "fastest_please";

@@ -248,8 +248,11 @@ struct ReadOptions {
   // them, within ClientOptions::max_inflight_global); the next is
   // dispatched as soon as one ends. A ReadV of many small ranges with it
   // keeps that many reads in flight all along, like an I/O queue depth,
-  // where smaller ReadV calls would drain between calls. Negative:
-  // INVALID_ARGUMENT for every range.
+  // where smaller ReadV calls would drain between calls. The next piece is
+  // the one, of the next 16 in call order, whose least busy node has the
+  // fewest reads in flight, so that a slow node's reads do not take the
+  // whole window while the others idle. Negative: INVALID_ARGUMENT for
+  // every range.
   int max_in_flight = 0;
 };
 

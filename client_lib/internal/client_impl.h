@@ -250,6 +250,10 @@ class ClientImpl : public Client, public FileHost {
   void RunLoop(CallLoop& c);
   // Dispatches the pieces the global in-flight cap held back.
   void DispatchWaiting(CallLoop& c);
+  // Of c.waiting (not empty), the index of the piece to dispatch next.
+  size_t NextWaiting(CallLoop& c);
+  // The fewest reads in flight on any of the piece's replicas' nodes.
+  int64_t LeastNodeLoad(CallLoop& c, const PieceState& p);
   // The call's loop lent to the completing threads while it waits until
   // `parked_until` (WindowRefill): a piece's end dispatches the pieces the
   // call's cap held back and hands them to their nodes (never to the

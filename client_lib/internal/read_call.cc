@@ -10,6 +10,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <deque>
+#include <limits>
 #include <memory>
 #include <optional>
 #include <random>
@@ -290,6 +291,45 @@ bool ClientImpl::OwnCapFull(const CallLoop& c) const {
          b.remaining - static_cast<int>(c.waiting.size()) >= c.max_in_flight;
 }
 
+int64_t ClientImpl::LeastNodeLoad(CallLoop& c, const PieceState& p) {
+  int64_t least = std::numeric_limits<int64_t>::max();
+  for (const v1::Replica& r : *p.piece.replicas) {
+    least = std::min(least, NodeOf(c.memo, r.node_id())
+                                ->counters()
+                                .inflight.load(std::memory_order_relaxed));
+  }
+  return least;
+}
+
+size_t ClientImpl::NextWaiting(CallLoop& c) {
+  const size_t last = c.waiting.size() - 1;
+  // Without a cap of the call's own, everything goes at once: no choice.
+  if (c.max_in_flight == 0 || last == 0) return last;
+  // A window refilled with whatever comes next drifts to the slowest
+  // node: the reads of the quick ones end and are replaced at random,
+  // while those of the slow one stay, until it holds most of the window
+  // and the others idle. So the next piece is the one, of the next
+  // kWindowLookahead, whose least busy replica has the fewest reads in
+  // flight (ties: the earliest), as a reader of each node at a fixed
+  // depth would have it.
+  constexpr size_t kWindowLookahead = 16;
+  const size_t first =
+      last >= kWindowLookahead ? last - kWindowLookahead + 1 : 0;
+  size_t best = last;
+  int64_t best_load = std::numeric_limits<int64_t>::max();
+  for (size_t j = last + 1; j-- > first;) {
+    const PieceState& p = c.b->pieces[c.waiting[j]];
+    if (p.done) return j;  // dropped by the caller at no cost
+    const int64_t load = LeastNodeLoad(c, p);
+    if (load < best_load) {
+      best = j;
+      best_load = load;
+      if (load == 0) break;
+    }
+  }
+  return best;
+}
+
 void ClientImpl::DispatchWaiting(CallLoop& c) {
   Batch& b = *c.b;
   // The loop runs under the batch lock (Execute); Dispatch names it c.b.
@@ -299,6 +339,8 @@ void ClientImpl::DispatchWaiting(CallLoop& c) {
   while (!c.waiting.empty() &&
          global_inflight_.load() < options_.max_inflight_global &&
          !OwnCapFull(c)) {
+    const size_t next = NextWaiting(c);
+    std::swap(c.waiting[next], c.waiting.back());
     int i = c.waiting.back();
     c.waiting.pop_back();
     PieceState& p = b.pieces[i];

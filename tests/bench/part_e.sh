@@ -28,7 +28,14 @@
 #   4. 4 KiB random reads: rangefs-bench --workload=lookup --batch=1
 #      (each ReadV one 4 KiB read, so the call's p99 is the read's p99),
 #      --data_path=agent, no warm-up (E_DUR s), of ec healthy vs with the
-#      agent of data column 1 SIGSTOPped for the run (SIGCONT after). p99 ratio (target <= 1.5),
+#      agent of the hung node (below: a data column in the typical share
+#      of the files) SIGSTOPped for the run (SIGCONT after). A closed loop
+#      (8 threads, each call when its last returned) that keeps the 2
+#      cores busy: on loopback the nine agents' CPU is the client's, so
+#      the hung side's p99 grows with the RPCs a read costs (a rebuilt
+#      4 KiB read: k = 6 helper RPCs) as well as with the read path's
+#      waits; over capped links (E_LINKS) the same runs where each node
+#      has a link of its own, as in a deployment. p99 ratio (target <= 1.5),
 #      errors (0), and extra bytes read: the bytes the client read from
 #      all nodes (the JSON's "nodes") per byte delivered, hung over
 #      healthy, minus 1 (info); the EC counters (degraded reads,
@@ -64,13 +71,13 @@
 # E_LINKS (environment; default both): loopback = the rows above, on
 # 127.0.0.1 with the export directories as the client's mounts (row 3 is
 # then bound by the client's CPU: warm objects at ~15 GB/s of memcpy,
-# parity copies, ISA-L decodes and CRCs); capped = row 3 again on a
+# parity copies, ISA-L decodes and CRCs); capped = rows 3 and 4 again on a
 # second cluster of 9 nodes whose agents each live in a network namespace
 # behind a tc tbf cap of E_LINK_RATE (default 300mbit; see
 # tests/bench/part_en.sh), where the scan is bound by the nodes' links as
 # in a deployment; both = both, one cluster after the other. With
-# E_LINKS=capped the loopback cluster is not started (E_ROWS has no effect
-# on the capped rows: they are row 3 only).
+# E_LINKS=capped the loopback cluster is not started (E_ROWS=dead or hung
+# picks the capped rows too).
 # OUT/part_e.md: the table; OUT/e_rounds.md: every round; OUT/e_*.json:
 # every run; every command in OUT/commands.log.
 echo "bench: part E (erasure coding: RS(6,3) vs replicas, 9 nodes)"
@@ -152,6 +159,9 @@ e_amp() { if [ -n "$1" ]; then python3 -c "
 import json, sys
 d = json.load(open(sys.argv[1]))
 print(sum(d['nodes'].values()) / d['bytes'] if d['bytes'] else 'failed')" "$1"; else echo failed; fi; }
+# The dead node (row 3): the node that holds a data column in the most
+# files (ties: the smallest id), so that the rebuilt share does not depend
+# on chance as much: E_DEAD_FILES of E_FILES files lose a data column.
 e_dead_node() {  # e_dead_node LAYOUT.json...: "NODE FILES", the node with a data column in the most files
   python3 - "$@" <<'PY'
 import collections, json, sys
@@ -164,6 +174,41 @@ node, n = min(count.items(), key=lambda kv: (-kv[1], kv[0]))
 print(node, n)
 PY
 }
+
+# The hung node (row 4): the node whose count of files it holds a data
+# column of is nearest the expected E_FILES x 6/9 (ties: the smallest id),
+# so that how many reads it turns into rebuilds is the typical share, not
+# the luck of the random placement (a data column in 4 of 8 files costs
+# the hung side 1.42x the RPCs of the healthy one, 5 of 8 1.52x, 8 of 8
+# 1.83x).
+e_typical_node() {  # e_typical_node LAYOUT.json...: "NODE FILES"
+  python3 - "$@" <<'PY'
+import collections, json, sys
+def nid(r): return r.get('node_id') or r.get('nodeId')
+count, nodes = collections.Counter(), set()
+for p in sys.argv[1:]:
+    t = json.load(open(p))['striped']['targets']
+    nodes.update(nid(x['replicas'][0]) for x in t)
+    count.update({nid(x['replicas'][0]) for x in t[:6]})
+want = len(sys.argv[1:]) * 6 / 9
+node = min(nodes, key=lambda n: (abs(count[n] - want), n))
+print(node, count[node])
+PY
+}
+# The floor of the extra bytes (see the header): mean over the files of
+# (the hung node holds a data column) x 5/6, in %.
+e_floor() {  # e_floor NODE LAYOUT.json...
+  python3 - "$@" <<'PY' 2>>"$OUT/e_errors.log" || echo failed
+import json, sys
+hung, docs = sys.argv[1], [json.load(open(p)) for p in sys.argv[2:]]
+def nid(r): return r.get('node_id') or r.get('nodeId')
+data = [any(nid(t['replicas'][0]) == hung for t in d['striped']['targets'][:6]) for d in docs]
+print(sum(data) / len(data) * 5 / 6 * 100)
+PY
+}
+# --warmup_s=0: the JSON's "nodes" bytes count the whole run, its "bytes"
+# only what follows the warm-up; without one both cover the same time.
+LOOKUP=(--workload=lookup --batch=1 --data_path=agent --warmup_s=0)
 
 # --- loopback links (E_LINKS=loopback or both): rows 1-4 on 127.0.0.1
 if [ "$E_LINKS" != capped ]; then
@@ -219,43 +264,23 @@ for r in $(seq 1 "$E_PUT_ROUNDS"); do
     if [ "$r" -lt "$E_PUT_ROUNDS" ]; then e_unput "$layout" "$mark"; fi
   done
 done
-# The hung node (row 4): data column 1 of /e/ec/f1. The dead node (row 3):
-# the node that holds a data column in the most files (ties: the smallest
-# id), so that the rebuilt share does not depend on chance as much (the
-# layouts are placed at random): E_DEAD_FILES of E_FILES files lose a data
-# column.
-e_column_node() {  # e_column_node COLUMN: node id of /e/ec/f1's column
-  "${E_ADMIN[@]}" file layout /e/ec/f1 | python3 -c "
-import json, sys
-d = json.load(sys.stdin)
-t = d['striped']['targets']
-print(t[int(sys.argv[1])]['replicas'][0].get('node_id') or t[int(sys.argv[1])]['replicas'][0]['nodeId'])" "$1"
-}
 e_layouts() {  # every EC file's layout into WORK/e_layout_I.json
   local i
   for i in $(seq 1 "$E_FILES"); do "${E_ADMIN[@]}" file layout "/e/ec/f$i" >"$WORK/e_layout_$i.json" || return 1; done
 }
 E_EC_OK=1
-if ! e_layouts || ! E_DEAD_AT=$(e_dead_node "$WORK"/e_layout_*.json) || ! E_HUNG=$(e_column_node 1) || [ -z "$E_DEAD_AT" ] || [ -z "$E_HUNG" ]; then
+if ! e_layouts || ! E_DEAD_AT=$(e_dead_node "$WORK"/e_layout_*.json) ||
+   ! E_HUNG_AT=$(e_typical_node "$WORK"/e_layout_*.json) || [ -z "$E_DEAD_AT" ] || [ -z "$E_HUNG_AT" ]; then
   echo "part E: /e/ec has no erasure-coded layouts (file layout failed)" >>"$OUT/e_errors.log"
   E_EC_OK=0
 fi
 read -r E_DEAD E_DEAD_FILES <<<"${E_DEAD_AT:-}"
-# The floor of the extra bytes (see the header): mean over the files of
-# (hung node holds a data column) x 5/6.
-e_floor() {
-  python3 - "$E_HUNG" "$WORK"/e_layout_*.json <<'PY' 2>>"$OUT/e_errors.log" || echo failed
-import json, sys
-hung, docs = sys.argv[1], [json.load(open(p)) for p in sys.argv[2:]]
-def nid(r): return r.get('node_id') or r.get('nodeId')
-data = [any(nid(t['replicas'][0]) == hung for t in d['striped']['targets'][:6]) for d in docs]
-print(sum(data) / len(data) * 5 / 6 * 100)
-PY
-}
+read -r E_HUNG E_HUNG_FILES <<<"${E_HUNG_AT:-}"
 E_FLOOR=failed
-if [ "$E_EC_OK" = 1 ] && [ "$E_ROWS" = all ]; then E_FLOOR=$(e_floor || echo failed); fi
+if [ "$E_EC_OK" = 1 ]; then E_FLOOR=$(e_floor "$E_HUNG" "$WORK"/e_layout_*.json); fi
 [ "$E_EC_OK" = 1 ] && e_round "dead node (row 3)" - "$E_DEAD" "a data column in $E_DEAD_FILES of $E_FILES files"
-e_log "part E: dead node $E_DEAD (a data column in $E_DEAD_FILES of $E_FILES files), hung node (data column 1 of f1) $E_HUNG"
+[ "$E_EC_OK" = 1 ] && e_round "hung node (row 4)" - "$E_HUNG" "a data column in $E_HUNG_FILES of $E_FILES files"
+e_log "part E: dead node $E_DEAD (a data column in $E_DEAD_FILES of $E_FILES files), hung node $E_HUNG (a data column in $E_HUNG_FILES)"
 
 # --- runs of rangefs-bench
 e_warm() { find "$CE/exports" -type f -path '*/f/*' -exec cat {} + >/dev/null; }
@@ -293,9 +318,6 @@ e_scan() {  # e_scan NAME DIR [dead]: MB/s
   e_mbps "$j"
   [ -z "$j" ] || [ "$(jget "$j" errors)" = 0 ] || echo "$1: $(jget "$j" errors) read errors" >>"$OUT/e_errors.log"
 }
-# --warmup_s=0: the JSON's "nodes" bytes count the whole run, its "bytes"
-# only what follows the warm-up; without one both cover the same time.
-LOOKUP=(--workload=lookup --batch=1 --data_path=agent --warmup_s=0)
 e_lookup() {  # e_lookup NAME [hung]: JSON path
   local j pid
   [ "${2:-}" = hung ] && { pid=$(e_agent_pid "$E_HUNG"); kill -STOP "$pid"; }
@@ -366,7 +388,7 @@ if [ "$E_EC_OK" = 1 ]; then
       "$(ratio "$a" "$b"); CPU s/GB $(f2 "${C_DEAD[-1]}") / $(f2 "${C_HEALTHY[-1]}"); degraded reads $(e_field "$OUT/e_scan_dead_$r.json" ec_degraded_reads), helper reads $(e_field "$OUT/e_scan_dead_$r.json" ec_helper_reads), rebuilt $(e_rebuilt "$OUT/e_scan_dead_$r.json") % of the bytes read"
     fi
     [ "$E_ROWS" = dead ] && continue
-    # 4. 4 KiB random reads, healthy vs data column 1's node hung (E_BENCH_A: side A
+    # 4. 4 KiB random reads, healthy vs the hung node hung (E_BENCH_A: side A
     # first in odd rounds, last in even ones)
     if [ -n "${E_BENCH_A:-}" ] && [ $((r % 2)) = 1 ]; then e_hung_a "$r"; fi
     if [ $((r % 2)) = 1 ]; then
@@ -418,7 +440,7 @@ if [ "$E_EC_OK" = 1 ] && [ "$E_ROWS" != hung ]; then
 fi
 if [ "$E_EC_OK" = 1 ] && [ "$E_ROWS" != dead ]; then
   r4_=$(ratio "$(median "${L_X[@]}")" "$(median "${L_H[@]}")")
-  e_row "4 KiB random reads p99 (us), agent path: data node hung vs healthy" "$(e_cell 0 "${L_X[@]}")" \
+  e_row "4 KiB random reads p99 (us), agent path: data node hung ($E_HUNG: a data column in $E_HUNG_FILES of $E_FILES files) vs healthy" "$(e_cell 0 "${L_X[@]}")" \
     "$(e_cell 0 "${L_H[@]}")" "$r4_" "<= 1.5, 0 err ($E_LERR)" \
     "$(if [ "$E_LERR" = 0 ]; then e_verdict "$r4_" '<=' 1.5; else echo "FAIL (errors)"; fi)"
   if [ -n "${E_BENCH_A:-}" ]; then

@@ -1,7 +1,8 @@
-# Part E, row 3 over capped links (sourced by tests/bench/part_e.sh with
-# E_LINKS=capped or both; uses its helpers and run.sh's): the degraded
+# Part E, rows 3 and 4 over capped links (sourced by tests/bench/part_e.sh
+# with E_LINKS=capped or both; uses its helpers and run.sh's): the degraded
 # scan where, as in a deployment, the storage nodes' links bound it rather
-# than the client's memcpy.
+# than the client's memcpy; and the 4 KiB random reads with a node hung
+# where each node has a link of its own.
 #
 # deploy/local/cluster.sh up --hosts=netns --insecure: 9 nodes, each agent
 # in its own network namespace behind a veth whose egress is capped with
@@ -27,6 +28,14 @@
 #     the client's CPU s/GB, the rebuilt share of the bytes read, the
 #     bytes read from the nodes per byte delivered, and each link's use
 #     (its node's bytes over the run, warm-up included, / the cap).
+#   row 4: E_ROUNDS rounds of part_e.sh's row 4 (rangefs-bench
+#     --workload=lookup --batch=1 --data_path=agent, a closed loop of 8
+#     threads, E_DUR s) with every cap on, healthy vs the hung node's
+#     agent SIGSTOPped (the node whose count of files it holds a data
+#     column of is nearest the expected 6/9: e_typical_node), the first
+#     side alternating: p99 ratio (target <= 1.5, 0 errors) and the extra
+#     bytes beyond the rebuilds' floor (target <= 5 points).
+#   E_ROWS (part_e.sh): dead = row 3 alone, hung = row 4 alone.
 #   E_BENCH_A (part_e.sh): the capped rounds also scan, dead and healthy,
 #     with that rangefs-bench (side A), the order of the four scans
 #     reversed every other round; the "A:" rows, and each side's parity
@@ -87,6 +96,10 @@ EN_DEAD_AT=""
 read -r EN_DEAD EN_DEAD_FILES <<<"${EN_DEAD_AT:-}"
 e_log "part E capped links: dead node $EN_DEAD (a data column in $EN_DEAD_FILES of $E_FILES files)"
 [ "$EN_OK" = 1 ] && e_round "capped links: dead node" - "$EN_DEAD" "a data column in $EN_DEAD_FILES of $E_FILES files"
+EN_HUNG_AT=""
+[ "$EN_OK" = 1 ] && EN_HUNG_AT=$(e_typical_node "$WORK"/en_layout_*.json)
+read -r EN_HUNG EN_HUNG_FILES <<<"${EN_HUNG_AT:-}"
+[ -n "$EN_HUNG" ] && e_round "capped links: hung node (row 4)" - "$EN_HUNG" "a data column in $EN_HUNG_FILES of $E_FILES files"
 
 # shellcheck disable=SC2206
 EN_SCAN=(--workload=scan ${E_SCAN_FLAGS:-})
@@ -213,15 +226,54 @@ en_round_a() {
   e_round "A: $k: ec scan dead / healthy (MB/s)" "$r" "$(f0 "$a") / $(f0 "$b")" \
     "$(ratio "$a" "$b"); link use mean max (cap $E_LINK_RATE) $ld; helper reads $(e_field "$jd" ec_helper_reads); parity nodes' MB/s min median max $pd"
 }
+# en_lookup NAME [hung]: row 4's run (part_e.sh's LOOKUP) in the client's
+# namespace, the hung node's agent SIGSTOPped for it with "hung"; prints
+# the JSON's path, or nothing when the run failed (logged).
+en_lookup() {
+  local pid="" cmd=(en_in "$BIN/rangefs-bench" --etcd="$EN_ETCD" --cluster=benchen --dir=/e/ec
+                    --duration_s="$E_DUR" --json "${LOOKUP[@]}")
+  e_log "${cmd[*]}${2:+ ($EN_HUNG SIGSTOPped)}"
+  [ "${2:-}" = hung ] && { pid=$(cat "$CEN/run/node-$EN_HUNG.pid"); kill -STOP "$pid"; }
+  "${cmd[@]}" >"$OUT/e_$1.json" 2>"$OUT/e_$1.err"
+  [ -n "$pid" ] && kill -CONT "$pid"
+  if isnum "$(jget "$OUT/e_$1.json" p99_us 2>/dev/null)"; then
+    echo "$OUT/e_$1.json"
+  else
+    { echo "rangefs-bench $1 failed:"; tail -n 3 "$OUT/e_$1.err"; } >>"$OUT/e_errors.log"
+  fi
+}
+EN_LH=() EN_LX=() EN_AH=() EN_AX=() EN_LERR=0
+en_hung_round() {  # en_hung_round R: row 4's healthy and hung runs
+  local r=$1 jh jx
+  if [ $((r % 2)) = 1 ]; then
+    jh=$(en_lookup "capped_lookup_healthy_$r"); jx=$(en_lookup "capped_lookup_hung_$r" hung)
+  else
+    jx=$(en_lookup "capped_lookup_hung_$r" hung); jh=$(en_lookup "capped_lookup_healthy_$r")
+  fi
+  EN_LH+=("$(e_field "$jh" p99_us)"); EN_LX+=("$(e_field "$jx" p99_us)")
+  EN_AH+=("$(e_amp "$jh")"); EN_AX+=("$(e_amp "$jx")")
+  if [ -n "$jx" ]; then
+    EN_LERR=$((EN_LERR + $(jget "$jx" errors) + $(jget "$jx" mismatches)))
+  else
+    EN_LERR=$((EN_LERR + 1))  # not measured: no PASS
+  fi
+  e_round "capped: 4 KiB p99 hung / healthy (us)" "$r" "$(f0 "${EN_LX[-1]}") / $(f0 "${EN_LH[-1]}")" \
+    "$(ratio "${EN_LX[-1]}" "${EN_LH[-1]}"); IOPS $(f0 "$(e_field "$jx" iops)") / $(f0 "$(e_field "$jh" iops)"); node bytes per byte $(f2 "${EN_AX[-1]}") / $(f2 "${EN_AH[-1]}"); hung: degraded $(e_field "$jx" ec_degraded_reads), helper reads $(e_field "$jx" ec_helper_reads), parity hedges $(e_field "$jx" ec_parity_hedges) (won $(e_field "$jx" ec_parity_hedge_wins)), errors $(e_field "$jx" errors)"
+}
 if [ "$EN_OK" = 1 ]; then
-  en_caps off
-  for r in $(seq 1 "$E_LINK_PROBE_ROUNDS"); do en_round uncapped "$r"; done
+  if [ "$E_ROWS" != hung ]; then
+    en_caps off
+    for r in $(seq 1 "$E_LINK_PROBE_ROUNDS"); do en_round uncapped "$r"; done
+  fi
   en_caps "$E_LINK_RATE"
   for r in $(seq 1 "$E_ROUNDS"); do
-    # Side A first in odd rounds, last in even ones.
-    if [ -n "${E_BENCH_A:-}" ] && [ $((r % 2)) = 1 ]; then en_round_a capped "$r"; fi
-    en_round capped "$r"
-    if [ -n "${E_BENCH_A:-}" ] && [ $((r % 2)) = 0 ]; then en_round_a capped "$r"; fi
+    if [ "$E_ROWS" != hung ]; then
+      # Side A first in odd rounds, last in even ones.
+      if [ -n "${E_BENCH_A:-}" ] && [ $((r % 2)) = 1 ]; then en_round_a capped "$r"; fi
+      en_round capped "$r"
+      if [ -n "${E_BENCH_A:-}" ] && [ $((r % 2)) = 0 ]; then en_round_a capped "$r"; fi
+    fi
+    [ "$E_ROWS" = dead ] || [ -z "$EN_HUNG" ] || en_hung_round "$r"
   done
 fi
 deploy/local/cluster.sh down --dir="$CEN" >/dev/null 2>&1 || true
@@ -269,7 +321,7 @@ en_scan() {
   e_row "$1" "$(en_cell 0 "$2")" "$(en_cell 0 "$3")" "$r" ">= 0.7" "$(e_verdict "$r" '>=' 0.7)"
 }
 EN_CAP_SUM=$(python3 -c "r = '$E_LINK_RATE'; print(round(9 * float(r[:-4]) * {'k': 1e3, 'm': 1e6, 'g': 1e9}[r[-4]] / 8e6))")
-if [ "$EN_OK" = 1 ]; then
+if [ "$EN_OK" = 1 ] && [ "$E_ROWS" != hung ]; then
   # shellcheck disable=SC2086
   {
     en_pair "scan (MB/s), netns, caps removed (probe, $E_LINK_PROBE_ROUNDS rounds): 1 of 9 dead vs healthy" 0 uncapped_dead uncapped_healthy
@@ -306,6 +358,29 @@ except ValueError: print('failed')" "$(en_med capped_adead)" "$(en_med capped_ah
     e_row "$EN_DESC: reads by data path (data_path=auto, default mount_root; healthy, last round)" \
       "${EN[capped_path]:-failed}" "-" "-" "info" "-"
   }
-else
+elif [ "$E_ROWS" != hung ]; then
   e_row "scan (MB/s), $EN_DESC: RS(6,3), 1 of 9 nodes dead vs healthy" failed failed n/a ">= 0.7" "FAIL (not measured)"
+fi
+if [ "$E_ROWS" != dead ]; then
+  if [ "$EN_OK" = 1 ] && [ -n "$EN_HUNG" ]; then
+    r4=$(ratio "$(median "${EN_LX[@]}")" "$(median "${EN_LH[@]}")")
+    e_row "4 KiB random reads p99 (us), $EN_DESC, agent path: data node hung ($EN_HUNG: a data column in $EN_HUNG_FILES of $E_FILES files) vs healthy" \
+      "$(e_cell 0 "${EN_LX[@]}")" "$(e_cell 0 "${EN_LH[@]}")" "$r4" "<= 1.5, 0 err ($EN_LERR)" \
+      "$(if [ "$EN_LERR" = 0 ]; then e_verdict "$r4" '<=' 1.5; else echo "FAIL (errors)"; fi)"
+    extra=$(python3 -c "
+import statistics, sys
+try: print((statistics.median(map(float, sys.argv[1].split())) / statistics.median(map(float, sys.argv[2].split())) - 1) * 100)
+except (ValueError, ZeroDivisionError): print('failed')" "${EN_AX[*]}" "${EN_AH[*]}")
+    floor=$(e_floor "$EN_HUNG" "$WORK"/en_layout_*.json)
+    beyond=$(python3 -c "
+import sys
+try: print(float(sys.argv[1]) - float(sys.argv[2]))
+except ValueError: print('failed')" "$extra" "$floor")
+    e_row "4 KiB random reads, $EN_DESC: node bytes per byte read, hung vs healthy (extra; the rebuilds' floor $(f2 "$floor") %)" \
+      "$(e_cell 3 "${EN_AX[@]}")" "$(e_cell 3 "${EN_AH[@]}")" "extra $(f2 "$extra") %" "info" "-"
+    e_row "4 KiB random reads, $EN_DESC: extra bytes beyond that floor" "$(f2 "$beyond") %" "-" "-" "<= 5 %" \
+      "$(e_verdict "$beyond" '<=' 5)"
+  else
+    e_row "4 KiB random reads p99 (us), $EN_DESC: data node hung vs healthy" failed failed n/a "<= 1.5" "FAIL (not measured)"
+  fi
 fi

@@ -21,10 +21,11 @@
 # U_LOOPBACK=0 or U_CAPPED=0 leaves out either.
 echo "bench: part U (data_path=nfs vs plain libnfs readers, same objects)"
 U_REPEAT=${U_REPEAT:-$REPEAT}
-mm() { python3 -c "
-import sys
+mm() { MM_DIGITS=${MM_DIGITS:-0} python3 -c "
+import os, sys
+d = int(os.environ['MM_DIGITS'])
 v = sorted(float(x) for x in sys.argv[1:] if x != 'failed')
-print(f'{min(v):.0f}-{max(v):.0f}' if v else 'failed')" "$@"; }
+print(f'{min(v):.{d}f}-{max(v):.{d}f}' if v else 'failed')" "$@"; }
 if [ "${U_LOOPBACK:-1}" != 0 ]; then
 U_NODES=${U_NODES:-1}
 if [ "$QUICK" = 1 ]; then U_MB=${U_MB:-64}; U_S=${U_S:-1}; else U_MB=${U_MB:-256}; U_S=${U_S:-3}; fi

@@ -23,7 +23,8 @@
 #   4 KiB random, equal depth: rangefs-bench --workload=lookup with 32
 #     reads held in flight (--max_in_flight=32 of ReadVs of 1024) vs
 #     nfs_async_read --random, one process per node, 32 / UN_NODES held in
-#     flight each (32 in all).
+#     flight each (32 in all); with each side's CPU beyond the client: the
+#     ganesha servers' a read and the machine's busy share (/proc).
 #   UN_PERF=1 (environment): the 4 KiB random sides also run under
 #     `perf stat` (task-clock, context switches, syscalls; every thread of
 #     every process of a side) and the report gives each side's CPU,
@@ -201,14 +202,40 @@ UN_CAP_TBF=$(python3 -c "r = '$UN_RATE'; print(round($UN_NODES * float(r[:-4]) *
 # that side's command (later flags win: "--batch=8192"); side "libA" (named
 # in UN_SIDES): the sequential row (no prefetch) with that rangefs-bench. un_each.log in the
 # output folder: each baseline process's line, by node.
+# The 4 KiB random sides' CPU outside the client: the ganesha servers'
+# (user + system of their processes) and the machine's busy share
+# (/proc/stat), over each side's whole run (start and exit included, as
+# for every side), per read (reads: IOPS x UN_S).
+un_ticks() {  # "GANESHA_TICKS BUSY_TICKS ALL_TICKS"
+  local g=0 p
+  # Every process naming a node's ganesha config (the servers and the
+  # wrappers that started them, which wait).
+  for p in $(pgrep -f -- "$CU/nfs/n[0-9]+[.]conf"); do
+    g=$((g + $(awk '{print $14 + $15}' "/proc/$p/stat" 2>/dev/null || echo 0)))
+  done
+  awk -v g="$g" '/^cpu / {print g, $2 + $3 + $4 + $7 + $8 + $9, $2 + $3 + $4 + $5 + $6 + $7 + $8 + $9}' /proc/stat
+}
+# un_cpu_side SIDE T0 IOPS: appends the side's ganesha µs a read and busy
+# share since T0 (un_ticks) to UNV[SIDE_srv] and UNV[SIDE_busy].
+un_cpu_side() {
+  local g0 b0 a0 g1 b1 a1
+  read -r g0 b0 a0 <<<"$2"
+  read -r g1 b1 a1 <<<"$(un_ticks)"
+  UNV[${1}_srv]+=" $(python3 -c "
+import os, sys
+try: print(round(($g1 - $g0) / os.sysconf('SC_CLK_TCK') * 1e6 / (float(sys.argv[1]) * $UN_S), 2))
+except (ValueError, ZeroDivisionError): print('failed')" "$3")"
+  UNV[${1}_busy]+=" $(python3 -c "print(round(($b1 - $b0) / max(1, $a1 - $a0), 3))")"
+}
 UN_SIDES=${UN_SIDES:-iperf lib libd async cat lrand arand}
 [ -n "${UN_BENCH_A:-}" ] && UN_SIDES+=" lrandA"
 declare -A UNV
-for s in iperf lib libA libd async cat lrand arand lrandA; do UNV[$s]=""; done  # (sides left out: empty)
+for s in iperf lib libA libd async cat lrand arand lrandA; do UNV[$s]=""; UNV[${s}_srv]=""; UNV[${s}_busy]=""; done  # (sides left out: empty)
 for r in $(seq 1 "$U_REPEAT"); do
   order=$UN_SIDES
   if [ $((r % 2)) = 0 ]; then order=$(echo "$UN_SIDES" | tr ' ' '\n' | tac | tr '\n' ' '); fi
   for s in $order; do
+    t0=$(un_ticks)
     case $s in
       lrandA) UNV[lrandA]+=" $(UN_SIDE=lrandA BIN_BENCH="$UN_BENCH_A" un_lib_rand ${UN_BENCH_A_FLAGS:-})" ;;
       iperf) UNV[iperf]+=" $(un_iperf)" ;;
@@ -220,8 +247,9 @@ for r in $(seq 1 "$U_REPEAT"); do
       lrand) UNV[lrand]+=" $(UN_SIDE=lrand un_lib_rand)" ;;
       arand) UNV[arand]+=" $(un_async_rand)" ;;
     esac
+    case $s in lrand|lrandA|arand) un_cpu_side "$s" "$t0" "${UNV[$s]##* }" ;; esac
   done
-  echo "part U capped round $r: iperf3 ${UNV[iperf]##* } lib ${UNV[lib]##* }${UNV[libA]:+ libA ${UNV[libA]##* }} lib-default ${UNV[libd]##* } async ${UNV[async]##* } cat ${UNV[cat]##* } MB/s; rand lib ${UNV[lrand]##* } async ${UNV[arand]##* }${UN_BENCH_A:+ A ${UNV[lrandA]##* }} IOPS" | tee -a "$OUT/u_rounds.md"
+  echo "part U capped round $r: iperf3 ${UNV[iperf]##* } lib ${UNV[lib]##* }${UNV[libA]:+ libA ${UNV[libA]##* }} lib-default ${UNV[libd]##* } async ${UNV[async]##* } cat ${UNV[cat]##* } MB/s; rand lib ${UNV[lrand]##* } async ${UNV[arand]##* }${UN_BENCH_A:+ A ${UNV[lrandA]##* }} IOPS; ganesha µs a read lib ${UNV[lrand_srv]##* } async ${UNV[arand_srv]##* }${UN_BENCH_A:+ A ${UNV[lrandA_srv]##* }}; machine busy lib ${UNV[lrand_busy]##* } async ${UNV[arand_busy]##* }" | tee -a "$OUT/u_rounds.md"
 done
 for i in $(seq 1 "$UN_NODES"); do kill "$(cat "$WORK/iperf-u$i.pid")" 2>/dev/null || true; done
 deploy/local/cluster.sh down --dir="$CU" >/dev/null 2>&1 || true
@@ -240,6 +268,10 @@ deploy/local/cluster.sh down --dir="$CU" >/dev/null 2>&1 || true
   echo "| seq nfs-cat, 1 loop per node (MB/s) | $(f0 "$(median ${UNV[cat]})") | $(mm ${UNV[cat]}) |"
   echo "| 4 KiB random data_path=nfs, $UN_DEPTH held in flight (IOPS) | $(f0 "$(median ${UNV[lrand]})") | $(mm ${UNV[lrand]}) |"
   echo "| 4 KiB random nfs_async_read, $((UN_DEPTH / UN_NODES)) held per node, $UN_DEPTH in all (IOPS) | $(f0 "$(median ${UNV[arand]})") | $(mm ${UNV[arand]}) |"
+  for side in lrand lrandA arand; do
+    [ -n "${UNV[$side]}" ] || continue
+    echo "| 4 KiB random, $side: the ganesha servers' CPU a read (µs); the machine's busy share | $(median ${UNV[${side}_srv]}); $(median ${UNV[${side}_busy]}) | $(MM_DIGITS=1 mm ${UNV[${side}_srv]}); $(MM_DIGITS=3 mm ${UNV[${side}_busy]}) |"
+  done
   if [ -n "${UNV[libA]}" ]; then
     echo "| seq data_path=nfs, no prefetch, with UN_BENCH_A=$UN_BENCH_A (MB/s) | $(f0 "$(median ${UNV[libA]})") | $(mm ${UNV[libA]}) |"
   fi
