@@ -1488,8 +1488,8 @@ TEST_F(ClientTest, MaxInFlightWindowDoesNotPileUpOnAStuckNode) {
   std::vector<FileReadRange> ranges;
   for (int k = 0; k < 2 * kEach; ++k) {
     File* f = k < kEach ? fs->get() : fq->get();
-    ranges.push_back({f, static_cast<uint64_t>(k % kEach) * 4096,
-                      absl::MakeSpan(bufs[k])});
+    ranges.push_back(
+        {f, static_cast<uint64_t>(k % kEach) * 4096, absl::MakeSpan(bufs[k])});
   }
   faulty_.AddRule({.path_contains = "/n0/", .action = FaultAction::kBlock});
   const uint64_t before = mem_.reads();
@@ -1506,8 +1506,8 @@ TEST_F(ClientTest, MaxInFlightWindowDoesNotPileUpOnAStuckNode) {
   EXPECT_LE(held, 4);
   for (int k = 0; k < 2 * kEach; ++k) {
     EXPECT_EQ(ReadOk(res[k]), 4096u) << k;
-    EXPECT_EQ(bufs[k], (k < kEach ? stuck : quick).substr((k % kEach) * 4096,
-                                                          4096))
+    EXPECT_EQ(bufs[k],
+              (k < kEach ? stuck : quick).substr((k % kEach) * 4096, 4096))
         << k;
   }
 }
