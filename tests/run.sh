@@ -88,13 +88,13 @@ started=$(date +%s)
 # Clang's thread-safety analysis (--config=tsa, .bazelrc): compiles only (no
 # link, no test run), on full runs only, of every C++ target with a source
 # that can see a thread-safety annotation or a Mutex (tests/tsa_targets.py;
-# the others cannot draw its diagnostics: ~1/3 of the compile time; //...
-# if the query fails). It runs beside the tests, from the start: in an
-# output base of its own (a second Bazel server; neither rebuilds after the
-# other, no bazel-* links of its own) and at nice 19, so it takes the CPU
-# time that the build and the tests leave idle and yields it at once to
-# them; whatever it still has to compile when they end, it compiles then
-# (was: ~300 s after them on a cold 2-core machine).
+# the others cannot draw its diagnostics: ~1/3 of the compile time; every
+# package git holds if the query fails). It runs beside the tests, from the
+# start: in an output base of its own (a second Bazel server; neither
+# rebuilds after the other, no bazel-* links of its own) and at nice 19, so
+# it takes the CPU time that the build and the tests leave idle and yields
+# it at once to them; whatever it still has to compile when they end, it
+# compiles then (was: ~300 s after them on a cold 2-core machine).
 tsa_rc=0
 tsa_pid=
 if [ "$full" -eq 1 ]; then
@@ -102,9 +102,17 @@ if [ "$full" -eq 1 ]; then
   if [ -n "$tsa_base" ]; then
     (
       tsa_bazel=(nice -n 19 bazel --output_base="$tsa_base-tsa" --max_idle_secs=600)
+      # The packages git holds, not //...: the build below makes a
+      # bazel-<this directory> link into its own output base, which this
+      # second server would load as packages of the workspace and fail on
+      # (a race with the build's start; .bazelignore cannot name every
+      # clone's directory).
+      tsa_patterns=$(git ls-files -- BUILD '*/BUILD' 2>/dev/null |
+        awk -F/ 'NF == 1 {print "//:all"; next} {print "//" $1 "/..."}' | sort -u | tr '\n' ' ')
+      [ -n "$tsa_patterns" ] || tsa_patterns=//...
       tsa_targets=$("${tsa_bazel[@]}" query --noshow_progress --output=xml \
-        'kind("cc_(library|binary|test) rule", //...)' 2>/dev/null | python3 tests/tsa_targets.py) \
-        || tsa_targets=//...
+        "kind(\"cc_(library|binary|test) rule\", $(echo $tsa_patterns | sed 's/ / + /g'))" 2>/dev/null |
+        python3 tests/tsa_targets.py) || tsa_targets=$tsa_patterns
       echo "tsa: $(wc -w <<<"$tsa_targets") target(s)"
       [ -z "$tsa_targets" ] && exit 0
       # shellcheck disable=SC2086  # one label a line
