@@ -206,6 +206,17 @@ data = [any(nid(t['replicas'][0]) == hung for t in d['striped']['targets'][:6]) 
 print(sum(data) / len(data) * 5 / 6 * 100)
 PY
 }
+# e_alternate R RUN NAME: row 4's pair of runs in round R, "RUN
+# NAME_healthy_R" and "RUN NAME_hung_R hung" (each prints its JSON path),
+# healthy first in odd rounds; their paths in JH and JX.
+e_alternate() {
+  local r=$1 run=$2 name=$3
+  if [ $((r % 2)) = 1 ]; then
+    JH=$("$run" "${name}_healthy_$r"); JX=$("$run" "${name}_hung_$r" hung)
+  else
+    JX=$("$run" "${name}_hung_$r" hung); JH=$("$run" "${name}_healthy_$r")
+  fi
+}
 # --warmup_s=0: the JSON's "nodes" bytes count the whole run, its "bytes"
 # only what follows the warm-up; without one both cover the same time.
 LOOKUP=(--workload=lookup --batch=1 --data_path=agent --warmup_s=0)
@@ -333,11 +344,8 @@ e_lookup_a() { E_BENCH="$E_BENCH_A" e_lookup "$@"; }
 # e_hung_a R: row 4's side A in round R (E_BENCH_A), healthy and hung.
 e_hung_a() {
   local r=$1 jh jx
-  if [ $((r % 2)) = 1 ]; then
-    jh=$(e_lookup_a "lookupA_healthy_$r"); jx=$(e_lookup_a "lookupA_hung_$r" hung)
-  else
-    jx=$(e_lookup_a "lookupA_hung_$r" hung); jh=$(e_lookup_a "lookupA_healthy_$r")
-  fi
+  e_alternate "$r" e_lookup_a lookupA
+  jh=$JH; jx=$JX
   LA_H+=("$(e_field "$jh" p99_us)"); LA_X+=("$(e_field "$jx" p99_us)")
   e_round "A: 4 KiB p99 hung / healthy (us)" "$r" "$(f0 "${LA_X[-1]}") / $(f0 "${LA_H[-1]}")" \
     "$(ratio "${LA_X[-1]}" "${LA_H[-1]}"); errors $(e_field "$jx" errors)"
@@ -391,11 +399,8 @@ if [ "$E_EC_OK" = 1 ]; then
     # 4. 4 KiB random reads, healthy vs the hung node hung (E_BENCH_A: side A
     # first in odd rounds, last in even ones)
     if [ -n "${E_BENCH_A:-}" ] && [ $((r % 2)) = 1 ]; then e_hung_a "$r"; fi
-    if [ $((r % 2)) = 1 ]; then
-      jh=$(e_lookup "lookup_healthy_$r"); jx=$(e_lookup "lookup_hung_$r" hung)
-    else
-      jx=$(e_lookup "lookup_hung_$r" hung); jh=$(e_lookup "lookup_healthy_$r")
-    fi
+    e_alternate "$r" e_lookup lookup
+    jh=$JH; jx=$JX
     if [ -n "${E_BENCH_A:-}" ] && [ $((r % 2)) = 0 ]; then e_hung_a "$r"; fi
     L_H+=("$(e_field "$jh" p99_us)"); L_X+=("$(e_field "$jx" p99_us)")
     A_H+=("$(e_amp "$jh")"); A_X+=("$(e_amp "$jx")")

@@ -245,11 +245,8 @@ en_lookup() {
 EN_LH=() EN_LX=() EN_AH=() EN_AX=() EN_LERR=0
 en_hung_round() {  # en_hung_round R: row 4's healthy and hung runs
   local r=$1 jh jx
-  if [ $((r % 2)) = 1 ]; then
-    jh=$(en_lookup "capped_lookup_healthy_$r"); jx=$(en_lookup "capped_lookup_hung_$r" hung)
-  else
-    jx=$(en_lookup "capped_lookup_hung_$r" hung); jh=$(en_lookup "capped_lookup_healthy_$r")
-  fi
+  e_alternate "$r" en_lookup capped_lookup
+  jh=$JH; jx=$JX
   EN_LH+=("$(e_field "$jh" p99_us)"); EN_LX+=("$(e_field "$jx" p99_us)")
   EN_AH+=("$(e_amp "$jh")"); EN_AX+=("$(e_amp "$jx")")
   if [ -n "$jx" ]; then
