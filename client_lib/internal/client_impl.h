@@ -270,7 +270,9 @@ class ClientImpl : public Client, public FileHost {
   // last pass; otherwise only brings the loop's wake-up forward for the
   // attempts dispatched since.
   void MaybeRunTimers(CallLoop& c);
-  absl::Duration TimersGap() const;
+  absl::Duration TimersGap(const CallLoop& c) const;
+  // Whether a hedge of piece `p` could go anywhere (see read_call.cc).
+  static bool Hedgeable(const PieceState& p);
   // Judges piece i's attempt in flight (started at `started_ns`, 0: still
   // queued): false if it was abandoned (timed out, stalled, or its node
   // went bad) and the piece moved.

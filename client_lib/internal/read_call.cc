@@ -114,6 +114,9 @@ struct ClientImpl::CallLoop {
   // no polling).
   int max_in_flight = 0;
   bool own_cap_full = false;
+  // Hedging is on and some piece of the call can be hedged (Hedgeable):
+  // else no hedge timer is armed or polled for.
+  bool hedgeable = false;
   // Pieces dispatched and not seen done yet, in dispatch order: what the
   // timers look at (RunTimers drops the done ones).
   std::vector<int> dispatched;
@@ -395,7 +398,7 @@ bool ClientImpl::RefillWindow(CallLoop& c, absl::Time parked_until) {
     first = std::min(first, options_.stall_min_delay);
   }
   for (const Task& t : b.outbox) {
-    if (options_.hedging) {
+    if (c.hedgeable && Hedgeable(b.pieces[t.attempt->piece])) {
       first = std::min(first, HedgeDelayOf(t.attempt->node, c.hedge_delays));
     }
   }
@@ -544,7 +547,7 @@ void ClientImpl::AbandonAttempt(CallLoop& c, int i, bool timed_out,
 void ClientImpl::MaybeHedge(CallLoop& c, int i, int64_t started_ns) {
   c.b->mu.AssertHeld();  // the loop runs under the batch lock (Execute)
   PieceState& p = c.b->pieces[i];
-  if (!options_.hedging || p.hedged || started_ns == 0) return;
+  if (!c.hedgeable || p.hedged || started_ns == 0 || !Hedgeable(p)) return;
   const absl::Time hedge_at = absl::FromUnixNanos(started_ns) +
                               HedgeDelayOf(p.last->node, c.hedge_delays);
   if (c.now < hedge_at) {
@@ -566,11 +569,18 @@ void ClientImpl::MaybeHedge(CallLoop& c, int i, int64_t started_ns) {
   }
 }
 
-absl::Duration ClientImpl::TimersGap() const {
+bool ClientImpl::Hedgeable(const PieceState& p) {
+  // A rebuild (a data cell) or one more cell (a helper); else another
+  // replica: with one, a hedge has nowhere to go.
+  return p.ec == EcRole::kData || p.ec == EcRole::kHelper ||
+         p.piece.replicas->size() > 1;
+}
+
+absl::Duration ClientImpl::TimersGap(const CallLoop& c) const {
   // No timer of an attempt dispatched after a pass can be due before the
   // pass's time plus this.
   absl::Duration gap = std::min(kMaxTimersGap, options_.attempt_timeout);
-  if (options_.hedging) gap = std::min(gap, options_.hedge_min_delay);
+  if (c.hedgeable) gap = std::min(gap, options_.hedge_min_delay);
   if (options_.stall_factor > 0) gap = std::min(gap, options_.stall_min_delay);
   return gap;
 }
@@ -578,7 +588,7 @@ absl::Duration ClientImpl::TimersGap() const {
 void ClientImpl::MaybeRunTimers(CallLoop& c) {
   Batch& b = *c.b;
   b.mu.AssertHeld();  // the loop runs under the batch lock (Execute)
-  const absl::Duration gap = TimersGap();
+  const absl::Duration gap = TimersGap(c);
   if (c.now >= c.wake || c.now >= c.timers_at + gap) {
     RunTimers(c);
     c.timers_at = c.now;
@@ -687,7 +697,7 @@ absl::Duration ClientImpl::WaitFor(const CallLoop& c) const {
   absl::Duration wait = std::min(c.wake - c.now, slice);
   // Attempts still queued start without telling us: poll for their hedge
   // timers.
-  if (options_.hedging && c.unstarted) {
+  if (c.hedgeable && c.unstarted) {
     wait = std::min(wait,
                     std::max(options_.hedge_min_delay, absl::Milliseconds(1)));
   }
@@ -922,6 +932,10 @@ std::vector<absl::StatusOr<size_t>> ClientImpl::Execute(
                                     : policy_->NewPicker(*random_gen);
   std::vector<std::shared_ptr<Flight>> led;
   c.max_in_flight = options.max_in_flight;
+  c.hedgeable = options_.hedging &&
+                (b.ec != nullptr ||
+                 std::any_of(b.pieces.begin(), b.pieces.end(),
+                             [](const PieceState& p) { return Hedgeable(p); }));
   c.dispatched.reserve(c.max_in_flight > 0 ? c.max_in_flight : b.pieces.size());
   {
     absl::MutexLock l(&b.mu);
