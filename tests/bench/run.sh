@@ -51,8 +51,9 @@
 # ingest time and raw bytes vs --replicas=2 and a plain 6-column stripe,
 # healthy scan vs the plain stripe, scan with a data node dead vs healthy,
 # 4 KiB random reads' p99 and extra bytes with a data node hung (OUT/part_e.md);
-# the dead-node scan also on 9 nodes in network namespaces behind tbf-capped
-# links (tests/bench/part_en.sh; E_LINKS=capped|loopback|both, default both).
+# the dead-node scan and the hung-node reads also on 9 nodes in network
+# namespaces behind tbf-capped links (tests/bench/part_en.sh;
+# E_LINKS=capped|loopback|both, default both).
 # With --quick only when named in --only (not in the smoke test).
 # Part U (tests/bench/part_u.sh; only when --only names it): the library's
 # userspace NFS data path (data_path=nfs) against plain libnfs readers
