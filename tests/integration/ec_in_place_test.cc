@@ -30,6 +30,7 @@
 #include "namespace/ec_layout.h"
 #include "namespace/layout.h"
 #include "tests/testing/agent_cluster.h"
+#include "tests/testing/linked_agent_suite.h"
 #include "tests/testing/random_bytes.h"
 
 namespace rangefs {
@@ -44,23 +45,12 @@ constexpr absl::Duration kWait = absl::Seconds(60);
 
 using testing::RandomBytes;
 
-class EcInPlaceTest : public ::testing::Test {
- protected:
-  static void SetUpTestSuite() {
-    auto c = testing::AgentCluster::Start("ec_in_place_test");
-    ASSERT_THAT(c, IsOk());
-    cluster_ = std::move(*c).release();
-    ASSERT_THAT(cluster_->AddLiveAgents(kAgents, kWait), IsOk());
-    absl::StatusOr<std::string> mounts = cluster_->LinkMounts();
-    ASSERT_THAT(mounts, IsOk());
-    mounts_ = new std::string(*mounts);
-  }
-  static void TearDownTestSuite() {
-    delete cluster_;
-    cluster_ = nullptr;
-    delete mounts_;
-  }
+class EcInPlaceTest : public testing::LinkedAgentSuite<EcInPlaceTest> {
+ public:
+  static constexpr char kSuiteName[] = "ec_in_place_test";
+  static constexpr int kSuiteAgents = kAgents;
 
+ protected:
   void SetUp() override {
     ASSERT_NE(cluster_, nullptr);
     // Cells are taken in place only from local disk and memory file
@@ -87,29 +77,12 @@ class EcInPlaceTest : public ::testing::Test {
     dead_ = nullptr;
   }
 
-  static std::string MountEntry(const std::string& id) {
-    return *mounts_ + "/" + id;
-  }
-
   // Puts `data` at `path` with --ec=6+3; returns its layout.
   v1::FileLayout PutEc(const std::string& path, const std::string& data) {
-    admin::Context ctx;
-    ctx.store = cluster_->store();
-    ctx.cluster = "it";
-    const std::string local =
-        absl::StrCat(cluster_->dir(), "/put-", path.substr(1));
-    std::ofstream(local, std::ios::binary) << data;
-    auto args = admin::Args::Parse({"file", "put", local, path, "--ec=6+3",
-                                    "--stripe-unit=256K", "--ec-min-rows=0"});
-    EXPECT_THAT(args, IsOk());
-    if (!args.ok()) return {};
-    EXPECT_THAT(admin::RunCommand(ctx, *args), IsOk());
-    auto f = cluster_->store()->GetFile(path);
-    EXPECT_THAT(f, IsOk());
-    if (!f.ok()) return {};
-    EXPECT_TRUE(ns::IsErasureCoded(f->layout));
-    EXPECT_EQ(f->layout.striped().targets_size(), 9);
-    return f->layout;
+    v1::FileLayout l = PutEcFile(path, data);
+    EXPECT_TRUE(ns::IsErasureCoded(l));
+    EXPECT_EQ(l.striped().targets_size(), 9);
+    return l;
   }
 
   static testing::AgentProcess* Agent(const std::string& id) {
@@ -198,13 +171,8 @@ class EcInPlaceTest : public ::testing::Test {
     ASSERT_TRUE(*got == data) << path << ": bytes differ";
   }
 
-  static testing::AgentCluster* cluster_;
-  static std::string* mounts_;
   testing::AgentProcess* dead_ = nullptr;
 };
-
-testing::AgentCluster* EcInPlaceTest::cluster_ = nullptr;
-std::string* EcInPlaceTest::mounts_ = nullptr;
 
 TEST_F(EcInPlaceTest, ADeadDataColumnIsRebuiltFromCellsInPlace) {
   Degraded d;

@@ -33,6 +33,7 @@
 #include "namespace/ec_layout.h"
 #include "namespace/layout.h"
 #include "tests/testing/agent_cluster.h"
+#include "tests/testing/linked_agent_suite.h"
 #include "tests/testing/random_bytes.h"
 
 namespace rangefs {
@@ -72,24 +73,12 @@ uint64_t TreeBytes(const std::string& dir) {
   return total;
 }
 
-class EcPutTest : public ::testing::Test {
- protected:
-  static void SetUpTestSuite() {
-    auto c = testing::AgentCluster::Start("ec_put_test");
-    ASSERT_THAT(c, IsOk());
-    cluster_ = std::move(*c).release();
-    ASSERT_THAT(cluster_->AddLiveAgents(kAgents, kWait), IsOk());
-    // The export dirs stand in for the nodes' NFS mounts.
-    absl::StatusOr<std::string> mounts = cluster_->LinkMounts();
-    ASSERT_THAT(mounts, IsOk());
-    mounts_ = new std::string(*mounts);
-  }
-  static void TearDownTestSuite() {
-    delete cluster_;
-    cluster_ = nullptr;
-    delete mounts_;
-  }
+class EcPutTest : public testing::LinkedAgentSuite<EcPutTest> {
+ public:
+  static constexpr char kSuiteName[] = "ec_put_test";
+  static constexpr int kSuiteAgents = kAgents;
 
+ protected:
   void SetUp() override {
     ASSERT_NE(cluster_, nullptr);
     ctx_.store = cluster_->store();
@@ -197,13 +186,8 @@ class EcPutTest : public ::testing::Test {
     }
   }
 
-  static testing::AgentCluster* cluster_;
-  static std::string* mounts_;
   admin::Context ctx_;
 };
-
-testing::AgentCluster* EcPutTest::cluster_ = nullptr;
-std::string* EcPutTest::mounts_ = nullptr;
 
 TEST_F(EcPutTest, EdgeSizesReadBackByteExactWithParityOnDisk) {
   const std::vector<uint64_t> sizes = {

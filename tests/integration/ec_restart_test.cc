@@ -32,6 +32,7 @@
 #include "namespace/ec_layout.h"
 #include "namespace/layout.h"
 #include "tests/testing/agent_cluster.h"
+#include "tests/testing/linked_agent_suite.h"
 #include "tests/testing/random_bytes.h"
 
 namespace rangefs {
@@ -51,46 +52,19 @@ constexpr absl::Duration kDeadline = absl::Seconds(10);
 
 using testing::RandomBytes;
 
-class EcRestartTest : public ::testing::Test {
+class EcRestartTest : public testing::LinkedAgentSuite<EcRestartTest> {
+ public:
+  static constexpr char kSuiteName[] = "ec_restart_test";
+  static constexpr int kSuiteAgents = kAgents;
+
  protected:
-  static void SetUpTestSuite() {
-    auto c = testing::AgentCluster::Start("ec_restart_test");
-    ASSERT_THAT(c, IsOk());
-    cluster_ = std::move(*c).release();
-    ASSERT_THAT(cluster_->AddLiveAgents(kAgents, kWait), IsOk());
-    absl::StatusOr<std::string> mounts = cluster_->LinkMounts();
-    ASSERT_THAT(mounts, IsOk());
-    mounts_ = new std::string(*mounts);
-  }
-  static void TearDownTestSuite() {
-    delete cluster_;
-    cluster_ = nullptr;
-    delete mounts_;
-  }
-
-  static std::string MountEntry(const std::string& id) {
-    return *mounts_ + "/" + id;
-  }
-
   // Puts `data` at `path` with --ec=6+3; returns the agent index of each
   // of its 9 columns (data then parity).
   std::vector<int> PutEc(const std::string& path, const std::string& data) {
-    admin::Context ctx;
-    ctx.store = cluster_->store();
-    ctx.cluster = "it";
-    const std::string local =
-        absl::StrCat(cluster_->dir(), "/put-", path.substr(1));
-    std::ofstream(local, std::ios::binary) << data;
-    auto args = admin::Args::Parse({"file", "put", local, path, "--ec=6+3",
-                                    "--stripe-unit=256K", "--ec-min-rows=0"});
-    EXPECT_THAT(args, IsOk());
-    if (!args.ok()) return {};
-    EXPECT_THAT(admin::RunCommand(ctx, *args), IsOk());
-    auto f = cluster_->store()->GetFile(path);
-    EXPECT_THAT(f, IsOk());
-    if (!f.ok() || !ns::IsErasureCoded(f->layout)) return {};
+    const v1::FileLayout l = PutEcFile(path, data);
+    if (!ns::IsErasureCoded(l)) return {};
     std::vector<int> columns;
-    for (const auto& t : f->layout.striped().targets()) {
+    for (const auto& t : l.striped().targets()) {
       for (size_t i = 0; i < cluster_->agents(); ++i) {
         if (cluster_->agent(i).id == t.replicas(0).node_id()) {
           columns.push_back(static_cast<int>(i));
@@ -159,13 +133,7 @@ class EcRestartTest : public ::testing::Test {
     for (std::thread& t : threads) t.join();
     return first;
   }
-
-  static testing::AgentCluster* cluster_;
-  static std::string* mounts_;
 };
-
-testing::AgentCluster* EcRestartTest::cluster_ = nullptr;
-std::string* EcRestartTest::mounts_ = nullptr;
 
 TEST_F(EcRestartTest, HealthyScanRightAfterADeadDataNodeRestarts) {
   std::vector<std::string> data;
