@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cstring>
 #include <utility>
 
 #include "absl/cleanup/cleanup.h"
@@ -27,22 +28,39 @@ constexpr absl::Duration kMaxConnectTime = absl::Seconds(5);
 
 bool Cancelled(CallCanceller* c) { return c != nullptr && c->cancelled(); }
 
-// Sets the socket's receive/send timeouts to what is left until
-// `deadline`. DEADLINE_EXCEEDED if nothing is left.
-absl::Status ArmTimeouts(int fd, absl::Time deadline) {
+// A connection's receive/send timeout as set (SO_RCVTIMEO, SO_SNDTIMEO):
+// InfiniteDuration for none (the kernel's zero).
+constexpr absl::Duration kNotArmed = absl::InfiniteDuration();
+
+// Sets the socket's receive/send timeouts to `t` (kNotArmed: none).
+absl::Status SetTimeouts(int fd, absl::Duration t, absl::Duration* armed) {
   timeval tv{};  // Zero: no timeout.
-  if (deadline != absl::InfiniteFuture()) {
-    const absl::Duration left = deadline - absl::Now();
-    if (left <= absl::ZeroDuration()) {
-      return absl::DeadlineExceededError("deadline passed");
-    }
-    tv = absl::ToTimeval(std::max(left, absl::Milliseconds(1)));
-  }
+  if (t != kNotArmed) tv = absl::ToTimeval(t);
   if (setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv)) != 0 ||
       setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv)) != 0) {
+    *armed = absl::ZeroDuration();  // unknown: set again next time
     return ErrnoStatus(errno, "setsockopt SO_RCVTIMEO");
   }
+  *armed = t;
   return absl::OkStatus();
+}
+
+// Makes the socket's timeouts end no later than `deadline`: set afresh
+// only where they could wait past it (a pooled connection keeps what an
+// earlier read set, which ends sooner; a socket call that times out
+// before the deadline re-arms, RecvExact). DEADLINE_EXCEEDED if nothing is
+// left.
+absl::Status ArmTimeouts(int fd, absl::Time deadline, absl::Duration* armed) {
+  if (deadline == absl::InfiniteFuture()) {
+    return *armed == kNotArmed ? absl::OkStatus()
+                               : SetTimeouts(fd, kNotArmed, armed);
+  }
+  const absl::Duration left = deadline - absl::Now();
+  if (left <= absl::ZeroDuration()) {
+    return absl::DeadlineExceededError("deadline passed");
+  }
+  if (*armed > absl::ZeroDuration() && *armed <= left) return absl::OkStatus();
+  return SetTimeouts(fd, std::max(left, absl::Milliseconds(1)), armed);
 }
 
 // The status for a socket call that failed with `err` (0: EOF).
@@ -61,10 +79,28 @@ absl::Status TransportError(int err, const DataPortReadOptions& options,
   return absl::UnavailableError(ErrnoStatus(err, what).message());
 }
 
+// After a socket call on `fd` that returned `r` (errno `err` when < 0):
+// OK to call again (EINTR; a timeout before the deadline, the timeouts
+// re-armed to the time left), else the error.
+absl::Status RetryOrFail(int fd, ssize_t r, int err,
+                         const DataPortReadOptions& options,
+                         absl::Duration* armed, absl::string_view what) {
+  if (r < 0 && err == EINTR) return absl::OkStatus();
+  if (r < 0 && (err == EAGAIN || err == EWOULDBLOCK) &&
+      !Cancelled(options.canceller) && absl::Now() < options.deadline) {
+    // The timeout was shorter than the time left (set by an earlier read
+    // on this connection), or the kernel timer fired a little early.
+    *armed = absl::ZeroDuration();
+    absl::Status s = ArmTimeouts(fd, options.deadline, armed);
+    if (s.ok()) return s;
+  }
+  return TransportError(r == 0 ? 0 : err, options, what);
+}
+
 // Receives exactly `n` bytes, re-arming the timeout until the deadline.
 absl::Status RecvExact(int fd, char* p, size_t n,
                        const DataPortReadOptions& options,
-                       absl::string_view what) {
+                       absl::Duration* armed, absl::string_view what) {
   size_t got = 0;
   while (got < n) {
     ssize_t r = recv(fd, p + got, n - got, MSG_WAITALL);
@@ -72,18 +108,58 @@ absl::Status RecvExact(int fd, char* p, size_t n,
       got += static_cast<size_t>(r);
       continue;
     }
-    const int err = r == 0 ? 0 : errno;
-    if (err == EINTR) continue;
-    if ((err == EAGAIN || err == EWOULDBLOCK) &&
-        !Cancelled(options.canceller) && absl::Now() < options.deadline) {
-      // The kernel timer fired a little early: wait for the rest.
-      absl::Status s = ArmTimeouts(fd, options.deadline);
-      if (s.ok()) continue;
-    }
-    return TransportError(err, options, what);
+    absl::Status s = RetryOrFail(fd, r, errno, options, armed, what);
+    if (!s.ok()) return s;
   }
   return absl::OkStatus();
 }
+
+// One reply's bytes off the socket through a buffer: the reply of a small
+// read (header, frame, end frame) usually comes whole in one recv(2)
+// instead of one a field; a large frame's bytes beyond what the buffer
+// holds go straight into the caller's buffer.
+class ReplyStream {
+ public:
+  ReplyStream(int fd, const DataPortReadOptions& options, absl::Duration* armed)
+      : fd_(fd), options_(options), armed_(armed) {}
+
+  // Fills exactly `n` bytes at `p` (DataPortRecvFn).
+  absl::Status Fill(char* p, size_t n, absl::string_view what) {
+    const size_t take = std::min(n, end_ - begin_);
+    std::memcpy(p, buf_ + begin_, take);
+    begin_ += take;
+    if (take == n) return absl::OkStatus();
+    p += take;
+    n -= take;
+    if (n >= sizeof(buf_) / 2) {
+      return RecvExact(fd_, p, n, options_, armed_, what);
+    }
+    begin_ = end_ = 0;
+    while (end_ < n) {
+      ssize_t r = recv(fd_, buf_ + end_, sizeof(buf_) - end_, 0);
+      if (r > 0) {
+        end_ += static_cast<size_t>(r);
+        continue;
+      }
+      absl::Status s = RetryOrFail(fd_, r, errno, options_, armed_, what);
+      if (!s.ok()) return s;
+    }
+    std::memcpy(p, buf_, n);
+    begin_ = n;
+    return absl::OkStatus();
+  }
+  // Bytes received past what Fill handed out: after a whole reply, a
+  // protocol error (the connection is not reused).
+  size_t unread() const { return end_ - begin_; }
+
+ private:
+  const int fd_;
+  const DataPortReadOptions& options_;
+  absl::Duration* const armed_;
+  char buf_[16 << 10];
+  size_t begin_ = 0;
+  size_t end_ = 0;
+};
 
 absl::Status SendExact(int fd, const char* p, size_t n,
                        const DataPortReadOptions& options) {
@@ -269,7 +345,7 @@ absl::StatusOr<size_t> DataPortClient::ReadRange(
     if (Cancelled(options.canceller)) {
       return absl::CancelledError(absl::StrCat(prefix(offset), "cancelled"));
     }
-    ScopedFd fd;
+    Conn c;
     {
       absl::MutexLock l(&mu_);
       if (attempt > 0) {
@@ -278,11 +354,11 @@ absl::StatusOr<size_t> DataPortClient::ReadRange(
         // a new one, not on the next stale one.
         idle_.clear();
       } else if (!idle_.empty()) {
-        fd = std::move(idle_.back());
+        c = std::move(idle_.back());
         idle_.pop_back();
       }
     }
-    const bool pooled = fd.valid();
+    const bool pooled = c.fd.valid();
     if (!pooled) {
       absl::StatusOr<ScopedFd> opened = Open(options);
       if (!opened.ok()) {
@@ -291,14 +367,14 @@ absl::StatusOr<size_t> DataPortClient::ReadRange(
             opened.status().code(),
             absl::StrCat(prefix(offset), opened.status().message()));
       }
-      fd = *std::move(opened);
+      c.fd = *std::move(opened);
     }
     bool reusable = false, no_reply = false;
     absl::StatusOr<size_t> r =
-        ReadOnce(fd.get(), path, offset, dst, options, &reusable, &no_reply);
+        ReadOnce(c, path, offset, dst, options, &reusable, &no_reply);
     if (reusable) {
       absl::MutexLock l(&mu_);
-      if (idle_.size() < max_idle_) idle_.push_back(std::move(fd));
+      if (idle_.size() < max_idle_) idle_.push_back(std::move(c));
     }
     if (!r.ok() && pooled && no_reply && attempt == 0 &&
         absl::IsUnavailable(r.status())) {
@@ -309,7 +385,7 @@ absl::StatusOr<size_t> DataPortClient::ReadRange(
 }
 
 absl::StatusOr<size_t> DataPortClient::ReadOnce(
-    int fd, const std::string& path, uint64_t offset, absl::Span<char> dst,
+    Conn& c, const std::string& path, uint64_t offset, absl::Span<char> dst,
     const DataPortReadOptions& options, bool* reusable, bool* no_reply) {
   *reusable = false;
   *no_reply = true;
@@ -320,9 +396,10 @@ absl::StatusOr<size_t> DataPortClient::ReadOnce(
                                " (data port ", port_, ") at byte ",
                                offset + got, ": ", s.message()));
   };
+  const int fd = c.fd.get();
   FdAttachment attach(options.canceller, fd);
   if (!attach.ok()) return err(absl::CancelledError("cancelled"));
-  absl::Status s = ArmTimeouts(fd, options.deadline);
+  absl::Status s = ArmTimeouts(fd, options.deadline, &c.armed);
   if (!s.ok()) return err(s);
   const uint8_t flags = (options.verify_on_server ? kDataPortFlagVerify : 0) |
                         (options.background ? kDataPortFlagBackground : 0);
@@ -331,12 +408,18 @@ absl::StatusOr<size_t> DataPortClient::ReadOnce(
   s = SendExact(fd, req.data(), req.size(), options);
   if (!s.ok()) return err(s);
 
-  const DataPortReply reply = ReadDataPortReply(
+  ReplyStream in(fd, options, &c.armed);
+  DataPortReply reply = ReadDataPortReply(
       [&](char* p, size_t n, absl::string_view what) {
-        return RecvExact(fd, p, n, options, what);
+        return in.Fill(p, n, what);
       },
       dst, options.check_crc || options.verify_on_server, offset);
-  *reusable = reply.reusable;
+  if (reply.status.ok() && in.unread() > 0) {
+    reply.status = absl::InternalError(absl::StrCat(
+        "protocol error: ", in.unread(), " bytes after the end frame"));
+    reply.reusable = false;
+  }
+  *reusable = reply.reusable && in.unread() == 0;
   *no_reply = !reply.header_received;
   if (reply.status.ok()) return reply.got;
   if (reply.refused) {

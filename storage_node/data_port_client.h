@@ -79,10 +79,16 @@ class DataPortClient {
   size_t idle_connections() const;
 
  private:
+  // A connection, and the socket timeouts it has set (data_port_client.cc,
+  // ArmTimeouts: InfiniteDuration for none, zero for not known).
+  struct Conn {
+    ScopedFd fd;
+    absl::Duration armed = absl::InfiniteDuration();
+  };
   absl::StatusOr<ScopedFd> Open(const DataPortReadOptions& options);
-  // One request on `fd`. *reusable: the reply ended cleanly;
+  // One request on `c`. *reusable: the reply ended cleanly;
   // *no_reply: failed before any reply byte arrived.
-  absl::StatusOr<size_t> ReadOnce(int fd, const std::string& path,
+  absl::StatusOr<size_t> ReadOnce(Conn& c, const std::string& path,
                                   uint64_t offset, absl::Span<char> dst,
                                   const DataPortReadOptions& options,
                                   bool* reusable, bool* no_reply);
@@ -94,7 +100,7 @@ class DataPortClient {
   const int max_active_;
   std::atomic<uint64_t> opened_{0};
   mutable absl::Mutex mu_;
-  std::vector<ScopedFd> idle_ ABSL_GUARDED_BY(mu_);
+  std::vector<Conn> idle_ ABSL_GUARDED_BY(mu_);
   // Reads running, and those waiting for their turn (in arrival order;
   // an ending read hands its turn to the first one).
   struct Waiter {
