@@ -25,6 +25,12 @@
 #     nfs_async_read --random, one process per node, 32 / UN_NODES held in
 #     flight each (32 in all); with each side's CPU beyond the client: the
 #     ganesha servers' a read and the machine's busy share (/proc).
+#   UN_PIN=1 (environment): every process of the nodes' namespaces (agent,
+#     ganesha, iperf3 server) on CPU 1 and every reader on CPU 0, the same
+#     split for every side: a client with a CPU of its own, as on a host
+#     apart from the servers' (on a shared host the client's CPU a read is
+#     taken from the servers'). A diagnosis; the rows without it are the
+#     result.
 #   UN_PERF=1 (environment): the 4 KiB random sides also run under
 #     `perf stat` (task-clock, context switches, syscalls; every thread of
 #     every process of a side) and the report gives each side's CPU,
@@ -51,7 +57,18 @@ eval "$(deploy/local/cluster.sh up --dir="$CU" --nodes="$UN_NODES" --hosts=netns
 # shellcheck disable=SC1090,SC1091
 source "$CU/cluster.env"
 UN_C="rfs${TAG}-c"
-un_in() { ip netns exec "$UN_C" "$@"; }
+UN_PIN=${UN_PIN:-0}
+if [ "$UN_PIN" = 1 ] && [ "$(nproc)" -lt 2 ]; then
+  echo "bench: UN_PIN=1 needs 2 CPUs; running unpinned" >&2
+  UN_PIN=0
+fi
+un_in() {
+  if [ "$UN_PIN" = 1 ]; then
+    ip netns exec "$UN_C" taskset -c 0 "$@"
+  else
+    ip netns exec "$UN_C" "$@"
+  fi
+}
 un_ip() { echo "10.250.${TAG}.$((10 + $1))"; }
 mkdir -p "$WORK/data/u"
 for f in $(seq 1 "$UN_FILES"); do
@@ -81,6 +98,11 @@ for i in $(seq 1 "$UN_NODES"); do  # -D returns before the server listens
     sleep 0.05
   done
 done
+if [ "$UN_PIN" = 1 ]; then  # threads started later inherit the mask
+  for i in $(seq 1 "$UN_NODES"); do
+    for p in $(ip netns pids "rfs${TAG}-$i"); do taskset -a -p -c 1 "$p" >/dev/null; done
+  done
+fi
 echo "# part U over capped links: commands" >"$OUT/un_commands.log"
 # Runs CMD for every node in parallel (in the client's namespace), with
 # an argument "{URL}" replaced by the node's libnfs URL and the node's
@@ -256,7 +278,7 @@ deploy/local/cluster.sh down --dir="$CU" >/dev/null 2>&1 || true
 # shellcheck disable=SC2086
 {
   echo
-  echo "## Part U over capped links: data_path=nfs, $UN_NODES nodes (netns, egress tbf $UN_RATE each), $UN_FILES x $UN_FILE_MB MiB striped 1 MiB over all, $U_REPEAT rounds, medians; min-max"
+  echo "## Part U over capped links: data_path=nfs, $UN_NODES nodes (netns, egress tbf $UN_RATE each), $UN_FILES x $UN_FILE_MB MiB striped 1 MiB over all, $U_REPEAT rounds, medians; min-max$([ "$UN_PIN" = 1 ] && echo "; UN_PIN=1: the nodes' processes on CPU 1, every reader on CPU 0")"
   echo
   echo "| side | median | min-max |"
   echo "|---|---|---|"
