@@ -9,7 +9,11 @@
 //       dp.ReadRange("seg/0001", 0, buf, {.deadline = d}, nullptr));
 //
 // Keeps up to max_idle connections open between reads (a connection that
-// failed or was abandoned mid-reply is closed, never pooled). Thread-safe;
+// failed or was abandoned mid-reply is closed, never pooled), each with the
+// socket timeouts its last read set, set again only where they would wait
+// past the next read's deadline. A reply is received through a 16 KiB
+// buffer: a small read's reply (header, frame, end frame) takes one
+// recv(2); a large frame's bytes go straight into the caller's buffer. Thread-safe;
 // each read uses its own connection, and at most max_active reads run at
 // once (later ones wait their turn, first come first served, within their
 // deadline and canceller):
