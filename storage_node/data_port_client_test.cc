@@ -5,7 +5,6 @@
 // next read's deadline).
 #include "storage_node/data_port_client.h"
 
-#include <arpa/inet.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <sys/socket.h>
@@ -16,6 +15,7 @@
 
 #include "absl/synchronization/notification.h"
 #include "base/crc32c.h"
+#include "base/testing/ports.h"
 #include "base/testing/status_matchers.h"
 #include "base/testing/temp_dir.h"
 #include "gmock/gmock.h"
@@ -48,16 +48,8 @@ class ScriptedServer {
  public:
   ScriptedServer(std::string reply, size_t chunk)
       : reply_(std::move(reply)), chunk_(chunk) {
-    listen_fd_ = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    sockaddr_in a{};
-    a.sin_family = AF_INET;
-    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    socklen_t len = sizeof(a);
-    if (bind(listen_fd_, reinterpret_cast<sockaddr*>(&a), sizeof(a)) == 0 &&
-        listen(listen_fd_, 1) == 0 &&
-        getsockname(listen_fd_, reinterpret_cast<sockaddr*>(&a), &len) == 0) {
-      port_ = ntohs(a.sin_port);
-    }
+    absl::StatusOr<int> fd = testing::ListenLoopback(&port_);
+    listen_fd_ = fd.ok() ? *fd : -1;  // port_ 0: reads fail to connect
     thread_ = std::thread([this] { Serve(); });
   }
   ~ScriptedServer() {
@@ -103,25 +95,10 @@ class ScriptedServer {
 
 absl::Time Soon() { return absl::Now() + absl::Seconds(60); }
 
-TEST(DataPortReplyStreamTest, AReplyInOneByteSendsIsByteExact) {
-  const std::string data = "the bytes of a small read, sent one at a time";
-  ScriptedServer server(Reply(data), 1);
-  DataPortClient dp("scripted:1", "127.0.0.1", server.port());
-  std::string buf(data.size(), '\0');
-  absl::StatusOr<size_t> n =
-      dp.ReadRange("o", 0, absl::MakeSpan(buf), {.deadline = Soon()});
-  ASSERT_THAT(n, IsOk());
-  EXPECT_EQ(*n, data.size());
-  EXPECT_EQ(buf, data);
-  EXPECT_EQ(dp.idle_connections(), 1u);
-}
-
-TEST(DataPortReplyStreamTest, AFrameLargerThanTheBufferIsByteExact) {
-  std::string data(1 << 20, '\0');
-  for (size_t i = 0; i < data.size(); ++i) {
-    data[i] = static_cast<char>(i * 2654435761u >> 13);
-  }
-  ScriptedServer server(Reply(data), 3000);  // pieces of no block size
+// Reads `data` from a server that sends its reply in sends of `chunk`
+// bytes, and checks the bytes.
+void ExpectByteExact(const std::string& data, size_t chunk) {
+  ScriptedServer server(Reply(data), chunk);
   DataPortClient dp("scripted:1", "127.0.0.1", server.port());
   std::string buf(data.size(), '\0');
   absl::StatusOr<size_t> n =
@@ -129,6 +106,19 @@ TEST(DataPortReplyStreamTest, AFrameLargerThanTheBufferIsByteExact) {
   ASSERT_THAT(n, IsOk());
   EXPECT_EQ(*n, data.size());
   EXPECT_TRUE(buf == data);
+  EXPECT_EQ(dp.idle_connections(), 1u);
+}
+
+TEST(DataPortReplyStreamTest, AReplyInOneByteSendsIsByteExact) {
+  ExpectByteExact("the bytes of a small read, sent one at a time", 1);
+}
+
+TEST(DataPortReplyStreamTest, AFrameLargerThanTheBufferIsByteExact) {
+  std::string data(1 << 20, '\0');
+  for (size_t i = 0; i < data.size(); ++i) {
+    data[i] = static_cast<char>(i * 2654435761u >> 13);
+  }
+  ExpectByteExact(data, 3000);  // pieces of no block size
 }
 
 TEST(DataPortReplyStreamTest, BytesAfterTheEndFrameAreAnErrorNotReused) {

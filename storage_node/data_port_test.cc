@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "absl/synchronization/notification.h"
+#include "base/testing/ports.h"
 #include "base/testing/status_matchers.h"
 #include "base/testing/temp_dir.h"
 #include "base/thread_priority.h"
@@ -84,16 +85,8 @@ absl::Status ReadReply(int fd) {
 class SilentServer {
  public:
   SilentServer() {
-    listen_fd_ = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    sockaddr_in a{};
-    a.sin_family = AF_INET;
-    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    socklen_t len = sizeof(a);
-    if (bind(listen_fd_, reinterpret_cast<sockaddr*>(&a), sizeof(a)) == 0 &&
-        listen(listen_fd_, 8) == 0 &&
-        getsockname(listen_fd_, reinterpret_cast<sockaddr*>(&a), &len) == 0) {
-      port_ = ntohs(a.sin_port);
-    }
+    absl::StatusOr<int> fd = testing::ListenLoopback(&port_);
+    listen_fd_ = fd.ok() ? *fd : -1;  // port_ 0: reads fail to connect
     thread_ = std::thread([this] {
       for (;;) {
         int fd = accept(listen_fd_, nullptr, nullptr);

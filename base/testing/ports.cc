@@ -19,9 +19,9 @@ namespace testing {
 
 namespace {
 
-// Binds a socket to 127.0.0.1:`port` (0: the kernel picks); the port bound,
-// or an error. The socket is closed again.
-absl::StatusOr<int> BindLoopback(int port) {
+// A socket bound to 127.0.0.1:`port` (0: the kernel picks), and the port
+// it got in `*bound`; or an error.
+absl::StatusOr<int> BoundLoopback(int port, int* bound) {
   int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
   if (fd < 0) return ErrnoStatus(errno, "socket");
   sockaddr_in addr{};
@@ -39,8 +39,18 @@ absl::StatusOr<int> BindLoopback(int port) {
     close(fd);
     return ErrnoStatus(e, "getsockname");
   }
-  close(fd);
-  return ntohs(addr.sin_port);
+  *bound = ntohs(addr.sin_port);
+  return fd;
+}
+
+// The port a socket bound to 127.0.0.1:`port` got (the socket is closed
+// again), or an error.
+absl::StatusOr<int> BindLoopback(int port) {
+  int bound = 0;
+  absl::StatusOr<int> fd = BoundLoopback(port, &bound);
+  if (!fd.ok()) return fd.status();
+  close(*fd);
+  return bound;
 }
 
 // The first port of the kernel's ephemeral range (the ports it gives
@@ -74,6 +84,17 @@ absl::StatusOr<int> PickUnusedPort() {
     }
   }
   return BindLoopback(0);
+}
+
+absl::StatusOr<int> ListenLoopback(int* port) {
+  absl::StatusOr<int> fd = BoundLoopback(0, port);
+  if (!fd.ok()) return fd.status();
+  if (listen(*fd, 16) != 0) {
+    int e = errno;
+    close(*fd);
+    return ErrnoStatus(e, "listen on 127.0.0.1");
+  }
+  return fd;
 }
 
 bool TcpPortOpen(int port) {

@@ -20,6 +20,10 @@ namespace testing {
 // Another test may still pick it; callers retry a failed start.
 absl::StatusOr<int> PickUnusedPort();
 
+// Returns a TCP socket listening on 127.0.0.1 at a port the kernel picks
+// (in `*port`), for a fake server the test runs; the caller closes it.
+absl::StatusOr<int> ListenLoopback(int* port);
+
 // Returns true if 127.0.0.1:`port` accepts a TCP connection.
 bool TcpPortOpen(int port);
 
