@@ -162,15 +162,18 @@ class ReplyStream {
 };
 
 absl::Status SendExact(int fd, const char* p, size_t n,
-                       const DataPortReadOptions& options) {
+                       const DataPortReadOptions& options,
+                       absl::Duration* armed) {
   while (n > 0) {
     ssize_t w = send(fd, p, n, MSG_NOSIGNAL);
-    if (w < 0) {
-      if (errno == EINTR) continue;
-      return TransportError(errno, options, "sending the request");
+    if (w > 0) {
+      p += w;
+      n -= static_cast<size_t>(w);
+      continue;
     }
-    p += w;
-    n -= static_cast<size_t>(w);
+    absl::Status s =
+        RetryOrFail(fd, w, errno, options, armed, "sending the request");
+    if (!s.ok()) return s;
   }
   return absl::OkStatus();
 }
@@ -405,7 +408,7 @@ absl::StatusOr<size_t> DataPortClient::ReadOnce(
                         (options.background ? kDataPortFlagBackground : 0);
   const std::string req =
       EncodeDataPortRequest(path, offset, dst.size(), flags);
-  s = SendExact(fd, req.data(), req.size(), options);
+  s = SendExact(fd, req.data(), req.size(), options, &c.armed);
   if (!s.ok()) return err(s);
 
   ReplyStream in(fd, options, &c.armed);
@@ -417,7 +420,6 @@ absl::StatusOr<size_t> DataPortClient::ReadOnce(
   if (reply.status.ok() && in.unread() > 0) {
     reply.status = absl::InternalError(absl::StrCat(
         "protocol error: ", in.unread(), " bytes after the end frame"));
-    reply.reusable = false;
   }
   *reusable = reply.reusable && in.unread() == 0;
   *no_reply = !reply.header_received;

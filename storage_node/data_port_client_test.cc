@@ -205,20 +205,19 @@ TEST_F(DataPortTimeoutTest, APooledConnectionKeepsAShorterDeadline) {
 }
 
 TEST_F(DataPortTimeoutTest, AReplyLaterThanTheLastReadsTimeoutStillArrives) {
-  // The first read sets a timeout of at most 500 ms and leaves the
+  // The first read sets a timeout of at most 3 s and leaves the
   // connection pooled; the next read's reply comes after that timeout
   // (the agent holds it) but well within its own deadline.
   std::string buf(4, '\0');
-  ASSERT_THAT(
-      dp_->ReadRange("fast", 0, absl::MakeSpan(buf),
-                     {.deadline = absl::Now() + absl::Milliseconds(500)}),
-      IsOk());
+  ASSERT_THAT(dp_->ReadRange("fast", 0, absl::MakeSpan(buf),
+                             {.deadline = absl::Now() + absl::Seconds(3)}),
+              IsOk());
   ASSERT_EQ(dp_->idle_connections(), 1u);
   std::thread releaser([this] {
     slow_started_.WaitForNotification();
     // The scenario, not a synchronization: the agent answers only after
     // the timeout the first read armed has run out.
-    absl::SleepFor(absl::Milliseconds(800));
+    absl::SleepFor(absl::Milliseconds(3500));
     release_.Notify();
   });
   absl::StatusOr<size_t> n =
